@@ -1,0 +1,175 @@
+/* lowbit: run large language models with 1-8-bit weights on CPUs.
+ *
+ * Public C API. Every handle is opaque and every fallible call returns an
+ * lb_status; on failure lb_last_error() gives a readable message (per thread).
+ * The library never calls exit() and never aborts on bad input. */
+#ifndef LOWBIT_H
+#define LOWBIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    LB_OK = 0,
+    LB_ERR_IO,          /* file cannot be opened, read, written or renamed */
+    LB_ERR_FORMAT,      /* file contents are malformed or inconsistent */
+    LB_ERR_UNSUPPORTED, /* well-formed but not something lowbit handles */
+    LB_ERR_NOMEM,       /* allocation failed */
+    LB_ERR_ARG,         /* bad argument from the caller */
+    LB_ERR_SHAPE,       /* mismatched tensor shapes */
+    LB_ERR_INTERRUPTED, /* cancelled by the caller (e.g. Ctrl-C) */
+} lb_status;
+
+/* Message of the last failure on this thread (never NULL). */
+const char *lb_last_error(void);
+const char *lb_status_name(lb_status s);
+
+/* Cancellation: long operations (quantize, convert, perplexity) poll this flag
+ * and return LB_ERR_INTERRUPTED, cleaning up partial outputs. Signal-safe. */
+void lb_request_cancel(void);
+int lb_cancel_requested(void);
+
+/* ---- tensor types (GGUF/ggml type ids; lowbit-only types start at 1000) ---- */
+typedef enum {
+    LB_TYPE_F32 = 0,
+    LB_TYPE_F16 = 1,
+    LB_TYPE_Q4_0 = 2,
+    LB_TYPE_Q4_1 = 3,
+    LB_TYPE_Q5_0 = 6,
+    LB_TYPE_Q5_1 = 7,
+    LB_TYPE_Q8_0 = 8,
+    LB_TYPE_Q8_1 = 9,
+    LB_TYPE_Q2_K = 10,
+    LB_TYPE_Q3_K = 11,
+    LB_TYPE_Q4_K = 12,
+    LB_TYPE_Q5_K = 13,
+    LB_TYPE_Q6_K = 14,
+    LB_TYPE_Q8_K = 15,
+    LB_TYPE_IQ4_NL = 20,
+    LB_TYPE_I8 = 24,
+    LB_TYPE_I16 = 25,
+    LB_TYPE_I32 = 26,
+    LB_TYPE_I64 = 27,
+    LB_TYPE_F64 = 28,
+    LB_TYPE_BF16 = 30,
+    LB_TYPE_COUNT_GGML = 40,
+} lb_type;
+
+const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */
+int lb_type_from_name(const char *name);       /* -1 if unknown (case-insensitive) */
+double lb_type_bits_per_weight(int type);      /* 0 if unknown */
+
+/* ---- models ---- */
+typedef struct lb_model lb_model;
+typedef struct lb_context lb_context;
+
+typedef struct {
+    int n_threads;     /* 0: all cores */
+    int verbose;       /* log loading details to stderr */
+} lb_model_params;
+
+typedef struct {
+    int n_ctx;         /* 0: the model's context length from metadata */
+    int n_batch;       /* max tokens per lb_eval call; 0: 512 */
+    int n_threads;     /* 0: the model's default */
+} lb_context_params;
+
+lb_model_params lb_model_default_params(void);
+lb_context_params lb_context_default_params(void);
+
+lb_status lb_model_load(const char *path, const lb_model_params *params, lb_model **out);
+void lb_model_free(lb_model *model);
+
+/* Shapes known to `lowbit bench --synthetic`: random weights of `type`. */
+lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params *params,
+                             lb_model **out);
+const char *const *lb_synthetic_shapes(void); /* NULL-terminated */
+
+int lb_model_n_vocab(const lb_model *m);
+int lb_model_n_ctx_train(const lb_model *m);
+int lb_model_n_embd(const lb_model *m);
+int lb_model_n_layer(const lb_model *m);
+int64_t lb_model_n_params(const lb_model *m);
+uint64_t lb_model_size_bytes(const lb_model *m);   /* bytes of weights */
+const char *lb_model_arch(const lb_model *m);
+const char *lb_model_desc(const lb_model *m);       /* e.g. "llama 260K Q8_0" */
+/* Which kernel serves each weight type, one line per type. */
+const char *lb_model_kernel_summary(const lb_model *m);
+
+lb_status lb_context_new(lb_model *model, const lb_context_params *params, lb_context **out);
+void lb_context_free(lb_context *ctx);
+int lb_context_n_ctx(const lb_context *ctx);
+int lb_context_threads(const lb_context *ctx);
+void lb_context_reset(lb_context *ctx); /* forget the KV cache */
+
+/* Evaluate n tokens at positions pos..pos+n-1 (the KV cache must hold 0..pos-1).
+ * logits: if all_logits, n * n_vocab floats, else n_vocab floats for the last token.
+ * logits may be NULL. n may exceed n_batch: the call splits it. */
+lb_status lb_eval(lb_context *ctx, const int32_t *tokens, int n, int pos, float *logits,
+                  int all_logits);
+
+/* ---- tokenizer (from the model's GGUF metadata) ---- */
+int lb_token_bos(const lb_model *m); /* -1 if none */
+int lb_token_eos(const lb_model *m);
+int lb_add_bos_default(const lb_model *m);
+int lb_token_is_eog(const lb_model *m, int32_t token); /* end of generation */
+int lb_model_has_vocab(const lb_model *m);
+/* Writes up to cap ids; *n_out gets the full count (call again if > cap). */
+lb_status lb_tokenize(const lb_model *m, const char *text, size_t len, int add_bos, int32_t *out,
+                      int cap, int *n_out);
+/* The bytes of one token as it appears in text (byte tokens decoded, SPM
+ * "▁" turned into a space). Returned pointer valid until the next call on
+ * this thread. */
+const char *lb_token_to_piece(const lb_model *m, int32_t token, size_t *len);
+
+/* ---- sampling ---- */
+typedef struct {
+    float temp;            /* <= 0: greedy */
+    int top_k;             /* <= 0: off */
+    float top_p;           /* >= 1: off */
+    float min_p;           /* <= 0: off */
+    float repeat_penalty;  /* 1: off */
+    int repeat_last_n;     /* how many recent tokens the penalty looks at */
+    uint64_t seed;
+} lb_sampler_params;
+
+typedef struct lb_sampler lb_sampler;
+lb_sampler_params lb_sampler_default_params(void);
+lb_status lb_sampler_new(const lb_sampler_params *p, int n_vocab, lb_sampler **out);
+void lb_sampler_free(lb_sampler *s);
+void lb_sampler_accept(lb_sampler *s, int32_t token); /* for the repetition penalty */
+int32_t lb_sampler_sample(lb_sampler *s, const float *logits);
+
+/* ---- file tools ---- */
+typedef void (*lb_progress_fn)(void *user, const char *what, int done, int total);
+
+lb_status lb_convert_llama2c(const char *model_bin, const char *tokenizer_bin, const char *out_gguf,
+                             int out_type, lb_progress_fn progress, void *user);
+lb_status lb_convert_hf(const char *hf_dir, const char *out_gguf, int out_type,
+                        lb_progress_fn progress, void *user);
+
+typedef struct {
+    int type;                /* target type for the big matrices */
+    int n_threads;
+    lb_progress_fn progress;
+    void *user;
+} lb_quantize_params;
+
+typedef struct {
+    int64_t n_params;
+    uint64_t bytes_in, bytes_out;
+    double bpw_out;          /* bits per weight of all tensors in the output */
+    int n_tensors, n_quantized, n_fallback; /* fallback: kept a wider type */
+} lb_quantize_stats;
+
+lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
+                           lb_quantize_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,61 @@
+/* Shared pieces of the `lowbit` subcommands: flag parsing that spells shared
+ * flags the same everywhere, and the common model options. */
+#ifndef LB_CLI_H
+#define LB_CLI_H
+
+#include <stdio.h>
+
+#include "lowbit.h"
+
+/* Exit codes: 0 ok, 1 runtime failure, 2 bad usage. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+typedef struct {
+    int argc, i;
+    char **argv;
+    const char *cmd;
+    int bad; /* set when a flag's value is missing or malformed */
+} cli_args;
+
+/* True if argv[i] is one of the spellings (NULL-terminated list in the macro). */
+int cli_flag(cli_args *a, const char *s1, const char *s2);
+/* The value after the current flag (advances), or NULL with an error printed. */
+const char *cli_value(cli_args *a);
+int cli_int(cli_args *a, int lo, int hi);
+double cli_float(cli_args *a, double lo, double hi);
+unsigned long long cli_u64(cli_args *a);
+void cli_unknown(cli_args *a);
+
+/* Model options every subcommand that loads a model accepts. */
+typedef struct {
+    const char *model;
+    int threads;
+    const char *isa;
+    int verbose;
+} cli_common;
+/* Consumes -m/--model, -t/--threads, --isa, -v/--verbose; returns 1 if it did. */
+int cli_common_flag(cli_args *a, cli_common *c);
+#define CLI_COMMON_HELP                                                      \
+    "  -m, --model FILE     GGUF model\n"                                    \
+    "  -t, --threads N      threads (default: all cores)\n"                  \
+    "      --isa LEVEL      force a lower kernel level: scalar|avx2|avx512|neon|dotprod|i8mm\n" \
+    "                       (also LOWBIT_ISA=...)\n"                         \
+    "  -v, --verbose        more logging\n"                                  \
+    "  -h, --help           this help\n"
+/* Applies --isa/--verbose; prints an error and returns nonzero on failure. */
+int cli_common_apply(const cli_common *c);
+lb_status cli_load_model(const cli_common *c, lb_model **m);
+void cli_error(const char *cmd, lb_status s);
+void cli_install_sigint(void);
+void cli_progress(void *user, const char *what, int done, int total);
+/* Default context for run: the training length, capped so the KV cache stays modest. */
+#define LB_CTX_DEFAULT(train) ((train) < 4096 ? (train) : 4096)
+
+int cmd_run(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+
+#endif

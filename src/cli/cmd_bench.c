@@ -1,0 +1,154 @@
+/* lowbit bench: prompt processing (ppN: N tokens in one batch) and text
+ * generation (tgN: N tokens one at a time) speed, as llama-bench reports them:
+ * mean +/- standard deviation over repetitions, after one warm-up. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/common.h"
+#include "kernels/cpu.h"
+
+static void help(void) {
+    printf("usage: lowbit bench (-m MODEL | --synthetic SHAPE [--type TYPE]) [options]\n\n"
+           CLI_COMMON_HELP
+           "      --synthetic SHAPE  random-weight model built in memory, no download needed\n"
+           "      --type TYPE        weight type of the synthetic model (default Q4_0)\n"
+           "  -p, --n-prompt N[,N]   prompt tokens per pp test (default 512; 0 = skip)\n"
+           "  -n, --n-gen N[,N]      generated tokens per tg test (default 128; 0 = skip)\n"
+           "  -t, --threads N[,N]    thread counts to test (default: all cores)\n"
+           "  -r, --repetitions N    repetitions per test (default 5)\n\n"
+           "synthetic shapes:");
+    for (const char *const *s = lb_synthetic_shapes(); *s; s++) printf(" %s", *s);
+    printf("\n");
+}
+
+/* "512,1024" -> {512, 1024}; returns the count, 0 on a bad list */
+static int parse_list(const char *v, int *out, int cap, int lo, int hi) {
+    int n = 0;
+    while (v && *v && n < cap) {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (end == v || x < lo || x > hi || (*end && *end != ',')) return 0;
+        out[n++] = (int)x;
+        v = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+static void stats(const double *v, int n, double *mean, double *sd) {
+    double s = 0, s2 = 0;
+    for (int i = 0; i < n; i++) s += v[i];
+    *mean = s / n;
+    for (int i = 0; i < n; i++) s2 += (v[i] - *mean) * (v[i] - *mean);
+    *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0.0;
+}
+
+/* tokens/s of one run: pp = one batch, tg = n single-token passes */
+static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int is_pp, double *tps) {
+    double t0 = lb_time_s();
+    lb_status s;
+    if (is_pp) {
+        s = lb_eval(ctx, toks, n, 0, NULL, 0);
+    } else {
+        s = LB_OK;
+        for (int i = 0; i < n && s == LB_OK; i++) s = lb_eval(ctx, toks + i, 1, i, NULL, 0);
+    }
+    double dt = lb_time_s() - t0;
+    *tps = n / (dt > 0 ? dt : 1e-9);
+    return s;
+}
+
+int cmd_bench(int argc, char **argv) {
+    cli_common co = {0};
+    cli_args a = {argc, 1, argv, "bench", 0};
+    const char *synthetic = NULL, *type_name = "Q4_0";
+    int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, reps = 5;
+    for (; a.i < argc && !a.bad; a.i++) {
+        if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
+        else if (cli_flag(&a, "-t", "--threads")) {
+            if (!(n_th = parse_list(cli_value(&a), th, 8, 1, 1024))) { fprintf(stderr, "lowbit bench: bad thread list\n"); a.bad = 1; }
+        }
+        else if (cli_common_flag(&a, &co)) {}
+        else if (cli_flag(&a, "--synthetic", NULL)) synthetic = cli_value(&a);
+        else if (cli_flag(&a, "--type", NULL)) type_name = cli_value(&a);
+        else if (cli_flag(&a, "-p", "--n-prompt")) {
+            if (!(n_pp = parse_list(cli_value(&a), pp, 8, 0, 1 << 16))) { fprintf(stderr, "lowbit bench: bad -p list\n"); a.bad = 1; }
+        } else if (cli_flag(&a, "-n", "--n-gen")) {
+            if (!(n_tg = parse_list(cli_value(&a), tg, 8, 0, 1 << 16))) { fprintf(stderr, "lowbit bench: bad -n list\n"); a.bad = 1; }
+        } else if (cli_flag(&a, "-r", "--repetitions")) reps = cli_int(&a, 1, 1000);
+        else cli_unknown(&a);
+    }
+    if (a.bad || !type_name) return CLI_USAGE;
+    if (!co.model == !synthetic) { fprintf(stderr, "lowbit bench: give exactly one of -m MODEL or --synthetic SHAPE (see --help)\n"); return CLI_USAGE; }
+    if (cli_common_apply(&co)) return CLI_USAGE;
+    int type = lb_type_from_name(type_name);
+    if (synthetic && type < 0) { fprintf(stderr, "lowbit bench: unknown type '%s'\n", type_name); return CLI_USAGE; }
+    if (n_th == 0) { th[0] = co.threads; n_th = 1; }
+
+    lb_model *m = NULL;
+    lb_status s;
+    double t0 = lb_time_s();
+    if (synthetic) {
+        lb_model_params mp = lb_model_default_params();
+        mp.n_threads = co.threads;
+        fprintf(stderr, "building synthetic %s (%s)...\n", synthetic, type_name);
+        s = lb_model_synthetic(synthetic, type, &mp, &m);
+    } else {
+        s = cli_load_model(&co, &m);
+    }
+    if (s) { cli_error("bench", s); return CLI_FAIL; }
+    fprintf(stderr, "model ready in %.1f s: %s\n%s", lb_time_s() - t0, lb_model_desc(m), lb_model_kernel_summary(m));
+
+    int max_tok = 1;
+    for (int i = 0; i < n_pp; i++) max_tok = LB_MAX(max_tok, pp[i]);
+    for (int i = 0; i < n_tg; i++) max_tok = LB_MAX(max_tok, tg[i]);
+    int32_t *toks = malloc((size_t)max_tok * sizeof *toks);
+    double *runs = malloc((size_t)reps * sizeof *runs);
+    if (!toks || !runs) { free(toks); free(runs); lb_model_free(m); return CLI_FAIL; }
+    uint64_t r = 12345;
+    for (int i = 0; i < max_tok; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        toks[i] = (int32_t)((r >> 33) % (uint64_t)lb_model_n_vocab(m));
+    }
+
+    char size[32];
+    snprintf(size, sizeof size, "%.2f GiB", lb_model_size_bytes(m) / 1073741824.0);
+    printf("| model | size | params | isa | threads | test | t/s |\n");
+    printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+    int rc = CLI_OK;
+    for (int ti = 0; ti < n_th && rc == CLI_OK; ti++) {
+        for (int kind = 0; kind < 2 && rc == CLI_OK; kind++) {
+            const int *ns = kind == 0 ? pp : tg, nn = kind == 0 ? n_pp : n_tg;
+            for (int k = 0; k < nn && rc == CLI_OK; k++) {
+                const int n = ns[k];
+                if (n == 0) continue;
+                lb_context *ctx = NULL;
+                lb_context_params cp = lb_context_default_params();
+                cp.n_ctx = n;
+                cp.n_batch = n;
+                cp.n_threads = th[ti];
+                if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("bench", s); rc = CLI_FAIL; break; }
+                double warm;
+                run_test(ctx, toks, kind == 0 ? n : LB_MIN(n, 4), kind == 0, &warm);
+                for (int i = 0; i < reps && rc == CLI_OK; i++) {
+                    if (lb_cancel_requested()) rc = 130;
+                    else if ((s = run_test(ctx, toks, n, kind == 0, &runs[i]))) { cli_error("bench", s); rc = CLI_FAIL; }
+                }
+                if (rc == CLI_OK) {
+                    double mean, sd;
+                    stats(runs, reps, &mean, &sd);
+                    printf("| %s | %s | %.2f B | %s | %d | %s%d | %.2f ± %.2f |\n", lb_model_desc(m), size,
+                           lb_model_n_params(m) / 1e9, lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
+                           kind == 0 ? "pp" : "tg", n, mean, sd);
+                    fflush(stdout);
+                }
+                lb_context_free(ctx);
+            }
+        }
+    }
+    free(toks);
+    free(runs);
+    lb_model_free(m);
+    return rc;
+}

@@ -1,0 +1,148 @@
+/* lowbit info MODEL: metadata, tensor table, parameter count, bits per weight. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "formats/types.h"
+#include "gguf/gguf.h"
+#include "kernels/cpu.h"
+#include "kernels/dispatch.h"
+
+static void help(void) {
+    printf("usage: lowbit info [options] MODEL.gguf\n\n"
+           "  -a, --all-tensors   list every tensor (default: first 2 layers and the rest summarised)\n"
+           "  -h, --help          this help\n");
+}
+
+static void print_value(const gguf_kv *kv) {
+    const void *d = kv->data;
+    union { uint8_t u8; int8_t i8; uint16_t u16; int16_t i16; uint32_t u32; int32_t i32; uint64_t u64;
+            int64_t i64; float f32; double f64; } v;
+    size_t sz = gguf_vtype_size(kv->type);
+    if (sz) memcpy(&v, d, sz);
+    switch (kv->type) {
+    case GGUF_TYPE_UINT8: printf("%u", v.u8); break;
+    case GGUF_TYPE_INT8: printf("%d", v.i8); break;
+    case GGUF_TYPE_UINT16: printf("%u", v.u16); break;
+    case GGUF_TYPE_INT16: printf("%d", v.i16); break;
+    case GGUF_TYPE_UINT32: printf("%u", v.u32); break;
+    case GGUF_TYPE_INT32: printf("%d", v.i32); break;
+    case GGUF_TYPE_UINT64: printf("%llu", (unsigned long long)v.u64); break;
+    case GGUF_TYPE_INT64: printf("%lld", (long long)v.i64); break;
+    case GGUF_TYPE_FLOAT32: printf("%g", v.f32); break;
+    case GGUF_TYPE_FLOAT64: printf("%g", v.f64); break;
+    case GGUF_TYPE_BOOL: printf("%s", v.u8 ? "true" : "false"); break;
+    case GGUF_TYPE_STRING:
+        printf("\"%.*s%s\"", (int)LB_MIN(kv->str.len, 72), kv->str.ptr, kv->str.len > 72 ? "..." : "");
+        break;
+    case GGUF_TYPE_ARRAY:
+        printf("[%s x %llu]", gguf_vtype_name(kv->arr_type), (unsigned long long)kv->arr_n);
+        if (kv->arr_type == GGUF_TYPE_STRING && kv->strs && kv->arr_n) {
+            printf(" \"%.*s\"", (int)LB_MIN(kv->strs[0].len, 24), kv->strs[0].ptr);
+            if (kv->arr_n > 1) printf(", \"%.*s\"", (int)LB_MIN(kv->strs[1].len, 24), kv->strs[1].ptr);
+            if (kv->arr_n > 2) printf(", ...");
+        }
+        break;
+    default: printf("?");
+    }
+}
+
+static int layer_of(const gguf_tensor *t) {
+    if (t->name.len > 4 && !memcmp(t->name.ptr, "blk.", 4)) return atoi(t->name.ptr + 4);
+    return -1;
+}
+
+int cmd_info(int argc, char **argv) {
+    cli_args a = {argc, 1, argv, "info", 0};
+    const char *path = NULL;
+    int all = 0;
+    for (; a.i < argc && !a.bad; a.i++) {
+        if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
+        else if (cli_flag(&a, "-a", "--all-tensors")) all = 1;
+        else if (cli_flag(&a, "-m", "--model")) path = cli_value(&a);
+        else if (argv[a.i][0] == '-') cli_unknown(&a);
+        else if (!path) path = argv[a.i];
+        else { fprintf(stderr, "lowbit info: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
+    }
+    if (a.bad) return CLI_USAGE;
+    if (!path) { fprintf(stderr, "lowbit info: expected MODEL.gguf (see --help)\n"); return CLI_USAGE; }
+    gguf_file *g = NULL;
+    lb_status s = gguf_open(path, &g);
+    if (s) { cli_error("info", s); return CLI_FAIL; }
+
+    printf("file: %s (GGUF v%u, %.2f MiB, alignment %u)\n\n", path, gguf_version(g),
+           gguf_file_size(g) / 1048576.0, gguf_alignment(g));
+    printf("metadata (%lld keys):\n", (long long)gguf_n_kv(g));
+    for (int64_t i = 0; i < gguf_n_kv(g); i++) {
+        const gguf_kv *kv = gguf_kv_at(g, i);
+        printf("  %-44.*s = ", (int)kv->key.len, kv->key.ptr);
+        print_value(kv);
+        printf("\n");
+    }
+
+    /* which type holds most matrix weights: the file's main type */
+    enum { NT = 2048 };
+    int64_t *params_by_type = calloc(NT, sizeof *params_by_type);
+    uint64_t *bytes_by_type = calloc(NT, sizeof *bytes_by_type);
+    int *count_by_type = calloc(NT, sizeof *count_by_type);
+    if (!params_by_type || !bytes_by_type || !count_by_type) return CLI_FAIL;
+    int64_t total_params = 0;
+    uint64_t total_bytes = 0;
+    int main_type = -1;
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        if (t->type < NT) {
+            params_by_type[t->type] += n;
+            bytes_by_type[t->type] += t->size;
+            count_by_type[t->type]++;
+            if (t->n_dims >= 2 && (main_type < 0 || params_by_type[t->type] > params_by_type[main_type])) main_type = (int)t->type;
+        }
+        total_params += n;
+        total_bytes += t->size;
+    }
+
+    printf("\ntensors (%lld):\n", (long long)gguf_n_tensors(g));
+    printf("  %-36s %-8s %-24s %10s\n", "name", "type", "shape (ne0 = row)", "MiB");
+    int hidden = 0;
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        int layer = layer_of(t);
+        char shape[64];
+        int len = snprintf(shape, sizeof shape, "%lld", (long long)t->ne[0]);
+        for (int d = 1; d < t->n_dims; d++) len += snprintf(shape + len, sizeof shape - (size_t)len, " x %lld", (long long)t->ne[d]);
+        const char *tn = lb_type_name((int)t->type);
+        const char *note = "";
+        char why[160] = "";
+        if (main_type >= 0 && t->n_dims >= 2 && (int)t->type != main_type) {
+            const lb_type_traits *mt = lb_traits(main_type);
+            if (mt && t->ne[0] % mt->blck) {
+                snprintf(why, sizeof why, "  <- kept wider: row of %lld is not a multiple of %s's block of %d",
+                         (long long)t->ne[0], mt->name, mt->blck);
+                note = why;
+            }
+        }
+        if (!all && layer >= 2 && !*note) { hidden++; continue; }
+        printf("  %-36.*s %-8s %-24s %10.3f%s\n", (int)t->name.len, t->name.ptr, tn ? tn : "?", shape,
+               t->size / 1048576.0, note);
+    }
+    if (hidden) printf("  ... %d more tensors in later layers (-a to list all)\n", hidden);
+
+    printf("\ntypes:\n");
+    for (int t = 0; t < NT; t++) {
+        if (!count_by_type[t]) continue;
+        const lb_kernel *k = lb_traits(t) ? lb_kernel_get(t) : NULL;
+        printf("  %-8s %4d tensors %14lld weights %10.2f MiB  %6.3f bpw  kernel: %s\n", lb_type_name(t) ? lb_type_name(t) : "?",
+               count_by_type[t], (long long)params_by_type[t], bytes_by_type[t] / 1048576.0,
+               params_by_type[t] ? 8.0 * bytes_by_type[t] / params_by_type[t] : 0.0, k ? k->name : "none (cannot compute)");
+    }
+    printf("\nparameters: %lld (%.3f M)\n", (long long)total_params, total_params / 1e6);
+    printf("bits per weight: %.3f overall (%.2f MiB of tensors)\n",
+           total_params ? 8.0 * total_bytes / total_params : 0.0, total_bytes / 1048576.0);
+    printf("cpu: %s (kernels at level %s)\n", lb_cpu_features_string(), lb_isa_name(lb_cpu_level()));
+    free(params_by_type);
+    free(bytes_by_type);
+    free(count_by_type);
+    gguf_close(g);
+    return CLI_OK;
+}

@@ -1,0 +1,57 @@
+/* lowbit quantize IN.gguf OUT.gguf TYPE */
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/common.h"
+#include "formats/types.h"
+
+static void help(void) {
+    printf("usage: lowbit quantize [options] IN.gguf OUT.gguf TYPE\n\n"
+           "Converts every weight matrix to TYPE; norms and vectors stay as they are.\n"
+           "Matrices whose row length is not a multiple of TYPE's block keep a wider type.\n\n"
+           "  -t, --threads N   threads (default: all cores)\n"
+           "  -h, --help        this help\n\n"
+           "types:");
+    const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_IQ4_NL,
+                         LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const lb_type_traits *t = lb_traits(types[i]);
+        if (t && t->from_float) printf(" %s (%.2f bpw)", t->name, lb_type_bits_per_weight(types[i]));
+    }
+    printf("\n");
+}
+
+int cmd_quantize(int argc, char **argv) {
+    cli_args a = {argc, 1, argv, "quantize", 0};
+    const char *pos[3] = {0};
+    int n_pos = 0, threads = 0;
+    for (; a.i < argc && !a.bad; a.i++) {
+        if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
+        else if (cli_flag(&a, "-t", "--threads")) threads = cli_int(&a, 1, 1024);
+        else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
+        else if (n_pos < 3) pos[n_pos++] = argv[a.i];
+        else { fprintf(stderr, "lowbit quantize: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
+    }
+    if (a.bad) return CLI_USAGE;
+    if (n_pos != 3) { fprintf(stderr, "lowbit quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n"); return CLI_USAGE; }
+    int type = lb_type_from_name(pos[2]);
+    if (type < 0 || !lb_traits(type)->from_float) {
+        fprintf(stderr, "lowbit quantize: unknown or unsupported type '%s' (see --help)\n", pos[2]);
+        return CLI_USAGE;
+    }
+    if (!strcmp(pos[0], pos[1])) { fprintf(stderr, "lowbit quantize: output must differ from input\n"); return CLI_USAGE; }
+    lb_quantize_params qp = {type, threads, cli_progress, NULL};
+    lb_quantize_stats st;
+    double t0 = lb_time_s();
+    lb_status s = lb_quantize_file(pos[0], pos[1], &qp, &st);
+    if (s) {
+        cli_error("quantize", s);
+        return s == LB_ERR_INTERRUPTED ? 130 : CLI_FAIL;
+    }
+    printf("quantized %s -> %s (%s) in %.1f s\n", pos[0], pos[1], lb_type_name(type), lb_time_s() - t0);
+    printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
+           lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);
+    printf("  size: %.2f MiB -> %.2f MiB, %lld parameters, %.3f bits per weight\n", st.bytes_in / 1048576.0,
+           st.bytes_out / 1048576.0, (long long)st.n_params, st.bpw_out);
+    return CLI_OK;
+}

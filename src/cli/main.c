@@ -1,0 +1,166 @@
+/* lowbit: one command, several subcommands. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/common.h"
+#include "kernels/cpu.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "lowbit: run LLMs with 1-8-bit weights on CPUs\n\n"
+            "usage: lowbit SUBCOMMAND [options]   (lowbit SUBCOMMAND --help for its options)\n\n"
+            "  run         generate text from a prompt\n"
+            "  perplexity  perplexity of a text file (llama.cpp's method), KL divergence\n"
+            "  bench       prompt processing and generation speed (real or synthetic model)\n"
+            "  quantize    convert a GGUF model to another weight type\n"
+            "  info        metadata, tensors and bits per weight of a GGUF model\n"
+            "  convert     import llama2.c checkpoints or Hugging Face directories to GGUF\n");
+}
+
+int cli_flag(cli_args *a, const char *s1, const char *s2) {
+    const char *arg = a->argv[a->i];
+    return (s1 && !strcmp(arg, s1)) || (s2 && !strcmp(arg, s2));
+}
+
+const char *cli_value(cli_args *a) {
+    if (a->i + 1 >= a->argc) {
+        fprintf(stderr, "lowbit %s: %s needs a value\n", a->cmd, a->argv[a->i]);
+        a->bad = 1;
+        return NULL;
+    }
+    return a->argv[++a->i];
+}
+
+int cli_int(cli_args *a, int lo, int hi) {
+    const char *flag = a->argv[a->i], *v = cli_value(a);
+    if (!v) return lo;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*v == 0 || *end || x < lo || x > hi) {
+        fprintf(stderr, "lowbit %s: %s expects an integer in %d..%d, got '%s'\n", a->cmd, flag, lo, hi, v);
+        a->bad = 1;
+        return lo;
+    }
+    return (int)x;
+}
+
+double cli_float(cli_args *a, double lo, double hi) {
+    const char *flag = a->argv[a->i], *v = cli_value(a);
+    if (!v) return lo;
+    char *end;
+    double x = strtod(v, &end);
+    if (*v == 0 || *end || !(x >= lo && x <= hi)) {
+        fprintf(stderr, "lowbit %s: %s expects a number in %g..%g, got '%s'\n", a->cmd, flag, lo, hi, v);
+        a->bad = 1;
+        return lo;
+    }
+    return x;
+}
+
+unsigned long long cli_u64(cli_args *a) {
+    const char *flag = a->argv[a->i], *v = cli_value(a);
+    if (!v) return 0;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*v == 0 || *end || *v == '-') {
+        fprintf(stderr, "lowbit %s: %s expects a non-negative integer, got '%s'\n", a->cmd, flag, v);
+        a->bad = 1;
+    }
+    return x;
+}
+
+void cli_unknown(cli_args *a) {
+    fprintf(stderr, "lowbit %s: unknown option '%s' (see lowbit %s --help)\n", a->cmd, a->argv[a->i], a->cmd);
+    a->bad = 1;
+}
+
+int cli_common_flag(cli_args *a, cli_common *c) {
+    if (cli_flag(a, "-m", "--model")) c->model = cli_value(a);
+    else if (cli_flag(a, "-t", "--threads")) c->threads = cli_int(a, 1, 1024);
+    else if (cli_flag(a, "--isa", NULL)) c->isa = cli_value(a);
+    else if (cli_flag(a, "-v", "--verbose")) c->verbose = 1;
+    else return 0;
+    return 1;
+}
+
+int cli_common_apply(const cli_common *c) {
+    if (c->verbose) lb_log_level = 2;
+    if (c->isa) {
+        int want = lb_isa_from_name(c->isa);
+        if (want < 0) {
+            fprintf(stderr, "lowbit: --isa %s: expected scalar|avx2|avx512|neon|dotprod|i8mm\n", c->isa);
+            return 1;
+        }
+        lb_isa got = lb_cpu_force_level((lb_isa)want);
+        if ((int)got != want)
+            fprintf(stderr, "lowbit: --isa %s is not available on this CPU; using %s\n", c->isa, lb_isa_name(got));
+    }
+    return 0;
+}
+
+lb_status cli_load_model(const cli_common *c, lb_model **m) {
+    lb_model_params mp = lb_model_default_params();
+    mp.n_threads = c->threads;
+    mp.verbose = c->verbose;
+    return lb_model_load(c->model, &mp, m);
+}
+
+void cli_error(const char *cmd, lb_status s) {
+    fprintf(stderr, "lowbit %s: error: %s (%s)\n", cmd, lb_last_error(), lb_status_name(s));
+}
+
+static volatile sig_atomic_t sigint_count = 0;
+static void on_sigint(int sig) {
+    (void)sig;
+    lb_request_cancel();
+    if (++sigint_count >= 2) {
+        /* second Ctrl-C: don't wait for the work to notice */
+        lb_outfile_cleanup_all();
+        _exit(130);
+    }
+}
+
+void cli_install_sigint(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+void cli_progress(void *user, const char *what, int done, int total) {
+    (void)user;
+    if (!isatty(2) && done != total && done % 16) return;
+    fprintf(stderr, "\r[%4d/%4d] %-60.60s", done, total, what ? what : "");
+    if (done == total) fprintf(stderr, "\n");
+    fflush(stderr);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "-h") || !strcmp(sub, "--help") || !strcmp(sub, "help")) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(sub, "--version")) {
+        printf("lowbit 0.1\n");
+        return CLI_OK;
+    }
+    cli_install_sigint();
+    if (!strcmp(sub, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(sub, "perplexity")) return cmd_perplexity(argc - 1, argv + 1);
+    if (!strcmp(sub, "bench")) return cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(sub, "quantize")) return cmd_quantize(argc - 1, argv + 1);
+    if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
+    if (!strcmp(sub, "convert")) return cmd_convert(argc - 1, argv + 1);
+    fprintf(stderr, "lowbit: unknown subcommand '%s'\n\n", sub);
+    usage(stderr);
+    return CLI_USAGE;
+}

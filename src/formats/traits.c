@@ -1,0 +1,63 @@
+/* The traits table: the one place that says what each type id is. */
+#include <ctype.h>
+
+#include "formats/float.h"
+#include "formats/types.h"
+#include "formats/kquants.h"
+
+static const lb_type_traits traits_f32 = {"F32", 1, 4, 0, LB_TYPE_F32,
+    lb_f32_to_float, lb_f32_from_float, lb_vec_dot_f32_ref};
+static const lb_type_traits traits_f16 = {"F16", 1, 2, 0, LB_TYPE_F32,
+    lb_f16_to_float, lb_f16_from_float, lb_vec_dot_f16_ref};
+static const lb_type_traits traits_bf16 = {"BF16", 1, 2, 0, LB_TYPE_F32,
+    lb_bf16_to_float, lb_bf16_from_float, lb_vec_dot_bf16_ref};
+static const lb_type_traits traits_q8_0 = {"Q8_0", QK8_0, sizeof(block_q8_0), 1, LB_TYPE_Q8_0,
+    lb_dequantize_row_q8_0, lb_quantize_row_q8_0_ref, lb_vec_dot_q8_0_q8_0_ref};
+static const lb_type_traits traits_q4_0 = {"Q4_0", QK4_0, sizeof(block_q4_0), 1, LB_TYPE_Q8_0,
+    lb_dequantize_row_q4_0, lb_quantize_row_q4_0_ref, lb_vec_dot_q4_0_q8_0_ref};
+
+const lb_type_traits *lb_traits(int type) {
+    switch (type) {
+    case LB_TYPE_F32: return &traits_f32;
+    case LB_TYPE_F16: return &traits_f16;
+    case LB_TYPE_BF16: return &traits_bf16;
+    case LB_TYPE_Q8_0: return &traits_q8_0;
+    case LB_TYPE_Q4_0: return &traits_q4_0;
+    default: return lb_kquant_traits(type);
+    }
+}
+
+const char *lb_type_name(int type) {
+    const lb_type_traits *t = lb_traits(type);
+    return t ? t->name : NULL;
+}
+
+int lb_type_from_name(const char *name) {
+    for (int id = 0; id < 2048; id++) {
+        const lb_type_traits *t = lb_traits(id);
+        if (!t) continue;
+        const char *a = t->name, *b = name;
+        while (*a && *b && toupper((unsigned char)*a) == toupper((unsigned char)*b)) a++, b++;
+        if (!*a && !*b) return id;
+    }
+    return -1;
+}
+
+double lb_type_bits_per_weight(int type) {
+    const lb_type_traits *t = lb_traits(type);
+    return t ? 8.0 * (double)t->type_size / t->blck : 0.0;
+}
+
+int lb_type_fits_row(int type, int64_t ne0) {
+    const lb_type_traits *t = lb_traits(type);
+    return t && ne0 > 0 && ne0 % t->blck == 0;
+}
+
+int lb_type_fallback(int type, int64_t ne0) {
+    if (lb_type_fits_row(type, ne0)) return type;
+    /* Quantized rows that don't fit: the closest wider type that does. */
+    if (lb_traits(type) && lb_traits(type)->is_quantized && lb_type_fits_row(LB_TYPE_Q8_0, ne0))
+        return LB_TYPE_Q8_0;
+    if (type == LB_TYPE_BF16) return LB_TYPE_BF16;
+    return LB_TYPE_F16;
+}

@@ -1,0 +1,474 @@
+/* Hugging Face Llama-family checkpoint (config.json + safetensors, single or
+ * sharded) -> GGUF, following llama.cpp's convert_hf_to_gguf.py:
+ *  - llama/mistral: GGUF arch "llama"; q_proj/k_proj rows are permuted from
+ *    HF's rotate-half RoPE layout back to Meta's interleaved pairs;
+ *  - qwen2: GGUF arch "qwen2" (NeoX RoPE, so nothing is permuted), with
+ *    q/k/v biases.
+ * Tensors stream one at a time from the shards (F32/F16/BF16 sources). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "import/convert.h"
+#include "import/hf.h"
+#include "import/safetensors.h"
+
+typedef struct {
+    const char *arch;        /* GGUF architecture */
+    int permute_qk, qkv_bias;
+    int64_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_ctx, n_vocab_cfg;
+    double eps, theta;
+    int tied;
+    int rope_linear, rope_llama3;
+    double rope_factor, low_freq_factor, high_freq_factor;
+    int64_t rope_orig_ctx;
+} hf_config;
+
+typedef struct {
+    st_file **files;
+    int n_files;
+    float *rope_freqs;       /* llama3 rope scaling factors, if any */
+} hf_weights;
+
+lb_status hf_read_json(const char *dir, const char *name, int optional, json_doc **doc) {
+    *doc = NULL;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return lb_fail(LB_ERR_ARG, "path too long: %s/%s", dir, name);
+    FILE *probe = fopen(path, "rb");
+    if (!probe && optional) return LB_OK;
+    if (probe) fclose(probe);
+    char *text;
+    size_t len;
+    lb_status s = lb_read_file(path, &text, &len);
+    if (s != LB_OK) return s;
+    s = json_parse(text, len, doc);
+    free(text);
+    if (s != LB_OK) return lb_fail_prefix(s, "%s", path);
+    return LB_OK;
+}
+
+/* ---- config.json ---- */
+
+static lb_status req_int(const json_value *cfg, const char *key, int64_t *out) {
+    if (!json_get_int(cfg, key, out))
+        return lb_fail(LB_ERR_FORMAT, "config.json: \"%s\" is missing or not an integer", key);
+    if (*out <= 0 || *out > (1 << 30))
+        return lb_fail(LB_ERR_FORMAT, "config.json: \"%s\" is %lld (must be 1..2^30)", key, (long long)*out);
+    return LB_OK;
+}
+
+/* Optional integer: absent or null keeps *out. */
+static lb_status opt_int(const json_value *cfg, const char *key, int64_t *out) {
+    const json_value *v = json_get(cfg, key);
+    if (!v || v->type == JSON_NULL) return LB_OK;
+    return req_int(cfg, key, out);
+}
+
+static lb_status opt_num(const json_value *cfg, const char *key, double *out) {
+    const json_value *v = json_get(cfg, key);
+    if (!v || v->type == JSON_NULL) return LB_OK;
+    if (!json_get_num(cfg, key, out) || !(*out > 0) || !isfinite(*out))
+        return lb_fail(LB_ERR_FORMAT, "config.json: \"%s\" must be a positive number", key);
+    return LB_OK;
+}
+
+static lb_status detect_arch(const json_value *cfg, hf_config *c) {
+    static const struct { const char *hf, *model_type, *arch; int permute, bias; } known[] = {
+        {"LlamaForCausalLM", "llama", "llama", 1, 0},
+        {"MistralForCausalLM", "mistral", "llama", 1, 0},
+        {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1},
+    };
+    const json_value *archs = json_get_type(cfg, "architectures", JSON_ARRAY);
+    const char *model_type = json_get_str(cfg, "model_type");
+    const char *seen = model_type ? model_type : "(none)";
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) {
+        int hit = 0;
+        for (size_t i = 0; archs && i < archs->n; i++)
+            if (archs->items[i].type == JSON_STRING) {
+                seen = archs->items[i].str;
+                hit |= strcmp(seen, known[k].hf) == 0;
+            }
+        if (!archs && model_type) hit = strcmp(model_type, known[k].model_type) == 0;
+        if (hit) {
+            c->arch = known[k].arch;
+            c->permute_qk = known[k].permute;
+            c->qkv_bias = known[k].bias;
+            return LB_OK;
+        }
+    }
+    return lb_fail(LB_ERR_UNSUPPORTED, "config.json: architecture \"%s\" is not supported "
+                   "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM are)", seen);
+}
+
+static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
+    const json_value *rs = json_get(cfg, "rope_scaling");
+    if (!rs || rs->type == JSON_NULL) return LB_OK;
+    if (rs->type != JSON_OBJECT) return lb_fail(LB_ERR_FORMAT, "config.json: \"rope_scaling\" is not an object");
+    const char *type = json_get_str(rs, "rope_type");
+    if (!type) type = json_get_str(rs, "type");
+    if (!type || !strcmp(type, "default")) return LB_OK;
+    c->rope_factor = 8.0;
+    c->low_freq_factor = 1.0;
+    c->high_freq_factor = 4.0;
+    c->rope_orig_ctx = 8192;
+    lb_status s = opt_num(rs, "factor", &c->rope_factor);
+    if (s != LB_OK) return lb_fail_prefix(s, "rope_scaling");
+    if (!strcmp(type, "linear")) {
+        c->rope_linear = 1;
+        return LB_OK;
+    }
+    if (!strcmp(type, "llama3")) {
+        c->rope_llama3 = 1;
+        if ((s = opt_num(rs, "low_freq_factor", &c->low_freq_factor)) != LB_OK ||
+            (s = opt_num(rs, "high_freq_factor", &c->high_freq_factor)) != LB_OK ||
+            (s = opt_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx)) != LB_OK)
+            return lb_fail_prefix(s, "rope_scaling");
+        if (c->high_freq_factor <= c->low_freq_factor)
+            return lb_fail(LB_ERR_FORMAT, "config.json: rope_scaling high_freq_factor <= low_freq_factor");
+        return LB_OK;
+    }
+    return lb_fail(LB_ERR_UNSUPPORTED, "config.json: rope_scaling type \"%s\" is not supported "
+                   "(linear and llama3 are)", type);
+}
+
+static lb_status parse_config(const json_value *cfg, hf_config *c) {
+    memset(c, 0, sizeof *c);
+    if (cfg->type != JSON_OBJECT) return lb_fail(LB_ERR_FORMAT, "config.json is not a JSON object");
+    lb_status s = detect_arch(cfg, c);
+    if (s == LB_OK) s = req_int(cfg, "hidden_size", &c->n_embd);
+    if (s == LB_OK) s = req_int(cfg, "intermediate_size", &c->n_ff);
+    if (s == LB_OK) s = req_int(cfg, "num_hidden_layers", &c->n_layer);
+    if (s == LB_OK) s = req_int(cfg, "num_attention_heads", &c->n_head);
+    if (s == LB_OK) s = req_int(cfg, "max_position_embeddings", &c->n_ctx);
+    if (s != LB_OK) return s;
+    c->n_head_kv = c->n_head;
+    c->head_dim = c->n_embd / c->n_head;
+    c->eps = 1e-6;     /* transformers' default for these configs */
+    c->theta = 10000.0;
+    if ((s = opt_int(cfg, "num_key_value_heads", &c->n_head_kv)) != LB_OK ||
+        (s = opt_int(cfg, "head_dim", &c->head_dim)) != LB_OK ||
+        (s = opt_int(cfg, "vocab_size", &c->n_vocab_cfg)) != LB_OK ||
+        (s = opt_num(cfg, "rms_norm_eps", &c->eps)) != LB_OK || (s = opt_num(cfg, "rope_theta", &c->theta)) != LB_OK)
+        return s;
+    const json_value *tie = json_get(cfg, "tie_word_embeddings");
+    if (tie && tie->type != JSON_NULL && !json_get_bool(cfg, "tie_word_embeddings", &c->tied))
+        return lb_fail(LB_ERR_FORMAT, "config.json: \"tie_word_embeddings\" is not a boolean");
+    if (json_get(cfg, "head_dim") == NULL && c->n_embd % c->n_head != 0)
+        return lb_fail(LB_ERR_FORMAT, "config.json: hidden_size %lld is not a multiple of num_attention_heads %lld",
+                       (long long)c->n_embd, (long long)c->n_head);
+    if (c->n_head % c->n_head_kv != 0)
+        return lb_fail(LB_ERR_FORMAT, "config.json: num_attention_heads %lld is not a multiple of "
+                       "num_key_value_heads %lld", (long long)c->n_head, (long long)c->n_head_kv);
+    if (c->head_dim % 2 != 0)
+        return lb_fail(LB_ERR_FORMAT, "config.json: head size %lld is odd (RoPE rotates pairs)", (long long)c->head_dim);
+    return parse_rope_scaling(cfg, c);
+}
+
+/* ---- weights ---- */
+
+static void weights_free(hf_weights *h) {
+    for (int i = 0; i < h->n_files; i++) st_close(h->files[i]);
+    free(h->files);
+    free(h->rope_freqs);
+    memset(h, 0, sizeof *h);
+}
+
+static lb_status open_shard(hf_weights *h, const char *dir, const char *file) {
+    if (strchr(file, '/') || strchr(file, '\\') || file[0] == '.' || !file[0])
+        return lb_fail(LB_ERR_FORMAT, "model.safetensors.index.json: shard name \"%s\" is not a plain file name", file);
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path)
+        return lb_fail(LB_ERR_ARG, "path too long: %s/%s", dir, file);
+    for (int i = 0; i < h->n_files; i++)
+        if (!strcmp(h->files[i]->path, path)) return LB_OK;
+    st_file **nf = realloc(h->files, (size_t)(h->n_files + 1) * sizeof *nf);
+    if (!nf) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    h->files = nf;
+    lb_status s = st_open(path, &h->files[h->n_files]);
+    if (s == LB_OK) h->n_files++;
+    return s;
+}
+
+static lb_status find_in(const hf_weights *h, const char *name, const st_file **file, const st_tensor **t) {
+    *file = NULL;
+    *t = NULL;
+    for (int i = 0; i < h->n_files; i++) {
+        const st_tensor *x = st_find(h->files[i], name);
+        if (!x) continue;
+        if (*t) return lb_fail(LB_ERR_FORMAT, "tensor \"%s\" is in both %s and %s", name, (*file)->path,
+                               h->files[i]->path);
+        *file = h->files[i];
+        *t = x;
+    }
+    return LB_OK;
+}
+
+/* Opens model.safetensors, or every shard named by the index's weight_map
+ * (checking that each mapped tensor is really in its shard). */
+static lb_status open_weights(const char *dir, hf_weights *h) {
+    json_doc *index;
+    lb_status s = hf_read_json(dir, "model.safetensors.index.json", 1, &index);
+    if (s != LB_OK) return s;
+    if (!index) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        FILE *probe = fopen(path, "rb");
+        if (!probe)
+            return lb_fail(LB_ERR_IO, "%s has neither model.safetensors nor model.safetensors.index.json "
+                           "(PyTorch .bin checkpoints are not supported)", dir);
+        fclose(probe);
+        return open_shard(h, dir, "model.safetensors");
+    }
+    const json_value *map = json_get_type(json_root(index), "weight_map", JSON_OBJECT);
+    if (!map) s = lb_fail(LB_ERR_FORMAT, "model.safetensors.index.json has no \"weight_map\" object");
+    for (size_t i = 0; map && i < map->n && s == LB_OK; i++) {
+        const json_member *m = &map->members[i];
+        if (m->value.type != JSON_STRING)
+            s = lb_fail(LB_ERR_FORMAT, "model.safetensors.index.json: weight_map[\"%s\"] is not a string", m->key);
+        else
+            s = open_shard(h, dir, m->value.str);
+    }
+    for (size_t i = 0; map && i < map->n && s == LB_OK; i++) {
+        const json_member *m = &map->members[i];
+        const st_file *f;
+        const st_tensor *t;
+        if ((s = find_in(h, m->key, &f, &t)) != LB_OK) break;
+        const char *base = f ? strrchr(f->path, '/') + 1 : NULL;
+        if (!t || strcmp(base, m->value.str) != 0)
+            s = lb_fail(LB_ERR_FORMAT, "model.safetensors.index.json maps \"%s\" to %s, but it is not there",
+                        m->key, m->value.str);
+    }
+    json_free(index);
+    return s;
+}
+
+/* Tensors we convert or knowingly drop; anything else is an error rather
+ * than silently lost weights. Returns 1 known, 0 unknown. */
+static int known_name(const hf_config *c, const char *name) {
+    static const char *top[] = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
+    static const char *layer[] = {
+        "input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight",
+        "self_attn.k_proj.weight", "self_attn.v_proj.weight", "self_attn.o_proj.weight",
+        "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight",
+        "self_attn.rotary_emb.inv_freq", /* recomputed at run time: dropped */
+        "self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"};
+    for (size_t i = 0; i < 3; i++)
+        if (!strcmp(name, top[i])) return 1;
+    const char *p = name + strlen("model.layers.");
+    if (strncmp(name, "model.layers.", 13) != 0 || *p < '0' || *p > '9') return 0;
+    char *end;
+    long l = strtol(p, &end, 10);
+    if (*end != '.' || l >= c->n_layer || (p[0] == '0' && end != p + 1)) return 0;
+    size_t n_layer_names = c->qkv_bias ? 13 : 10;
+    for (size_t i = 0; i < n_layer_names; i++)
+        if (!strcmp(end + 1, layer[i])) return 1;
+    return 0;
+}
+
+static lb_status check_all_known(const hf_weights *h, const hf_config *c) {
+    for (int i = 0; i < h->n_files; i++)
+        for (int64_t k = 0; k < h->files[i]->n_tensors; k++)
+            if (!known_name(c, h->files[i]->tensors[k].name))
+                return lb_fail(LB_ERR_UNSUPPORTED, "%s: unexpected tensor \"%s\" for a %s model with %lld layers",
+                               h->files[i]->path, h->files[i]->tensors[k].name, c->arch, (long long)c->n_layer);
+    return LB_OK;
+}
+
+/* Adds one HF tensor under its GGUF name, checking dtype and shape (rows x
+ * cols in PyTorch order; cols 0 for vectors). *found = 0 for an absent
+ * optional tensor. */
+static lb_status add_hf(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
+                        int64_t rows, int64_t cols, int permute_heads, int optional, int *found) {
+    const st_file *f;
+    const st_tensor *t;
+    lb_status s = find_in(h, hf_name, &f, &t);
+    if (found) *found = t != NULL;
+    if (s != LB_OK || (!t && optional)) return s;
+    if (!t) return lb_fail(LB_ERR_FORMAT, "missing tensor \"%s\"", hf_name);
+    int src_type = t->dtype == ST_F32 ? LB_TYPE_F32 : t->dtype == ST_F16 ? LB_TYPE_F16
+                 : t->dtype == ST_BF16 ? LB_TYPE_BF16 : -1;
+    if (src_type < 0)
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor \"%s\" has dtype %s (F32, F16 and BF16 are supported)", hf_name,
+                       st_dtype_name(t->dtype));
+    int want_dims = cols ? 2 : 1;
+    if (t->n_dims != want_dims || t->shape[0] != rows || (cols && t->shape[1] != cols)) {
+        char got[96] = "", *q = got;
+        for (int d = 0; d < t->n_dims && q < got + 64; d++)
+            q += snprintf(q, 24, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        if (cols)
+            return lb_fail(LB_ERR_SHAPE, "tensor \"%s\" has shape [%s], config.json implies [%lld, %lld]", hf_name,
+                           got, (long long)rows, (long long)cols);
+        return lb_fail(LB_ERR_SHAPE, "tensor \"%s\" has shape [%s], config.json implies [%lld]", hf_name, got,
+                       (long long)rows);
+    }
+    imp_tensor it;
+    memset(&it, 0, sizeof it);
+    snprintf(it.name, sizeof it.name, "%s", gguf_name);
+    it.n_dims = want_dims;
+    it.ne[0] = cols ? cols : rows;
+    it.ne[1] = cols ? rows : 1;
+    it.fd = fileno(f->f);
+    it.offset = t->offset;
+    it.src_type = src_type;
+    /* vectors being permuted (biases) move element by element */
+    it.n_src_rows = cols || permute_heads ? rows : 1;
+    it.src_row_len = cols ? cols : permute_heads ? 1 : rows;
+    it.permute_heads = permute_heads;
+    return imp_plan_add(p, &it);
+}
+
+/* llama3 rope scaling, as convert_hf_to_gguf.py computes rope_freqs.weight:
+ * long wavelengths are slowed by `factor`, short ones kept, smooth between. */
+static lb_status add_rope_freqs(imp_plan *p, hf_weights *h, const hf_config *c) {
+    int64_t n = c->head_dim / 2;
+    h->rope_freqs = malloc((size_t)n * sizeof(float));
+    if (!h->rope_freqs) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    double lo_wavelen = (double)c->rope_orig_ctx / c->low_freq_factor;
+    double hi_wavelen = (double)c->rope_orig_ctx / c->high_freq_factor;
+    for (int64_t i = 0; i < n; i++) {
+        double freq = 1.0 / pow(c->theta, (double)(2 * i) / (double)c->head_dim);
+        double wavelen = 2.0 * M_PI / freq, f;
+        if (wavelen < hi_wavelen) f = 1.0;
+        else if (wavelen > lo_wavelen) f = c->rope_factor;
+        else {
+            double smooth = ((double)c->rope_orig_ctx / wavelen - c->low_freq_factor) /
+                            (c->high_freq_factor - c->low_freq_factor);
+            f = 1.0 / ((1.0 - smooth) / c->rope_factor + smooth);
+        }
+        h->rope_freqs[i] = (float)f;
+    }
+    imp_tensor it;
+    memset(&it, 0, sizeof it);
+    snprintf(it.name, sizeof it.name, "rope_freqs.weight");
+    it.n_dims = 1;
+    it.ne[0] = n;
+    it.ne[1] = 1;
+    it.src_type = LB_TYPE_F32;
+    it.n_src_rows = 1;
+    it.src_row_len = n;
+    it.mem = h->rope_freqs;
+    return imp_plan_add(p, &it);
+}
+
+static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int64_t n_vocab) {
+    int64_t q_dim = c->n_head * c->head_dim, kv_dim = c->n_head_kv * c->head_dim;
+    int pq = c->permute_qk ? (int)c->n_head : 0, pk = c->permute_qk ? (int)c->n_head_kv : 0;
+    lb_status s = add_hf(p, h, "model.embed_tokens.weight", "token_embd.weight", n_vocab, c->n_embd, 0, 0, NULL);
+    for (int64_t l = 0; l < c->n_layer && s == LB_OK; l++) {
+        char hf[128], gg[64];
+#define T(hfs, ggs, rows, cols, perm, opt)                                              \
+        if (s == LB_OK) {                                                             \
+            snprintf(hf, sizeof hf, "model.layers.%lld.%s", (long long)l, hfs);        \
+            snprintf(gg, sizeof gg, "blk.%lld.%s", (long long)l, ggs);                 \
+            s = add_hf(p, h, hf, gg, rows, cols, perm, opt, NULL);                     \
+        }
+        T("input_layernorm.weight", "attn_norm.weight", c->n_embd, 0, 0, 0);
+        T("self_attn.q_proj.weight", "attn_q.weight", q_dim, c->n_embd, pq, 0);
+        T("self_attn.k_proj.weight", "attn_k.weight", kv_dim, c->n_embd, pk, 0);
+        T("self_attn.v_proj.weight", "attn_v.weight", kv_dim, c->n_embd, 0, 0);
+        if (c->qkv_bias) {
+            T("self_attn.q_proj.bias", "attn_q.bias", q_dim, 0, pq, 0);
+            T("self_attn.k_proj.bias", "attn_k.bias", kv_dim, 0, pk, 0);
+            T("self_attn.v_proj.bias", "attn_v.bias", kv_dim, 0, 0, 0);
+        }
+        T("self_attn.o_proj.weight", "attn_output.weight", c->n_embd, q_dim, 0, 0);
+        T("post_attention_layernorm.weight", "ffn_norm.weight", c->n_embd, 0, 0, 0);
+        T("mlp.gate_proj.weight", "ffn_gate.weight", c->n_ff, c->n_embd, 0, 0);
+        T("mlp.up_proj.weight", "ffn_up.weight", c->n_ff, c->n_embd, 0, 0);
+        T("mlp.down_proj.weight", "ffn_down.weight", c->n_embd, c->n_ff, 0, 0);
+#undef T
+    }
+    if (s == LB_OK) s = add_hf(p, h, "model.norm.weight", "output_norm.weight", c->n_embd, 0, 0, 0, NULL);
+    /* No lm_head (or a tied one): the loader uses token_embd as the classifier. */
+    if (s == LB_OK && !c->tied) s = add_hf(p, h, "lm_head.weight", "output.weight", n_vocab, c->n_embd, 0, 1, NULL);
+    if (s == LB_OK && c->rope_llama3) s = add_rope_freqs(p, h, c);
+    return s;
+}
+
+/* ---- metadata ---- */
+
+static lb_status set_hparams(gguf_writer *w, const hf_config *c, const char *name, int want_type, int64_t n_vocab) {
+    lb_status s = LB_OK;
+    char k[128];
+#define KEY(suffix) (snprintf(k, sizeof k, "%s.%s", c->arch, suffix), k)
+#define TRY(x) do { if (s == LB_OK) s = (x); } while (0)
+    TRY(gguf_writer_set_str(w, "general.architecture", c->arch));
+    TRY(gguf_writer_set_str(w, "general.name", name));
+    TRY(gguf_writer_set_u32(w, "general.file_type", imp_file_type(want_type)));
+    TRY(gguf_writer_set_u32(w, KEY("vocab_size"), (uint32_t)n_vocab));
+    TRY(gguf_writer_set_u32(w, KEY("context_length"), (uint32_t)c->n_ctx));
+    TRY(gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)c->n_embd));
+    TRY(gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)c->n_ff));
+    TRY(gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->n_layer));
+    TRY(gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)c->n_head));
+    TRY(gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_head_kv));
+    TRY(gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim));
+    if (c->head_dim * c->n_head != c->n_embd) { /* e.g. Mistral-Nemo: heads narrower than n_embd/n_head */
+        TRY(gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim));
+        TRY(gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim));
+    }
+    TRY(gguf_writer_set_f32(w, KEY("rope.freq_base"), (float)c->theta));
+    TRY(gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), (float)c->eps));
+    if (c->rope_linear) {
+        TRY(gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear"));
+        TRY(gguf_writer_set_f32(w, KEY("rope.scaling.factor"), (float)c->rope_factor));
+    }
+#undef TRY
+#undef KEY
+    return s;
+}
+
+static char *dir_name(const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/') b--;
+    char *name = malloc(n - b + 1);
+    if (name) memcpy(name, dir + b, n - b), name[n - b] = 0;
+    return name;
+}
+
+lb_status lb_convert_hf(const char *hf_dir, const char *out_gguf, int out_type, lb_progress_fn progress,
+                        void *user) {
+    if (!hf_dir || !out_gguf) return lb_fail(LB_ERR_ARG, "lb_convert_hf: missing path");
+    imp_plan plan;
+    lb_status s = imp_plan_init(&plan, out_type);
+    if (s != LB_OK) return s;
+    hf_weights h = {0};
+    json_doc *cfg_doc = NULL;
+    char *name = NULL;
+    hf_config c;
+    if ((s = hf_read_json(hf_dir, "config.json", 0, &cfg_doc)) != LB_OK) goto done;
+    if ((s = parse_config(json_root(cfg_doc), &c)) != LB_OK) {
+        lb_fail_prefix(s, "%s", hf_dir);
+        goto done;
+    }
+    if ((s = open_weights(hf_dir, &h)) != LB_OK || (s = check_all_known(&h, &c)) != LB_OK) goto done;
+    const st_file *ef;
+    const st_tensor *emb;
+    if ((s = find_in(&h, "model.embed_tokens.weight", &ef, &emb)) != LB_OK) goto done;
+    if (!emb || emb->n_dims != 2) {
+        s = lb_fail(LB_ERR_FORMAT, "%s: missing tensor \"model.embed_tokens.weight\" (or not a matrix)", hf_dir);
+        goto done;
+    }
+    int64_t n_vocab = emb->shape[0];
+    if (c.n_vocab_cfg && c.n_vocab_cfg != n_vocab) {
+        s = lb_fail(LB_ERR_SHAPE, "%s: config.json vocab_size %lld but embed_tokens has %lld rows", hf_dir,
+                    (long long)c.n_vocab_cfg, (long long)n_vocab);
+        goto done;
+    }
+    name = dir_name(hf_dir);
+    if ((s = set_hparams(plan.w, &c, name ? name : c.arch, out_type, n_vocab)) != LB_OK) goto done;
+    if ((s = hf_write_vocab(plan.w, hf_dir, json_root(cfg_doc), n_vocab, c.arch)) != LB_OK) goto done;
+    if ((s = add_tensors(&plan, &h, &c, n_vocab)) != LB_OK) {
+        lb_fail_prefix(s, "%s", hf_dir);
+        goto done;
+    }
+    s = imp_plan_write(&plan, out_gguf, progress, user);
+done:
+    json_free(cfg_doc);
+    weights_free(&h);
+    free(name);
+    imp_plan_free(&plan);
+    return s;
+}

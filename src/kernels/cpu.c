@@ -1,0 +1,113 @@
+#include "kernels/cpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/common.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+static int xgetbv_ok(unsigned mask) {
+    unsigned eax, edx;
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return (eax & mask) == mask;
+}
+static char lb_features[256];
+static lb_isa detect(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return LB_ISA_SCALAR;
+    int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1, avx = (c >> 28) & 1;
+    if (!osxsave || !xgetbv_ok(0x6)) return LB_ISA_SCALAR; /* OS saves SSE+AVX state */
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return LB_ISA_SCALAR;
+    int avx2 = (b >> 5) & 1;
+    int avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1, avx512vl = (b >> 31) & 1;
+    int vnni = (c >> 11) & 1, vbmi = (c >> 1) & 1, vpopcnt = (c >> 14) & 1;
+    unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+    __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
+    int avxvnni = (a1 >> 4) & 1;
+    snprintf(lb_features, sizeof lb_features, "%s%s%s%s%s%s%s%s", avx2 ? "avx2 " : "",
+             fma ? "fma " : "", f16c ? "f16c " : "", avxvnni ? "avx-vnni " : "",
+             avx512f ? "avx512f " : "", avx512bw ? "avx512bw " : "", vnni ? "avx512vnni " : "",
+             vbmi ? (vpopcnt ? "avx512vbmi avx512vpopcntdq" : "avx512vbmi") : "");
+    if (!(avx && avx2 && fma && f16c)) return LB_ISA_SCALAR;
+    if (avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6)) return LB_ISA_AVX512;
+    return LB_ISA_AVX2;
+}
+#elif defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#ifndef HWCAP2_I8MM
+#define HWCAP2_I8MM (1 << 13)
+#endif
+static char lb_features[64];
+static lb_isa detect(void) {
+    unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+    int dp = (hw & HWCAP_ASIMDDP) != 0, mm = (hw2 & HWCAP2_I8MM) != 0;
+    snprintf(lb_features, sizeof lb_features, "neon%s%s", dp ? " dotprod" : "", mm ? " i8mm" : "");
+    if (dp && mm) return LB_ISA_I8MM;
+    if (dp) return LB_ISA_DOTPROD;
+    return LB_ISA_NEON;
+}
+#else
+static char lb_features[8];
+static lb_isa detect(void) { return LB_ISA_SCALAR; }
+#endif
+
+static int lb_detected = -1;
+static int lb_level = -1;
+
+lb_isa lb_cpu_detected(void) {
+    if (lb_detected < 0) lb_detected = (int)detect();
+    return (lb_isa)lb_detected;
+}
+
+static lb_isa clamp_level(lb_isa want) {
+    lb_isa hw = lb_cpu_detected();
+    if (want == LB_ISA_SCALAR) return want;
+    /* Same family only: x86 levels are 1..2, Arm levels 3..5. */
+    int x86 = hw == LB_ISA_AVX2 || hw == LB_ISA_AVX512;
+    int want_x86 = want == LB_ISA_AVX2 || want == LB_ISA_AVX512;
+    if (x86 != want_x86) return LB_ISA_SCALAR;
+    return want < hw ? want : hw;
+}
+
+lb_isa lb_cpu_level(void) {
+    if (lb_level < 0) {
+        lb_isa l = lb_cpu_detected();
+        const char *env = getenv("LOWBIT_ISA");
+        if (env && *env) {
+            int want = lb_isa_from_name(env);
+            if (want < 0)
+                lb_log(0, "warning: LOWBIT_ISA=%s is not one of scalar|avx2|avx512|neon|dotprod|i8mm; ignored\n", env);
+            else
+                l = clamp_level((lb_isa)want);
+        }
+        lb_level = (int)l;
+    }
+    return (lb_isa)lb_level;
+}
+
+lb_isa lb_cpu_force_level(lb_isa isa) {
+    lb_level = (int)clamp_level(isa);
+    return (lb_isa)lb_level;
+}
+
+const char *lb_isa_name(lb_isa isa) {
+    static const char *names[] = {"scalar", "avx2", "avx512", "neon", "dotprod", "i8mm"};
+    return (unsigned)isa < 6 ? names[isa] : "?";
+}
+
+int lb_isa_from_name(const char *name) {
+    for (int i = 0; i < 6; i++)
+        if (strcasecmp(name, lb_isa_name((lb_isa)i)) == 0) return i;
+    return -1;
+}
+
+const char *lb_cpu_features_string(void) {
+    lb_cpu_detected();
+    return lb_features;
+}

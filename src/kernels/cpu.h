@@ -1,0 +1,28 @@
+/* Runtime CPU feature probe. The ISA level decides which kernels dispatch.c
+ * installs; LOWBIT_ISA (or lb_cpu_force_level) forces a lower one so every
+ * level can be tested on one machine. */
+#ifndef LB_CPU_H
+#define LB_CPU_H
+
+typedef enum {
+    LB_ISA_SCALAR = 0,
+    LB_ISA_AVX2,    /* x86: AVX2 + FMA + F16C */
+    LB_ISA_AVX512,  /* x86: AVX-512 F/BW/VL + VNNI */
+    LB_ISA_NEON,    /* Arm: ASIMD */
+    LB_ISA_DOTPROD, /* Arm: + SDOT */
+    LB_ISA_I8MM,    /* Arm: + SMMLA */
+} lb_isa;
+
+/* The level in force: detected, lowered by LOWBIT_ISA or lb_cpu_force_level. */
+lb_isa lb_cpu_level(void);
+/* What the hardware supports. */
+lb_isa lb_cpu_detected(void);
+const char *lb_isa_name(lb_isa isa);
+/* Parses "scalar|avx2|avx512|neon|dotprod|i8mm"; -1 if unknown. */
+int lb_isa_from_name(const char *name);
+/* Forces a level (clamped to what the hardware has). Returns the level in force. */
+lb_isa lb_cpu_force_level(lb_isa isa);
+/* Extra x86 bits reported by lb_cpu_features_string. */
+const char *lb_cpu_features_string(void);
+
+#endif

@@ -1,0 +1,44 @@
+#include "kernels/dispatch.h"
+
+#include "formats/float.h"
+#include "kernels/kernels_x86.h"
+
+/* Every kernel, each at the lowest level it runs on. lb_kernel_get picks, for
+ * a type, the entry with the highest level not above the level in force. */
+static const lb_kernel lb_kernel_list[] = {
+    {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_SCALAR, "f32_f32_ref", lb_f32_from_float, lb_vec_dot_f32_ref, NULL},
+    {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_SCALAR, "f16_f32_ref", lb_f32_from_float, lb_vec_dot_f16_ref, NULL},
+    {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_SCALAR, "bf16_f32_ref", lb_f32_from_float, lb_vec_dot_bf16_ref, NULL},
+    {LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_SCALAR, "q8_0_q8_0_ref", lb_quantize_row_q8_0_ref, lb_vec_dot_q8_0_q8_0_ref, NULL},
+    {LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_SCALAR, "q4_0_q8_0_ref", lb_quantize_row_q8_0_ref, lb_vec_dot_q4_0_q8_0_ref, NULL},
+#if LB_HAVE_X86_KERNELS
+    {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
+    {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
+    {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},
+    {LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q8_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q8_0_q8_0_avx2, NULL},
+    {LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q4_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q4_0_q8_0_avx2, NULL},
+#endif
+};
+
+const lb_kernel *lb_kernel_get_at(int type, lb_isa level) {
+    const lb_kernel *best = NULL;
+    for (size_t i = 0; i < sizeof lb_kernel_list / sizeof lb_kernel_list[0]; i++) {
+        const lb_kernel *k = &lb_kernel_list[i];
+        if (k->type != type) continue;
+        /* Arm and x86 levels are separate families; scalar serves both. */
+        int fits = k->isa == LB_ISA_SCALAR ||
+                   (k->isa <= level && ((k->isa <= LB_ISA_AVX512) == (level <= LB_ISA_AVX512)));
+        if (fits && (!best || k->isa > best->isa)) best = k;
+    }
+    if (!best) {
+        /* Types without a registered kernel (e.g. K-quants) use their reference dot. */
+        const lb_type_traits *t = lb_traits(type);
+        if (!t || !t->vec_dot) return NULL;
+        static _Thread_local lb_kernel generic;
+        generic = (lb_kernel){type, t->vec_dot_type, LB_ISA_SCALAR, "reference", lb_traits(t->vec_dot_type)->from_float, t->vec_dot, NULL};
+        return &generic;
+    }
+    return best;
+}
+
+const lb_kernel *lb_kernel_get(int type) { return lb_kernel_get_at(type, lb_cpu_level()); }

@@ -1,0 +1,45 @@
+/* The one dispatch point: for each weight type, the kernel in force at the
+ * current ISA level (kernels/cpu.h). The model only ever calls lb_matmul. */
+#ifndef LB_DISPATCH_H
+#define LB_DISPATCH_H
+
+#include "formats/types.h"
+#include "kernels/cpu.h"
+
+/* Y[m*ldy + n] = dot(W row n, A row m) for m in [0,M), n in [n0,n1).
+ * A rows are activations already converted to the kernel's act_type. */
+typedef void (*lb_gemm_fn)(int64_t K, const void *W, size_t w_row_size, int n0, int n1,
+                           const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
+
+typedef struct {
+    int type;                   /* weight type */
+    int act_type;               /* activations are converted to this type */
+    lb_isa isa;                 /* level the kernel needs */
+    const char *name;           /* e.g. "q4_0_q8_0_avx2" */
+    lb_from_float_fn quantize_act; /* fp32 row -> act_type row */
+    lb_vec_dot_fn vec_dot;      /* one weight row x one activation row */
+    lb_gemm_fn gemm;            /* optional: many rows at once (NULL: vec_dot loop) */
+} lb_kernel;
+
+/* Best kernel for type at the current level, NULL if the type has no dot. */
+const lb_kernel *lb_kernel_get(int type);
+/* Same for an explicit level (tests compare each level with the reference). */
+const lb_kernel *lb_kernel_get_at(int type, lb_isa level);
+
+/* A weight matrix: N rows of K weights, row-major as in GGUF (ne0 = K). */
+typedef struct {
+    int type;
+    int64_t K, N;
+    size_t row_size;
+    const void *data;
+} lb_matrix;
+
+/* Bytes of activation scratch lb_matmul needs for M rows against W. */
+size_t lb_matmul_scratch_size(const lb_matrix *W, int M);
+
+/* Y (M x N, row stride ldy) = X (M x K, row stride K) times W transposed.
+ * scratch must hold lb_matmul_scratch_size(W, M) bytes. Multi-threaded. */
+void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, void *scratch,
+               int n_threads);
+
+#endif

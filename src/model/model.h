@@ -1,0 +1,77 @@
+/* The model: hyperparameters and weights read from GGUF metadata, plus the
+ * per-context state (KV cache, scratch) the forward pass uses. */
+#ifndef LB_MODEL_H
+#define LB_MODEL_H
+
+#include "core/common.h"
+#include "gguf/gguf.h"
+#include "kernels/dispatch.h"
+#include "tokenizer/tokenizer.h"
+
+typedef enum { LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_GEMMA3 } lb_arch;
+
+typedef struct {
+    lb_arch arch;
+    char arch_name[32];
+    int n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, n_ctx_train;
+    int rope_dim;          /* dimensions rotated per head (<= head_dim) */
+    int rope_neox;         /* 1: pairs (i, i + rope_dim/2); 0: interleaved pairs (2i, 2i+1) */
+    float rope_freq_base;
+    float rope_freq_scale; /* linear scaling: position multiplier */
+    float norm_eps;
+    /* gemma3 */
+    float rope_freq_base_local;
+    int sliding_window;
+    int swa_pattern;       /* every swa_pattern-th layer is global */
+    float query_scale;     /* attention scale (default 1/sqrt(head_dim)) */
+} lb_hparams;
+
+/* A 1-D parameter kept as floats (norm weights, biases); NULL if absent. */
+typedef float *lb_vec;
+
+typedef struct {
+    lb_vec attn_norm, ffn_norm;
+    lb_matrix wq, wk, wv, wo;
+    lb_vec bq, bk, bv;
+    lb_matrix w_gate, w_up, w_down;
+    /* gemma3 */
+    lb_vec attn_post_norm, ffn_post_norm, q_norm, k_norm;
+    int is_local; /* sliding-window layer */
+} lb_layer;
+
+struct lb_model {
+    lb_hparams hp;
+    lb_matrix tok_embd, output;
+    lb_vec output_norm;
+    lb_vec rope_freq_factors; /* optional per-pair divisors (llama 3 scaling) */
+    lb_layer *layers;
+    gguf_file *gguf;          /* keeps the mapping alive; NULL for synthetic models */
+    void **owned;             /* buffers the model allocated */
+    int n_owned, cap_owned;
+    lb_tokenizer *tok;        /* NULL for synthetic models */
+    int n_threads;
+    char desc[128];
+    char *kernel_summary;
+    int64_t n_params;
+    uint64_t weight_bytes;
+};
+
+struct lb_context {
+    lb_model *model;
+    int n_ctx, n_batch, n_threads;
+    float *k_cache, *v_cache;    /* [n_layer][n_ctx][n_head_kv * head_dim] */
+    /* activations for up to n_batch tokens */
+    float *x, *xn, *q, *k, *v, *att_out, *ff_gate, *ff_up, *logits_tmp;
+    float *att_scores;           /* per thread: n_ctx */
+    void *act_scratch;           /* quantized activations for lb_matmul */
+    size_t act_scratch_size;
+    float *inv_freq, *inv_freq_local; /* rope: rope_dim/2 entries */
+};
+
+/* Register a buffer to be freed with the model. Returns p (NULL on OOM). */
+void *lb_model_own(lb_model *m, void *p);
+
+/* Fills kernel_summary, desc, counts, once weights are in place. */
+lb_status lb_model_finish(lb_model *m);
+
+#endif

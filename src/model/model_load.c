@@ -1,0 +1,231 @@
+/* Building an lb_model from a GGUF file: hyperparameters from metadata,
+ * weights as zero-copy views into the mapping, every shape checked. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "model/model.h"
+
+lb_model_params lb_model_default_params(void) {
+    lb_model_params p = {0, 0};
+    return p;
+}
+
+void *lb_model_own(lb_model *m, void *p) {
+    if (!p) return NULL;
+    if (m->n_owned == m->cap_owned) {
+        int cap = m->cap_owned ? m->cap_owned * 2 : 64;
+        void **n = realloc(m->owned, (size_t)cap * sizeof *n);
+        if (!n) { free(p); lb_fail(LB_ERR_NOMEM, "out of memory"); return NULL; }
+        m->owned = n;
+        m->cap_owned = cap;
+    }
+    m->owned[m->n_owned++] = p;
+    return p;
+}
+
+void lb_model_free(lb_model *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_owned; i++) lb_free_aligned(m->owned[i]);
+    free(m->owned);
+    free(m->layers);
+    free(m->kernel_summary);
+    if (m->tok) lb_tokenizer_free(m->tok);
+    if (m->gguf) gguf_close(m->gguf);
+    free(m);
+}
+
+typedef struct {
+    lb_model *m;
+    const gguf_file *g;
+    const char *path;
+} loader;
+
+static const char *arch_key(const loader *L, const char *suffix) {
+    static _Thread_local char buf[160];
+    snprintf(buf, sizeof buf, "%s.%s", L->m->hp.arch_name, suffix);
+    return buf;
+}
+
+static lb_status need_u32(const loader *L, const char *suffix, int *out) {
+    uint32_t v;
+    const char *key = arch_key(L, suffix);
+    if (!gguf_get_u32(L->g, key, &v)) return lb_fail(LB_ERR_FORMAT, "missing or non-integer metadata key %s", key);
+    if (v == 0 || v > (1u << 30)) return lb_fail(LB_ERR_FORMAT, "metadata %s = %u is out of range", key, v);
+    *out = (int)v;
+    return LB_OK;
+}
+
+static int opt_u32(const loader *L, const char *suffix, int def) {
+    uint32_t v;
+    return gguf_get_u32(L->g, arch_key(L, suffix), &v) && v > 0 && v < (1u << 30) ? (int)v : def;
+}
+
+static float opt_f32(const loader *L, const char *suffix, float def) {
+    float v;
+    return gguf_get_f32(L->g, arch_key(L, suffix), &v) ? v : def;
+}
+
+/* A 2-D weight of shape [K (row length), N rows]. */
+static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, int optional,
+                            lb_matrix *out) {
+    const gguf_tensor *t = gguf_find_tensor(L->g, name);
+    memset(out, 0, sizeof *out);
+    if (!t) return optional ? LB_OK : lb_fail(LB_ERR_FORMAT, "tensor %s is missing", name);
+    if (t->ne[0] != K || t->ne[1] != N || t->ne[2] != 1 || t->ne[3] != 1)
+        return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
+                       name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                       (long long)t->ne[3], (long long)K, (long long)N);
+    if (!lb_traits((int)t->type) || !lb_kernel_get((int)t->type))
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
+                       name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);
+    out->type = (int)t->type;
+    out->K = K;
+    out->N = N;
+    out->row_size = lb_row_size(out->type, K);
+    out->data = t->data;
+    return LB_OK;
+}
+
+/* A 1-D weight of n floats, converted to F32 (norms and biases are small). */
+static lb_status get_vec(loader *L, const char *name, int64_t n, int optional, lb_vec *out) {
+    const gguf_tensor *t = gguf_find_tensor(L->g, name);
+    *out = NULL;
+    if (!t) return optional ? LB_OK : lb_fail(LB_ERR_FORMAT, "tensor %s is missing", name);
+    if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return lb_fail(LB_ERR_SHAPE, "tensor %s has %lld x %lld elements, expected %lld", name,
+                       (long long)t->ne[0], (long long)t->ne[1], (long long)n);
+    const lb_type_traits *tr = lb_traits((int)t->type);
+    if (!tr) return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has unsupported type id %u", name, t->type);
+    float *v = lb_model_own(L->m, lb_malloc_aligned((size_t)n * sizeof(float)));
+    if (!v) return LB_ERR_NOMEM;
+    tr->to_float(t->data, v, n);
+    *out = v;
+    return LB_OK;
+}
+
+static lb_status load_hparams(loader *L) {
+    lb_hparams *hp = &L->m->hp;
+    const char *arch = gguf_get_str(L->g, "general.architecture");
+    if (!arch) return lb_fail(LB_ERR_FORMAT, "missing general.architecture");
+    if (!strcmp(arch, "llama") || !strcmp(arch, "mistral")) hp->arch = LB_ARCH_LLAMA;
+    else if (!strcmp(arch, "qwen2")) hp->arch = LB_ARCH_QWEN2;
+    else if (!strcmp(arch, "gemma3")) hp->arch = LB_ARCH_GEMMA3;
+    else return lb_fail(LB_ERR_UNSUPPORTED, "architecture '%s' is not supported (llama, mistral, qwen2, gemma3 are)", arch);
+    snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
+
+    lb_status s;
+    if ((s = need_u32(L, "embedding_length", &hp->n_embd))) return s;
+    if ((s = need_u32(L, "block_count", &hp->n_layer))) return s;
+    if ((s = need_u32(L, "feed_forward_length", &hp->n_ff))) return s;
+    if ((s = need_u32(L, "attention.head_count", &hp->n_head))) return s;
+    hp->n_head_kv = opt_u32(L, "attention.head_count_kv", hp->n_head);
+    hp->n_ctx_train = opt_u32(L, "context_length", 2048);
+    hp->head_dim = opt_u32(L, "attention.key_length", hp->n_embd / hp->n_head);
+    if (opt_u32(L, "attention.value_length", hp->head_dim) != hp->head_dim)
+        return lb_fail(LB_ERR_UNSUPPORTED, "different key and value head sizes are not supported");
+    if (hp->n_head % hp->n_head_kv)
+        return lb_fail(LB_ERR_FORMAT, "head_count %d is not a multiple of head_count_kv %d", hp->n_head, hp->n_head_kv);
+    hp->rope_dim = opt_u32(L, "rope.dimension_count", hp->head_dim);
+    if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
+        return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
+    hp->rope_neox = hp->arch != LB_ARCH_LLAMA; /* ggml: llama uses normal rope, qwen2/gemma3 neox */
+    hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
+    hp->rope_freq_scale = 1.0f;
+    const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
+    float factor = opt_f32(L, "rope.scaling.factor", 0.0f);
+    if (scaling && !strcmp(scaling, "linear") && factor > 0) hp->rope_freq_scale = 1.0f / factor;
+    else if (scaling && strcmp(scaling, "none") && strcmp(scaling, "linear"))
+        lb_log(1, "warning: rope scaling '%s' is not implemented; using plain RoPE\n", scaling);
+    hp->norm_eps = opt_f32(L, "attention.layer_norm_rms_epsilon", 1e-5f);
+    hp->query_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if (hp->arch == LB_ARCH_GEMMA3) {
+        hp->sliding_window = opt_u32(L, "attention.sliding_window", 512);
+        hp->swa_pattern = 6;
+        hp->rope_freq_base_local = 10000.0f;
+        hp->query_scale = 1.0f / sqrtf((float)hp->head_dim);
+    }
+    const gguf_tensor *emb = gguf_find_tensor(L->g, "token_embd.weight");
+    if (!emb) return lb_fail(LB_ERR_FORMAT, "tensor token_embd.weight is missing");
+    if (emb->ne[1] < 1 || emb->ne[1] > (1 << 24)) return lb_fail(LB_ERR_FORMAT, "token_embd.weight has an absurd vocabulary size");
+    hp->n_vocab = (int)emb->ne[1];
+    return LB_OK;
+}
+
+static lb_status load_weights(loader *L) {
+    lb_model *m = L->m;
+    const lb_hparams *hp = &m->hp;
+    const int64_t d = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim;
+    const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim, ff = hp->n_ff;
+    lb_status s;
+    if ((s = get_matrix(L, "token_embd.weight", d, hp->n_vocab, 0, &m->tok_embd))) return s;
+    if ((s = get_vec(L, "output_norm.weight", d, 0, &m->output_norm))) return s;
+    if ((s = get_matrix(L, "output.weight", d, hp->n_vocab, 1, &m->output))) return s;
+    if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
+    if ((s = get_vec(L, "rope_freqs.weight", hp->rope_dim / 2, 1, &m->rope_freq_factors))) return s;
+
+    m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
+    if (!m->layers) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    for (int il = 0; il < hp->n_layer; il++) {
+        lb_layer *l = &m->layers[il];
+        char n[96];
+#define BLK(suffix) (snprintf(n, sizeof n, "blk.%d.%s", il, suffix), n)
+        if ((s = get_vec(L, BLK("attn_norm.weight"), d, 0, &l->attn_norm))) return s;
+        if ((s = get_matrix(L, BLK("attn_q.weight"), d, qd, 0, &l->wq))) return s;
+        if ((s = get_matrix(L, BLK("attn_k.weight"), d, kvd, 0, &l->wk))) return s;
+        if ((s = get_matrix(L, BLK("attn_v.weight"), d, kvd, 0, &l->wv))) return s;
+        if ((s = get_matrix(L, BLK("attn_output.weight"), qd, d, 0, &l->wo))) return s;
+        if ((s = get_vec(L, BLK("attn_q.bias"), qd, 1, &l->bq))) return s;
+        if ((s = get_vec(L, BLK("attn_k.bias"), kvd, 1, &l->bk))) return s;
+        if ((s = get_vec(L, BLK("attn_v.bias"), kvd, 1, &l->bv))) return s;
+        if ((s = get_vec(L, BLK("ffn_norm.weight"), d, 0, &l->ffn_norm))) return s;
+        if ((s = get_matrix(L, BLK("ffn_gate.weight"), d, ff, 0, &l->w_gate))) return s;
+        if ((s = get_matrix(L, BLK("ffn_up.weight"), d, ff, 0, &l->w_up))) return s;
+        if ((s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
+        if (hp->arch == LB_ARCH_GEMMA3) {
+            if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
+            if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;
+            if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;
+            if ((s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 0, &l->k_norm))) return s;
+            l->is_local = (il + 1) % hp->swa_pattern != 0;
+        }
+#undef BLK
+    }
+    return LB_OK;
+}
+
+lb_status lb_model_load(const char *path, const lb_model_params *params, lb_model **out) {
+    *out = NULL;
+    if (!path) return lb_fail(LB_ERR_ARG, "no model path given");
+    lb_model_params p = params ? *params : lb_model_default_params();
+    double t0 = lb_time_s();
+    lb_model *m = calloc(1, sizeof *m);
+    if (!m) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    m->n_threads = p.n_threads;
+    lb_status s = gguf_open(path, &m->gguf);
+    loader L = {m, m->gguf, path};
+    if (s == LB_OK) s = load_hparams(&L);
+    if (s == LB_OK) s = load_weights(&L);
+    if (s == LB_OK) {
+        s = lb_tokenizer_load(m->gguf, &m->tok);
+        if (s == LB_OK && lb_tokenizer_n_vocab(m->tok) != m->hp.n_vocab) {
+            lb_log(1, "warning: vocabulary has %d tokens but token_embd has %d rows\n",
+                   lb_tokenizer_n_vocab(m->tok), m->hp.n_vocab);
+        }
+        if (s != LB_OK) {
+            /* A model without a usable vocabulary still runs on token ids (bench). */
+            lb_log(1, "warning: %s: no usable tokenizer (%s)\n", path, lb_last_error());
+            m->tok = NULL;
+            s = LB_OK;
+        }
+    }
+    if (s == LB_OK) s = lb_model_finish(m);
+    if (s != LB_OK) {
+        lb_fail_prefix(s, "loading %s", path);
+        lb_model_free(m);
+        return s;
+    }
+    if (p.verbose) lb_log(1, "loaded %s in %.2f s: %s\n", path, lb_time_s() - t0, m->desc);
+    *out = m;
+    return LB_OK;
+}

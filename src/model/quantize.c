@@ -1,0 +1,133 @@
+/* lb_quantize_file: every 2-D weight of a GGUF converted to one type (rows
+ * that don't fit its block keep a wider type), everything else copied as is.
+ * Streams tensor by tensor through the GGUF writer (temp file + rename). */
+#include <omp.h>
+#include <stdlib.h>
+
+#include "formats/types.h"
+#include "gguf/gguf.h"
+
+/* llama.cpp's general.file_type values for the types we write */
+static int ftype_of(int type) {
+    switch (type) {
+    case LB_TYPE_F32: return 0;
+    case LB_TYPE_F16: return 1;
+    case LB_TYPE_Q4_0: return 2;
+    case LB_TYPE_Q8_0: return 7;
+    case LB_TYPE_Q2_K: return 10;
+    case LB_TYPE_Q3_K: return 12;
+    case LB_TYPE_Q4_K: return 14;
+    case LB_TYPE_Q5_K: return 16;
+    case LB_TYPE_Q6_K: return 18;
+    case LB_TYPE_IQ4_NL: return 25;
+    case LB_TYPE_BF16: return 32;
+    default: return -1;
+    }
+}
+
+/* Which tensors take the target type: matrices, not norms or 1-D vectors. */
+static int is_quantizable(const gguf_tensor *t) {
+    if (t->n_dims < 2) return 0;
+    const char *n = t->name.ptr;
+    size_t len = t->name.len;
+    if (len < 7 || memcmp(n + len - 7, ".weight", 7)) return 0;
+    for (size_t i = 0; i + 4 <= len; i++)
+        if (!memcmp(n + i, "norm", 4)) return 0;
+    return 1;
+}
+
+typedef struct {
+    const gguf_file *in;
+    int *types;
+    int n_threads;
+    lb_status err;
+} qctx;
+
+static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) {
+    qctx *q = user;
+    const gguf_tensor *t = gguf_tensor_at(q->in, index);
+    const int out_type = q->types[index];
+    if ((int)t->type == out_type) {
+        memcpy(dst, t->data, nbytes);
+        return LB_OK;
+    }
+    const lb_type_traits *src = lb_traits((int)t->type), *dt = lb_traits(out_type);
+    const int64_t K = t->ne[0], rows = (int64_t)(t->size / lb_row_size((int)t->type, K));
+    const size_t in_row = lb_row_size((int)t->type, K), out_row = lb_row_size(out_type, K);
+    int oom = 0;
+#pragma omp parallel num_threads(q->n_threads)
+    {
+        float *buf = malloc((size_t)K * sizeof *buf);
+        if (!buf) oom = 1;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; r++) {
+            if (!buf) continue;
+            src->to_float((const char *)t->data + (size_t)r * in_row, buf, K);
+            dt->from_float(buf, (char *)dst + (size_t)r * out_row, K);
+        }
+        free(buf);
+    }
+    return oom ? lb_fail(LB_ERR_NOMEM, "out of memory") : LB_OK;
+}
+
+lb_status lb_quantize_file(const char *in_path, const char *out_path, const lb_quantize_params *p,
+                           lb_quantize_stats *stats) {
+    lb_quantize_stats st;
+    memset(&st, 0, sizeof st);
+    if (stats) *stats = st;
+    const lb_type_traits *tt = lb_traits(p->type);
+    if (!tt || !tt->from_float)
+        return lb_fail(LB_ERR_UNSUPPORTED, "cannot quantize to type id %d", p->type);
+    gguf_file *in = NULL;
+    lb_status s = gguf_open(in_path, &in);
+    if (s) return lb_fail_prefix(s, "reading %s", in_path);
+    gguf_writer *w = gguf_writer_new();
+    const int64_t nt = gguf_n_tensors(in);
+    int *types = calloc((size_t)(nt > 0 ? nt : 1), sizeof *types);
+    if (!w || !types) { s = lb_fail(LB_ERR_NOMEM, "out of memory"); goto done; }
+    for (int64_t i = 0; i < gguf_n_kv(in) && s == LB_OK; i++) s = gguf_writer_copy_kv(w, gguf_kv_at(in, i));
+    if (s == LB_OK) {
+        int ft = ftype_of(p->type);
+        s = ft >= 0 ? gguf_writer_set_u32(w, "general.file_type", (uint32_t)ft)
+                    : gguf_writer_remove_kv(w, "general.file_type");
+    }
+    if (s == LB_OK) s = gguf_writer_set_str(w, "general.quantized_by", "lowbit");
+    for (int64_t i = 0; i < nt && s == LB_OK; i++) {
+        const gguf_tensor *t = gguf_tensor_at(in, i);
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)LB_MIN(t->name.len, 255), t->name.ptr);
+        const int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        int out = (int)t->type;
+        if (is_quantizable(t)) {
+            if (!lb_traits((int)t->type) || !lb_traits((int)t->type)->to_float) {
+                s = lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s, which lowbit cannot read yet", name,
+                            lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown");
+                break;
+            }
+            out = lb_type_fallback(p->type, t->ne[0]);
+            if (out == p->type) st.n_quantized++;
+            else {
+                st.n_fallback++;
+                lb_log(1, "%s: row length %lld is not a multiple of %s's block of %d; keeping %s\n", name,
+                       (long long)t->ne[0], tt->name, tt->blck, lb_type_name(out));
+            }
+        }
+        types[i] = out;
+        st.n_params += n;
+        st.bytes_in += t->size;
+        st.bytes_out += lb_row_size(out, t->ne[0]) * (uint64_t)(n / t->ne[0]);
+        s = gguf_writer_add_tensor(w, name, (uint32_t)out, t->n_dims, t->ne, NULL);
+    }
+    st.n_tensors = (int)nt;
+    st.bpw_out = st.n_params ? 8.0 * (double)st.bytes_out / (double)st.n_params : 0;
+    if (s == LB_OK) {
+        qctx q = {in, types, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK};
+        s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
+    }
+    if (s == LB_OK && stats) *stats = st;
+done:
+    free(types);
+    gguf_writer_free(w);
+    gguf_close(in);
+    return s;
+}
