@@ -1,5 +1,5 @@
 # Bad input gets a clear error, a non-zero exit, no crash and nothing left behind.
-. "$(dirname "$0")/cli_lib.sh"
+. "$(dirname "$0")/lib_cli.sh"
 need_shared models/stories260K-f32.gguf
 M=$SHARED/models/stories260K-f32.gguf
 

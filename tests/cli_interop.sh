@@ -1,6 +1,6 @@
 # Every llama.cpp-written GGUF in ../shared/interop whose types lowbit computes
 # with must load and run (generate a few tokens, and bench a few).
-. "$(dirname "$0")/cli_lib.sh"
+. "$(dirname "$0")/lib_cli.sh"
 need_shared interop/tiny-F32.gguf
 for f in "$SHARED"/interop/tiny-*.gguf "$SHARED/models/stories260K-f32.gguf"; do
   name=$(basename "$f")

@@ -154,6 +154,11 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
 
 lb_status imp_plan_write(imp_plan *p, const char *path, lb_progress_fn progress, void *user) {
     producer_ctx c = {p, NULL, NULL, 0};
+    /* llama.cpp tags files holding quantized blocks with the block layout version (2) */
+    if (lb_traits(p->want_type)->is_quantized) {
+        lb_status s = gguf_writer_set_u32(p->w, "general.quantization_version", 2);
+        if (s != LB_OK) return s;
+    }
     int64_t widest = 1;
     for (int64_t i = 0; i < p->n; i++) widest = LB_MAX(widest, p->t[i].ne[0]);
     c.cap = LB_MAX((size_t)widest, IMP_READ_CHUNK / sizeof(float));

@@ -12,6 +12,10 @@
 #include "import/hf.h"
 #include "import/safetensors.h"
 
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
 typedef struct {
     const char *arch;        /* GGUF architecture */
     int permute_qk, qkv_bias;
@@ -153,14 +157,16 @@ static lb_status parse_config(const json_value *cfg, hf_config *c) {
     const json_value *tie = json_get(cfg, "tie_word_embeddings");
     if (tie && tie->type != JSON_NULL && !json_get_bool(cfg, "tie_word_embeddings", &c->tied))
         return lb_fail(LB_ERR_FORMAT, "config.json: \"tie_word_embeddings\" is not a boolean");
-    if (json_get(cfg, "head_dim") == NULL && c->n_embd % c->n_head != 0)
+    int64_t explicit_head_dim;
+    if (!json_get_int(cfg, "head_dim", &explicit_head_dim) && c->n_embd % c->n_head != 0)
         return lb_fail(LB_ERR_FORMAT, "config.json: hidden_size %lld is not a multiple of num_attention_heads %lld",
                        (long long)c->n_embd, (long long)c->n_head);
     if (c->n_head % c->n_head_kv != 0)
         return lb_fail(LB_ERR_FORMAT, "config.json: num_attention_heads %lld is not a multiple of "
                        "num_key_value_heads %lld", (long long)c->n_head, (long long)c->n_head_kv);
     if (c->head_dim % 2 != 0)
-        return lb_fail(LB_ERR_FORMAT, "config.json: head size %lld is odd (RoPE rotates pairs)", (long long)c->head_dim);
+        return lb_fail(LB_ERR_FORMAT, "config.json: head size %lld is odd (RoPE rotates pairs)",
+                       (long long)c->head_dim);
     return parse_rope_scaling(cfg, c);
 }
 

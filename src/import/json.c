@@ -192,14 +192,16 @@ static lb_status parse_number(parser *p, json_value *v) {
     if (i < p->len && s[i] == '.') {
         integral = 0;
         i++;
-        if (i >= p->len || s[i] < '0' || s[i] > '9') return fail_at(p, start, "invalid number: digit expected after '.'");
+        if (i >= p->len || s[i] < '0' || s[i] > '9')
+            return fail_at(p, start, "invalid number: digit expected after '.'");
         while (i < p->len && s[i] >= '0' && s[i] <= '9') i++;
     }
     if (i < p->len && (s[i] == 'e' || s[i] == 'E')) {
         integral = 0;
         i++;
         if (i < p->len && (s[i] == '+' || s[i] == '-')) i++;
-        if (i >= p->len || s[i] < '0' || s[i] > '9') return fail_at(p, start, "invalid number: digit expected in exponent");
+        if (i >= p->len || s[i] < '0' || s[i] > '9')
+            return fail_at(p, start, "invalid number: digit expected in exponent");
         while (i < p->len && s[i] >= '0' && s[i] <= '9') i++;
     }
     size_t n = i - start;
@@ -364,9 +366,10 @@ fail:
 
 static lb_status parse_value(parser *p, json_value *v, int depth) {
     memset(v, 0, sizeof *v);
-    if (depth > JSON_MAX_DEPTH) return fail_at(p, p->pos, "nesting deeper than 128 levels");
     skip_ws(p);
     int c = peek(p);
+    if ((c == '{' || c == '[') && depth >= JSON_MAX_DEPTH)
+        return fail_at(p, p->pos, "nesting deeper than 128 levels");
     switch (c) {
     case '{': return parse_object(p, v, depth);
     case '[': return parse_array(p, v, depth);

@@ -132,8 +132,9 @@ lb_status st_parse_header(const char *text, size_t hlen, uint64_t data_start, ui
     if (s != LB_OK) return lb_fail_prefix(s, "header is not valid JSON");
     const json_value *root = json_root(doc);
     if (root->type != JSON_OBJECT) {
+        const char *kind = json_type_name(root->type); /* static string: survives json_free */
         json_free(doc);
-        return lb_fail(LB_ERR_FORMAT, "header is a JSON %s, not an object", json_type_name(root->type));
+        return lb_fail(LB_ERR_FORMAT, "header is a JSON %s, not an object", kind);
     }
     st->tensors = calloc(root->n ? root->n : 1, sizeof(st_tensor));
     if (!st->tensors) {
@@ -205,7 +206,10 @@ lb_status st_open(const char *path, st_file **out) {
         goto done;
     }
     hdr = malloc((size_t)hlen);
-    if (!hdr) { s = lb_fail(LB_ERR_NOMEM, "out of memory for a %llu-byte header", (unsigned long long)hlen); goto done; }
+    if (!hdr) {
+        s = lb_fail(LB_ERR_NOMEM, "out of memory for a %llu-byte header", (unsigned long long)hlen);
+        goto done;
+    }
     if (fread(hdr, 1, (size_t)hlen, st->f) != hlen) {
         s = lb_fail(LB_ERR_IO, "error reading the header");
         goto done;

@@ -2,6 +2,7 @@
 
 #include "formats/float.h"
 #include "kernels/kernels_x86.h"
+#include "kernels/kquants_x86.h"
 
 /* Every kernel, each at the lowest level it runs on. lb_kernel_get picks, for
  * a type, the entry with the highest level not above the level in force. */
@@ -17,6 +18,17 @@ static const lb_kernel lb_kernel_list[] = {
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},
     {LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q8_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q8_0_q8_0_avx2, NULL},
     {LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q4_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q4_0_q8_0_avx2, NULL},
+    /* K-quants and IQ4_NL (kernels/kquants_x86.c) */
+    {LB_TYPE_Q2_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q2_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q2_K_q8_K_avx2, NULL},
+    {LB_TYPE_Q3_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q3_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q3_K_q8_K_avx2, NULL},
+    {LB_TYPE_Q4_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q4_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q4_K_q8_K_avx2, NULL},
+    {LB_TYPE_Q5_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q5_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q5_K_q8_K_avx2, NULL},
+    {LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q6_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q6_K_q8_K_avx2, NULL},
+    {LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_AVX2, "iq4_nl_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_iq4_nl_q8_0_avx2, NULL},
+    {LB_TYPE_Q4_K, LB_TYPE_Q8_K, LB_ISA_AVX512, "q4_K_q8_K_avx512", lb_quantize_row_q8_K_avx2, lb_vec_dot_q4_K_q8_K_avx512, NULL},
+    {LB_TYPE_Q5_K, LB_TYPE_Q8_K, LB_ISA_AVX512, "q5_K_q8_K_avx512", lb_quantize_row_q8_K_avx2, lb_vec_dot_q5_K_q8_K_avx512, NULL},
+    {LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_ISA_AVX512, "q6_K_q8_K_avx512", lb_quantize_row_q8_K_avx2, lb_vec_dot_q6_K_q8_K_avx512, NULL},
+    {LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_AVX512, "iq4_nl_q8_0_avx512", lb_quantize_row_q8_0_avx2, lb_vec_dot_iq4_nl_q8_0_avx512, NULL},
 #endif
 };
 

@@ -69,6 +69,33 @@ static char *escape_spaces(const char *text, size_t len, int add_prefix, size_t 
     return buf;
 }
 
+/* Runs llama.cpp's merge loop on symbols [first, end) and emits them. */
+static lb_status merge_segment(spm_state *st, int32_t first, int32_t end, lb_ivec *out) {
+    st->sym[first].prev = -1;
+    st->sym[end - 1].next = -1;
+    lb_status s = LB_OK;
+    for (int32_t i = first + 1; i < end && !s; i++) s = try_add_pair(st, i - 1, i);
+
+    while (!s && st->heap.n > 0) {
+        lb_merge_cand c = lb_heap_pop(&st->heap);
+        spm_sym *l = &st->sym[c.left], *r = &st->sym[c.right];
+        /* stale: one side has been merged since this pair was queued */
+        if (l->n == 0 || r->n == 0 || l->n + r->n != c.size) continue;
+        l->n += r->n;
+        r->n = 0;
+        l->next = r->next;
+        if (r->next >= 0) st->sym[r->next].prev = c.left;
+        s = try_add_pair(st, l->prev, c.left);
+        if (!s) s = try_add_pair(st, c.left, l->next);
+    }
+    st->heap.n = 0;
+
+    /* the first symbol is never merged away: only right-hand symbols are */
+    for (int32_t i = first; i != -1 && !s; i = st->sym[i].next)
+        s = emit_symbol(st->t, st->buf + st->sym[i].off, (size_t)st->sym[i].n, out);
+    return s;
+}
+
 lb_status lb_spm_encode(const lb_tokenizer *t, const char *text, size_t len, int add_prefix,
                         lb_ivec *out) {
     size_t n_buf = 0;
@@ -91,29 +118,22 @@ lb_status lb_spm_encode(const lb_tokenizer *t, const char *text, size_t len, int
     int32_t n_sym = 0;
     for (size_t off = 0; off < n_buf;) {
         size_t n = LB_MIN(lb_utf8_len((unsigned char)buf[off]), n_buf - off);
-        st.sym[n_sym] = (spm_sym){n_sym - 1, off + n == n_buf ? -1 : n_sym + 1, (int32_t)off,
-                                  (int32_t)n};
+        st.sym[n_sym] = (spm_sym){n_sym - 1, n_sym + 1, (int32_t)off, (int32_t)n};
         n_sym++;
         off += n;
     }
-    for (int32_t i = 1; i < n_sym && !s; i++) s = try_add_pair(&st, i - 1, i);
 
-    while (!s && st.heap.n > 0) {
-        lb_merge_cand c = lb_heap_pop(&st.heap);
-        spm_sym *l = &st.sym[c.left], *r = &st.sym[c.right];
-        /* stale: one side has been merged since this pair was queued */
-        if (l->n == 0 || r->n == 0 || l->n + r->n != c.size) continue;
-        l->n += r->n;
-        r->n = 0;
-        l->next = r->next;
-        if (r->next >= 0) st.sym[r->next].prev = c.left;
-        s = try_add_pair(&st, l->prev, c.left);
-        if (!s) s = try_add_pair(&st, c.left, l->next);
+    /* merge each run of possibly-joinable symbols on its own */
+    int32_t seg = 0;
+    for (int32_t i = 1; i <= n_sym && !s; i++) {
+        if (i < n_sym) {
+            unsigned pair = (unsigned)(unsigned char)buf[st.sym[i].off - 1] << 8 |
+                            (unsigned char)buf[st.sym[i].off];
+            if (t->spm_joinable[pair >> 3] & (1u << (pair & 7))) continue;
+        }
+        s = merge_segment(&st, seg, i, out);
+        seg = i;
     }
-
-    /* symbol 0 is never merged away: only right-hand symbols are */
-    for (int32_t i = 0; i != -1 && !s; i = st.sym[i].next)
-        s = emit_symbol(t, buf + st.sym[i].off, (size_t)st.sym[i].n, out);
 
 done:
     free(st.heap.v);

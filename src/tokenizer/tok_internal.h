@@ -40,9 +40,16 @@ typedef struct {
 
 lb_status lb_ivec_push(lb_ivec *a, int32_t x);
 
-/* ---- string -> token id (open addressing over the token table) ---- */
+/* ---- string -> token id (open addressing over the token table) ----
+ * Each slot keeps the top bits of the hash so that probing past other
+ * tokens rarely has to touch their text. */
 typedef struct {
-    int32_t *slots; /* token id, or -1 when empty */
+    int32_t id;   /* -1 when empty */
+    uint32_t tag; /* hash >> 32 */
+} lb_strslot;
+
+typedef struct {
+    lb_strslot *slots;
     size_t mask;
 } lb_strmap;
 
@@ -115,6 +122,12 @@ struct lb_tokenizer {
     int add_bos, add_eos;
     int add_space_prefix; /* SPM dummy prefix */
     int ignore_merges;    /* BPE: a whole pre-token that is in the vocab skips merging */
+
+    /* SPM: bit (x << 8 | y) is set if some token has a symbol ending in byte
+     * x followed by one starting with byte y. Where that is not so, no merge
+     * can ever join the two sides, so the text is merged in independent
+     * segments with small, cache-friendly queues (same result, much faster). */
+    uint8_t spm_joinable[65536 / 8];
 
     /* SPM byte fallback: id of <0xXX> (or of the 1-byte token), -1 if none. */
     int32_t byte_token[256];

@@ -159,15 +159,18 @@ static lb_status load_vocab(lb_tokenizer *t, const gguf_file *g) {
         off += len + 1;
 
         const char *txt = lb_tok_text(t, i);
-        size_t slot = lb_tok_hash(txt, len) & t->by_text.mask;
+        uint64_t h = lb_tok_hash(txt, len);
+        size_t slot = h & t->by_text.mask;
         for (;; slot = (slot + 1) & t->by_text.mask) {
-            int32_t other = t->by_text.slots[slot];
+            lb_strslot sl = t->by_text.slots[slot];
+            int32_t other = sl.id;
             if (other < 0) break;
-            if (t->text_len[other] == len && memcmp(lb_tok_text(t, other), txt, len) == 0)
+            if (sl.tag == (uint32_t)(h >> 32) && t->text_len[other] == len &&
+                memcmp(lb_tok_text(t, other), txt, len) == 0)
                 return lb_fail(LB_ERR_FORMAT, "duplicate token in vocabulary: \"%.*s\" has ids %d and %d",
                                (int)LB_MIN(len, 64), txt, (int)other, (int)i);
         }
-        t->by_text.slots[slot] = i;
+        t->by_text.slots[slot] = (lb_strslot){i, (uint32_t)(h >> 32)};
 
         float score = 0.0f;
         if (scores && scores->arr_type == GGUF_TYPE_FLOAT32) {
@@ -222,6 +225,24 @@ static lb_status load_specials(lb_tokenizer *t, const gguf_file *g) {
     if (t->eot >= 0) t->eog[t->eot] = 1;
     if (t->eom >= 0) t->eog[t->eom] = 1;
     return LB_OK;
+}
+
+/* Which byte pairs can sit on either side of a symbol boundary inside a
+ * token (symbols cut by lead-byte length, exactly as spm.c cuts the text). */
+static void load_spm_joinable(lb_tokenizer *t) {
+    memset(t->spm_joinable, 0, sizeof t->spm_joinable);
+    for (int32_t id = 0; id < t->n_vocab; id++) {
+        const unsigned char *s = (const unsigned char *)lb_tok_text(t, id);
+        size_t len = t->text_len[id];
+        for (size_t off = 0; off < len;) {
+            size_t n = LB_MIN(lb_utf8_len(s[off]), len - off);
+            off += n;
+            if (off < len) {
+                unsigned pair = (unsigned)s[off - 1] << 8 | s[off];
+                t->spm_joinable[pair >> 3] |= (uint8_t)(1u << (pair & 7));
+            }
+        }
+    }
 }
 
 static void load_byte_tokens(lb_tokenizer *t) {
@@ -424,6 +445,7 @@ static lb_status load_all(lb_tokenizer *t, const gguf_file *g) {
     if (!s) s = load_specials(t, g);
     if (s) return s;
     load_byte_tokens(t);
+    if (t->model == LB_TOK_SPM) load_spm_joinable(t);
     if (t->model == LB_TOK_BPE) {
         t->add_space_prefix = 0; /* a BPE vocabulary never gets the SPM dummy space */
         s = lb_bpe_load_merges(t, g);
