@@ -85,14 +85,14 @@ static void test_quantized_data(void) {
     static float wf[MAX_N], af[MAX_N];
     static _Alignas(64) uint8_t wq[MAX_N * 2], aq[MAX_N * 2], aq2[MAX_N * 2];
     const int64_t sizes_k[] = {256, 512, 4096, 11008};
-    const int64_t sizes_nl[] = {32, 96, 256, 512, 4096, 11008};
+    const int64_t sizes_nl[] = {32, 96, 160, 224, 256, 512, 4096, 11008};
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     for (size_t ti = 0; ti < sizeof kTypes / sizeof kTypes[0]; ti++) {
         const int type = kTypes[ti];
         const lb_type_traits *t = lb_traits(type), *at = lb_traits(t->vec_dot_type);
         const int is_nl = type == LB_TYPE_IQ4_NL;
         const int64_t *sizes = is_nl ? sizes_nl : sizes_k;
-        const size_t nsizes = is_nl ? 6 : 4;
+        const size_t nsizes = is_nl ? 8 : 4;
         for (size_t si = 0; si < nsizes; si++) {
             const int64_t n = sizes[si];
             for (int rep = 0; rep < 3; rep++) {

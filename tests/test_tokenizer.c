@@ -307,6 +307,16 @@ static void test_stories(void) {
     if (n != 5 || memcmp(ids, want, sizeof want) != 0) print_ids("stories got", ids, n);
     CHECK(roundtrip_ok(t, ids, n, "Once upon a time", 16));
     free(ids);
+    /* the greedy continuation from golden/ decodes to llama2.c's text */
+    static const int32_t gen[] = {
+        403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338,
+        401, 396, 267, 337, 410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385,
+        328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426, 338, 391, 266, 267,
+        337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13, 438, 310};
+    const char *want_text =
+        "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+        "park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily";
+    CHECK(roundtrip_ok(t, gen, 64, want_text, strlen(want_text)));
     lb_tokenizer_free(t);
 }
 
@@ -366,7 +376,7 @@ static void test_pretokenizers(void) {
 
 /* ---- synthetic vocabularies written with the GGUF writer ---- */
 
-enum { BREAK_NONE, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
+enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
        BREAK_NO_MERGES, BREAK_BAD_MODEL, BREAK_TOKENS_TYPE, BREAK_DUP_TOKEN, BREAK_BOS_TYPE };
 
 #define N_EXTRA 8
@@ -399,12 +409,13 @@ static lb_status write_vocab(const char *path, int bpe, int breakage) {
         }
         s = gguf_writer_set_str(w, "tokenizer.ggml.model", breakage == BREAK_BAD_MODEL ? "bert" : "llama");
     } else {
-        static const char *const toks[] = {"a", "b", "c", "\xC4\xA0", "ab", "\304\240a", "<|endoftext|>"};
-        for (int i = 0; i < 7; i++) strs[n] = toks[i], types[n] = i == 6 ? 3 : 1, scores[n++] = 0;
+        static const char *const toks[] = {"a", "b", "c", "\xC4\xA0", "ab", "\304\240a", "<|endoftext|>", "abc"};
+        for (int i = 0; i < 8; i++) strs[n] = toks[i], types[n] = i == 6 ? 3 : 1, scores[n++] = 0;
         static const char *const merges_ok[] = {"a b", "\xC4\xA0 a"};
         static const char *const merges_bad[] = {"a b", "\xC4\xA0 z"};
         s = gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
-        if (!s) s = gguf_writer_set_str(w, "tokenizer.ggml.pre", "gpt-2");
+        if (!s && breakage != PRE_MISSING)
+            s = gguf_writer_set_str(w, "tokenizer.ggml.pre", breakage == PRE_LLAMA_BPE ? "llama-bpe" : "gpt-2");
         if (!s && breakage != BREAK_NO_MERGES)
             s = gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
                                         breakage == BREAK_BAD_MERGE ? merges_bad : merges_ok, 2);
@@ -511,6 +522,29 @@ static void test_synthetic(void) {
         CHECK(n == 1 && ids[0] == 0);
         free(ids);
         CHECK(lb_tokenizer_is_eog(t, 6) && lb_tokenizer_eos(t) == 6);
+        /* no merge makes "abc": gpt2 gives "ab" "c" */
+        n = encode(t, "abc", 3, 0, &ids);
+        CHECK(n == 2 && ids[0] == 4 && ids[1] == 2);
+        free(ids);
+        lb_tokenizer_free(t);
+    }
+    /* llama-bpe: a pre-token that is a whole token skips merging
+     * (ignore_merges), and BOS is added by default */
+    if (try_load(1, PRE_LLAMA_BPE, &t, msg, sizeof msg) == LB_OK) {
+        CHECK(lb_tokenizer_add_bos(t) == 1);
+        int32_t *ids = NULL;
+        int n = encode(t, "abc", 3, 1, &ids);
+        CHECK(n == 2 && ids[0] == 6 && ids[1] == 7);
+        free(ids);
+        lb_tokenizer_free(t);
+    }
+    /* no tokenizer.ggml.pre: gpt2's regex (with a note in the log) */
+    if (try_load(1, PRE_MISSING, &t, msg, sizeof msg) == LB_OK) {
+        int32_t *ids = NULL;
+        int n = encode(t, "ab a c", 6, 1, &ids);
+        const int32_t want[] = {4, 5, 3, 2};
+        CHECK(n == 4 && memcmp(ids, want, sizeof want) == 0);
+        free(ids);
         lb_tokenizer_free(t);
     }
 }

@@ -27,6 +27,10 @@
 /* hardware half -> float (F16C), exact like lb_fp16_to_f32 */
 #define FP16(h) _cvtsh_ss(h)
 
+/* Fixed-count inner loops unrolled: their shuffle masks and shift counts
+ * become constants and the unpacked vectors stay in registers. */
+#define LB_UNROLL _Pragma("GCC unroll 8")
+
 /* ------------------------------------------------------------------------ */
 /* shared helpers                                                           */
 
@@ -132,12 +136,14 @@ LB_AVX2 void lb_quantize_row_q8_K_avx2(const float *x, void *vy, int64_t k) {
         __m128i group_sums[4];
         for (int c = 0; c < 4; c++) { /* 64 values: 4 bsums groups */
             __m256i q[8];
+            LB_UNROLL
             for (int v = 0; v < 8; v++) {
                 /* round half to even = lb_nearest_int for |x| < 2^22 */
                 const __m256 r = _mm256_round_ps(_mm256_mul_ps(vis, _mm256_loadu_ps(x + 64 * c + 8 * v)),
                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
                 q[v] = _mm256_min_epi32(_mm256_cvtps_epi32(r), i127);
             }
+            LB_UNROLL
             for (int h = 0; h < 2; h++) {
                 /* packs interleave 128-bit lanes; the permute restores element order */
                 const __m256i p01 = _mm256_packs_epi32(q[4 * h], q[4 * h + 1]);
@@ -178,9 +184,11 @@ LB_AVX2 void lb_vec_dot_q2_K_q8_K_avx2(int64_t n, float *s, const void *vw, cons
 
         const int8_t *a = y[i].qs;
         __m256i sumi = _mm256_setzero_si256();
+        LB_UNROLL
         for (int c = 0; c < 2; c++) {
             /* byte l holds weights l, l+32, l+64, l+96 of this 128 at bits 0, 2, 4, 6 */
             __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            LB_UNROLL
             for (int sh = 0; sh < 4; sh++, a += 32) {
                 const __m256i w = _mm256_and_si256(q, m3);
                 q = _mm256_srli_epi16(q, 2); /* bits crossing bytes land above bit 1 */
@@ -209,8 +217,10 @@ LB_AVX2 void lb_vec_dot_q3_K_q8_K_avx2(int64_t n, float *s, const void *vw, cons
         __m256i hm = _mm256_loadu_si256((const __m256i *)x[i].hmask);
         const int8_t *a = y[i].qs;
         __m256i sumi = _mm256_setzero_si256();
+        LB_UNROLL
         for (int c = 0; c < 2; c++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
+            LB_UNROLL
             for (int sh = 0; sh < 4; sh++, a += 32) {
                 /* bit 4c+sh of hmask[l] belongs to weight 32*(4c+sh) + l */
                 const __m256i w = _mm256_or_si256(_mm256_and_si256(q, m3),
@@ -251,7 +261,8 @@ LB_AVX2 void lb_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *vw, cons
         acc_min = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_mins_dot(sm, y[i].bsums)), acc_min);
         const __m256i scales8x2 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
         __m256i sumi = _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
+    LB_UNROLL
+    for (int c = 0; c < 4; c++) {
             /* 32 bytes: group 2c in the low nibbles, 2c+1 in the high */
             const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
             const __m256i w_lo = _mm256_and_si256(q, m4);
@@ -278,7 +289,8 @@ LB_AVX2 void lb_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *vw, cons
         /* bit 2c of qh[l] is the fifth bit of weight l of group 2c, bit 2c+1 of group 2c+1 */
         __m256i qh = _mm256_loadu_si256((const __m256i *)x[i].qh);
         __m256i sumi = _mm256_setzero_si256();
-        for (int c = 0; c < 4; c++) {
+    LB_UNROLL
+    for (int c = 0; c < 4; c++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(x[i].qs + 32 * c));
             const __m256i h_lo = _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit4);
             const __m256i h_hi = _mm256_and_si256(_mm256_slli_epi16(qh, 3), bit4);
@@ -304,6 +316,7 @@ LB_AVX2 void lb_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vw, cons
         const __m256i offset = _mm256_madd_epi16(_mm256_cvtepi8_epi16(scales),
                                                  _mm256_loadu_si256((const __m256i *)y[i].bsums));
         __m256i sumi = _mm256_setzero_si256();
+        LB_UNROLL
         for (int h = 0; h < 2; h++) { /* 128 weights: ql[64h..], qh[32h..] */
             const uint8_t *ql = x[i].ql + 64 * h, *qhp = x[i].qh + 32 * h;
             const int8_t *a = y[i].qs + 128 * h;
@@ -317,6 +330,7 @@ LB_AVX2 void lb_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vw, cons
             w[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(qh, m2h));
             w[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
                                    _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2h));
+            LB_UNROLL
             for (int r = 0; r < 4; r++) {
                 const __m256i p = _mm256_maddubs_epi16(w[r], _mm256_loadu_si256((const __m256i *)(a + 32 * r)));
                 const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, pair_mask(4 * h + r)));
@@ -334,16 +348,21 @@ LB_AVX2 static inline __m256i iq4nl_table(void) {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lb_kvalues_iq4nl));
 }
 
-/* One IQ4_NL block against one Q8_0 block: 8 int32 partial sums as floats.
+/* One IQ4_NL block against one Q8_0 block: 8 int32 partial sums.
  * Signed x signed bytes via the sign trick: |w| (unsigned) times a*sign(w);
  * the codebook has no zero, so no activation is lost. */
-LB_AVX2 static inline __m256 iq4nl_block_avx2(__m256i table, const block_iq4_nl *x, const block_q8_0 *y) {
+LB_AVX2 static inline __m256i iq4nl_block_avx2(__m256i table, const block_iq4_nl *x, const block_q8_0 *y) {
     const __m128i q = _mm_loadu_si128((const __m128i *)x->qs);
     const __m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
     const __m256i w = _mm256_shuffle_epi8(table, idx);
     const __m256i a = _mm256_loadu_si256((const __m256i *)y->qs);
     const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+    return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+}
+
+LB_AVX2 static inline float iq4nl_tail_avx2(const block_iq4_nl *x, const block_q8_0 *y) {
+    const __m256 p = _mm256_cvtepi32_ps(iq4nl_block_avx2(iq4nl_table(), x, y));
+    return FP16(x->d) * FP16(y->d) * hsum256_ps(p);
 }
 
 LB_AVX2 void lb_vec_dot_iq4_nl_q8_0_avx2(int64_t n, float *s, const void *vw, const void *va) {
@@ -351,18 +370,28 @@ LB_AVX2 void lb_vec_dot_iq4_nl_q8_0_avx2(int64_t n, float *s, const void *vw, co
     const block_q8_0 *y = va;
     const __m256i table = iq4nl_table();
     const int64_t nb = n / QK4_NL;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) { /* two chains hide the maddubs latency */
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(x[b].d) * FP16(y[b].d)),
-                               iq4nl_block_avx2(table, &x[b], &y[b]), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(x[b + 1].d) * FP16(y[b + 1].d)),
-                               iq4nl_block_avx2(table, &x[b + 1], &y[b + 1]), acc1);
+    /* Four blocks at a time: their integer sums are reduced together and
+     * scaled by one vector of four block scales, instead of four scalar
+     * fp16 conversions and broadcasts. */
+    for (; b + 4 <= nb; b += 4) {
+        const __m256i p0 = iq4nl_block_avx2(table, &x[b], &y[b]);
+        const __m256i p1 = iq4nl_block_avx2(table, &x[b + 1], &y[b + 1]);
+        const __m256i p2 = iq4nl_block_avx2(table, &x[b + 2], &y[b + 2]);
+        const __m256i p3 = iq4nl_block_avx2(table, &x[b + 3], &y[b + 3]);
+        /* [S0 S1 S2 S3] of the low 128-bit halves, then of the high halves */
+        const __m256i sums = _mm256_hadd_epi32(_mm256_hadd_epi32(p0, p1), _mm256_hadd_epi32(p2, p3));
+        const __m128 dw = _mm_cvtph_ps(_mm_setr_epi16((short)x[b].d, (short)x[b + 1].d, (short)x[b + 2].d,
+                                                      (short)x[b + 3].d, 0, 0, 0, 0));
+        const __m128 da = _mm_cvtph_ps(_mm_setr_epi16((short)y[b].d, (short)y[b + 1].d, (short)y[b + 2].d,
+                                                      (short)y[b + 3].d, 0, 0, 0, 0));
+        const __m128 d4 = _mm_mul_ps(dw, da);
+        acc = _mm256_fmadd_ps(_mm256_set_m128(d4, d4), _mm256_cvtepi32_ps(sums), acc);
     }
-    if (b < nb)
-        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(x[b].d) * FP16(y[b].d)),
-                               iq4nl_block_avx2(table, &x[b], &y[b]), acc0);
-    *s = hsum256_ps(_mm256_add_ps(acc0, acc1));
+    float sum = hsum256_ps(acc);
+    for (; b < nb; b++) sum += iq4nl_tail_avx2(&x[b], &y[b]);
+    *s = sum;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -392,6 +421,7 @@ LB_AVX512 static inline __m512i k4_block_avx512(const __m512i w[4], const int8_t
     /* lane g (hi 16 bits zero) = scale of group g, for dpwssd */
     const __m512i scales = _mm512_cvtepu8_epi32(scales_mins);
     __m512i sumi = _mm512_setzero_si512();
+    LB_UNROLL
     for (int c = 0; c < 4; c++) {
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[c],
                                                 _mm512_loadu_si512((const void *)(a + 64 * c)));
@@ -412,6 +442,7 @@ LB_AVX512 void lb_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *vw, 
         const __m128i sm = unpack_k4_scales(x[i].scales);
         acc_min = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(k4_mins_dot(sm, y[i].bsums)), acc_min);
         __m512i w[4];
+        LB_UNROLL
         for (int c = 0; c < 4; c++) /* low nibbles then high nibbles of 32 bytes */
             w[c] = _mm512_and_si512(load_x2_srl(x[i].qs + 32 * c, 4), m4);
         const __m512i sumi = k4_block_avx512(w, y[i].qs, sm);
@@ -435,7 +466,8 @@ LB_AVX512 void lb_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *vw, 
          * then the fifth bit of group 2c (low half) or 2c+1 (high half). */
         __m512i qh = load_x2_srl(x[i].qh, 1);
         __m512i w[4];
-        for (int c = 0; c < 4; c++) {
+    LB_UNROLL
+    for (int c = 0; c < 4; c++) {
             const __m512i hbit = _mm512_and_si512(_mm512_slli_epi16(qh, 4), bit4);
             qh = _mm512_srli_epi16(qh, 2); /* bits crossing bytes land above bit 0 */
             w[c] = _mm512_or_si512(_mm512_and_si512(load_x2_srl(x[i].qs + 32 * c, 4), m4), hbit);
@@ -464,6 +496,7 @@ LB_AVX512 void lb_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vw, 
         const __m256i offset = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)y[i].bsums));
         __m512i sumi = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_slli_epi32(offset, 5), 0);
         sumi = _mm512_sub_epi32(_mm512_setzero_si512(), sumi);
+        LB_UNROLL
         for (int h = 0; h < 2; h++) {
             /* ql[64h..64h+63]: low nibbles = weights 0..63, high = 64..127 of this half */
             const __m512i ql = _mm512_loadu_si512((const void *)(x[i].ql + 64 * h));
@@ -484,39 +517,50 @@ LB_AVX512 void lb_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *vw, 
     *s = hsum512_ps(acc);
 }
 
-LB_AVX512 void lb_vec_dot_iq4_nl_q8_0_avx512(int64_t n, float *s, const void *vw, const void *va) {
-    const block_iq4_nl *x = vw;
-    const block_q8_0 *y = va;
-    /* dpbusd wants unsigned weights: look up codebook + 128 and take 128 * sum(a) off */
-    const __m512i table_u = _mm512_xor_si512(
-        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lb_kvalues_iq4nl)), _mm512_set1_epi8((char)0x80));
+/* Two IQ4_NL blocks against two Q8_0 blocks: 16 int32 partial sums, lanes
+ * 0..7 for the first pair, 8..15 for the second. dpbusd wants unsigned
+ * weights, so the table holds codebook + 128 and 128 * sum(a) comes off. */
+LB_AVX512 static inline __m512i iq4nl_pair_avx512(__m512i table_u, const block_iq4_nl *x, const block_q8_0 *y) {
     const __m512i bias = _mm512_set1_epi8((char)0x80);
-    const __m512i m4 = _mm512_set1_epi8(0x0F);
     /* per 128-bit lane: [blk0 low nibbles, blk0 high, blk1 low, blk1 high] */
     const __m512i nib_shift = _mm512_setr_epi64(0, 0, 0x0004000400040004LL, 0x0004000400040004LL, 0, 0,
                                                 0x0004000400040004LL, 0x0004000400040004LL);
+    const __m256i q0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[0].qs));
+    const __m256i q1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[1].qs));
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+    const __m512i idx = _mm512_and_si512(_mm512_srlv_epi16(q, nib_shift), _mm512_set1_epi8(0x0F));
+    const __m512i w = _mm512_shuffle_epi8(table_u, idx);
+    const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[0].qs)),
+                                         _mm256_loadu_si256((const __m256i *)y[1].qs), 1);
+    return _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, a),
+                            _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, a));
+}
+
+LB_AVX512 void lb_vec_dot_iq4_nl_q8_0_avx512(int64_t n, float *s, const void *vw, const void *va) {
+    const block_iq4_nl *x = vw;
+    const block_q8_0 *y = va;
+    const __m512i table_u = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lb_kvalues_iq4nl)),
+                                             _mm512_set1_epi8((char)0x80));
+    /* lanes 0..7 of a pair belong to its first block, 8..15 to its second */
+    const __m512i spread_lo = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m512i spread_hi = _mm512_add_epi32(spread_lo, _mm512_set1_epi32(2));
     const int64_t nb = n / QK4_NL;
     __m512 acc = _mm512_setzero_ps();
     int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const __m256i q0 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[b].qs));
-        const __m256i q1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)x[b + 1].qs));
-        const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
-        const __m512i idx = _mm512_and_si512(_mm512_srlv_epi16(q, nib_shift), m4);
-        const __m512i w = _mm512_shuffle_epi8(table_u, idx);
-        const __m512i a = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)y[b].qs)),
-                                             _mm256_loadu_si256((const __m256i *)y[b + 1].qs), 1);
-        const __m512i dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, a),
-                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, a));
-        const __m512 dd = _mm512_mask_blend_ps((__mmask16)0xFF00, _mm512_set1_ps(FP16(x[b].d) * FP16(y[b].d)),
-                                               _mm512_set1_ps(FP16(x[b + 1].d) * FP16(y[b + 1].d)));
-        acc = _mm512_fmadd_ps(dd, _mm512_cvtepi32_ps(dot), acc);
+    /* four blocks a time: one vector of four block scales (as in the AVX2 kernel) */
+    for (; b + 4 <= nb; b += 4) {
+        const __m512i p01 = iq4nl_pair_avx512(table_u, &x[b], &y[b]);
+        const __m512i p23 = iq4nl_pair_avx512(table_u, &x[b + 2], &y[b + 2]);
+        const __m128 dw = _mm_cvtph_ps(_mm_setr_epi16((short)x[b].d, (short)x[b + 1].d, (short)x[b + 2].d,
+                                                      (short)x[b + 3].d, 0, 0, 0, 0));
+        const __m128 da = _mm_cvtph_ps(_mm_setr_epi16((short)y[b].d, (short)y[b + 1].d, (short)y[b + 2].d,
+                                                      (short)y[b + 3].d, 0, 0, 0, 0));
+        const __m512 d4 = _mm512_castps128_ps512(_mm_mul_ps(dw, da));
+        acc = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread_lo, d4), _mm512_cvtepi32_ps(p01), acc);
+        acc = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread_hi, d4), _mm512_cvtepi32_ps(p23), acc);
     }
     float sum = hsum512_ps(acc);
-    if (b < nb) {
-        const __m256 p = iq4nl_block_avx2(iq4nl_table(), &x[b], &y[b]);
-        sum += FP16(x[b].d) * FP16(y[b].d) * hsum256_ps(p);
-    }
+    for (; b < nb; b++) sum += iq4nl_tail_avx2(&x[b], &y[b]);
     *s = sum;
 }
 #endif

@@ -84,6 +84,8 @@ static lb_status reserve(void **p, size_t *cap, size_t need, size_t elem) {
 /* Tokenizes the code points cpt[0..n) of one pre-token word. */
 static lb_status encode_word(bpe_state *st, const uint32_t *cpt, size_t n, lb_ivec *out) {
     const lb_tokenizer *t = st->t;
+    if (n > (size_t)INT32_MAX / 8) /* symbol offsets are int32 */
+        return lb_fail(LB_ERR_ARG, "a single pre-token of %zu characters is too long", n);
     lb_status s = reserve((void **)&st->word, &st->word_cap, n * 8, 1);
     if (!s) s = reserve((void **)&st->sym, &st->sym_cap, n * 4, sizeof *st->sym);
     if (s) return s;

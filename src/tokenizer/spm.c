@@ -2,7 +2,12 @@
  * become U+2581, the text is cut into UTF-8 characters, and the adjacent pair
  * whose concatenation is the highest-scoring vocabulary token is merged
  * repeatedly (ties: leftmost first). Symbols left that are not tokens are
- * emitted as <0xXX> byte tokens. */
+ * emitted as <0xXX> byte tokens.
+ *
+ * llama.cpp runs one priority queue over the whole text. Here the text is
+ * first cut where no token can span the cut (see spm_joinable); merges on
+ * either side of such a cut never interact, so running the same loop on each
+ * piece gives identical ids, with queues that stay small and in cache. */
 #include <stdlib.h>
 #include <string.h>
 

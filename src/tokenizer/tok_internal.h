@@ -21,8 +21,8 @@ typedef enum { LB_PRE_GPT2, LB_PRE_LLAMA3 } lb_tok_pre;
 
 /* Token attributes, as llama.cpp derives them from tokenizer.ggml.token_type
  * (1 normal, 2 unknown, 3 control, 4 user defined, 5 unused, 6 byte; anything
- * else is "undefined", i.e. no bit set). A bit set because control tokens
- * found by name (e.g. <|eot_id|>) get CONTROL added to their type. */
+ * else is "undefined", i.e. no bit set). Bits rather than one value because
+ * tokens recognised by name (e.g. <|eot_id|>) get CONTROL added to their type. */
 enum {
     LB_ATTR_UNKNOWN = 1 << 0,
     LB_ATTR_UNUSED = 1 << 1,

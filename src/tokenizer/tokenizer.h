@@ -22,8 +22,9 @@ int lb_tokenizer_eos(const lb_tokenizer *t);      /* -1 if none */
 int lb_tokenizer_add_bos(const lb_tokenizer *t);  /* tokenizer.ggml.add_bos_token, default per model */
 int lb_tokenizer_is_eog(const lb_tokenizer *t, int32_t id); /* end of generation (eos, eot, ...) */
 
-/* Encodes text as llama.cpp's llama_tokenize(add_special=add_bos, parse_special=false) does.
- * *ids is malloc'ed (caller frees). */
+/* Encodes text as llama.cpp's llama_tokenize(add_special=add_bos, parse_special=false) does:
+ * BOS is prepended only if add_bos and the model's add_bos flag are both set (EOS likewise
+ * appended when tokenizer.ggml.add_eos_token is set). *ids is malloc'ed (caller frees). */
 lb_status lb_tokenizer_encode(const lb_tokenizer *t, const char *text, size_t len, int add_bos,
                               int32_t **ids, int *n_ids);
 
@@ -33,13 +34,14 @@ lb_status lb_tokenizer_encode(const lb_tokenizer *t, const char *text, size_t le
 const char *lb_tokenizer_piece(const lb_tokenizer *t, int32_t id, size_t *len);
 
 /* Text of a token sequence: the concatenated pieces, minus the space that
- * SPM's dummy prefix put in front of the text (one leading space is dropped
- * from the first non-empty piece, and after each user-defined token, when
- * tokenizer.ggml.add_space_prefix is on), so decode(encode(s)) == s for valid
- * UTF-8. Unlike llama_detokenize there is no clean-up of spaces before
- * punctuation. *out is malloc'ed and NUL-terminated; ids outside the
- * vocabulary give LB_ERR_ARG. (Concatenating lb_tokenizer_piece yourself gives
- * the same bytes plus that leading space.) */
+ * SPM's dummy prefix put in front of the text: when tokenizer.ggml.add_space_prefix
+ * is on, one leading ' ' is dropped from the first non-empty piece (and from the
+ * first one after each user-defined token, which llama.cpp also prefixes). So
+ * decode(encode(s)) == s for valid UTF-8 (for SPM: without U+2581, which it cannot
+ * tell from an escaped space). Unlike llama_detokenize there is no clean-up of
+ * spaces before punctuation. *out is malloc'ed and NUL-terminated; ids outside
+ * the vocabulary give LB_ERR_ARG. Printing lb_tokenizer_piece one token at a time
+ * gives the same bytes plus that leading space. */
 lb_status lb_tokenizer_decode(const lb_tokenizer *t, const int32_t *ids, int n, char **out,
                               size_t *len);
 

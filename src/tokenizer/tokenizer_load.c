@@ -286,6 +286,8 @@ static lb_status load_user_tokens(lb_tokenizer *t) {
     }
     t->n_user = n_user;
     if (n_user == 0) return LB_OK;
+    if (n_bytes >= (size_t)INT32_MAX) /* trie nodes are numbered in int32 */
+        return lb_fail(LB_ERR_UNSUPPORTED, "user-defined tokens total %zu bytes", n_bytes);
 
     len_id *ids = malloc((size_t)n_user * sizeof *ids);
     t->user_rank = malloc((size_t)n * sizeof *t->user_rank);
@@ -371,15 +373,15 @@ static size_t make_piece(const lb_tokenizer *t, int32_t id, char *out) {
         return o;
     }
     if (a & LB_ATTR_BYTE) { /* "<0xAB>" */
+        if (len < 5 || memcmp(txt, "<0x", 3) != 0) return 0;
         unsigned v = 0;
-        for (size_t i = 3; i < 5 && i < len; i++) {
+        for (size_t i = 3; i < 5; i++) {
             char c = txt[i];
             int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'A' && c <= 'F') ? c - 'A' + 10
                   : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : -1;
             if (d < 0) return 0;
             v = v * 16 + (unsigned)d;
         }
-        if (len < 5 || memcmp(txt, "<0x", 3) != 0) return 0;
         out[0] = (char)v;
         return 1;
     }
@@ -404,7 +406,7 @@ static lb_status load_pieces(lb_tokenizer *t) {
     return LB_OK;
 }
 
-static lb_status choose_pre(lb_tokenizer *t, const gguf_file *g) {
+static void choose_pre(lb_tokenizer *t, const gguf_file *g) {
     const char *pre = gguf_get_str(g, "tokenizer.ggml.pre");
     t->pre = LB_PRE_GPT2;
     if (pre && IN_LIST(pre, k_pre_llama3)) {
@@ -417,7 +419,6 @@ static lb_status choose_pre(lb_tokenizer *t, const gguf_file *g) {
         lb_log(1, "tokenizer: pre-tokenizer '%s' not supported; using the gpt2 regex (ids may differ from llama.cpp)\n",
                pre ? pre : "(missing)");
     }
-    return LB_OK;
 }
 
 static lb_status load_all(lb_tokenizer *t, const gguf_file *g) {
@@ -433,8 +434,7 @@ static lb_status load_all(lb_tokenizer *t, const gguf_file *g) {
     } else if (strcmp(model, "gpt2") == 0) {
         t->model = LB_TOK_BPE;
         t->bos = 11, t->eos = 11, t->unk = -1; /* llama.cpp's (odd) BPE defaults */
-        lb_status s = choose_pre(t, g);
-        if (s) return s;
+        choose_pre(t, g);
     } else {
         return lb_fail(LB_ERR_UNSUPPORTED, "tokenizer model '%s' is not supported (only llama and gpt2)", model);
     }

@@ -1,0 +1,21 @@
+# Cross-compile for 64-bit Arm Linux with Debian's gcc-aarch64-linux-gnu, and
+# run the resulting programs (ctest, try_run) under qemu-user.
+#   cmake -S . -B build-arm -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake
+# The emulated CPU model comes from the QEMU_CPU environment variable
+# (qemu's default is "max": neon + dotprod + i8mm); e.g. QEMU_CPU=cortex-a53
+# ctest ... runs the same binaries on a CPU without dotprod.
+set(CMAKE_SYSTEM_NAME Linux)
+set(CMAKE_SYSTEM_PROCESSOR aarch64)
+
+set(LOWBIT_ARM_TRIPLE aarch64-linux-gnu CACHE STRING "GNU triple of the Arm cross toolchain")
+set(LOWBIT_ARM_SYSROOT /usr/${LOWBIT_ARM_TRIPLE} CACHE PATH "Arm libraries and loader for qemu -L")
+set(CMAKE_C_COMPILER ${LOWBIT_ARM_TRIPLE}-gcc)
+
+# Headers and libraries from the Arm sysroot only; build tools from the host.
+set(CMAKE_FIND_ROOT_PATH ${LOWBIT_ARM_SYSROOT})
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
+
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64 -L ${LOWBIT_ARM_SYSROOT})
