@@ -4,6 +4,7 @@
 #include "formats/float.h"
 #include "formats/types.h"
 #include "formats/kquants.h"
+#include "formats/legacy.h"
 
 static const lb_type_traits traits_f32 = {"F32", 1, 4, 0, LB_TYPE_F32,
     lb_f32_to_float, lb_f32_from_float, lb_vec_dot_f32_ref};
@@ -23,6 +24,10 @@ const lb_type_traits *lb_traits(int type) {
     case LB_TYPE_BF16: return &traits_bf16;
     case LB_TYPE_Q8_0: return &traits_q8_0;
     case LB_TYPE_Q4_0: return &traits_q4_0;
+    case LB_TYPE_Q4_1:
+    case LB_TYPE_Q5_0:
+    case LB_TYPE_Q5_1:
+    case LB_TYPE_Q8_1: return lb_legacy_traits(type);
     default: return lb_kquant_traits(type);
     }
 }

@@ -3,6 +3,8 @@
 #include "formats/float.h"
 #include "kernels/kernels_x86.h"
 #include "kernels/kquants_x86.h"
+#include "formats/legacy.h"
+#include "kernels/legacy_x86.h"
 
 /* Every kernel, each at the lowest level it runs on. lb_kernel_get picks, for
  * a type, the entry with the highest level not above the level in force. */
@@ -12,6 +14,10 @@ static const lb_kernel lb_kernel_list[] = {
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_SCALAR, "bf16_f32_ref", lb_f32_from_float, lb_vec_dot_bf16_ref, NULL},
     {LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_SCALAR, "q8_0_q8_0_ref", lb_quantize_row_q8_0_ref, lb_vec_dot_q8_0_q8_0_ref, NULL},
     {LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_SCALAR, "q4_0_q8_0_ref", lb_quantize_row_q8_0_ref, lb_vec_dot_q4_0_q8_0_ref, NULL},
+    /* legacy Q4_1 / Q5_0 / Q5_1 (formats/legacy.h) */
+    {LB_TYPE_Q4_1, LB_TYPE_Q8_1, LB_ISA_SCALAR, "q4_1_q8_1_ref", lb_quantize_row_q8_1_ref, lb_vec_dot_q4_1_q8_1_ref, NULL},
+    {LB_TYPE_Q5_0, LB_TYPE_Q8_0, LB_ISA_SCALAR, "q5_0_q8_0_ref", lb_quantize_row_q8_0_ref, lb_vec_dot_q5_0_q8_0_ref, NULL},
+    {LB_TYPE_Q5_1, LB_TYPE_Q8_1, LB_ISA_SCALAR, "q5_1_q8_1_ref", lb_quantize_row_q8_1_ref, lb_vec_dot_q5_1_q8_1_ref, NULL},
 #if LB_HAVE_X86_KERNELS
     {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
     {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
@@ -25,6 +31,10 @@ static const lb_kernel lb_kernel_list[] = {
     {LB_TYPE_Q5_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q5_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q5_K_q8_K_avx2, NULL},
     {LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q6_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q6_K_q8_K_avx2, NULL},
     {LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_AVX2, "iq4_nl_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_iq4_nl_q8_0_avx2, NULL},
+    /* legacy formats (kernels/legacy_x86.c); Q8_1 activations use the exact scalar quantizer */
+    {LB_TYPE_Q4_1, LB_TYPE_Q8_1, LB_ISA_AVX2, "q4_1_q8_1_avx2", lb_quantize_row_q8_1_ref, lb_vec_dot_q4_1_q8_1_avx2, NULL},
+    {LB_TYPE_Q5_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q5_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q5_0_q8_0_avx2, NULL},
+    {LB_TYPE_Q5_1, LB_TYPE_Q8_1, LB_ISA_AVX2, "q5_1_q8_1_avx2", lb_quantize_row_q8_1_ref, lb_vec_dot_q5_1_q8_1_avx2, NULL},
     {LB_TYPE_Q4_K, LB_TYPE_Q8_K, LB_ISA_AVX512, "q4_K_q8_K_avx512", lb_quantize_row_q8_K_avx2, lb_vec_dot_q4_K_q8_K_avx512, NULL},
     {LB_TYPE_Q5_K, LB_TYPE_Q8_K, LB_ISA_AVX512, "q5_K_q8_K_avx512", lb_quantize_row_q8_K_avx2, lb_vec_dot_q5_K_q8_K_avx512, NULL},
     {LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_ISA_AVX512, "q6_K_q8_K_avx512", lb_quantize_row_q8_K_avx2, lb_vec_dot_q6_K_q8_K_avx512, NULL},

@@ -8,7 +8,8 @@
  * All integer sums are exact; only the float scaling order differs from the
  * scalar reference (formats/q*_k.c), so results agree to float rounding.
  *
- * Overflow bounds (|a| <= 127 from the Q8_K/Q8_0 quantizers, 128 allowed):
+ * Overflow bounds (the K-quant kernels hold for any int8 activation; the
+ * quantizers only write -127..127, which IQ4_NL's sign trick relies on):
  * maddubs pairs  2*63*128 = 16128 < 32767 (Q6_K's q <= 63 is the widest);
  * dpbusd quads   4*63*128 = 32256 < 32767, so a dpbusd lane also fits int16,
  * which lets dpwssd multiply it by a group scale held in the low 16 bits of
@@ -50,8 +51,8 @@ LB_AVX512 static inline float hsum512_ps(__m512 v) {
     return hsum256_ps(_mm256_add_ps(lo, hi));
 }
 
-/* 16 int16 lanes: the 16-bit value of pair (2k, 2k+1) of each 128-bit lane of
- * a vector of 8 int16 scales, broadcast; k = group index 0..7. */
+/* Broadcasts int16 element k (0..7) of each 128-bit lane; v8x2 holds the 8
+ * group scales of a Q4_K/Q5_K block as int16 in both lanes. */
 LB_AVX2 static inline __m256i bcast_i16(__m256i v8x2, int k) {
     return _mm256_shuffle_epi8(v8x2, _mm256_set1_epi16((int16_t)(0x0100 + 0x0202 * k)));
 }

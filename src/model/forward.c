@@ -29,13 +29,13 @@ void lb_context_free(lb_context *c) {
 
 static float *alloc_f(size_t n) { return lb_malloc_aligned(n * sizeof(float)); }
 
-static void rope_inv_freq(const lb_model *m, float base, float *out) {
+static void rope_inv_freq(const lb_model *m, float base, float scale, float *out) {
     const lb_hparams *hp = &m->hp;
     for (int i = 0; i < hp->rope_dim / 2; i++) {
         /* same expression as llama2.c, so its greedy output is reproduced exactly */
         float f = 1.0f / powf(base, (float)(2 * i) / (float)hp->rope_dim);
         if (m->rope_freq_factors) f /= m->rope_freq_factors[i];
-        out[i] = f * hp->rope_freq_scale;
+        out[i] = f * scale;
     }
 }
 
@@ -89,8 +89,11 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
                        p.n_ctx > 0 ? p.n_ctx : hp->n_ctx_train, 2.0 * cache * 4 / 1048576.0);
     }
-    rope_inv_freq(m, hp->rope_freq_base, c->inv_freq);
-    rope_inv_freq(m, hp->arch == LB_ARCH_GEMMA3 ? hp->rope_freq_base_local : hp->rope_freq_base, c->inv_freq_local);
+    rope_inv_freq(m, hp->rope_freq_base, hp->rope_freq_scale, c->inv_freq);
+    /* Gemma 3's sliding-window layers: their own base and no scaling (llama.cpp
+     * rope_freq_scale_train_swa = 1); other models use one table for all layers. */
+    if (hp->arch == LB_ARCH_GEMMA3) rope_inv_freq(m, hp->rope_freq_base_local, 1.0f, c->inv_freq_local);
+    else rope_inv_freq(m, hp->rope_freq_base, hp->rope_freq_scale, c->inv_freq_local);
     *out = c;
     return LB_OK;
 }
@@ -252,6 +255,10 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0,
     const int first = all_logits ? 0 : n - 1, rows = all_logits ? n : 1;
     rmsnorm_rows(c->xn, c->x + (size_t)first * d, m->output_norm, rows, d, hp->norm_eps, nth);
     matmul(c, &m->output, c->xn, rows, logits);
+    if (hp->final_logit_softcap > 0.0f) {
+        const float cap = hp->final_logit_softcap;
+        for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
+    }
 }
 
 lb_status lb_eval(lb_context *c, const int32_t *tokens, int n, int pos, float *logits, int all_logits) {

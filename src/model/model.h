@@ -24,6 +24,7 @@ typedef struct {
     int sliding_window;
     int swa_pattern;       /* every swa_pattern-th layer is global */
     float query_scale;     /* attention scale (default 1/sqrt(head_dim)) */
+    float final_logit_softcap; /* > 0: logits = cap * tanh(logits / cap) */
 } lb_hparams;
 
 /* A 1-D parameter kept as floats (norm weights, biases); NULL if absent. */

@@ -140,10 +140,17 @@ static lb_status load_hparams(loader *L) {
     hp->norm_eps = opt_f32(L, "attention.layer_norm_rms_epsilon", 1e-5f);
     hp->query_scale = 1.0f / sqrtf((float)hp->head_dim);
     if (hp->arch == LB_ARCH_GEMMA3) {
-        hp->sliding_window = opt_u32(L, "attention.sliding_window", 512);
-        hp->swa_pattern = 6;
-        hp->rope_freq_base_local = 10000.0f;
-        hp->query_scale = 1.0f / sqrtf((float)hp->head_dim);
+        /* As llama.cpp (llama-model.cpp, LLM_ARCH_GEMMA3): without a sliding
+         * window every layer is global; with one, every 6th layer is global and
+         * the local layers use RoPE base 10000 with no position scaling. */
+        hp->sliding_window = opt_u32(L, "attention.sliding_window", 0);
+        hp->swa_pattern = hp->sliding_window > 0 ? opt_u32(L, "attention.sliding_window_pattern", 6) : 0;
+        hp->rope_freq_base_local = opt_f32(L, "rope.freq_base_swa", 10000.0f);
+        /* query_pre_attn_scalar is not in the GGUF: llama.cpp scales by
+         * 1/sqrt(head_dim), except 27B (62 layers) by 1/sqrt(n_embd/n_head). */
+        const float qpas = hp->n_layer == 62 ? (float)(hp->n_embd / hp->n_head) : (float)hp->head_dim;
+        hp->query_scale = opt_f32(L, "attention.scale", 1.0f / sqrtf(qpas));
+        hp->final_logit_softcap = opt_f32(L, "final_logit_softcapping", 0.0f);
     }
     const gguf_tensor *emb = gguf_find_tensor(L->g, "token_embd.weight");
     if (!emb) return lb_fail(LB_ERR_FORMAT, "tensor token_embd.weight is missing");
@@ -187,7 +194,7 @@ static lb_status load_weights(loader *L) {
             if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;
             if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;
             if ((s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 0, &l->k_norm))) return s;
-            l->is_local = (il + 1) % hp->swa_pattern != 0;
+            l->is_local = hp->swa_pattern > 0 && (il + 1) % hp->swa_pattern != 0;
         }
 #undef BLK
     }
