@@ -369,6 +369,8 @@ static void test_pretokenizers(void) {
     SPLIT(LB_PRE_LLAMA3, "a \t1", "a", " ", "\t", "1");
     SPLIT(LB_PRE_LLAMA3, "x ", "x", " ");
     SPLIT(LB_PRE_LLAMA3, "\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBD\x9E", "\xE4\xBD\xA0\xE5\xA5\xBD", "\xEF\xBD\x9E"); /* 你好～ */
+    SPLIT(LB_PRE_QWEN2, "3333 apples", "3", "3", "3", "3", " apples");
+    SPLIT(LB_PRE_QWEN2, "DON'T 12", "DON", "'T", " ", "1", "2");
     /* \s also covers U+00A0, U+3000 and U+2028 */
     SPLIT(LB_PRE_GPT2, "a\302\240\302\240b", "a", "\xC2\xA0", "\xC2\xA0", "b");
     SPLIT(LB_PRE_GPT2, "x\xE3\x80\x80", "x", "\xE3\x80\x80");

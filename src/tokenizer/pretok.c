@@ -84,7 +84,7 @@ static void split_gpt2(scanner *s) {
     }
 }
 
-static void split_llama3(scanner *s) {
+static void split_llama3(scanner *s, size_t max_digits) {
     for (size_t pos = 0; pos < s->n;) {
         uint32_t c = cpt_at(s, pos);
         int cls = cls_at(s, pos);
@@ -104,11 +104,11 @@ static void split_llama3(scanner *s) {
                 continue;
             }
         }
-        /* \p{N}{1,3} */
+        /* \p{N}{1,3} (llama3) or \p{N} (qwen2) */
         if (cls == LB_UCLASS_NUMBER) {
             size_t ini = pos;
             while (cls_at(s, pos) == LB_UCLASS_NUMBER) {
-                if (++pos - ini >= 3) {
+                if (++pos - ini >= max_digits) {
                     add_word(s, pos);
                     ini = pos;
                 }
@@ -156,7 +156,8 @@ static void split_llama3(scanner *s) {
 lb_status lb_pretokenize(lb_tok_pre pre, const uint32_t *cpt, const uint8_t *cls, size_t n,
                          lb_ivec *ends) {
     scanner s = {cpt, cls, n, 0, ends, LB_OK};
-    if (pre == LB_PRE_LLAMA3) split_llama3(&s);
+    if (pre == LB_PRE_LLAMA3) split_llama3(&s, 3);
+    else if (pre == LB_PRE_QWEN2) split_llama3(&s, 1);
     else split_gpt2(&s);
     return s.status;
 }

@@ -17,7 +17,8 @@
 typedef enum { LB_TOK_SPM, LB_TOK_BPE } lb_tok_model;
 
 /* BPE pre-tokenizer regexes implemented (by hand) in pretok.c. */
-typedef enum { LB_PRE_GPT2, LB_PRE_LLAMA3 } lb_tok_pre;
+/* QWEN2 is LLAMA3's regex with single digits (\p{N} instead of \p{N}{1,3}). */
+typedef enum { LB_PRE_GPT2, LB_PRE_LLAMA3, LB_PRE_QWEN2 } lb_tok_pre;
 
 /* Token attributes, as llama.cpp derives them from tokenizer.ggml.token_type
  * (1 normal, 2 unknown, 3 control, 4 user defined, 5 unused, 6 byte; anything

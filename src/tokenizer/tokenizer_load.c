@@ -415,6 +415,8 @@ static void choose_pre(lb_tokenizer *t, const gguf_file *g) {
         t->add_bos = 1;
     } else if (pre && IN_LIST(pre, k_pre_llama3_plain)) {
         t->pre = LB_PRE_LLAMA3;
+    } else if (pre && (!strcmp(pre, "qwen2") || !strcmp(pre, "deepseek-r1-qwen"))) {
+        t->pre = LB_PRE_QWEN2;
     } else if (!pre || !IN_LIST(pre, k_pre_gpt2)) {
         lb_log(1, "tokenizer: pre-tokenizer '%s' not supported; using the gpt2 regex (ids may differ from llama.cpp)\n",
                pre ? pre : "(missing)");
