@@ -57,6 +57,20 @@ typedef enum {
     LB_TYPE_F64 = 28,
     LB_TYPE_BF16 = 30,
     LB_TYPE_COUNT_GGML = 40,
+    /* lowbit-only: group-wise codebook formats (src/formats/cb.h) */
+    LB_TYPE_CB2 = 1010,
+    LB_TYPE_CB3 = 1011,
+    /* lowbit-only: rows interleaved R at a time in C-byte chunks for the
+     * GEMV/GEMM kernels (src/formats/repack.h); need N % R == 0. */
+    LB_TYPE_Q4_0_4X4 = 1000,
+    LB_TYPE_Q4_0_4X8 = 1001,
+    LB_TYPE_Q4_0_8X8 = 1002,
+    LB_TYPE_IQ4_NL_4X4 = 1003,
+    LB_TYPE_IQ4_NL_4X8 = 1004,
+    LB_TYPE_IQ4_NL_8X8 = 1005,
+    LB_TYPE_Q8_0_4X4 = 1006,
+    LB_TYPE_Q8_0_4X8 = 1007,
+    LB_TYPE_Q8_0_8X8 = 1008,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */
@@ -168,6 +182,22 @@ typedef struct {
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
                            lb_quantize_stats *stats);
+
+/* Options of the codebook formats and of importance-weighted quantization. */
+typedef struct {
+    /* CB2 / CB3: a GGUF holding lowbit.codebooks.* (`lowbit codebooks`);
+     * NULL: the codebooks are discovered from the input model */
+    const char *codebooks;
+    int cb_count;            /* books when discovering: 4, 8 or 16 (0: 8) */
+    uint64_t cb_seed;        /* seed when discovering */
+    /* importance matrix from `lowbit imatrix` (NULL: none); used by CB2,
+     * CB3, Q2_K and Q3_K */
+    const char *imatrix;
+} lb_quantize_options;
+
+/* lb_quantize_file with options (o may be NULL). */
+lb_status lb_quantize_file_ex(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
+                              const lb_quantize_options *o, lb_quantize_stats *stats);
 
 #ifdef __cplusplus
 }

@@ -57,5 +57,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_codebooks(int argc, char **argv);
+int cmd_imatrix(int argc, char **argv);
 
 #endif

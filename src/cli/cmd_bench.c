@@ -8,12 +8,18 @@
 #include "cli/cli.h"
 #include "core/common.h"
 #include "kernels/cpu.h"
+#include "formats/repack.h"
+#include "model/model.h"
+#include "model/repack.h"
 
 static void help(void) {
     printf("usage: lowbit bench (-m MODEL | --synthetic SHAPE [--type TYPE]) [options]\n\n"
            CLI_COMMON_HELP
            "      --synthetic SHAPE  random-weight model built in memory, no download needed\n"
-           "      --type TYPE        weight type of the synthetic model (default Q4_0)\n"
+           "      --type TYPE        weight type of the synthetic model (default Q4_0); an\n"
+           "                         interleaved type (Q4_0_8X8 ...) means its base type repacked\n"
+           "      --repack MODE      auto|off|4x4|4x8|8x8: layout Q4_0/IQ4_NL/Q8_0 weights are\n"
+           "                         repacked to at load (default auto; also LOWBIT_REPACK)\n"
            "  -p, --n-prompt N[,N]   prompt tokens per pp test (default 512; 0 = skip)\n"
            "  -n, --n-gen N[,N]      generated tokens per tg test (default 128; 0 = skip)\n"
            "  -t, --threads N[,N]    thread counts to test (default: all cores)\n"
@@ -44,6 +50,18 @@ static void stats(const double *v, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0.0;
 }
 
+/* Weight bytes one decoded token streams: every matrix but the embedding
+ * table, of which it reads one row (for the bandwidth roofline). */
+static double weights_per_token(const lb_model *m) {
+    double b = (double)m->output.row_size * (double)m->output.N;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const lb_layer *l = &m->layers[il];
+        const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (int i = 0; i < 7; i++) b += ws[i]->data ? (double)ws[i]->row_size * (double)ws[i]->N : 0.0;
+    }
+    return b;
+}
+
 /* tokens/s of one run: pp = one batch, tg = n single-token passes */
 static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int is_pp, double *tps) {
     double t0 = lb_time_s();
@@ -72,6 +90,10 @@ int cmd_bench(int argc, char **argv) {
         else if (cli_common_flag(&a, &co)) {}
         else if (cli_flag(&a, "--synthetic", NULL)) synthetic = cli_value(&a);
         else if (cli_flag(&a, "--type", NULL)) type_name = cli_value(&a);
+        else if (cli_flag(&a, "--repack", NULL)) {
+            const char *v = cli_value(&a);
+            if (v && !lb_repack_set_mode(v)) { fprintf(stderr, "lowbit bench: --repack takes auto|off|4x4|4x8|8x8\n"); a.bad = 1; }
+        }
         else if (cli_flag(&a, "-p", "--n-prompt")) {
             if (!(n_pp = parse_list(cli_value(&a), pp, 8, 0, 1 << 16))) { fprintf(stderr, "lowbit bench: bad -p list\n"); a.bad = 1; }
         } else if (cli_flag(&a, "-n", "--n-gen")) {
@@ -84,6 +106,14 @@ int cmd_bench(int argc, char **argv) {
     if (cli_common_apply(&co)) return CLI_USAGE;
     int type = lb_type_from_name(type_name);
     if (synthetic && type < 0) { fprintf(stderr, "lowbit bench: unknown type '%s'\n", type_name); return CLI_USAGE; }
+    const lb_repack_layout *rl = synthetic ? lb_repack_layout_of(type) : NULL;
+    if (rl) {
+        /* built as the base type, then repacked at load like a file would be */
+        char mode[8];
+        snprintf(mode, sizeof mode, "%dx%d", rl->rows, rl->chunk);
+        lb_repack_set_mode(mode);
+        type = rl->base;
+    }
     if (n_th == 0) { th[0] = co.threads; n_th = 1; }
 
     lb_model *m = NULL;
@@ -99,6 +129,9 @@ int cmd_bench(int argc, char **argv) {
     }
     if (s) { cli_error("bench", s); return CLI_FAIL; }
     fprintf(stderr, "model ready in %.1f s: %s\n%s", lb_time_s() - t0, lb_model_desc(m), lb_model_kernel_summary(m));
+    if (rl && !strstr(lb_model_kernel_summary(m), lb_type_name(rl->type)))
+        fprintf(stderr, "warning: no %s kernel above scalar at level %s: weights stay %s\n", lb_type_name(rl->type),
+                lb_isa_name(lb_cpu_level()), lb_type_name(rl->base));
 
     int max_tok = 1;
     for (int i = 0; i < n_pp; i++) max_tok = LB_MAX(max_tok, pp[i]);
@@ -142,6 +175,9 @@ int cmd_bench(int argc, char **argv) {
                            lb_model_n_params(m) / 1e9, lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
                            kind == 0 ? "pp" : "tg", n, mean, sd);
                     fflush(stdout);
+                    if (kind == 1)
+                        fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s\n", n,
+                                weights_per_token(m) / 1048576.0, weights_per_token(m) * mean / 1e9);
                 }
                 lb_context_free(ctx);
             }

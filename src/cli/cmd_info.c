@@ -7,6 +7,7 @@
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
 #include "kernels/dispatch.h"
+#include "model/repack.h"
 
 static void help(void) {
     printf("usage: lowbit info [options] MODEL.gguf\n\n"
@@ -135,6 +136,10 @@ int cmd_info(int argc, char **argv) {
         printf("  %-8s %4d tensors %14lld weights %10.2f MiB  %6.3f bpw  kernel: %s\n", lb_type_name(t) ? lb_type_name(t) : "?",
                count_by_type[t], (long long)params_by_type[t], bytes_by_type[t] / 1048576.0,
                params_by_type[t] ? 8.0 * bytes_by_type[t] / params_by_type[t] : 0.0, k ? k->name : "none (cannot compute)");
+        const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */
+        if (rt != t)
+            printf("  %-8s matrices repacked at load to %s (token_embd stays), kernel: %s\n", "", lb_type_name(rt),
+                   lb_kernel_get(rt)->name);
     }
     printf("\nparameters: %lld (%.3f M)\n", (long long)total_params, total_params / 1e6);
     printf("bits per weight: %.3f overall (%.2f MiB of tensors)\n",

@@ -3,6 +3,7 @@
 
 #include "cli/cli.h"
 #include "core/common.h"
+#include "formats/repack.h"
 #include "formats/types.h"
 
 static void help(void) {
@@ -10,13 +11,20 @@ static void help(void) {
            "Converts every weight matrix to TYPE; norms and vectors stay as they are.\n"
            "Matrices whose row length is not a multiple of TYPE's block keep a wider type.\n\n"
            "  -t, --threads N   threads (default: all cores)\n"
-           "  -h, --help        this help\n\n"
+           "  -h, --help        this help\n"
+           "      --imatrix F   importance matrix from lowbit imatrix (CB2, CB3, Q2_K, Q3_K use it)\n"
+           "      --codebooks F CB2/CB3: codebooks from lowbit codebooks (default: discover them\n"
+           "                    from IN, with --count N books (4, 8, 16; default 8) and --seed S)\n\n"
            "types:");
-    const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_IQ4_NL,
-                         LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K};
+    const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
+                         LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL,
+                         LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K,
+                         LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0_8X8, LB_TYPE_IQ4_NL_4X4,
+                         LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8, LB_TYPE_Q8_0_4X4, LB_TYPE_Q8_0_4X8,
+                         LB_TYPE_Q8_0_8X8, LB_TYPE_CB2, LB_TYPE_CB3};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const lb_type_traits *t = lb_traits(types[i]);
-        if (t && t->from_float) printf(" %s (%.2f bpw)", t->name, lb_type_bits_per_weight(types[i]));
+        if (t && lb_traits(lb_type_base(types[i]))->from_float) printf(" %s (%.2f bpw)", t->name, lb_type_bits_per_weight(types[i]));
     }
     printf("\n");
 }
@@ -25,9 +33,14 @@ int cmd_quantize(int argc, char **argv) {
     cli_args a = {argc, 1, argv, "quantize", 0};
     const char *pos[3] = {0};
     int n_pos = 0, threads = 0;
+    lb_quantize_options opt = {0};
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_flag(&a, "-t", "--threads")) threads = cli_int(&a, 1, 1024);
+        else if (cli_flag(&a, "--imatrix", NULL)) opt.imatrix = cli_value(&a);
+        else if (cli_flag(&a, "--codebooks", NULL)) opt.codebooks = cli_value(&a);
+        else if (cli_flag(&a, "--count", NULL)) opt.cb_count = cli_int(&a, 4, 16);
+        else if (cli_flag(&a, "--seed", NULL)) opt.cb_seed = cli_u64(&a);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
         else { fprintf(stderr, "lowbit quantize: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
@@ -35,7 +48,7 @@ int cmd_quantize(int argc, char **argv) {
     if (a.bad) return CLI_USAGE;
     if (n_pos != 3) { fprintf(stderr, "lowbit quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n"); return CLI_USAGE; }
     int type = lb_type_from_name(pos[2]);
-    if (type < 0 || !lb_traits(type)->from_float) {
+    if (type < 0 || !lb_traits(lb_type_base(type))->from_float) { /* interleaved: via the base type */
         fprintf(stderr, "lowbit quantize: unknown or unsupported type '%s' (see --help)\n", pos[2]);
         return CLI_USAGE;
     }
@@ -43,7 +56,11 @@ int cmd_quantize(int argc, char **argv) {
     lb_quantize_params qp = {type, threads, cli_progress, NULL};
     lb_quantize_stats st;
     double t0 = lb_time_s();
-    lb_status s = lb_quantize_file(pos[0], pos[1], &qp, &st);
+    if (opt.cb_count && opt.cb_count != 4 && opt.cb_count != 8 && opt.cb_count != 16) {
+        fprintf(stderr, "lowbit quantize: --count must be 4, 8 or 16\n");
+        return CLI_USAGE;
+    }
+    lb_status s = lb_quantize_file_ex(pos[0], pos[1], &qp, &opt, &st);
     if (s) {
         cli_error("quantize", s);
         return s == LB_ERR_INTERRUPTED ? 130 : CLI_FAIL;

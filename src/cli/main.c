@@ -16,6 +16,8 @@ static void usage(FILE *f) {
             "  perplexity  perplexity of a text file (llama.cpp's method), KL divergence\n"
             "  bench       prompt processing and generation speed (real or synthetic model)\n"
             "  quantize    convert a GGUF model to another weight type\n"
+            "  codebooks   learn the CB2/CB3 codebooks of a model\n"
+            "  imatrix     importance matrix (squared activations) from calibration text\n"
             "  info        metadata, tensors and bits per weight of a GGUF model\n"
             "  convert     import llama2.c checkpoints or Hugging Face directories to GGUF\n");
 }
@@ -160,6 +162,8 @@ int main(int argc, char **argv) {
     if (!strcmp(sub, "quantize")) return cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(sub, "info")) return cmd_info(argc - 1, argv + 1);
     if (!strcmp(sub, "convert")) return cmd_convert(argc - 1, argv + 1);
+    if (!strcmp(sub, "codebooks")) return cmd_codebooks(argc - 1, argv + 1);
+    if (!strcmp(sub, "imatrix")) return cmd_imatrix(argc - 1, argv + 1);
     fprintf(stderr, "lowbit: unknown subcommand '%s'\n\n", sub);
     usage(stderr);
     return CLI_USAGE;

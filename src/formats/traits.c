@@ -5,6 +5,8 @@
 #include "formats/types.h"
 #include "formats/kquants.h"
 #include "formats/legacy.h"
+#include "formats/repack.h"
+#include "formats/cb.h"
 
 static const lb_type_traits traits_f32 = {"F32", 1, 4, 0, LB_TYPE_F32,
     lb_f32_to_float, lb_f32_from_float, lb_vec_dot_f32_ref};
@@ -28,7 +30,9 @@ const lb_type_traits *lb_traits(int type) {
     case LB_TYPE_Q5_0:
     case LB_TYPE_Q5_1:
     case LB_TYPE_Q8_1: return lb_legacy_traits(type);
-    default: return lb_kquant_traits(type);
+    case LB_TYPE_CB2:
+    case LB_TYPE_CB3: return lb_cb_traits(type);
+    default: return type >= 1000 ? lb_repack_traits(type) : lb_kquant_traits(type);
     }
 }
 
@@ -60,7 +64,18 @@ int lb_type_fits_row(int type, int64_t ne0) {
 
 int lb_type_fallback(int type, int64_t ne0) {
     if (lb_type_fits_row(type, ne0)) return type;
-    /* Quantized rows that don't fit: the closest wider type that does. */
+    /* K-quant rows that don't fit 256: llama-quantize's 32-block substitutes
+     * (llama-quant.cpp), so a model quantized here mixes types as llama.cpp's does. */
+    int sub = -1;
+    switch (type) {
+    case LB_TYPE_Q2_K: case LB_TYPE_Q3_K: sub = LB_TYPE_IQ4_NL; break;
+    case LB_TYPE_CB2: case LB_TYPE_CB3: sub = LB_TYPE_IQ4_NL; break; /* as Q2_K / Q3_K */
+    case LB_TYPE_Q4_K: sub = LB_TYPE_Q5_0; break;
+    case LB_TYPE_Q5_K: sub = LB_TYPE_Q5_1; break;
+    case LB_TYPE_Q6_K: sub = LB_TYPE_Q8_0; break;
+    }
+    if (sub >= 0) return lb_type_fits_row(sub, ne0) ? sub : LB_TYPE_F16;
+    /* Other quantized rows that don't fit: the closest wider type that does. */
     if (lb_traits(type) && lb_traits(type)->is_quantized && lb_type_fits_row(LB_TYPE_Q8_0, ne0))
         return LB_TYPE_Q8_0;
     if (type == LB_TYPE_BF16) return LB_TYPE_BF16;

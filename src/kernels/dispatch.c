@@ -5,6 +5,15 @@
 #include "kernels/kquants_x86.h"
 #include "formats/legacy.h"
 #include "kernels/legacy_x86.h"
+#include "kernels/repack_kernels.h"
+#include "kernels/q4_0_repack_x86.h"
+#include "kernels/arm_kernels.h"
+#include "formats/cb.h"
+#include "kernels/cb_x86.h"
+
+/* Entries name the first seven lb_kernel fields; the fields appended later
+ * (gemv, act_rows, ...) default to zero for them. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 /* Every kernel, each at the lowest level it runs on. lb_kernel_get picks, for
  * a type, the entry with the highest level not above the level in force. */
@@ -18,7 +27,16 @@ static const lb_kernel lb_kernel_list[] = {
     {LB_TYPE_Q4_1, LB_TYPE_Q8_1, LB_ISA_SCALAR, "q4_1_q8_1_ref", lb_quantize_row_q8_1_ref, lb_vec_dot_q4_1_q8_1_ref, NULL},
     {LB_TYPE_Q5_0, LB_TYPE_Q8_0, LB_ISA_SCALAR, "q5_0_q8_0_ref", lb_quantize_row_q8_0_ref, lb_vec_dot_q5_0_q8_0_ref, NULL},
     {LB_TYPE_Q5_1, LB_TYPE_Q8_1, LB_ISA_SCALAR, "q5_1_q8_1_ref", lb_quantize_row_q8_1_ref, lb_vec_dot_q5_1_q8_1_ref, NULL},
+    /* codebook formats (formats/cb.h) */
+    {LB_TYPE_CB2, LB_TYPE_Q8_K, LB_ISA_SCALAR, "cb2_q8_K_ref", lb_quantize_row_q8_K_ref, lb_vec_dot_cb2_q8_K_ref, NULL},
+    {LB_TYPE_CB3, LB_TYPE_Q8_K, LB_ISA_SCALAR, "cb3_q8_K_ref", lb_quantize_row_q8_K_ref, lb_vec_dot_cb3_q8_K_ref, NULL},
+    /* interleaved (repacked) types, kernels/repack_kernels.h */
+    LB_REPACK_REF_KERNELS,
+#if LB_HAVE_ARM_KERNELS
+    LB_ARM_KERNELS, /* kernels/arm_kernels.h: neon, dotprod, i8mm */
+#endif
 #if LB_HAVE_X86_KERNELS
+    LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */
     {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
     {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},
@@ -31,6 +49,9 @@ static const lb_kernel lb_kernel_list[] = {
     {LB_TYPE_Q5_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q5_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q5_K_q8_K_avx2, NULL},
     {LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q6_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q6_K_q8_K_avx2, NULL},
     {LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_AVX2, "iq4_nl_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_iq4_nl_q8_0_avx2, NULL},
+    /* codebook formats (kernels/cb_x86.c) */
+    {LB_TYPE_CB2, LB_TYPE_Q8_K, LB_ISA_AVX2, "cb2_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_cb2_q8_K_avx2, lb_gemm_cb2_q8_K_avx2},
+    {LB_TYPE_CB3, LB_TYPE_Q8_K, LB_ISA_AVX2, "cb3_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_cb3_q8_K_avx2, lb_gemm_cb3_q8_K_avx2},
     /* legacy formats (kernels/legacy_x86.c); Q8_1 activations use the exact scalar quantizer */
     {LB_TYPE_Q4_1, LB_TYPE_Q8_1, LB_ISA_AVX2, "q4_1_q8_1_avx2", lb_quantize_row_q8_1_ref, lb_vec_dot_q4_1_q8_1_avx2, NULL},
     {LB_TYPE_Q5_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q5_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q5_0_q8_0_avx2, NULL},

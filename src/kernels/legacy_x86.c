@@ -52,51 +52,73 @@ LB_AVX2 static inline __m256 dot_i8_i8(__m256i w, __m256i a) {
     return dot_u8_i8(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
 }
 
+/* One block of each format: 8 float lanes of exact integer dot products,
+ * to be scaled by d_w * d_a. */
+LB_AVX2 static inline __m256 dot_block_q4_1(const block_q4_1 *w, const block_q8_1 *a) {
+    return dot_u8_i8(unpack_nibbles(w->qs), _mm256_loadu_si256((const __m256i *)a->qs));
+}
+
+LB_AVX2 static inline __m256 dot_block_q5_0(const block_q5_0 *w, const block_q8_0 *a) {
+    /* q - 16 as a signed byte: the nibble alone when the fifth bit is set,
+     * else the nibble with 0xF0 or-ed in (= nibble - 16) */
+    const __m256i hi = _mm256_andnot_si256(high_bit_mask(w->qh), _mm256_set1_epi8((char)0xF0));
+    const __m256i wq = _mm256_or_si256(unpack_nibbles(w->qs), hi);
+    return dot_i8_i8(wq, _mm256_loadu_si256((const __m256i *)a->qs));
+}
+
+LB_AVX2 static inline __m256 dot_block_q5_1(const block_q5_1 *w, const block_q8_1 *a) {
+    const __m256i hi = _mm256_and_si256(high_bit_mask(w->qh), _mm256_set1_epi8(0x10));
+    const __m256i wq = _mm256_or_si256(unpack_nibbles(w->qs), hi); /* 0..31 */
+    return dot_u8_i8(wq, _mm256_loadu_si256((const __m256i *)a->qs));
+}
+
+/* Two blocks per step into two accumulators, so consecutive FMAs don't wait
+ * on each other; the min terms (m * s) of Q4_1 / Q5_1 are summed apart.
+ * Expects w, a (typed block pointers), n and s in scope. */
+#define DOT_LOOP_WITH_MIN(BLOCK)                                                              \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                           \
+    float min0 = 0.0f, min1 = 0.0f;                                                          \
+    const int64_t nb = n / 32;                                                               \
+    int64_t b = 0;                                                                           \
+    for (; b + 1 < nb; b += 2) {                                                             \
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(w[b].d) * FP16(a[b].d)), BLOCK(&w[b], &a[b]), acc0); \
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(w[b + 1].d) * FP16(a[b + 1].d)),          \
+                               BLOCK(&w[b + 1], &a[b + 1]), acc1);                           \
+        min0 += FP16(w[b].m) * FP16(a[b].s);                                                 \
+        min1 += FP16(w[b + 1].m) * FP16(a[b + 1].s);                                         \
+    }                                                                                        \
+    if (b < nb) {                                                                            \
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(w[b].d) * FP16(a[b].d)), BLOCK(&w[b], &a[b]), acc0); \
+        min0 += FP16(w[b].m) * FP16(a[b].s);                                                 \
+    }                                                                                        \
+    *s = hsum_ps(_mm256_add_ps(acc0, acc1)) + (min0 + min1)
+
 LB_AVX2 void lb_vec_dot_q4_1_q8_1_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const block_q4_1 *w = vw;
     const block_q8_1 *a = va;
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
-    for (int64_t b = 0; b < n / QK4_1; b++) {
-        const __m256 d = _mm256_set1_ps(FP16(w[b].d) * FP16(a[b].d));
-        const __m256i aq = _mm256_loadu_si256((const __m256i *)a[b].qs);
-        acc = _mm256_fmadd_ps(d, dot_u8_i8(unpack_nibbles(w[b].qs), aq), acc);
-        mins += FP16(w[b].m) * FP16(a[b].s);
-    }
-    *s = hsum_ps(acc) + mins;
+    DOT_LOOP_WITH_MIN(dot_block_q4_1);
 }
 
+/* Q5_0: the same two-accumulator loop without a min term. */
 LB_AVX2 void lb_vec_dot_q5_0_q8_0_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const block_q5_0 *w = vw;
     const block_q8_0 *a = va;
-    const __m256i f0 = _mm256_set1_epi8((char)0xF0);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < n / QK5_0; b++) {
-        const __m256 d = _mm256_set1_ps(FP16(w[b].d) * FP16(a[b].d));
-        /* q - 16 as a signed byte: the nibble alone when the fifth bit is
-         * set, else the nibble with 0xF0 or-ed in (= nibble - 16) */
-        const __m256i hi = _mm256_andnot_si256(high_bit_mask(w[b].qh), f0);
-        const __m256i wq = _mm256_or_si256(unpack_nibbles(w[b].qs), hi);
-        const __m256i aq = _mm256_loadu_si256((const __m256i *)a[b].qs);
-        acc = _mm256_fmadd_ps(d, dot_i8_i8(wq, aq), acc);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    const int64_t nb = n / 32;
+    int64_t b = 0;
+    for (; b + 1 < nb; b += 2) {
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(w[b].d) * FP16(a[b].d)), dot_block_q5_0(&w[b], &a[b]), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(w[b + 1].d) * FP16(a[b + 1].d)),
+                               dot_block_q5_0(&w[b + 1], &a[b + 1]), acc1);
     }
-    *s = hsum_ps(acc);
+    if (b < nb)
+        acc0 = _mm256_fmadd_ps(_mm256_set1_ps(FP16(w[b].d) * FP16(a[b].d)), dot_block_q5_0(&w[b], &a[b]), acc0);
+    *s = hsum_ps(_mm256_add_ps(acc0, acc1));
 }
 
 LB_AVX2 void lb_vec_dot_q5_1_q8_1_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const block_q5_1 *w = vw;
     const block_q8_1 *a = va;
-    const __m256i x10 = _mm256_set1_epi8(0x10);
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0.0f;
-    for (int64_t b = 0; b < n / QK5_1; b++) {
-        const __m256 d = _mm256_set1_ps(FP16(w[b].d) * FP16(a[b].d));
-        const __m256i hi = _mm256_and_si256(high_bit_mask(w[b].qh), x10);
-        const __m256i wq = _mm256_or_si256(unpack_nibbles(w[b].qs), hi); /* 0..31 */
-        const __m256i aq = _mm256_loadu_si256((const __m256i *)a[b].qs);
-        acc = _mm256_fmadd_ps(d, dot_u8_i8(wq, aq), acc);
-        mins += FP16(w[b].m) * FP16(a[b].s);
-    }
-    *s = hsum_ps(acc) + mins;
+    DOT_LOOP_WITH_MIN(dot_block_q5_1);
 }
 #endif

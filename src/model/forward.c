@@ -4,6 +4,10 @@
  *   per layer: x += Wo * attention(rope(Wq * norm(x)), rope(Wk * norm(x)), Wv * norm(x))
  *              x += Wdown * (silu(Wgate * norm(x)) * (Wup * norm(x)))
  *   logits = Wout * norm(x)
+ * Gemma 3 adds (as llama.cpp's gemma3 graph): x scaled by sqrt(n_embd) after
+ * the lookup, per-head RMSNorm of q and k before RoPE, an RMSNorm on the
+ * attention and FFN outputs before each residual add, GELU(tanh) instead of
+ * SiLU, and sliding-window layers with their own RoPE table (base 10000).
  * Prefill (n > 1) and decode (n = 1) take the same path: lb_matmul turns into
  * a matrix-matrix product for a batch and a matrix-vector product for one token. */
 #include <math.h>
@@ -184,6 +188,7 @@ static void attention(lb_context *c, int il, int n, int pos0) {
 }
 
 static void matmul(lb_context *c, const lb_matrix *w, const float *x, int n, float *y) {
+    if (c->on_matmul) c->on_matmul(c->on_matmul_user, w, x, n);
     lb_matmul(w, x, n, y, (size_t)w->N, c->act_scratch, c->n_threads);
 }
 

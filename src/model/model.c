@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "model/model.h"
+#include "model/repack.h"
 
 static void count_matrix(lb_model *m, const lb_matrix *w, uint64_t *bytes_by_type, int64_t *params) {
     if (!w->data) return;
@@ -13,12 +14,15 @@ static void count_matrix(lb_model *m, const lb_matrix *w, uint64_t *bytes_by_typ
 
 lb_status lb_model_finish(lb_model *m) {
     enum { NT = 2048 };
+    const int tied = m->output.data == m->tok_embd.data; /* before repacking gives output its own copy */
+    lb_status rs = lb_model_repack(m);
+    if (rs != LB_OK) return rs;
     uint64_t *bytes = calloc(NT, sizeof *bytes);
     if (!bytes) return lb_fail(LB_ERR_NOMEM, "out of memory");
     int64_t params = 0;
     const lb_hparams *hp = &m->hp;
     count_matrix(m, &m->tok_embd, bytes, &params);
-    if (m->output.data != m->tok_embd.data) count_matrix(m, &m->output, bytes, &params);
+    if (!tied) count_matrix(m, &m->output, bytes, &params);
     for (int il = 0; il < hp->n_layer; il++) {
         const lb_layer *l = &m->layers[il];
         const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};

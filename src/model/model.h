@@ -55,6 +55,7 @@ struct lb_model {
     char *kernel_summary;
     int64_t n_params;
     uint64_t weight_bytes;
+    int cb_held;              /* CB codebook sets this model holds (formats/cb_gguf.h) */
 };
 
 struct lb_context {
@@ -67,6 +68,10 @@ struct lb_context {
     void *act_scratch;           /* quantized activations for lb_matmul */
     size_t act_scratch_size;
     float *inv_freq, *inv_freq_local; /* rope: rope_dim/2 entries */
+    /* Optional observer of every matrix multiply's input (lowbit imatrix):
+     * called with the weight and its n x K activations before the multiply. */
+    void (*on_matmul)(void *user, const lb_matrix *w, const float *x, int n);
+    void *on_matmul_user;
 };
 
 /* Register a buffer to be freed with the model. Returns p (NULL on OOM). */

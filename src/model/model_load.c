@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "model/model.h"
+#include "formats/cb_gguf.h"
 
 lb_model_params lb_model_default_params(void) {
     lb_model_params p = {0, 0};
@@ -31,6 +32,7 @@ void lb_model_free(lb_model *m) {
     free(m->layers);
     free(m->kernel_summary);
     if (m->tok) lb_tokenizer_free(m->tok);
+    lb_cb_release_held(m->cb_held);
     if (m->gguf) gguf_close(m->gguf);
     free(m);
 }
@@ -211,6 +213,7 @@ lb_status lb_model_load(const char *path, const lb_model_params *params, lb_mode
     m->n_threads = p.n_threads;
     lb_status s = gguf_open(path, &m->gguf);
     loader L = {m, m->gguf, path};
+    if (s == LB_OK) s = lb_cb_acquire_for_file(m->gguf, &m->cb_held); /* CB2/CB3 books */
     if (s == LB_OK) s = load_hparams(&L);
     if (s == LB_OK) s = load_weights(&L);
     if (s == LB_OK) {

@@ -4,6 +4,8 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "formats/repack.h"
+#include "model/quantize_extras.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
 
@@ -13,6 +15,9 @@ static int ftype_of(int type) {
     case LB_TYPE_F32: return 0;
     case LB_TYPE_F16: return 1;
     case LB_TYPE_Q4_0: return 2;
+    case LB_TYPE_Q4_1: return 3;
+    case LB_TYPE_Q5_0: return 8;
+    case LB_TYPE_Q5_1: return 9;
     case LB_TYPE_Q8_0: return 7;
     case LB_TYPE_Q2_K: return 10;
     case LB_TYPE_Q3_K: return 12;
@@ -41,28 +46,23 @@ typedef struct {
     int *types;
     int n_threads;
     lb_status err;
+    const lb_quant_extras *ex; /* codebooks and importance (model/quantize_extras.h) */
 } qctx;
 
-static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) {
-    qctx *q = user;
-    const gguf_tensor *t = gguf_tensor_at(q->in, index);
-    const int out_type = q->types[index];
-    if ((int)t->type == out_type) {
-        memcpy(dst, t->data, nbytes);
-        return LB_OK;
-    }
-    const lb_type_traits *src = lb_traits((int)t->type), *dt = lb_traits(out_type);
-    const int64_t K = t->ne[0], rows = (int64_t)(t->size / lb_row_size((int)t->type, K));
-    const size_t in_row = lb_row_size((int)t->type, K), out_row = lb_row_size(out_type, K);
+/* Row by row from src (plain rows of src_type) into dst (plain rows of out_type). */
+static lb_status convert_rows(const void *src, int src_type, void *dst, int out_type, int64_t K, int64_t rows,
+                              int n_threads) {
+    const lb_type_traits *st = lb_traits(src_type), *dt = lb_traits(out_type);
+    const size_t in_row = lb_row_size(src_type, K), out_row = lb_row_size(out_type, K);
     int oom = 0;
-#pragma omp parallel num_threads(q->n_threads)
+#pragma omp parallel num_threads(n_threads)
     {
         float *buf = malloc((size_t)K * sizeof *buf);
         if (!buf) oom = 1;
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; r++) {
             if (!buf) continue;
-            src->to_float((const char *)t->data + (size_t)r * in_row, buf, K);
+            st->to_float((const char *)src + (size_t)r * in_row, buf, K);
             dt->from_float(buf, (char *)dst + (size_t)r * out_row, K);
         }
         free(buf);
@@ -70,13 +70,59 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     return oom ? lb_fail(LB_ERR_NOMEM, "out of memory") : LB_OK;
 }
 
+/* Interleaved types (formats/repack.h) go through their base type: an
+ * interleaved input is unpacked first, an interleaved output is quantized
+ * to plain rows and then repacked, whole tensor at once. */
+static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) {
+    qctx *q = user;
+    const gguf_tensor *t = gguf_tensor_at(q->in, index);
+    const int out_type = q->types[index], out_base = lb_type_base(out_type);
+    if ((int)t->type == out_type) {
+        memcpy(dst, t->data, nbytes);
+        return LB_OK;
+    }
+    const int64_t K = t->ne[0], rows = (int64_t)(t->size / lb_row_size((int)t->type, K));
+    const void *src = t->data;
+    int src_type = (int)t->type;
+    void *unpacked = NULL, *plain = NULL;
+    lb_status s = LB_OK;
+    if (src_type != lb_type_base(src_type)) {
+        if (!(unpacked = malloc(t->size))) return lb_fail(LB_ERR_NOMEM, "out of memory");
+        lb_unpack_tensor(src_type, src, unpacked, K, rows);
+        src = unpacked;
+        src_type = lb_type_base(src_type);
+    }
+    const float *imp = lb_quant_extras_importance(q->ex, t);
+    if (imp && out_base == out_type && src_type != out_type) {
+        s = lb_quant_extras_convert(imp, src, src_type, dst, out_type, K, rows, q->n_threads);
+    } else if (out_base == out_type) {
+        s = src_type == out_type ? (memcpy(dst, src, nbytes), LB_OK) : convert_rows(src, src_type, dst, out_type, K, rows, q->n_threads);
+    } else if (src_type == out_base) {
+        lb_repack_tensor(out_type, src, dst, K, rows);
+    } else if (!(plain = malloc(nbytes))) {
+        s = lb_fail(LB_ERR_NOMEM, "out of memory");
+    } else if ((s = convert_rows(src, src_type, plain, out_base, K, rows, q->n_threads)) == LB_OK) {
+        lb_repack_tensor(out_type, plain, dst, K, rows);
+    }
+    free(plain);
+    free(unpacked);
+    return s;
+}
+
 lb_status lb_quantize_file(const char *in_path, const char *out_path, const lb_quantize_params *p,
                            lb_quantize_stats *stats) {
+    return lb_quantize_file_ex(in_path, out_path, p, NULL, stats);
+}
+
+lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const lb_quantize_params *p,
+                              const lb_quantize_options *o, lb_quantize_stats *stats) {
+    lb_quant_extras ex = {0};
     lb_quantize_stats st;
     memset(&st, 0, sizeof st);
     if (stats) *stats = st;
     const lb_type_traits *tt = lb_traits(p->type);
-    if (!tt || !tt->from_float)
+    const int target_base = lb_type_base(p->type); /* interleaved targets quantize as their base */
+    if (!tt || !lb_traits(target_base)->from_float)
         return lb_fail(LB_ERR_UNSUPPORTED, "cannot quantize to type id %d", p->type);
     gguf_file *in = NULL;
     lb_status s = gguf_open(in_path, &in);
@@ -87,11 +133,12 @@ lb_status lb_quantize_file(const char *in_path, const char *out_path, const lb_q
     if (!w || !types) { s = lb_fail(LB_ERR_NOMEM, "out of memory"); goto done; }
     for (int64_t i = 0; i < gguf_n_kv(in) && s == LB_OK; i++) s = gguf_writer_copy_kv(w, gguf_kv_at(in, i));
     if (s == LB_OK) {
-        int ft = ftype_of(p->type);
+        int ft = ftype_of(target_base);
         s = ft >= 0 ? gguf_writer_set_u32(w, "general.file_type", (uint32_t)ft)
-                    : gguf_writer_remove_kv(w, "general.file_type");
+                    : gguf_find_kv(in, "general.file_type") ? gguf_writer_remove_kv(w, "general.file_type") : LB_OK;
     }
     if (s == LB_OK) s = gguf_writer_set_str(w, "general.quantized_by", "lowbit");
+    if (s == LB_OK) s = lb_quant_extras_begin(in, p, o, w, &ex);
     for (int64_t i = 0; i < nt && s == LB_OK; i++) {
         const gguf_tensor *t = gguf_tensor_at(in, i);
         char name[256];
@@ -104,8 +151,12 @@ lb_status lb_quantize_file(const char *in_path, const char *out_path, const lb_q
                             lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown");
                 break;
             }
-            out = lb_type_fallback(p->type, t->ne[0]);
-            if (out == p->type) st.n_quantized++;
+            out = lb_type_fallback(target_base, t->ne[0]);
+            /* interleave 2-D matrices only; the embedding is read by rows */
+            if (out == target_base && target_base != p->type && t->n_dims == 2 &&
+                !(t->name.len == 17 && !memcmp(t->name.ptr, "token_embd.weight", 17)))
+                out = p->type;
+            if (out == p->type || out == target_base) st.n_quantized++;
             else {
                 st.n_fallback++;
                 lb_log(1, "%s: row length %lld is not a multiple of %s's block of %d; keeping %s\n", name,
@@ -121,11 +172,12 @@ lb_status lb_quantize_file(const char *in_path, const char *out_path, const lb_q
     st.n_tensors = (int)nt;
     st.bpw_out = st.n_params ? 8.0 * (double)st.bytes_out / (double)st.n_params : 0;
     if (s == LB_OK) {
-        qctx q = {in, types, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK};
+        qctx q = {in, types, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex};
         s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
     }
     if (s == LB_OK && stats) *stats = st;
 done:
+    lb_quant_extras_end(&ex);
     free(types);
     gguf_writer_free(w);
     gguf_close(in);

@@ -1,0 +1,269 @@
+/* Kernel micro-benchmark: GEMV (decode, one activation row) and GEMM
+ * (prefill, M rows) through lb_matmul, the path the model takes (activation
+ * quantization and the thread split included), for the plain and the
+ * interleaved Q4_0 / IQ4_NL / Q8_0 layouts, at 1 and 2 threads.
+ *
+ * Printed next to each other, measured by this program in the same run:
+ *  - read bandwidth: a read-only AVX2 kernel (sixteen 32-byte loads per
+ *    iteration into four xor chains, every thread on its own slice of a
+ *    1 GiB buffer on huge pages, best of 12 runs over software prefetch
+ *    distances 0..2 KiB), and STREAM triad (a = b + s*c, 24 bytes per
+ *    element);
+ *  - GEMV: GB/s of weight bytes read, and that as % of the read bandwidth at
+ *    the same thread count. The weights are copies of the matrix, 1 GiB
+ *    together (32x the last-level cache, whose adaptive replacement keeps
+ *    a share of smaller cyclic working sets), used in turn, so every
+ *    product streams its weights from memory as in a real model;
+ *  - GEMM: int8 GOPS = 2*M*N*K / time;
+ *  - ratio: each interleaved layout against the plain kernel of its base
+ *    type (same shape, threads, run).
+ *
+ * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm]
+ *   default M = 256, 0.3 s per measurement, the six issue shapes, all types. */
+#include <immintrin.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "formats/repack.h"
+#include "kernels/dispatch.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next_rand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* ---- memory bandwidth ---- */
+
+#define BW_BYTES ((size_t)1 << 30)
+
+/* Huge pages where the kernel allows (THP "madvise" mode): measured 5-15%
+ * more streaming bandwidth here. Every big buffer of this program uses them,
+ * as the model's repacked weights do (model/repack.c). */
+static void *alloc_huge(size_t n) {
+    void *p = NULL;
+    if (posix_memalign(&p, (size_t)2 << 20, n ? n : 1)) return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, (n + 4095) & ~(size_t)4095, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+/* 512 bytes per iteration, 16 loads into 4 xor chains; pf: software
+ * prefetch distance in bytes (0: none). */
+__attribute__((target("avx2"))) static uint64_t read_slice(const uint8_t *p, size_t n, size_t pf) {
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 512 <= n; i += 512) {
+        const __m256i *v = (const __m256i *)(p + i);
+        if (pf)
+            for (size_t o = 0; o < 512; o += 64) _mm_prefetch((const char *)p + i + pf + o, _MM_HINT_T0);
+        for (int k = 0; k < 16; k += 4) {
+            a0 = _mm256_xor_si256(a0, _mm256_load_si256(v + k));
+            a1 = _mm256_xor_si256(a1, _mm256_load_si256(v + k + 1));
+            a2 = _mm256_xor_si256(a2, _mm256_load_si256(v + k + 2));
+            a3 = _mm256_xor_si256(a3, _mm256_load_si256(v + k + 3));
+        }
+    }
+    const __m256i x = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
+    return (uint64_t)_mm256_extract_epi64(x, 0) ^ (uint64_t)_mm256_extract_epi64(x, 3);
+}
+
+static volatile uint64_t sink;
+
+/* Best of reps runs and of several prefetch distances. */
+static double read_bw(const uint8_t *buf, size_t n, int nth, int reps) {
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        const size_t pf = (size_t)(r % 3) * 1024; /* 0, 1024, 2048 bytes ahead */
+        uint64_t acc = 0;
+        const double t0 = lb_time_s();
+#pragma omp parallel num_threads(nth) reduction(^ : acc)
+        {
+            const int ith = omp_get_thread_num(), nt = omp_get_num_threads();
+            const size_t per = n / (size_t)nt / 512 * 512;
+            acc ^= read_slice(buf + per * (size_t)ith, per, pf);
+        }
+        const double dt = lb_time_s() - t0;
+        sink = acc;
+        if (dt < best) best = dt;
+    }
+    return (double)n / best / 1e9;
+}
+
+static double triad_bw(float *a, const float *b, const float *c, size_t n, int nth, int reps) {
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = lb_time_s();
+#pragma omp parallel for num_threads(nth) schedule(static)
+        for (size_t i = 0; i < n; i++) a[i] = b[i] + 3.0f * c[i];
+        const double dt = lb_time_s() - t0;
+        if (dt < best) best = dt;
+    }
+    return 3.0 * sizeof(float) * (double)n / best / 1e9;
+}
+
+/* ---- matrices ---- */
+
+typedef struct {
+    int type;
+    const char *label;
+} bench_type;
+
+static const bench_type all_types[] = {
+    {LB_TYPE_Q4_0, "Q4_0"},         {LB_TYPE_Q4_0_4X4, "Q4_0_4X4"},     {LB_TYPE_Q4_0_4X8, "Q4_0_4X8"},
+    {LB_TYPE_Q4_0_8X8, "Q4_0_8X8"}, {LB_TYPE_IQ4_NL, "IQ4_NL"},         {LB_TYPE_IQ4_NL_4X4, "IQ4_NL_4X4"},
+    {LB_TYPE_IQ4_NL_4X8, "IQ4_NL_4X8"}, {LB_TYPE_IQ4_NL_8X8, "IQ4_NL_8X8"}, {LB_TYPE_Q8_0, "Q8_0"},
+    {LB_TYPE_Q8_0_4X4, "Q8_0_4X4"}, {LB_TYPE_Q8_0_4X8, "Q8_0_4X8"},     {LB_TYPE_Q8_0_8X8, "Q8_0_8X8"},
+};
+enum { N_ALL = sizeof all_types / sizeof all_types[0] };
+
+/* Random quants with small sane scales; speed does not depend on values. */
+static void fill_plain(int base, uint8_t *w, size_t bytes) {
+    const size_t bs = lb_traits(base)->type_size;
+    for (size_t i = 0; i < bytes; i += 8) {
+        const uint64_t r = next_rand();
+        memcpy(w + i, &r, LB_MIN((size_t)8, bytes - i));
+    }
+    for (size_t b = 0; b < bytes / bs; b++) {
+        const lb_fp16 d = lb_f32_to_fp16(0.001f * (float)(1 + next_rand() % 16));
+        memcpy(w + b * bs, &d, 2);
+    }
+}
+
+typedef struct {
+    double gemv_gbs[3], gemm_gops[3]; /* by thread count 1, 2 */
+} result;
+
+/* GEMV: each copy once per pass; best pass. */
+static double bench_gemv(lb_matrix *copies, int n_copies, const float *x, float *y, void *scratch, int nth,
+                         double budget) {
+    double best = 1e30;
+    const double start = lb_time_s();
+    int passes = 0;
+    do {
+        const double t0 = lb_time_s();
+        for (int c = 0; c < n_copies; c++) lb_matmul(&copies[c], x, 1, y, (size_t)copies[c].N, scratch, nth);
+        const double dt = (lb_time_s() - t0) / n_copies;
+        if (dt < best) best = dt;
+        passes++;
+    } while (passes < 3 || lb_time_s() - start < budget);
+    return (double)copies[0].row_size * (double)copies[0].N / best / 1e9;
+}
+
+static double bench_gemm(const lb_matrix *W, const float *x, int M, float *y, void *scratch, int nth, double budget) {
+    double best = 1e30;
+    const double start = lb_time_s();
+    int reps = 0;
+    do {
+        const double t0 = lb_time_s();
+        lb_matmul(W, x, M, y, (size_t)W->N, scratch, nth);
+        const double dt = lb_time_s() - t0;
+        if (dt < best) best = dt;
+        reps++;
+    } while (reps < 2 || lb_time_s() - start < budget);
+    return 2.0 * M * (double)W->N * (double)W->K / best / 1e9;
+}
+
+int main(int argc, char **argv) {
+    int M = 256, do_gemm = 1;
+    double budget = 0.3;
+    int shapes[8][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}, {4096, 4096}, {11008, 4096}, {14336, 4096}};
+    int n_shapes = 6;
+    int use[N_ALL];
+    for (int i = 0; i < N_ALL; i++) use[i] = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-m") && i + 1 < argc) M = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-s") && i + 1 < argc) budget = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--no-gemm")) do_gemm = 0;
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%dx%d", &shapes[0][0], &shapes[0][1]) != 2) return 2;
+            n_shapes = 1;
+        } else if (!strcmp(argv[i], "--types") && i + 1 < argc) {
+            const char *list = argv[++i];
+            for (int t = 0; t < N_ALL; t++) {
+                char key[32];
+                snprintf(key, sizeof key, ",%s,", all_types[t].label);
+                char wrapped[512];
+                snprintf(wrapped, sizeof wrapped, ",%s,", list);
+                use[t] = strstr(wrapped, key) != NULL;
+            }
+        } else {
+            fprintf(stderr, "usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types Q4_0,Q4_0_8X8,...] [--no-gemm]\n");
+            return 2;
+        }
+    }
+    if (M < 1 || budget <= 0) return 2;
+
+    printf("cpu: %s, level %s; M = %d for GEMM\n", lb_cpu_features_string(), lb_isa_name(lb_cpu_level()), M);
+    /* bandwidth first, before the matrices take memory */
+    double rbw[3] = {0}, tbw[3] = {0};
+    {
+        uint8_t *buf = alloc_huge(BW_BYTES);
+        if (!buf) return 1;
+        memset(buf, 1, BW_BYTES);
+        const size_t n = BW_BYTES / 3 / sizeof(float) / 64 * 64;
+        float *a = (float *)buf, *b = a + n, *c = b + n;
+        for (int t = 1; t <= 2; t++) {
+            rbw[t] = read_bw(buf, BW_BYTES, t, 12);
+            tbw[t] = triad_bw(a, b, c, n, t, 5);
+        }
+        free(buf);
+    }
+    printf("memory: read %.1f GB/s (1 thread), %.1f GB/s (2 threads); triad %.1f / %.1f GB/s\n\n", rbw[1], rbw[2],
+           tbw[1], tbw[2]);
+    printf("| shape NxK | type | kernel | GEMV GB/s t1 | %%read | GEMV GB/s t2 | %%read | GEMM GOPS t1 | GEMM GOPS t2 | vs plain (GEMV t2, GEMM t2) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|\n");
+
+    for (int si = 0; si < n_shapes; si++) {
+        const int N = shapes[si][0], K = shapes[si][1];
+        float *x = malloc(sizeof(float) * (size_t)K * M), *y = malloc(sizeof(float) * (size_t)N * M);
+        for (size_t i = 0; i < (size_t)K * M; i++) x[i] = (float)(next_rand() % 2001) / 1000.0f - 1.0f;
+        result plain_res[3];
+        memset(plain_res, 0, sizeof plain_res);
+        for (int t = 0; t < N_ALL; t++) {
+            if (!use[t]) continue;
+            const int type = all_types[t].type, base = lb_type_base(type);
+            const size_t row_size = lb_row_size(type, K), bytes = row_size * (size_t)N;
+            /* copies: 1 GiB together */
+            const int n_copies = (int)LB_MAX((size_t)2, ((size_t)1 << 30) / bytes + 1);
+            lb_matrix *copies = calloc((size_t)n_copies, sizeof *copies);
+            uint8_t *plain = lb_malloc_aligned(bytes);
+            fill_plain(base, plain, bytes);
+            for (int c = 0; c < n_copies; c++) {
+                uint8_t *d = alloc_huge(bytes);
+                if (type == base) memcpy(d, plain, bytes);
+                else lb_repack_tensor(type, plain, d, K, N);
+                copies[c] = (lb_matrix){type, K, N, row_size, d};
+            }
+            void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&copies[0], M));
+            result r;
+            memset(&r, 0, sizeof r);
+            for (int nth = 1; nth <= 2; nth++) {
+                r.gemv_gbs[nth] = bench_gemv(copies, n_copies, x, y, scratch, nth, budget);
+                if (do_gemm) r.gemm_gops[nth] = bench_gemm(&copies[0], x, M, y, scratch, nth, budget);
+            }
+            const int pi = base == LB_TYPE_Q4_0 ? 0 : base == LB_TYPE_IQ4_NL ? 1 : 2;
+            if (type == base) plain_res[pi] = r;
+            char ratio[64] = "-";
+            if (type != base && plain_res[pi].gemv_gbs[2] > 0)
+                snprintf(ratio, sizeof ratio, "%.2fx, %.2fx", r.gemv_gbs[2] / plain_res[pi].gemv_gbs[2],
+                         do_gemm ? r.gemm_gops[2] / plain_res[pi].gemm_gops[2] : 0.0);
+            printf("| %dx%d | %s | %s | %.1f | %.0f%% | %.1f | %.0f%% | %.1f | %.1f | %s |\n", N, K, all_types[t].label,
+                   lb_kernel_get(type)->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1], r.gemv_gbs[2],
+                   100.0 * r.gemv_gbs[2] / rbw[2], r.gemm_gops[1], r.gemm_gops[2], ratio);
+            fflush(stdout);
+            for (int c = 0; c < n_copies; c++) free((void *)copies[c].data);
+            free(copies);
+            lb_free_aligned(plain);
+            lb_free_aligned(scratch);
+        }
+        free(x);
+        free(y);
+    }
+    return 0;
+}

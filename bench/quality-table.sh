@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Quality of every weight type lowbit can write, on one real model.
+#
+#   bench/quality-table.sh MODEL.gguf [--chunks N] [--ctx 512] [--threads 2]
+#                          [--out docs/quality.md] [--types "Q8_0 Q4_0 ..."]
+#                          [--text FILE] [--lowbit BIN] [--workdir DIR]
+#
+# The baseline is MODEL dequantized to F32 (real models arrive quantized, so
+# F32 of what we have is the reference). Each type is quantized from that
+# baseline and scored by llama.cpp's perplexity method on WikiText-2 (-c 512,
+# the second half of each chunk scored) with the KL divergence against the
+# baseline's saved log-probabilities, then timed with `lowbit bench`. The
+# Markdown table goes to stdout and to --out.
+#
+# Types: every quantized type `lowbit quantize --help` lists (so a new format
+# joins the table by registering itself), unless --types is given. Tensors
+# whose rows don't fit a type keep a wider one; the table counts them.
+#
+# Cost: a 262k-token vocabulary makes the KL base file 512 KiB per scored
+# position (134 MiB per chunk of 512), and each chunk is a full 512-token
+# forward pass, so by default only the first 5 chunks are scored (about 30
+# minutes for 12 types on 2 busy cores); the header says how many were scored.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+chunks=5 ctx=512 threads=2 out=$root/docs/quality.md types="" workdir=""
+text=$root/../shared/data/wiki.test.raw
+lowbit=${LOWBIT:-$root/build/lowbit}
+model=""
+
+usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --chunks) chunks=$2; shift 2 ;;
+    --ctx) ctx=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --types) types=$2; shift 2 ;;
+    --text) text=$2; shift 2 ;;
+    --lowbit) lowbit=$2; shift 2 ;;
+    --workdir) workdir=$2; shift 2 ;;
+    -h|--help) usage ;;
+    -*) echo "quality-table: unknown option $1" >&2; usage ;;
+    *) [ -z "$model" ] || usage; model=$1; shift ;;
+  esac
+done
+[ -n "$model" ] || usage
+[ -f "$model" ] || { echo "quality-table: $model not found (scripts/get-model.sh fetches Gemma 3 270M)" >&2; exit 1; }
+[ -x "$lowbit" ] || { echo "quality-table: $lowbit is not built (or pass --lowbit BIN)" >&2; exit 1; }
+[ -f "$text" ] || { echo "quality-table: $text not found" >&2; exit 1; }
+
+if [ -z "$types" ]; then
+  # "types: F32 (32.00 bpw) F16 ... Q8_0 (8.50 bpw) ...": the quantized ones
+  types=$("$lowbit" quantize --help | sed -n 's/^types://p' | grep -oE '[A-Z0-9_]+ \(' | tr -d ' (' |
+          grep -vE '^(F32|F16|BF16)$' | tr '\n' ' ')
+fi
+
+work=${workdir:-$(mktemp -d "${TMPDIR:-/tmp}/lowbit-quality.XXXXXX")}
+mkdir -p "$work"
+cleanup() {
+  if [ -n "$workdir" ]; then rm -f "$work"/*.gguf "$work"/*.kld "$work"/*.log "$work"/*.ppl "$work"/*.err "$work"/table.md
+  else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# On a shared machine OpenMP threads that spin at barriers stall each other
+# badly; sleeping ones keep timings stable (stated in the header).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+load_at_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+t_start=$(date +%s)
+log() { echo "[$(( $(date +%s) - t_start ))s] $*" >&2; }
+
+# --- parsers of lowbit's output ---
+ppl_of() { sed -n 's/^Final estimate: PPL = \([0-9.]*\) +\/- \([0-9.]*\).*/\1 ± \2/p' "$1"; }
+field() { sed -n "s/^$2 = \([0-9.]*\).*/\1/p" "$1"; }               # "Mean KLD = x"
+top1_of() { sed -n 's/^Top-1 agreement = \([0-9.]*\)%.*/\1/p' "$1"; }
+# bench table rows "| ... | pp128 | 72.35 ± 0.10 |": the mean t/s of test $2
+tps_of() { awk -F'|' -v t="$2" '$7 ~ "^ *"t" *$" { gsub(/ /, "", $8); split($8, a, "±"); print a[1] }' "$1"; }
+mib() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+
+bench() { # file -> "pp tg"
+  "$lowbit" bench -m "$1" -p 128 -n 32 -r 2 -t "$threads" > "$work/bench.log" 2>&1 || { echo "? ?"; return; }
+  echo "$(tps_of "$work/bench.log" pp128) $(tps_of "$work/bench.log" tg32)"
+}
+
+ppl_args=(-c "$ctx" -t "$threads")
+[ "$chunks" -gt 0 ] && ppl_args+=(--chunks "$chunks")
+
+# --- baseline ---
+log "baseline: dequantizing $model to F32"
+"$lowbit" quantize -t "$threads" "$model" "$work/base.gguf" F32 > "$work/q.log" 2>&1 ||
+  { cat "$work/q.log" >&2; exit 1; }
+log "baseline: perplexity and saved log-probabilities"
+"$lowbit" perplexity -m "$work/base.gguf" -f "$text" "${ppl_args[@]}" --kl-divergence-base "$work/base.kld" \
+  > "$work/base.ppl" 2> "$work/base.err" || { cat "$work/base.err" >&2; exit 1; }
+n_tok=$(sed -n 's/^tokenized .*: \([0-9]*\) tokens.*/\1/p' "$work/base.err")
+n_scored=$(sed -n 's/^perplexity: \([0-9]*\) chunks.*/\1/p' "$work/base.err")
+n_all=$(( n_tok / ctx ))
+read -r pp tg <<< "$(bench "$work/base.gguf")"
+
+rows=()
+add_row() { # type bpw size wider ppl kld kld99 top1 pp tg
+  rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' "$@")")
+}
+add_row "F32 (baseline)" "32.00" "$(mib "$work/base.gguf")" "0" "$(ppl_of "$work/base.ppl")" "0" "0" "100.00" "$pp" "$tg"
+
+score() { # name file bpw wider
+  local name=$1 file=$2 bpw=$3 wider=$4
+  log "$name: perplexity + KLD"
+  if ! "$lowbit" perplexity -m "$file" "${ppl_args[@]}" --kl-divergence-base "$work/base.kld" --kl-divergence \
+      > "$work/t.ppl" 2> "$work/t.err"; then
+    cat "$work/t.err" >&2
+    add_row "$name" "$bpw" "$(mib "$file")" "$wider" "failed" "" "" "" "" ""
+    return
+  fi
+  log "$name: bench"
+  read -r pp tg <<< "$(bench "$file")"
+  add_row "$name" "$bpw" "$(mib "$file")" "$wider" "$(ppl_of "$work/t.ppl")" "$(field "$work/t.ppl" "Mean KLD")" \
+    "$(field "$work/t.ppl" "99th percentile KLD")" "$(top1_of "$work/t.ppl")" "$pp" "$tg"
+}
+
+# the model as it came (e.g. Q4_K_M), for reference
+src_bpw=$("$lowbit" info "$model" 2>/dev/null | sed -n 's/^bits per weight: \([0-9.]*\) overall.*/\1/p')
+src_ftype=$("$lowbit" info "$model" 2>/dev/null | sed -n 's/^ *general.file_type *= *\([0-9]*\).*/\1/p')
+score "source file$([ -n "$src_ftype" ] && echo " (file_type $src_ftype)")" "$model" "${src_bpw:-?}" "-"
+
+for t in $types; do
+  log "$t: quantizing"
+  if ! "$lowbit" quantize -t "$threads" "$work/base.gguf" "$work/$t.gguf" "$t" > "$work/q.log" 2>&1; then
+    tail -n 3 "$work/q.log" >&2
+    add_row "$t" "" "" "" "quantize failed" "" "" "" "" ""
+    continue
+  fi
+  q=$(tr '\r' '\n' < "$work/q.log")
+  bpw=$(sed -n 's/.*, \([0-9.]*\) bits per weight.*/\1/p' <<< "$q")
+  # "N kept a wider type" and which: "...; keeping Q5_0" per tensor
+  n_wide=$(sed -n 's/.*, \([0-9]*\) kept a wider type.*/\1/p' <<< "$q")
+  kinds=$( (grep -oE 'keeping [A-Z0-9_]+' <<< "$q" || true) | awk '{print $2}' | sort | uniq -c |
+          awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')
+  wider=${n_wide:-?}
+  [ -n "$kinds" ] && wider="$kinds"
+  score "$t" "$work/$t.gguf" "$bpw" "$wider"
+  rm -f "$work/$t.gguf"
+done
+
+info=$("$lowbit" info "$model" 2>/dev/null || true)
+cpu=$(sed -n 's/^cpu: //p' <<< "$info")
+# "  Q5_0       81 tensors ..." lines of the types section -> "81 Q5_0, ..."
+src_types=$(awk '/^types:/ { on = 1; next } on && /^ *[A-Z0-9_]+ +[0-9]+ tensors/ { printf "%s%s %s", sep, $2, $1; sep = ", " } on && /^$/ { on = 0 }' <<< "$info")
+sha=$(sha256sum "$model" | cut -c1-16)
+{
+  echo "# Weight types on $(basename "$model")"
+  echo
+  echo "Generated by \`bench/quality-table.sh $(basename "$model") --chunks $chunks --ctx $ctx --threads $threads\` on $(date -u +%Y-%m-%d)."
+  echo
+  echo "- Model: $(basename "$model") (sha256 $sha...), tensors as shipped: $src_types."
+  echo "- Baseline: the model dequantized to F32; every type below is quantized from it (\`lowbit quantize BASE OUT TYPE\`)." \
+       "A tensor requantized to the type it was shipped in lands on the same grid and loses nothing, which flatters" \
+       "the rows (and fallbacks) that match the shipped types."
+  echo "- Perplexity: $(basename "$text"), llama.cpp's method (chunks of $ctx tokens, second half scored)," \
+       "**first $n_scored of $n_all chunks** ($(( n_scored * (ctx - 1 - ctx / 2) )) scored tokens)."
+  echo "- KLD: KL(baseline ‖ type) per scored token, mean and 99th percentile; top-1: how often both pick the same next token."
+  echo "- Sizes in MiB of the whole file; bits per weight over all tensors (token embeddings included)."
+  echo "- Wider: matrices whose rows don't fit the type's block and keep a wider type (llama-quantize's fallbacks)."
+  echo "- Speed: \`lowbit bench -p 128 -n 32 -r 2 -t $threads\` (prompt pp128, generation tg32, tokens/s) on $cpu;" \
+       "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; the machine is shared (load average $load_at_start at the start), so timings are indicative."
+  echo
+  echo "| type | bits/weight | size MiB | wider | PPL | mean KLD | KLD p99 | top-1 % | pp t/s | tg t/s |"
+  echo "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+  # baseline and source first, then the types by bits per weight, widest first
+  printf '%s\n' "${rows[@]:0:2}"
+  [ ${#rows[@]} -le 2 ] || printf '%s\n' "${rows[@]:2}" | sort -t'|' -k3,3 -g -r
+  echo
+  echo "Total time: $(( ($(date +%s) - t_start) / 60 )) min."
+} > "$work/table.md"
+mkdir -p "$(dirname "$out")"
+cp "$work/table.md" "$out"
+cat "$out"
+log "wrote $out"

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Cross-build lowbit for 64-bit Arm (Release, into build-arm) and run the test
+# suite under qemu-user, on three emulated CPUs so every dispatch level runs:
+#   max          neon + dotprod + i8mm: the C tests and the CLI scripts
+#   neoverse-n1  neon + dotprod (no i8mm): the C tests that touch kernels
+#   cortex-a53   neon only: the same
+# LOWBIT_EXPECT_ISA tells tests/test_kernels_arm.c which level the runtime
+# detection (getauxval, kernels/cpu.c) must report on each CPU.
+#
+# Emulation is 10-50x slower than the host. To stay within ~8 minutes on 2
+# cores, by default (each skip is printed):
+#  - CLI scripts: only those in emu_cli (the others quantize or run real
+#    models: 4 to 15+ minutes each emulated);
+#  - C tests: those in emu_skip (compute-heavy, no Arm kernels) are skipped;
+#    the fallback CPUs also skip fallback_skip (end-to-end file checks that
+#    the -cpu max run covers; the kernel tests run on every CPU).
+# --quick runs only cli_errors of the CLI scripts; --full runs everything
+# everywhere (about 25 minutes on 2 cores).
+# Usage: scripts/test-arm.sh [--quick | --full]
+# Env: LOWBIT_ARM_JOBS (build/test parallelism, default nproc),
+#      LOWBIT_ARM_BUILD (build dir, default build-arm).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-default}
+case $mode in default | --quick | --full) ;; *) echo "usage: $0 [--quick | --full]" >&2; exit 2 ;; esac
+emu_cli="cli_errors cli_interop cli_perplexity"
+emu_skip="test_cb"
+fallback_skip="test_interop"
+[ "$mode" = --quick ] && emu_cli="cli_errors"
+[ "$mode" = --full ] && emu_cli="all" && emu_skip="" && fallback_skip=""
+
+need=""
+for p in cmake gcc-aarch64-linux-gnu libgomp1-arm64-cross qemu-user; do
+  dpkg -s "$p" >/dev/null 2>&1 || need="$need $p"
+done
+if [ -n "$need" ]; then
+  echo "installing:$need"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq $need >/dev/null
+fi
+
+build=${LOWBIT_ARM_BUILD:-build-arm}
+jobs=${LOWBIT_ARM_JOBS:-$(nproc)}
+sysroot=/usr/aarch64-linux-gnu
+unset LOWBIT_ISA # the tests pick levels themselves
+
+echo "== Arm cross build ($build)"
+cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release >/dev/null
+# The library, CLI and test programs first: the tests run even if a program
+# outside them (bench/) fails to build for Arm, which is reported at the end.
+targets="lowbit_cli $(cd tests && ls test_*.c | sed 's/\.c$//' | tr '\n' ' ')"
+if ! cmake --build "$build" -j"$jobs" --target $targets >"$build/build.log" 2>&1; then
+  grep -E -B2 -A6 'error|Error' "$build/build.log" | head -n 60
+  echo "FAILED: Arm cross build of the library, CLI and tests (log: $build/build.log)"
+  exit 1
+fi
+grep -E 'warning:' "$build/build.log" | sort -u | head -n 20 || true
+
+# The CLI scripts call the lowbit binary directly (ctest's emulator only wraps
+# test programs), so they get a wrapper that runs it under qemu.
+wrapper="$PWD/$build/lowbit-qemu"
+printf '#!/bin/sh\nexec qemu-aarch64 -L %s %s "$@"\n' "$sysroot" "$PWD/$build/lowbit" >"$wrapper"
+chmod +x "$wrapper"
+shared=$(sed -n 's/^LOWBIT_SHARED_DIR:PATH=//p' "$build/CMakeCache.txt")
+
+failed=()
+summary=()
+if cmake --build "$build" -j"$jobs" >"$build/build-all.log" 2>&1; then
+  summary+=("full build (bench/ included): ok")
+else
+  failed+=("full build for aarch64 (bench/?)")
+  summary+=("full build: FAILED, see $build/build-all.log: $(grep -m1 -E 'error' "$build/build-all.log")")
+fi
+
+# ctest -E pattern: the CLI scripts (run separately) and the given tests
+exclude_pattern() {
+  local p='^cli_' t
+  for t in "$@"; do p="$p|^$t\$"; done
+  echo "$p"
+}
+
+run_c_tests() { # cpu expected-level tests-to-skip...
+  local cpu=$1 isa=$2 log="$build/ctest-$1.log" t0=$SECONDS
+  shift 2
+  echo "== C tests under qemu -cpu $cpu (expect $isa)${*:+; skipped under emulation: $*}"
+  if QEMU_CPU=$cpu LOWBIT_EXPECT_ISA=$isa ctest --test-dir "$build" -E "$(exclude_pattern "$@")" \
+       --output-on-failure -j"$jobs" >"$log" 2>&1; then
+    summary+=("-cpu $cpu ($isa): $(grep -E 'tests passed' "$log") [$((SECONDS - t0))s]${*:+, skipped: $*}")
+  else
+    failed+=("C tests under -cpu $cpu")
+    summary+=("-cpu $cpu ($isa): FAILED, see $log")
+  fi
+  grep -E 'Passed|Failed|Skipped|Not Run|tests passed' "$log" | sed 's/^/  /'
+}
+
+run_cli_tests() { # cpu
+  local cpu=$1
+  for script in tests/cli_*.sh; do
+    local name t0=$SECONDS rc=0
+    name=$(basename "$script" .sh)
+    if [ "$emu_cli" != all ] && [[ " $emu_cli " != *" $name "* ]]; then
+      echo "SKIP: $name: too slow under emulation (--full runs it)"
+      summary+=("-cpu $cpu $name: skipped, too slow emulated (--full runs it)")
+      continue
+    fi
+    echo "== $name under qemu -cpu $cpu"
+    QEMU_CPU=$cpu bash "$script" "$wrapper" "$shared" "$PWD/$build/tests/$name.work" \
+      >"$build/$name-$cpu.log" 2>&1 || rc=$?
+    tail -n 1 "$build/$name-$cpu.log" | sed 's/^/  /'
+    case $rc in
+      0) summary+=("-cpu $cpu $name: passed [$((SECONDS - t0))s]") ;;
+      77) summary+=("-cpu $cpu $name: skipped ($(grep -m1 SKIP "$build/$name-$cpu.log"))") ;;
+      *) failed+=("$name under -cpu $cpu"); summary+=("-cpu $cpu $name: FAILED, see $build/$name-$cpu.log") ;;
+    esac
+  done
+}
+
+run_c_tests max i8mm $emu_skip
+run_cli_tests max
+run_c_tests neoverse-n1 dotprod $emu_skip $fallback_skip
+run_c_tests cortex-a53 neon $emu_skip $fallback_skip
+
+echo "== Arm summary"
+printf '  %s\n' "${summary[@]}"
+if [ ${#failed[@]} -gt 0 ]; then
+  printf 'FAILED: %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "all Arm test runs passed"

@@ -1,0 +1,126 @@
+/* Interleaved ("repacked") weight layouts for the GEMV/GEMM kernels, after
+ * seed 000 §4.1: the blocks of R consecutive output rows are stored together
+ * so one vector load feeds R rows and the kernel never reduces across lanes.
+ *
+ * Layout of a tensor of N rows x K weights (K % 32 == 0):
+ *   row groups g = rows [g*R, g*R + R) one after another, then the last
+ *   N % R rows (if any) plain, exactly as in the base type (no toggle), at
+ *   their usual offsets; kernels see whole groups only and the matmul
+ *   driver sends the tail rows to the base type's kernel. Inside a group one
+ *   "x-block" per block column b = 0 .. K/32-1, holding
+ *     d[R]      the fp16 scales of block b of the R rows (row order),
+ *     qs[R*Q]   the quant bytes of those blocks (Q = 16 for 4-bit, 32 for
+ *               Q8_0): each row's Q bytes cut into chunks of C bytes, chunk j
+ *               of row r at qs[(j*R + r)*C .. +C).
+ *   Inside a row's Q bytes the base type's order is kept (4-bit: byte i holds
+ *   weight i in its low nibble and weight i+16 in its high nibble).
+ *   Q4_0 only: every byte is XORed with 0x88 (top bit of each nibble
+ *   toggled), so (int8)(byte << 4) = 16*(q_lo - 8) and (int8)(byte & 0xF0) =
+ *   16*(q_hi - 8): signed weights x16 with one shift or one mask; kernels
+ *   fold the 1/16 into the float scale. IQ4_NL keeps its codebook indices.
+ * The bytes per weight are the base type's, so a repacked type keeps blck 32
+ * and type_size 18 (34 for Q8_0) per row, and GGUF sizes stay consistent.
+ *
+ * Type names say rows x chunk: Q4_0_4X4 = 4 rows, 4-byte chunks (dotprod),
+ * Q4_0_4X8 = 4 rows, 8-byte chunks (i8mm), Q4_0_8X8 = 8 rows, 8-byte chunks. */
+#ifndef LB_REPACK_H
+#define LB_REPACK_H
+
+#include "formats/kquants.h"
+#include "formats/types.h"
+
+/* x-blocks: the same bytes as R base blocks, reordered */
+typedef struct {
+    lb_fp16 d[4];
+    uint8_t qs[64];
+} lb_block_q4_0x4; /* also IQ4_NL x4 */
+static_assert(sizeof(lb_block_q4_0x4) == 4 * sizeof(block_q4_0), "lb_block_q4_0x4 size");
+
+typedef struct {
+    lb_fp16 d[8];
+    uint8_t qs[128];
+} lb_block_q4_0x8; /* also IQ4_NL x8 */
+static_assert(sizeof(lb_block_q4_0x8) == 8 * sizeof(block_q4_0), "lb_block_q4_0x8 size");
+
+typedef struct {
+    lb_fp16 d[4];
+    int8_t qs[128];
+} lb_block_q8_0x4;
+static_assert(sizeof(lb_block_q8_0x4) == 4 * sizeof(block_q8_0), "lb_block_q8_0x4 size");
+
+typedef struct {
+    lb_fp16 d[8];
+    int8_t qs[256];
+} lb_block_q8_0x8;
+static_assert(sizeof(lb_block_q8_0x8) == 8 * sizeof(block_q8_0), "lb_block_q8_0x8 size");
+
+/* Activations for GEMM: 4 rows quantized as Q8_0 (bit-identical to
+ * lb_quantize_row_q8_0_ref per row) and interleaved in chunks of C_a bytes
+ * (chunk j of row m at qs[(j*4 + m)*C_a]). The scale is stored widened to
+ * float (exactly the fp16 value) and 8x each row's quant sum is kept for
+ * kernels that multiply unsigned 4-bit weights q = w + 8:
+ * sum(w*a) = sum(q*a) - s8. Transient, never in a file: 160 bytes per
+ * block of 4 x 32. */
+typedef struct {
+    float d[4];
+    int32_t s8[4];
+    int8_t qs[128];
+} lb_block_q8_0x4a;
+static_assert(sizeof(lb_block_q8_0x4a) == 160, "lb_block_q8_0x4a size");
+
+typedef struct {
+    int type;  /* repacked type id (LB_TYPE_Q4_0_4X4 ...) */
+    int base;  /* LB_TYPE_Q4_0, LB_TYPE_IQ4_NL or LB_TYPE_Q8_0 */
+    int rows;  /* R */
+    int chunk; /* C, bytes */
+} lb_repack_layout;
+
+/* NULL if type is not a repacked type. */
+const lb_repack_layout *lb_repack_layout_of(int type);
+/* The repacked type for (base, R, C), -1 if none. */
+int lb_repack_find(int base, int rows, int chunk);
+/* Plain type behind a repacked one; any other type maps to itself. */
+int lb_type_base(int type);
+/* Rows interleaved per group: R for repacked types, 1 otherwise. */
+int lb_type_rows(int type);
+/* Traits of the repacked types (NULL for others). Their to_float decodes
+ * one whole group (k = R * row length, rows written one after another);
+ * from_float and vec_dot are NULL: whole tensors go through
+ * lb_repack_tensor / lb_unpack_tensor. */
+const lb_type_traits *lb_repack_traits(int type);
+
+/* Whole tensors, N rows of K (K % 32 == 0): plain base-type rows <->
+ * interleaved groups plus the plain tail. src and dst must not overlap. */
+void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int64_t N);
+void lb_unpack_tensor(int type, const void *packed, void *plain, int64_t K, int64_t N);
+
+/* ---- activations ---- */
+/* 4 fp32 rows (x, x + ldx, ...) of k values -> k/32 lb_block_q8_0x4a. */
+void lb_quantize_q8_0x4_c4_ref(const float *x, size_t ldx, void *y, int64_t k);
+void lb_quantize_q8_0x4_c8_ref(const float *x, size_t ldx, void *y, int64_t k);
+
+/* ---- scalar reference kernels (lb_gemm_fn signature, kernels/dispatch.h) ----
+ * W is the whole repacked tensor, w_row_size its bytes per row (the base
+ * type's), [n0, n1) whole groups (multiples of R). gemv: A holds M plain
+ * Q8_0 rows (a_row_size apart). gemm: A holds M/4 groups of
+ * lb_block_q8_0x4a (a_row_size bytes apart), M % 4 == 0, activation chunk =
+ * the weight chunk C. Y[m * ldy + n]. Results are bit-identical to the plain
+ * reference dot (lb_vec_dot_*_ref) on the unpacked rows. */
+#define LB_REPACK_REF_DECL(w, R, C)                                                                \
+    void lb_gemv_##w##x##R##_q8_0_##R##x##C##_ref(int64_t K, const void *W, size_t w_row_size,     \
+                                                  int n0, int n1, const void *A, size_t a_row_size, \
+                                                  int M, float *Y, size_t ldy);                    \
+    void lb_gemm_##w##x##R##_q8_0x4_##R##x##C##_ref(int64_t K, const void *W, size_t w_row_size,   \
+                                                    int n0, int n1, const void *A,                 \
+                                                    size_t a_row_size, int M, float *Y, size_t ldy);
+LB_REPACK_REF_DECL(q4_0, 4, 4)
+LB_REPACK_REF_DECL(q4_0, 4, 8)
+LB_REPACK_REF_DECL(q4_0, 8, 8)
+LB_REPACK_REF_DECL(iq4_nl, 4, 4)
+LB_REPACK_REF_DECL(iq4_nl, 4, 8)
+LB_REPACK_REF_DECL(iq4_nl, 8, 8)
+LB_REPACK_REF_DECL(q8_0, 4, 4)
+LB_REPACK_REF_DECL(q8_0, 4, 8)
+LB_REPACK_REF_DECL(q8_0, 8, 8)
+
+#endif

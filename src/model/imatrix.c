@@ -1,0 +1,230 @@
+/* Importance matrices (model/imatrix.h): loading for the quantizer and
+ * collecting through the forward pass's matmul observer. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gguf/gguf.h"
+#include "model/imatrix.h"
+
+/* ---- loading ---- */
+
+typedef struct {
+    char *name;    /* matrix name (without .in_sum2) */
+    int64_t K;
+    float *mean;   /* in_sum2 / counts */
+} im_entry;
+
+struct lb_imatrix {
+    im_entry *e;
+    int n;
+};
+
+static int has_suffix(const char *s, size_t len, const char *suf, size_t *stem) {
+    const size_t n = strlen(suf);
+    if (len < n || memcmp(s + len - n, suf, n)) return 0;
+    *stem = len - n;
+    return 1;
+}
+
+lb_status lb_imatrix_load(const char *path, lb_imatrix **out) {
+    *out = NULL;
+    gguf_file *g = NULL;
+    lb_status s = gguf_open(path, &g);
+    if (s) return lb_fail_prefix(s, "reading imatrix %s", path);
+    lb_imatrix *im = calloc(1, sizeof *im);
+    const int64_t nt = gguf_n_tensors(g);
+    if (!im || !(im->e = calloc((size_t)(nt > 0 ? nt : 1), sizeof *im->e))) {
+        free(im);
+        gguf_close(g);
+        return lb_fail(LB_ERR_NOMEM, "out of memory");
+    }
+    const char *type = gguf_get_str(g, "general.type");
+    if (type && strcmp(type, "imatrix"))
+        s = lb_fail(LB_ERR_FORMAT, "%s: general.type is '%s', not 'imatrix'", path, type);
+    for (int64_t i = 0; i < nt && s == LB_OK; i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        size_t stem;
+        if (!has_suffix(t->name.ptr, t->name.len, ".in_sum2", &stem)) continue;
+        char cname[512];
+        snprintf(cname, sizeof cname, "%.*s.counts", (int)LB_MIN(stem, 400), t->name.ptr);
+        const gguf_tensor *c = gguf_find_tensor(g, cname);
+        if (!c) {
+            s = lb_fail(LB_ERR_FORMAT, "%s: %.*s has no matching .counts tensor", path, (int)t->name.len, t->name.ptr);
+            break;
+        }
+        if (t->type != LB_TYPE_F32 || c->type != LB_TYPE_F32 || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1 ||
+            c->ne[0] != 1 || c->ne[1] != 1 || c->ne[2] != 1 || c->ne[3] != 1) {
+            s = lb_fail(LB_ERR_UNSUPPORTED, "%s: %.*s is not a single F32 row with one F32 count (per-expert "
+                        "matrices are not supported)", path, (int)t->name.len, t->name.ptr);
+            break;
+        }
+        float count;
+        memcpy(&count, c->data, sizeof count);
+        im_entry *e = &im->e[im->n];
+        e->name = malloc(stem + 1);
+        e->mean = malloc((size_t)t->ne[0] * sizeof *e->mean);
+        if (!e->name || !e->mean) {
+            free(e->name), free(e->mean);
+            s = lb_fail(LB_ERR_NOMEM, "out of memory");
+            break;
+        }
+        memcpy(e->name, t->name.ptr, stem);
+        e->name[stem] = 0;
+        e->K = t->ne[0];
+        const float *sum2 = t->data; /* GGUF data is aligned to general.alignment */
+        for (int64_t k = 0; k < e->K; k++) {
+            float v;
+            memcpy(&v, sum2 + k, sizeof v);
+            e->mean[k] = count > 0.0f && isfinite(v) && v >= 0.0f ? v / count : 0.0f;
+        }
+        im->n++;
+    }
+    gguf_close(g);
+    if (s == LB_OK && im->n == 0) s = lb_fail(LB_ERR_FORMAT, "%s holds no .in_sum2 tensors: not an imatrix", path);
+    if (s) {
+        lb_imatrix_free(im);
+        return s;
+    }
+    *out = im;
+    return LB_OK;
+}
+
+void lb_imatrix_free(lb_imatrix *im) {
+    if (!im) return;
+    for (int i = 0; i < im->n; i++) free(im->e[i].name), free(im->e[i].mean);
+    free(im->e);
+    free(im);
+}
+
+int lb_imatrix_count(const lb_imatrix *im) { return im ? im->n : 0; }
+
+const float *lb_imatrix_get(const lb_imatrix *im, const char *name, size_t len, int64_t K) {
+    if (!im) return NULL;
+    for (int i = 0; i < im->n; i++)
+        if (strlen(im->e[i].name) == len && !memcmp(im->e[i].name, name, len))
+            return im->e[i].K == K ? im->e[i].mean : NULL;
+    return NULL;
+}
+
+/* ---- collecting ---- */
+
+typedef struct {
+    char name[96];
+    const lb_matrix *w;
+    double *sum2;
+    int64_t rows;
+} col_entry;
+
+struct lb_imatrix_collector {
+    lb_context *ctx;
+    col_entry *e;
+    int n;
+};
+
+static void observe(void *user, const lb_matrix *w, const float *x, int n) {
+    lb_imatrix_collector *col = user;
+    for (int i = 0; i < col->n; i++) {
+        col_entry *e = &col->e[i];
+        if (e->w != w) continue;
+        for (int r = 0; r < n; r++) {
+            const float *xr = x + (size_t)r * w->K;
+            for (int64_t k = 0; k < w->K; k++) e->sum2[k] += (double)xr[k] * xr[k];
+        }
+        e->rows += n;
+        return;
+    }
+}
+
+static lb_status add_entry(lb_imatrix_collector *col, const lb_matrix *w, const char *name) {
+    if (!w->data) return LB_OK;
+    col_entry *e = &col->e[col->n];
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->w = w;
+    e->sum2 = calloc((size_t)w->K, sizeof *e->sum2);
+    if (!e->sum2) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    col->n++;
+    return LB_OK;
+}
+
+lb_status lb_imatrix_collector_new(lb_context *ctx, lb_imatrix_collector **out) {
+    *out = NULL;
+    const lb_model *m = ctx->model;
+    lb_imatrix_collector *col = calloc(1, sizeof *col);
+    if (!col || !(col->e = calloc((size_t)m->hp.n_layer * 7 + 1, sizeof *col->e))) {
+        free(col);
+        return lb_fail(LB_ERR_NOMEM, "out of memory");
+    }
+    col->ctx = ctx;
+    lb_status s = LB_OK;
+    static const char *const names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    for (int il = 0; il < m->hp.n_layer && s == LB_OK; il++) {
+        const lb_layer *l = &m->layers[il];
+        const lb_matrix *ws[7] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (int i = 0; i < 7 && s == LB_OK; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "blk.%d.%s.weight", il, names[i]);
+            s = add_entry(col, ws[i], name);
+        }
+    }
+    /* the output projection reuses the embedding's data when they are tied */
+    const int tied = m->gguf && !gguf_find_tensor(m->gguf, "output.weight");
+    if (s == LB_OK) s = add_entry(col, &m->output, tied ? "token_embd.weight" : "output.weight");
+    if (s) {
+        ctx->on_matmul = NULL;
+        lb_imatrix_collector_free(col);
+        return s;
+    }
+    ctx->on_matmul = observe;
+    ctx->on_matmul_user = col;
+    *out = col;
+    return LB_OK;
+}
+
+lb_status lb_imatrix_collector_write(const lb_imatrix_collector *col, const char *path, int chunks, int chunk_size,
+                                     const char *dataset) {
+    gguf_writer *w = gguf_writer_new();
+    if (!w) return LB_ERR_NOMEM;
+    float *buf = NULL;
+    size_t total = 0;
+    for (int i = 0; i < col->n; i++) total += (size_t)col->e[i].w->K + 1;
+    buf = malloc(total * sizeof *buf);
+    lb_status s = buf ? LB_OK : lb_fail(LB_ERR_NOMEM, "out of memory");
+    if (s == LB_OK) s = gguf_writer_set_str(w, "general.type", "imatrix");
+    if (s == LB_OK) s = gguf_writer_set_u32(w, "imatrix.chunk_count", (uint32_t)chunks);
+    if (s == LB_OK) s = gguf_writer_set_u32(w, "imatrix.chunk_size", (uint32_t)chunk_size);
+    if (s == LB_OK) {
+        const char *ds[1] = {dataset ? dataset : ""};
+        s = gguf_writer_set_arr_str(w, "imatrix.datasets", ds, 1);
+    }
+    float *p = buf;
+    for (int i = 0; i < col->n && s == LB_OK; i++) {
+        const col_entry *e = &col->e[i];
+        if (e->rows == 0) continue; /* never multiplied: nothing learned */
+        char name[128];
+        const int64_t ne_sum[1] = {e->w->K}, ne_cnt[1] = {1};
+        for (int64_t k = 0; k < e->w->K; k++) p[k] = (float)e->sum2[k];
+        snprintf(name, sizeof name, "%s.in_sum2", e->name);
+        s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, 1, ne_sum, p);
+        p += e->w->K;
+        *p = (float)e->rows;
+        snprintf(name, sizeof name, "%s.counts", e->name);
+        if (s == LB_OK) s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, 1, ne_cnt, p);
+        p++;
+    }
+    if (s == LB_OK) s = gguf_writer_write(w, path, NULL, NULL, NULL, NULL);
+    gguf_writer_free(w);
+    free(buf);
+    return s;
+}
+
+void lb_imatrix_collector_free(lb_imatrix_collector *col) {
+    if (!col) return;
+    if (col->ctx && col->ctx->on_matmul_user == col) {
+        col->ctx->on_matmul = NULL;
+        col->ctx->on_matmul_user = NULL;
+    }
+    for (int i = 0; i < col->n; i++) free(col->e[i].sum2);
+    free(col->e);
+    free(col);
+}

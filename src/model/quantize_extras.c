@@ -1,0 +1,109 @@
+/* Codebooks and importance for lb_quantize_file (model/quantize_extras.h). */
+#include <omp.h>
+#include <stdlib.h>
+
+#include "formats/cb_gguf.h"
+#include "model/quantize_extras.h"
+
+static void say_progress(void *user, const char *what, int done, int total) {
+    const lb_quantize_params *p = user;
+    if (p->progress) p->progress(p->user, what, done, total);
+}
+
+static int takes_importance(int type) {
+    return type == LB_TYPE_CB2 || type == LB_TYPE_CB3 || type == LB_TYPE_Q2_K || type == LB_TYPE_Q3_K;
+}
+
+/* The output's books: from o->codebooks, else discovered from the input. */
+static lb_status output_books(const gguf_file *in, const lb_quantize_params *p, const lb_quantize_options *o,
+                              lb_cb_books *b) {
+    const int type = p->type;
+    if (o->codebooks) {
+        gguf_file *g = NULL;
+        lb_status s = gguf_open(o->codebooks, &g);
+        if (s) return lb_fail_prefix(s, "reading codebooks %s", o->codebooks);
+        int found = 0;
+        s = lb_cb_books_read(g, type, b, &found);
+        gguf_close(g);
+        if (s) return lb_fail_prefix(s, "%s", o->codebooks);
+        if (!found)
+            return lb_fail(LB_ERR_FORMAT, "%s has no %s codebooks (make them with lowbit codebooks --bits %d)",
+                           o->codebooks, lb_type_name(type), type == LB_TYPE_CB2 ? 2 : 3);
+        lb_log(1, "%s: %d codebooks from %s\n", lb_type_name(type), b->count, o->codebooks);
+        return LB_OK;
+    }
+    lb_cb_discover_params dp = {o->cb_count > 0 ? o->cb_count : 8, lb_cb_k(type), o->cb_seed, 0, 0, 10,
+                                p->n_threads, p->progress ? say_progress : NULL, (void *)p};
+    int64_t total = 0, used = 0;
+    const int64_t sample = 1 << 20;
+    lb_log(1, "%s: no --codebooks given: discovering %d codebooks from the input model (seed %llu)\n",
+           lb_type_name(type), dp.count, (unsigned long long)o->cb_seed);
+    lb_status s = lb_cb_discover_file(in, &dp, sample, b, &total, &used);
+    if (s == LB_OK && used < total)
+        lb_log(1, "%s: codebooks learned from a sample of %lld of %lld weight groups\n", lb_type_name(type),
+               (long long)used, (long long)total);
+    return s;
+}
+
+lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p, const lb_quantize_options *o,
+                                gguf_writer *w, lb_quant_extras *x) {
+    memset(x, 0, sizeof *x);
+    const lb_quantize_options none = {0};
+    if (!o) o = &none;
+    /* An input that is itself CB needs its books to be read. */
+    lb_status s = lb_cb_acquire_for_file(in, &x->in_held);
+    if (s == LB_OK && lb_cb_k(p->type)) {
+        lb_cb_books b;
+        s = output_books(in, p, o, &b);
+        if (s == LB_OK) s = lb_cb_acquire(p->type, &b);
+        if (s == LB_OK) {
+            x->out_cb_type = p->type;
+            s = lb_cb_books_write(w, p->type, &b);
+        }
+    }
+    if (s == LB_OK && o->imatrix) {
+        s = lb_imatrix_load(o->imatrix, &x->imatrix);
+        if (s == LB_OK) {
+            if (!takes_importance(p->type))
+                lb_log(1, "warning: %s does not use an importance matrix; ignoring %s\n", lb_type_name(p->type),
+                       o->imatrix);
+            else
+                lb_log(1, "importance matrix %s: %d matrices\n", o->imatrix, lb_imatrix_count(x->imatrix));
+        }
+    }
+    if (s) lb_quant_extras_end(x);
+    return s;
+}
+
+const float *lb_quant_extras_importance(const lb_quant_extras *x, const gguf_tensor *t) {
+    return x && x->imatrix ? lb_imatrix_get(x->imatrix, t->name.ptr, t->name.len, t->ne[0]) : NULL;
+}
+
+lb_status lb_quant_extras_convert(const float *imp, const void *src, int src_type, void *dst, int out_type, int64_t K,
+                                  int64_t rows, int n_threads) {
+    const lb_type_traits *st = lb_traits(src_type), *dt = lb_traits(out_type);
+    const size_t in_row = lb_row_size(src_type, K), out_row = lb_row_size(out_type, K);
+    int oom = 0;
+#pragma omp parallel num_threads(n_threads)
+    {
+        float *buf = malloc((size_t)K * sizeof *buf);
+        if (!buf) oom = 1;
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t r = 0; r < rows; r++) {
+            if (!buf) continue;
+            st->to_float((const char *)src + (size_t)r * in_row, buf, K);
+            /* a tensor that fell back to a type without importance quantizes plainly */
+            if (!lb_quantize_row_weighted(out_type, buf, (char *)dst + (size_t)r * out_row, K, imp))
+                dt->from_float(buf, (char *)dst + (size_t)r * out_row, K);
+        }
+        free(buf);
+    }
+    return oom ? lb_fail(LB_ERR_NOMEM, "out of memory") : LB_OK;
+}
+
+void lb_quant_extras_end(lb_quant_extras *x) {
+    if (x->out_cb_type) lb_cb_release(x->out_cb_type);
+    lb_cb_release_held(x->in_held);
+    lb_imatrix_free(x->imatrix);
+    memset(x, 0, sizeof *x);
+}

@@ -1,0 +1,29 @@
+/* What lb_quantize_file needs beyond plain type conversion: the codebooks of
+ * the CB types (loaded from a file or discovered from the input, installed
+ * for the quantizer and written into the output's metadata) and an
+ * importance matrix for the quantizers that take one. */
+#ifndef LB_QUANTIZE_EXTRAS_H
+#define LB_QUANTIZE_EXTRAS_H
+
+#include "gguf/gguf.h"
+#include "model/imatrix.h"
+
+typedef struct {
+    int out_cb_type;     /* CB2/CB3 whose books are held for the output, else 0 */
+    int in_held;         /* books the input's CB tensors need (formats/cb_gguf.h) */
+    lb_imatrix *imatrix;
+} lb_quant_extras;
+
+/* o may be NULL (no codebook file, no imatrix, default discovery). */
+lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p, const lb_quantize_options *o,
+                                gguf_writer *w, lb_quant_extras *x);
+/* The importance vector of tensor t (K entries) if an imatrix has one. */
+const float *lb_quant_extras_importance(const lb_quant_extras *x, const gguf_tensor *t);
+/* Rows of src (plain src_type) into dst (out_type) weighted by imp (K
+ * entries, from lb_quant_extras_importance) if out_type takes importance
+ * (CB2, CB3, Q2_K, Q3_K), plainly if not (e.g. a fallback type). */
+lb_status lb_quant_extras_convert(const float *imp, const void *src, int src_type, void *dst, int out_type, int64_t K,
+                                  int64_t rows, int n_threads);
+void lb_quant_extras_end(lb_quant_extras *x);
+
+#endif

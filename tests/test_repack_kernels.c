@@ -1,0 +1,250 @@
+/* Every GEMV / GEMM kernel of the interleaved types, at every ISA level this
+ * CPU has (lb_kernel_get_at / lb_cpu_force_level), against the reference.
+ *
+ *  exact:  all scales 1 and integer activations (blocks whose largest
+ *          magnitude is 127 quantize to themselves with d = 1), so each
+ *          output is an integer below 2^24 that every kernel must produce
+ *          exactly: this pins the integer paths (sign toggle, nibble order,
+ *          codebook lookup, the -8*sum correction) bit for bit.
+ *  float:  random weights and activations through lb_matmul (the driver:
+ *          4-row groups + per-row tail, row split, plain tail rows when
+ *          N % R != 0, 1 and 2 threads) against the plain reference dot on
+ *          the unpacked rows. Tolerance: |y - ref| <= 1e-5 * sum|w_i a_i|
+ *          (dequantized, double): integer sums are exact, only the float
+ *          scaling / accumulation order differs (a few ulps per block).
+ *  shapes: K = 32, 96, 2080, 8224 (not multiples of 256), M = 1..17, N = 3,
+ *          4, 12, 13, 24, 40 (tails of 8 and 4).
+ * Also: each level's 4-row activation quantizer is bit-identical to the
+ * reference one, and the x86 level hands out the AVX2 kernels. */
+#include "test_util.h"
+
+#include "formats/repack.h"
+#include "kernels/dispatch.h"
+
+static const int kTypes[] = {LB_TYPE_Q4_0_4X4,   LB_TYPE_Q4_0_4X8,   LB_TYPE_Q4_0_8X8,
+                             LB_TYPE_IQ4_NL_4X4, LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8,
+                             LB_TYPE_Q8_0_4X4,   LB_TYPE_Q8_0_4X8,   LB_TYPE_Q8_0_8X8};
+enum { N_TYPES = sizeof kTypes / sizeof kTypes[0] };
+#define TOL 1e-5
+
+static double worst = 0.0;
+
+static int level_available(lb_isa level) {
+    const lb_isa hw = lb_cpu_detected();
+    if (level == LB_ISA_SCALAR) return 1;
+    if (hw <= LB_ISA_AVX512) return level <= hw && level <= LB_ISA_AVX512;
+    return level >= LB_ISA_NEON && level <= hw;
+}
+
+static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_NEON, LB_ISA_DOTPROD, LB_ISA_I8MM};
+
+/* Plain rows with scale 1 and random quants (Q8_0 includes -128). */
+static uint8_t *unit_rows(int base, int64_t K, int64_t N, uint64_t *seed) {
+    const size_t rs = lb_row_size(base, K), bs = base == LB_TYPE_Q8_0 ? 34 : 18;
+    uint8_t *w = malloc(rs * (size_t)N);
+    for (size_t b = 0; b < rs * (size_t)N / bs; b++) {
+        uint8_t *blk = w + b * bs;
+        const lb_fp16 one = 0x3C00;
+        memcpy(blk, &one, 2);
+        for (size_t i = 2; i < bs; i++) blk[i] = (uint8_t)lb_test_rand(seed);
+    }
+    return w;
+}
+
+/* Integer-valued activations: per block of 32 one value is +-127, so Q8_0
+ * quantization keeps every value with scale 1. */
+static float *int_acts(int64_t K, int M, uint64_t *seed) {
+    float *x = malloc(sizeof(float) * K * M);
+    for (int64_t i = 0; i < K * M; i++) {
+        x[i] = (float)((int)(lb_test_rand(seed) % 255) - 127);
+        if (i % 32 == 5) x[i] = lb_test_rand(seed) & 1 ? 127.0f : -127.0f;
+    }
+    return x;
+}
+
+static float *rand_acts(int64_t K, int M, uint64_t *seed) {
+    float *x = malloc(sizeof(float) * K * M);
+    for (int64_t i = 0; i < K * M; i++) x[i] = lb_test_randf(seed) * (i % 61 == 0 ? 8.0f : 1.0f);
+    return x;
+}
+
+static uint8_t *rand_rows(int base, int64_t K, int64_t N, uint64_t *seed) {
+    const size_t rs = lb_row_size(base, K);
+    uint8_t *w = malloc(rs * (size_t)N);
+    float *row = malloc(sizeof(float) * K);
+    for (int64_t n = 0; n < N; n++) {
+        for (int64_t i = 0; i < K; i++) row[i] = lb_test_randf(seed) * 0.05f * (float)(1 + n % 5);
+        lb_traits(base)->from_float(row, w + n * rs, K);
+    }
+    free(row);
+    return w;
+}
+
+/* y[m][n] in double from dequantized plain rows and Q8_0 activations, and
+ * sum |w a| for the error bound. */
+static void reference(int base, const uint8_t *plain, const float *x, int64_t K, int64_t N, int M, double *y,
+                      double *mag) {
+    const size_t rs = lb_row_size(base, K);
+    float *w = malloc(sizeof(float) * K), *a = malloc(sizeof(float) * K);
+    block_q8_0 *q = malloc(sizeof(block_q8_0) * (K / 32));
+    for (int m = 0; m < M; m++) {
+        lb_quantize_row_q8_0_ref(x + m * K, q, K);
+        lb_dequantize_row_q8_0(q, a, K);
+        for (int64_t n = 0; n < N; n++) {
+            lb_traits(base)->to_float(plain + n * rs, w, K);
+            double s = 0, t = 0;
+            for (int64_t i = 0; i < K; i++) {
+                s += (double)w[i] * a[i];
+                t += fabs((double)w[i] * a[i]);
+            }
+            y[m * N + n] = s;
+            mag[m * N + n] = t;
+        }
+    }
+    free(w);
+    free(a);
+    free(q);
+}
+
+/* Runs lb_matmul on the repacked matrix at the level in force. */
+static float *run_matmul(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M, int nth) {
+    lb_matrix W = {type, K, N, lb_row_size(type, K), packed};
+    float *y = malloc(sizeof(float) * N * M);
+    for (int64_t i = 0; i < N * M; i++) y[i] = NAN;
+    void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&W, M) + 64);
+    lb_matmul(&W, x, M, y, (size_t)N, scratch, nth);
+    lb_free_aligned(scratch);
+    return y;
+}
+
+static void test_exact(void) {
+    uint64_t seed = 21;
+    const int64_t Ks[] = {32, 96, 1024};
+    const int M = 9;
+    const int64_t N = 24;
+    for (int t = 0; t < N_TYPES; t++) {
+        const lb_repack_layout *L = lb_repack_layout_of(kTypes[t]);
+        for (size_t ki = 0; ki < 3; ki++) {
+            const int64_t K = Ks[ki];
+            uint8_t *plain = unit_rows(L->base, K, N, &seed);
+            uint8_t *packed = malloc(lb_row_size(L->base, K) * N);
+            lb_repack_tensor(L->type, plain, packed, K, N);
+            float *x = int_acts(K, M, &seed);
+            double *want = malloc(sizeof(double) * N * M), *mag = malloc(sizeof(double) * N * M);
+            reference(L->base, plain, x, K, N, M, want, mag);
+            for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
+                if (!level_available(kLevels[li])) continue;
+                lb_cpu_force_level(kLevels[li]);
+                float *y = run_matmul(L->type, packed, K, N, x, M, 1);
+                int bad = 0;
+                for (int64_t i = 0; i < N * M; i++) bad += (double)y[i] != want[i];
+                CHECK_MSG(!bad, "%s at %s, K=%lld: %d of %lld outputs not exact", lb_type_name(L->type),
+                          lb_isa_name(kLevels[li]), (long long)K, bad, (long long)(N * M));
+                free(y);
+            }
+            lb_cpu_force_level(lb_cpu_detected());
+            free(plain);
+            free(packed);
+            free(x);
+            free(want);
+            free(mag);
+        }
+    }
+}
+
+static void test_float(void) {
+    uint64_t seed = 77;
+    /* 8224 = 257 blocks: the GEMV's second pass over K (256 blocks each) */
+    const int64_t Ks[] = {32, 96, 2080, 8224};
+    const int64_t Ns[] = {3, 4, 12, 13, 24, 40};
+    for (int t = 0; t < N_TYPES; t++) {
+        const lb_repack_layout *L = lb_repack_layout_of(kTypes[t]);
+        for (size_t ki = 0; ki < 4; ki++)
+            for (size_t ni = 0; ni < 6; ni++) {
+                const int64_t K = Ks[ki], N = Ns[ni];
+                if (ki == 3 && ni != 3) continue; /* long rows: one shape */
+                const int Mmax = 17;
+                uint8_t *plain = rand_rows(L->base, K, N, &seed);
+                uint8_t *packed = malloc(lb_row_size(L->base, K) * N);
+                lb_repack_tensor(L->type, plain, packed, K, N);
+                float *x = rand_acts(K, Mmax, &seed);
+                double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
+                reference(L->base, plain, x, K, N, Mmax, want, mag);
+                for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
+                    if (!level_available(kLevels[li])) continue;
+                    lb_cpu_force_level(kLevels[li]);
+                    for (int M = 1; M <= Mmax; M++) {
+                        /* every M at K = 96; a few elsewhere (time) */
+                        if (ki != 1 && M != 1 && M != 4 && M != 7 && M != 17) continue;
+                        for (int nth = 1; nth <= 2; nth++) {
+                            float *y = run_matmul(L->type, packed, K, N, x, M, nth);
+                            int bad = 0;
+                            for (int m = 0; m < M; m++)
+                                for (int64_t n = 0; n < N; n++) {
+                                    const double e = fabs((double)y[m * N + n] - want[m * N + n]);
+                                    const double bound = TOL * mag[m * N + n] + 1e-30;
+                                    if (!(e <= bound)) bad++;
+                                    else if (e / bound > worst) worst = e / bound;
+                                }
+                            CHECK_MSG(!bad, "%s at %s: K=%lld N=%lld M=%d threads=%d: %d outputs off",
+                                      lb_type_name(L->type), lb_isa_name(kLevels[li]), (long long)K, (long long)N, M,
+                                      nth, bad);
+                            free(y);
+                        }
+                    }
+                }
+                lb_cpu_force_level(lb_cpu_detected());
+                free(plain);
+                free(packed);
+                free(x);
+                free(want);
+                free(mag);
+            }
+    }
+}
+
+/* Each level's kernel entries: complete, and their 4-row quantizer equals
+ * the reference one of the same chunk. */
+static void test_entries(void) {
+    uint64_t seed = 4;
+    const int64_t K = 2080;
+    float *x = rand_acts(K, 4, &seed);
+    for (int i = 0; i < 32; i++) x[K + i] = 0.0f;
+    for (int t = 0; t < N_TYPES; t++)
+        for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
+            if (!level_available(kLevels[li])) continue;
+            const lb_kernel *k = lb_kernel_get_at(kTypes[t], kLevels[li]);
+            CHECK(k && k->gemv && !k->vec_dot && k->act_type == LB_TYPE_Q8_0);
+            if (!k) continue;
+            if (kLevels[li] == LB_ISA_AVX2) CHECK_MSG(k->isa == LB_ISA_AVX2, "%s: no AVX2 kernel", k->name);
+            if (!k->quantize_act_x4) continue;
+            CHECK(k->act_rows == 4 && k->gemm && k->act_x4_block == sizeof(lb_block_q8_0x4a));
+            /* which chunk: compare with both references */
+            uint8_t *y = malloc(k->act_x4_block * (K / 32)), *r4 = malloc(k->act_x4_block * (K / 32)),
+                    *r8 = malloc(k->act_x4_block * (K / 32));
+            k->quantize_act_x4(x, (size_t)K, y, K);
+            lb_quantize_q8_0x4_c4_ref(x, (size_t)K, r4, K);
+            lb_quantize_q8_0x4_c8_ref(x, (size_t)K, r8, K);
+            const size_t n = k->act_x4_block * (K / 32);
+            CHECK_MSG(!memcmp(y, r4, n) || !memcmp(y, r8, n), "%s: 4-row quantizer differs from the reference", k->name);
+            /* the plain quantizer too */
+            block_q8_0 *p = malloc(sizeof *p * (K / 32)), *pr = malloc(sizeof *pr * (K / 32));
+            k->quantize_act(x, p, K);
+            lb_quantize_row_q8_0_ref(x, pr, K);
+            CHECK(!memcmp(p, pr, sizeof *p * (K / 32)));
+            free(p);
+            free(pr);
+            free(y);
+            free(r4);
+            free(r8);
+        }
+    free(x);
+}
+
+int main(void) {
+    test_entries();
+    test_exact();
+    test_float();
+    printf("worst error: %.3g of the bound\n", worst);
+    return lb_test_result("test_repack_kernels");
+}
