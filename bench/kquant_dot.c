@@ -97,7 +97,7 @@ int main(int argc, char **argv) {
         fill_weights(type, w, bytes);
         double scalar_s = 0.0;
         for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
-            if (levels[li] != LB_ISA_SCALAR && (hw > LB_ISA_AVX512 || levels[li] > hw)) continue;
+            if (levels[li] != LB_ISA_SCALAR && (!lb_isa_is_x86(hw) || levels[li] > hw)) continue;
             const lb_kernel *k = lb_kernel_get_at(type, levels[li]);
             if (!k || (li > 0 && k->isa != levels[li])) continue; /* no kernel of its own at this level */
             k->quantize_act(x, act, COLS);

@@ -51,9 +51,11 @@ done
 [ -f "$text" ] || { echo "quality-table: $text not found" >&2; exit 1; }
 
 if [ -z "$types" ]; then
-  # "types: F32 (32.00 bpw) F16 ... Q8_0 (8.50 bpw) ...": the quantized ones
+  # "types: F32 (32.00 bpw) F16 ... Q8_0 (8.50 bpw) ...": the quantized ones,
+  # less the interleaved layouts (Q4_0_8X8 ...): the same weights as their
+  # base type, repacked, so the same quality (the loader repacks anyway)
   types=$("$lowbit" quantize --help | sed -n 's/^types://p' | grep -oE '[A-Z0-9_]+ \(' | tr -d ' (' |
-          grep -vE '^(F32|F16|BF16)$' | tr '\n' ' ')
+          grep -vE '^(F32|F16|BF16)$' | grep -vE '_[0-9]+X[0-9]+$' | tr '\n' ' ')
 fi
 
 work=${workdir:-$(mktemp -d "${TMPDIR:-/tmp}/lowbit-quality.XXXXXX")}

@@ -41,8 +41,18 @@ else
   rm -rf "$tmp"
   trap - EXIT
 fi
-# a valid GGUF: magic, version 2 or 3
+# a valid GGUF: magic, version 2 or 3, and (where lowbit is built) a reader
+# that checks every count, offset and tensor against the file
 magic=$(head -c 4 "$out")
 [ "$magic" = "GGUF" ] || { echo "$out is not a GGUF file" >&2; exit 1; }
+version=$(od -An -tu4 -j4 -N4 "$out" | tr -d ' ')
+[ "$version" = 2 ] || [ "$version" = 3 ] || { echo "$out: unsupported GGUF version $version" >&2; exit 1; }
+lowbit=${LOWBIT:-$(cd "$(dirname "$0")/.." && pwd)/build/lowbit}
+if [ -x "$lowbit" ]; then
+  "$lowbit" info "$out" > /dev/null || { echo "$out: lowbit info rejects it" >&2; exit 1; }
+  echo "checked: GGUF v$version, $("$lowbit" info "$out" 2>/dev/null | grep -m1 '^bits per weight')"
+else
+  echo "checked: GGUF v$version (build lowbit for a full check)"
+fi
 echo "model: $out"
 echo "sha256: $(sha "$out")"

@@ -16,6 +16,11 @@ expect_fail "run: bad thread count" "expects an integer" "$LOWBIT" run -m "$M" -
 expect_fail "run: flag without value" "needs a value" "$LOWBIT" run -m "$M" -p
 expect_fail "run: --isa unknown" "expected scalar" "$LOWBIT" run -m "$M" --isa sse9 -p hi
 expect_fail "run: prompt longer than context" "context holds" "$LOWBIT" run -m "$M" -c 8 -p "Once upon a time there was a very long prompt that does not fit"
+expect_fail "run: missing prompt file" "cannot open .*missing.txt" "$LOWBIT" run -m "$M" -f "$WORK/missing.txt"
+expect_fail "run: prompt file is a directory" "error reading .*directory" "$LOWBIT" run -m "$M" -f "$WORK"
+printf 'Once upon a time' > "$WORK/prompt.txt"
+"$LOWBIT" run -m "$M" -f "$WORK/prompt.txt" -n 4 --temp 0 -t 2 2>/dev/null | grep -q "^Once upon a time" \
+  && ok "run: prompt from a file" || bad "run: prompt from a file"
 printf 'this is not a gguf file at all' > "$WORK/junk.gguf"
 expect_fail "run: not a GGUF" "magic" "$LOWBIT" run -m "$WORK/junk.gguf" -p hi
 head -c 3000 "$M" > "$WORK/trunc.gguf"

@@ -141,6 +141,51 @@ static double check_all_tensors(const gguf_file *g, const gguf_file *f32, const 
     return frac;
 }
 
+/* `lowbit quantize IN OUT F32` (the baseline of a model that arrives
+ * quantized): every matrix becomes F32 holding exactly the values its
+ * type's dequantizer gives, so llama.cpp's own values for the tensors in
+ * dequant/; everything else is copied unchanged. */
+static void check_dequantize_to_f32(const char *file_name, const char *type_name) {
+    char rel[128], out[64];
+    snprintf(rel, sizeof rel, "interop/%s", file_name);
+    snprintf(out, sizeof out, "interop-%s-f32.gguf", type_name);
+    char out_path[4200];
+    snprintf(out_path, sizeof out_path, "%s", lb_test_tmp(out));
+    gguf_file *src = NULL, *g = NULL;
+    CHECK_OK(gguf_open(lb_test_shared(rel), &src));
+    lb_quantize_params qp = {LB_TYPE_F32, 2, NULL, NULL};
+    lb_quantize_stats st;
+    CHECK_OK(lb_quantize_file(lb_test_shared(rel), out_path, &qp, &st));
+    CHECK_OK(gguf_open(out_path, &g));
+    if (src && g) {
+        CHECK_MSG(gguf_n_tensors(g) == gguf_n_tensors(src), "%s -> F32: tensor count", file_name);
+        CHECK_MSG(st.n_fallback == 0 && st.bpw_out > 31.99 && st.bpw_out < 32.01,
+                  "%s -> F32: %d fallbacks, %.3f bpw", file_name, st.n_fallback, st.bpw_out);
+        int64_t n_bad = 0;
+        for (int64_t i = 0; i < gguf_n_tensors(src); i++) {
+            const gguf_tensor *a = gguf_tensor_at(src, i);
+            char name[256];
+            tensor_name(a, name, sizeof name);
+            const gguf_tensor *b = gguf_find_tensor(g, name);
+            CHECK_MSG(b && b->type == LB_TYPE_F32 && !memcmp(a->ne, b->ne, sizeof a->ne),
+                      "%s -> F32: %s missing, not F32 or reshaped", file_name, name);
+            if (!b || b->type != LB_TYPE_F32) continue;
+            float *want = dequantize(a);
+            const int64_t n = n_elements(a);
+            if (!want || b->size != (uint64_t)n * sizeof(float) || memcmp(want, b->data, b->size)) n_bad++;
+            free(want);
+        }
+        CHECK_MSG(n_bad == 0, "%s -> F32: %lld tensors differ from their dequantization", file_name,
+                  (long long)n_bad);
+        if (strcmp(type_name, "Q4_K_M")) {
+            for (size_t d = 0; d < 2; d++) check_dequant_exact(g, type_name, DEQUANT_TENSORS[d][0], DEQUANT_TENSORS[d][1]);
+        }
+    }
+    if (g) gguf_close(g);
+    if (src) gguf_close(src);
+    remove(out_path);
+}
+
 int main(void) {
     if (!lb_test_have(lb_test_shared("interop/tiny-F32.gguf")))
         SKIP("no interop data in %s", lb_test_shared("interop"));
@@ -178,5 +223,14 @@ int main(void) {
         gguf_close(mix);
     }
     if (f32) gguf_close(f32);
+
+    for (size_t k = 0; k < sizeof TYPE_NAMES / sizeof TYPE_NAMES[0]; k++) {
+        char file[64];
+        snprintf(file, sizeof file, "tiny-%s.gguf", TYPE_NAMES[k]);
+        const int type = lb_type_from_name(TYPE_NAMES[k]);
+        if (type >= 0 && lb_traits(type)) check_dequantize_to_f32(file, TYPE_NAMES[k]);
+    }
+    check_dequantize_to_f32("tiny-Q4_K_M.gguf", "Q4_K_M");
+    printf("quantize to F32: every interop file dequantizes exactly\n");
     return lb_test_result("test_interop");
 }

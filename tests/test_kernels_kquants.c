@@ -43,7 +43,7 @@ static float rand_t5(uint64_t *s) {
 static int level_available(lb_isa level) {
     const lb_isa hw = lb_cpu_detected();
     if (level == LB_ISA_SCALAR) return 1;
-    return hw <= LB_ISA_AVX512 && level <= hw;
+    return lb_isa_is_x86(hw) && level <= hw;
 }
 
 /* sum |w_i * a_i| of the dequantized rows: the scale of the error bound. */
@@ -256,7 +256,7 @@ static void test_dispatch(void) {
 
 int main(void) {
     printf("cpu: %s (%s)\n", lb_isa_name(lb_cpu_detected()), lb_cpu_features_string());
-    if (lb_cpu_detected() < LB_ISA_AVX512)
+    if (lb_cpu_detected() < LB_ISA_AVX512 || !lb_isa_is_x86(lb_cpu_detected()))
         printf("note: no AVX-512 VNNI here; the avx512 kernels are not run\n");
     test_dispatch();
     test_quantized_data();

@@ -12,10 +12,10 @@
  *          the unpacked rows. Tolerance: |y - ref| <= 1e-5 * sum|w_i a_i|
  *          (dequantized, double): integer sums are exact, only the float
  *          scaling / accumulation order differs (a few ulps per block).
- *  shapes: K = 32, 96, 2080, 8224 (not multiples of 256), M = 1..17, N = 3,
+ *  shapes: K = 32, 96, 2080, 8224 (not multiples of 256), M = 1..17, 32, 48, N = 3,
  *          4, 12, 13, 24, 40 (tails of 8 and 4).
  * Also: each level's 4-row activation quantizer is bit-identical to the
- * reference one, and the x86 level hands out the AVX2 kernels. */
+ * reference one, and the x86 levels hand out the AVX2 and AVX-512 VNNI kernels. */
 #include "test_util.h"
 
 #include "formats/repack.h"
@@ -32,11 +32,11 @@ static double worst = 0.0;
 static int level_available(lb_isa level) {
     const lb_isa hw = lb_cpu_detected();
     if (level == LB_ISA_SCALAR) return 1;
-    if (hw <= LB_ISA_AVX512) return level <= hw && level <= LB_ISA_AVX512;
-    return level >= LB_ISA_NEON && level <= hw;
+    if (lb_isa_is_x86(hw)) return lb_isa_is_x86(level) && level <= hw;
+    return lb_isa_is_arm(level) && level <= hw;
 }
 
-static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_NEON, LB_ISA_DOTPROD, LB_ISA_I8MM};
+static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_AMX, LB_ISA_NEON, LB_ISA_DOTPROD, LB_ISA_I8MM};
 
 /* Plain rows with scale 1 and random quants (Q8_0 includes -128). */
 static uint8_t *unit_rows(int base, int64_t K, int64_t N, uint64_t *seed) {
@@ -120,7 +120,7 @@ static float *run_matmul(int type, const uint8_t *packed, int64_t K, int64_t N, 
 static void test_exact(void) {
     uint64_t seed = 21;
     const int64_t Ks[] = {32, 96, 1024};
-    const int M = 9;
+    const int M = 37; /* 16-row AMX groups, 4-row groups and a tail */
     const int64_t N = 24;
     for (int t = 0; t < N_TYPES; t++) {
         const lb_repack_layout *L = lb_repack_layout_of(kTypes[t]);
@@ -163,7 +163,7 @@ static void test_float(void) {
             for (size_t ni = 0; ni < 6; ni++) {
                 const int64_t K = Ks[ki], N = Ns[ni];
                 if (ki == 3 && ni != 3) continue; /* long rows: one shape */
-                const int Mmax = 17;
+                const int Mmax = 48;
                 uint8_t *plain = rand_rows(L->base, K, N, &seed);
                 uint8_t *packed = malloc(lb_row_size(L->base, K) * N);
                 lb_repack_tensor(L->type, plain, packed, K, N);
@@ -174,8 +174,9 @@ static void test_float(void) {
                     if (!level_available(kLevels[li])) continue;
                     lb_cpu_force_level(kLevels[li]);
                     for (int M = 1; M <= Mmax; M++) {
-                        /* every M at K = 96; a few elsewhere (time) */
-                        if (ki != 1 && M != 1 && M != 4 && M != 7 && M != 17) continue;
+                        /* every M to 17 at K = 96; a few elsewhere (time) */
+                        const int some = M == 1 || M == 4 || M == 7 || M == 17 || M == 32 || M == 48;
+                        if (!some && (ki != 1 || M > 17)) continue;
                         for (int nth = 1; nth <= 2; nth++) {
                             float *y = run_matmul(L->type, packed, K, N, x, M, nth);
                             int bad = 0;
@@ -208,7 +209,7 @@ static void test_float(void) {
 static void test_entries(void) {
     uint64_t seed = 4;
     const int64_t K = 2080;
-    float *x = rand_acts(K, 4, &seed);
+    float *x = rand_acts(K, 16, &seed);
     for (int i = 0; i < 32; i++) x[K + i] = 0.0f;
     for (int t = 0; t < N_TYPES; t++)
         for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
@@ -218,15 +219,32 @@ static void test_entries(void) {
             if (!k) continue;
             if (kLevels[li] == LB_ISA_AVX2) CHECK_MSG(k->isa == LB_ISA_AVX2, "%s: no AVX2 kernel", k->name);
             if (!k->quantize_act_x4) continue;
-            CHECK(k->act_rows == 4 && k->gemm && k->act_x4_block == sizeof(lb_block_q8_0x4a));
-            /* which chunk: compare with both references */
+            /* three grouped activation layouts: lb_block_q8_0x4a (4 rows,
+             * chunked), lb_block_q8_0x4v (AVX-512 VNNI GEMM), lb_block_q8_0x16
+             * (AMX GEMM, 16 rows) */
+            const int x4v = k->act_x4_block == sizeof(lb_block_q8_0x4v);
+            const int x16 = k->act_x4_block == sizeof(lb_block_q8_0x16);
+            CHECK(k->gemm && (x16 ? k->act_rows == 16 : k->act_rows == 4 && (x4v || k->act_x4_block == sizeof(lb_block_q8_0x4a))));
+            if (kLevels[li] == LB_ISA_AVX512)
+                CHECK_MSG(k->isa == LB_ISA_AVX512 && x4v, "%s: no AVX-512 VNNI kernel", k->name);
+            if (kLevels[li] == LB_ISA_AMX) CHECK_MSG(k->isa == LB_ISA_AMX && x16, "%s: no AMX kernel", k->name);
+            /* which layout: compare with every reference */
             uint8_t *y = malloc(k->act_x4_block * (K / 32)), *r4 = malloc(k->act_x4_block * (K / 32)),
                     *r8 = malloc(k->act_x4_block * (K / 32));
             k->quantize_act_x4(x, (size_t)K, y, K);
-            lb_quantize_q8_0x4_c4_ref(x, (size_t)K, r4, K);
-            lb_quantize_q8_0x4_c8_ref(x, (size_t)K, r8, K);
             const size_t n = k->act_x4_block * (K / 32);
-            CHECK_MSG(!memcmp(y, r4, n) || !memcmp(y, r8, n), "%s: 4-row quantizer differs from the reference", k->name);
+            if (x16) {
+                lb_quantize_q8_0x16_ref(x, (size_t)K, r4, K);
+                CHECK_MSG(!memcmp(y, r4, n), "%s: 16-row quantizer differs from the reference", k->name);
+            } else if (x4v) {
+                lb_quantize_q8_0x4v_ref(x, (size_t)K, r4, K);
+                CHECK_MSG(!memcmp(y, r4, n), "%s: 4-row quantizer differs from the reference", k->name);
+            } else {
+                lb_quantize_q8_0x4_c4_ref(x, (size_t)K, r4, K);
+                lb_quantize_q8_0x4_c8_ref(x, (size_t)K, r8, K);
+                CHECK_MSG(!memcmp(y, r4, n) || !memcmp(y, r8, n), "%s: 4-row quantizer differs from the reference",
+                          k->name);
+            }
             /* the plain quantizer too */
             block_q8_0 *p = malloc(sizeof *p * (K / 32)), *pr = malloc(sizeof *pr * (K / 32));
             k->quantize_act(x, p, K);

@@ -38,7 +38,7 @@ int cli_common_flag(cli_args *a, cli_common *c);
 #define CLI_COMMON_HELP                                                      \
     "  -m, --model FILE     GGUF model\n"                                    \
     "  -t, --threads N      threads (default: all cores)\n"                  \
-    "      --isa LEVEL      force a lower kernel level: scalar|avx2|avx512|neon|dotprod|i8mm\n" \
+    "      --isa LEVEL      force a lower kernel level: scalar|avx2|avx512|amx|neon|dotprod|i8mm\n" \
     "                       (also LOWBIT_ISA=...)\n"                         \
     "  -v, --verbose        more logging\n"                                  \
     "  -h, --help           this help\n"

@@ -13,9 +13,14 @@
 #include "model/repack.h"
 
 static void help(void) {
-    printf("usage: lowbit bench (-m MODEL | --synthetic SHAPE [--type TYPE]) [options]\n\n"
-           CLI_COMMON_HELP
-           "      --synthetic SHAPE  random-weight model built in memory, no download needed\n"
+    /* CLI_COMMON_HELP less its -t line: bench's -t takes a list (below) */
+    printf("usage: lowbit bench (-m MODEL | --synthetic SHAPE [--type TYPE]) [options]\n\n");
+    for (const char *p = CLI_COMMON_HELP, *nl; *p; p = nl + 1) {
+        nl = strchr(p, '\n');
+        if (!nl) break;
+        if (strncmp(p, "  -t,", 5)) fwrite(p, 1, (size_t)(nl - p + 1), stdout);
+    }
+    printf("      --synthetic SHAPE  random-weight model built in memory, no download needed\n"
            "      --type TYPE        weight type of the synthetic model (default Q4_0); an\n"
            "                         interleaved type (Q4_0_8X8 ...) means its base type repacked\n"
            "      --repack MODE      auto|off|4x4|4x8|8x8: layout Q4_0/IQ4_NL/Q8_0 weights are\n"

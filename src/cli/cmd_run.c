@@ -58,16 +58,15 @@ int cmd_run(int argc, char **argv) {
 
     char *file_text = NULL;
     if (prompt_file) {
-        FILE *f = fopen(prompt_file, "rb");
-        if (!f) { fprintf(stderr, "lowbit run: cannot open %s\n", prompt_file); return CLI_FAIL; }
-        fseek(f, 0, SEEK_END);
-        long sz = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        file_text = malloc((size_t)(sz > 0 ? sz : 0) + 1);
-        size_t got = file_text ? fread(file_text, 1, (size_t)(sz > 0 ? sz : 0), f) : 0;
-        fclose(f);
-        if (!file_text) return CLI_FAIL;
-        file_text[got] = 0;
+        /* lb_read_file names the file and the reason (missing, a directory, ...) */
+        size_t len;
+        lb_status rs = lb_read_file(prompt_file, &file_text, &len);
+        if (rs) { cli_error("run", rs); return CLI_FAIL; }
+        if (strlen(file_text) != len) {
+            fprintf(stderr, "lowbit run: %s contains a NUL byte: not a text file\n", prompt_file);
+            free(file_text);
+            return CLI_FAIL;
+        }
         prompt = file_text;
     }
 

@@ -93,7 +93,7 @@ int cli_common_apply(const cli_common *c) {
     if (c->isa) {
         int want = lb_isa_from_name(c->isa);
         if (want < 0) {
-            fprintf(stderr, "lowbit: --isa %s: expected scalar|avx2|avx512|neon|dotprod|i8mm\n", c->isa);
+            fprintf(stderr, "lowbit: --isa %s: expected scalar|avx2|avx512|amx|neon|dotprod|i8mm\n", c->isa);
             return 1;
         }
         lb_isa got = lb_cpu_force_level((lb_isa)want);

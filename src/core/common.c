@@ -180,10 +180,10 @@ lb_status lb_read_file(const char *path, char **data, size_t *len) {
             cap *= 2;
         }
     }
-    int err = ferror(f);
+    int err = ferror(f), err_no = errno;
     fclose(f);
     if (!buf) return lb_fail(LB_ERR_NOMEM, "out of memory reading %s", path);
-    if (err) { free(buf); return lb_fail(LB_ERR_IO, "error reading %s", path); }
+    if (err) { free(buf); return lb_fail(LB_ERR_IO, "error reading %s: %s", path, strerror(err_no)); }
     buf[n] = 0;
     *data = buf;
     *len = n;

@@ -191,6 +191,32 @@ static void quantize_x4(const float *x, size_t ldx, void *vy, int64_t k, int chu
 void lb_quantize_q8_0x4_c4_ref(const float *x, size_t ldx, void *y, int64_t k) { quantize_x4(x, ldx, y, k, 4); }
 void lb_quantize_q8_0x4_c8_ref(const float *x, size_t ldx, void *y, int64_t k) { quantize_x4(x, ldx, y, k, 8); }
 
+void lb_quantize_q8_0x4v_ref(const float *x, size_t ldx, void *vy, int64_t k) {
+    lb_block_q8_0x4v *y = vy;
+    block_q8_0 blk;
+    for (int64_t b = 0; b < k / 32; b++)
+        for (int m = 0; m < 4; m++) {
+            lb_quantize_row_q8_0_ref(x + m * ldx + b * 32, &blk, 32);
+            int32_t s = 0;
+            for (int i = 0; i < 32; i++) s += blk.qs[i];
+            memcpy(y[b].qs[m], blk.qs, 32);
+            y[b].d[m] = lb_fp16_to_f32(blk.d);
+            y[b].b8[m] = -8 * s;
+            y[b].b128[m] = -128 * s;
+        }
+}
+
+void lb_quantize_q8_0x16_ref(const float *x, size_t ldx, void *vy, int64_t k) {
+    lb_block_q8_0x16 *y = vy;
+    block_q8_0 blk;
+    for (int64_t b = 0; b < k / 32; b++)
+        for (int m = 0; m < 16; m++) {
+            lb_quantize_row_q8_0_ref(x + m * ldx + b * 32, &blk, 32);
+            memcpy(y[b].qs[m], blk.qs, 32);
+            y[b].d[m] = lb_fp16_to_f32(blk.d);
+        }
+}
+
 /* ---- reference kernels ---- */
 
 /* Weight k (0..31) of row r in an x-block's qs, as the integer the base

@@ -68,6 +68,30 @@ typedef struct {
 } lb_block_q8_0x4a;
 static_assert(sizeof(lb_block_q8_0x4a) == 160, "lb_block_q8_0x4a size");
 
+/* Activations for the AVX-512 VNNI GEMM (kernels/repack_avx512.c): 4 rows
+ * quantized as Q8_0 (bit-identical to lb_quantize_row_q8_0_ref per row),
+ * each row's 32 bytes in order, the scale widened to float, and the bias
+ * the kernels start each block's accumulator at: -8*sum (Q4_0's unsigned
+ * nibbles q = w + 8) and -128*sum (IQ4_NL / Q8_0 weights + 128). 176 bytes
+ * per block of 4 x 32; transient, never in a file. */
+typedef struct {
+    float d[4];
+    int32_t b8[4];
+    int32_t b128[4];
+    int8_t qs[4][32];
+} lb_block_q8_0x4v;
+static_assert(sizeof(lb_block_q8_0x4v) == 176, "lb_block_q8_0x4v size");
+
+/* Activations for the AMX GEMM (kernels/repack_amx.c): 16 rows quantized
+ * as Q8_0 (bit-identical to lb_quantize_row_q8_0_ref per row), the 16 rows'
+ * bytes of a block contiguous (an AMX tile of 16 rows x 32 bytes), scales
+ * widened to float. 576 bytes per block of 16 x 32. */
+typedef struct {
+    int8_t qs[16][32];
+    float d[16];
+} lb_block_q8_0x16;
+static_assert(sizeof(lb_block_q8_0x16) == 576, "lb_block_q8_0x16 size");
+
 typedef struct {
     int type;  /* repacked type id (LB_TYPE_Q4_0_4X4 ...) */
     int base;  /* LB_TYPE_Q4_0, LB_TYPE_IQ4_NL or LB_TYPE_Q8_0 */
@@ -98,6 +122,10 @@ void lb_unpack_tensor(int type, const void *packed, void *plain, int64_t K, int6
 /* 4 fp32 rows (x, x + ldx, ...) of k values -> k/32 lb_block_q8_0x4a. */
 void lb_quantize_q8_0x4_c4_ref(const float *x, size_t ldx, void *y, int64_t k);
 void lb_quantize_q8_0x4_c8_ref(const float *x, size_t ldx, void *y, int64_t k);
+/* 4 fp32 rows -> k/32 lb_block_q8_0x4v. */
+void lb_quantize_q8_0x4v_ref(const float *x, size_t ldx, void *y, int64_t k);
+/* 16 fp32 rows -> k/32 lb_block_q8_0x16. */
+void lb_quantize_q8_0x16_ref(const float *x, size_t ldx, void *y, int64_t k);
 
 /* ---- scalar reference kernels (lb_gemm_fn signature, kernels/dispatch.h) ----
  * W is the whole repacked tensor, w_row_size its bytes per row (the base

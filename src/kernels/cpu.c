@@ -9,12 +9,28 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 static int xgetbv_ok(unsigned mask) {
     unsigned eax, edx;
     __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
     return (eax & mask) == mask;
 }
 static char lb_features[256];
+
+/* Linux hands out the 8 KiB AMX tile state only on request (arch_prctl
+ * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, process-wide); without it the
+ * first tile instruction faults. */
+static int amx_permitted(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+    return 0;
+#endif
+}
+
 static lb_isa detect(void) {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return LB_ISA_SCALAR;
@@ -27,13 +43,16 @@ static lb_isa detect(void) {
     unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
     __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
     int avxvnni = (a1 >> 4) & 1;
-    snprintf(lb_features, sizeof lb_features, "%s%s%s%s%s%s%s%s", avx2 ? "avx2 " : "",
+    int amx = ((d >> 24) & 1) && ((d >> 25) & 1); /* AMX-TILE + AMX-INT8 */
+    snprintf(lb_features, sizeof lb_features, "%s%s%s%s%s%s%s%s%s%s", avx2 ? "avx2 " : "",
              fma ? "fma " : "", f16c ? "f16c " : "", avxvnni ? "avx-vnni " : "",
              avx512f ? "avx512f " : "", avx512bw ? "avx512bw " : "", vnni ? "avx512vnni " : "",
-             vbmi ? (vpopcnt ? "avx512vbmi avx512vpopcntdq" : "avx512vbmi") : "");
+             vbmi ? "avx512vbmi " : "", vpopcnt ? "avx512vpopcntdq " : "", amx ? "amx-int8" : "");
     if (!(avx && avx2 && fma && f16c)) return LB_ISA_SCALAR;
-    if (avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6)) return LB_ISA_AVX512;
-    return LB_ISA_AVX2;
+    if (!(avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6))) return LB_ISA_AVX2;
+    /* XCR0 bits 17-18: the OS manages the tile configuration and data */
+    if (amx && xgetbv_ok(0x60000) && amx_permitted()) return LB_ISA_AMX;
+    return LB_ISA_AVX512;
 }
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
@@ -68,10 +87,8 @@ lb_isa lb_cpu_detected(void) {
 static lb_isa clamp_level(lb_isa want) {
     lb_isa hw = lb_cpu_detected();
     if (want == LB_ISA_SCALAR) return want;
-    /* Same family only: x86 levels are 1..2, Arm levels 3..5. */
-    int x86 = hw == LB_ISA_AVX2 || hw == LB_ISA_AVX512;
-    int want_x86 = want == LB_ISA_AVX2 || want == LB_ISA_AVX512;
-    if (x86 != want_x86) return LB_ISA_SCALAR;
+    /* Same family only */
+    if (lb_isa_is_x86(hw) != lb_isa_is_x86(want)) return LB_ISA_SCALAR;
     return want < hw ? want : hw;
 }
 
@@ -82,7 +99,7 @@ lb_isa lb_cpu_level(void) {
         if (env && *env) {
             int want = lb_isa_from_name(env);
             if (want < 0)
-                lb_log(0, "warning: LOWBIT_ISA=%s is not one of scalar|avx2|avx512|neon|dotprod|i8mm; ignored\n", env);
+                lb_log(0, "warning: LOWBIT_ISA=%s is not one of scalar|avx2|avx512|amx|neon|dotprod|i8mm; ignored\n", env);
             else
                 l = clamp_level((lb_isa)want);
         }
@@ -97,12 +114,12 @@ lb_isa lb_cpu_force_level(lb_isa isa) {
 }
 
 const char *lb_isa_name(lb_isa isa) {
-    static const char *names[] = {"scalar", "avx2", "avx512", "neon", "dotprod", "i8mm"};
-    return (unsigned)isa < 6 ? names[isa] : "?";
+    static const char *names[LB_ISA_COUNT] = {"scalar", "avx2", "avx512", "amx", "neon", "dotprod", "i8mm"};
+    return (unsigned)isa < LB_ISA_COUNT ? names[isa] : "?";
 }
 
 int lb_isa_from_name(const char *name) {
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < LB_ISA_COUNT; i++)
         if (strcasecmp(name, lb_isa_name((lb_isa)i)) == 0) return i;
     return -1;
 }

@@ -8,17 +8,24 @@ typedef enum {
     LB_ISA_SCALAR = 0,
     LB_ISA_AVX2,    /* x86: AVX2 + FMA + F16C */
     LB_ISA_AVX512,  /* x86: AVX-512 F/BW/VL + VNNI */
+    LB_ISA_AMX,     /* x86: + AMX-TILE/INT8, tile state granted by the OS */
     LB_ISA_NEON,    /* Arm: ASIMD */
     LB_ISA_DOTPROD, /* Arm: + SDOT */
     LB_ISA_I8MM,    /* Arm: + SMMLA */
 } lb_isa;
+#define LB_ISA_COUNT 7
+
+/* The two families; scalar belongs to neither. A level includes the lower
+ * levels of its family. */
+static inline int lb_isa_is_x86(lb_isa l) { return l >= LB_ISA_AVX2 && l <= LB_ISA_AMX; }
+static inline int lb_isa_is_arm(lb_isa l) { return l >= LB_ISA_NEON && l <= LB_ISA_I8MM; }
 
 /* The level in force: detected, lowered by LOWBIT_ISA or lb_cpu_force_level. */
 lb_isa lb_cpu_level(void);
 /* What the hardware supports. */
 lb_isa lb_cpu_detected(void);
 const char *lb_isa_name(lb_isa isa);
-/* Parses "scalar|avx2|avx512|neon|dotprod|i8mm"; -1 if unknown. */
+/* Parses "scalar|avx2|avx512|amx|neon|dotprod|i8mm"; -1 if unknown. */
 int lb_isa_from_name(const char *name);
 /* Forces a level (clamped to what the hardware has). Returns the level in force. */
 lb_isa lb_cpu_force_level(lb_isa isa);

@@ -7,6 +7,8 @@
 #include "kernels/legacy_x86.h"
 #include "kernels/repack_kernels.h"
 #include "kernels/q4_0_repack_x86.h"
+#include "kernels/repack_avx512.h"
+#include "kernels/repack_amx.h"
 #include "kernels/arm_kernels.h"
 #include "formats/cb.h"
 #include "kernels/cb_x86.h"
@@ -37,6 +39,8 @@ static const lb_kernel lb_kernel_list[] = {
 #endif
 #if LB_HAVE_X86_KERNELS
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */
+    LB_REPACK_AVX512_KERNELS, /* kernels/repack_avx512.h */
+    LB_REPACK_AMX_KERNELS, /* kernels/repack_amx.h */
     {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
     {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},
@@ -69,8 +73,7 @@ const lb_kernel *lb_kernel_get_at(int type, lb_isa level) {
         const lb_kernel *k = &lb_kernel_list[i];
         if (k->type != type) continue;
         /* Arm and x86 levels are separate families; scalar serves both. */
-        int fits = k->isa == LB_ISA_SCALAR ||
-                   (k->isa <= level && ((k->isa <= LB_ISA_AVX512) == (level <= LB_ISA_AVX512)));
+        int fits = k->isa == LB_ISA_SCALAR || (k->isa <= level && lb_isa_is_x86(k->isa) == lb_isa_is_x86(level));
         if (fits && (!best || k->isa > best->isa)) best = k;
     }
     if (!best) {

@@ -11,8 +11,8 @@
 typedef void (*lb_gemm_fn)(int64_t K, const void *W, size_t w_row_size, int n0, int n1,
                            const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
 
-/* 4 fp32 rows (x, x + ldx, x + 2*ldx, x + 3*ldx) of k values -> one group of
- * interleaved activation blocks (e.g. lb_block_q8_0x4a, formats/repack.h). */
+/* act_rows fp32 rows (x, x + ldx, ...) of k values -> one group of
+ * activation blocks (e.g. lb_block_q8_0x4a, formats/repack.h). */
 typedef void (*lb_quantize_x4_fn)(const float *x, size_t ldx, void *y, int64_t k);
 
 typedef struct {
@@ -27,17 +27,18 @@ typedef struct {
      * Interleaved weight types (formats/repack.h) have no vec_dot: W is the
      * whole tensor, [n0, n1) whole row groups, and
      *   gemv takes M plain act_type rows (quantize_act), any M;
-     *   gemm, when act_rows == 4, takes M/4 groups of 4 rows interleaved by
-     *        quantize_act_x4 (a_row_size = bytes per group, M % 4 == 0).
-     * The driver sends the first M - M % 4 rows to gemm, the tail to gemv. */
+     *   gemm, when act_rows AR is 4 or 16, takes M/AR groups of AR rows
+     *        written by quantize_act_x4 (a_row_size = bytes per group,
+     *        M % AR == 0).
+     * The driver sends the first M - M % AR rows to gemm, the tail to gemv. */
     lb_gemm_fn gemv;
-    int act_rows;               /* 4: gemm wants quantize_act_x4 groups; 0: plain rows */
+    int act_rows;               /* 4 or 16: gemm wants quantize_act_x4 groups; 0: plain rows */
     lb_quantize_x4_fn quantize_act_x4;
-    size_t act_x4_block;        /* bytes per 4 rows x 32 values (<= LB_ACT_X4_MAX_BLOCK) */
+    size_t act_x4_block;        /* bytes per group x 32 values (<= act_rows / 4 * LB_ACT_X4_MAX_BLOCK) */
 } lb_kernel;
 
-/* Upper bound of act_x4_block over all kernels: scratch sizes use it, so a
- * context stays valid whatever kernel level is forced later. */
+/* Upper bound of act_x4_block per 4 rows over all kernels: scratch sizes use
+ * it, so a context stays valid whatever kernel level is forced later. */
 #define LB_ACT_X4_MAX_BLOCK 256
 
 /* Best kernel for type at the current level, NULL if the type has no dot. */

@@ -1,10 +1,10 @@
 /* The matrix multiply driver: convert activations once to the kernel's input
  * format, then split the output over threads.
  *
- * Activations: with a 4-row kernel (act_rows == 4) the first M - M % 4 rows
- * are quantized 4 at a time straight into the interleaved layout the GEMM
- * tile reads (no separate pass); the tail rows, and decode (M < 4), are
- * quantized per row for the GEMV.
+ * Activations: with a grouped kernel (act_rows AR = 4, or 16 for AMX) the
+ * first M - M % AR rows are quantized AR at a time straight into the layout
+ * the GEMM tile reads (no separate pass); the tail rows, and decode (M <
+ * AR), are quantized per row for the GEMV.
  *
  * Interleaved weights (formats/repack.h) with N % R != 0 keep their last
  * N % R rows plain; those go to the base type's kernel, which needs every
@@ -22,16 +22,18 @@
 #include "kernels/dispatch.h"
 
 #define LB_TILE_N 16          /* plain rows per work item */
-#define LB_ACT_TILE_BYTES (192 * 1024) /* activation bytes per pass over a weight tile */
+#define LB_ACT_TILE_BYTES (768 * 1024) /* activation bytes per pass over a weight tile */
 
 static size_t plain_act_row(const lb_kernel *k, int64_t K) { return lb_row_size(k->act_type, K); }
 
-static int uses_x4(const lb_kernel *k) { return k->act_rows == 4 && k->gemm && k->quantize_act_x4; }
+static int uses_x4(const lb_kernel *k) { return k->act_rows > 1 && k->gemm && k->quantize_act_x4; }
+/* rows per activation group: 1 for per-row kernels */
+static int act_group(const lb_kernel *k) { return uses_x4(k) ? k->act_rows : 1; }
 
 size_t lb_matmul_scratch_size(const lb_matrix *W, int M) {
     const lb_kernel *k = lb_kernel_get(W->type);
     if (!k || M <= 0) return 0;
-    /* any level's 4-row layout fits (LB_ACT_X4_MAX_BLOCK), plus every row
+    /* any level's grouped layout fits (LB_ACT_X4_MAX_BLOCK per 4 rows), plus every row
      * plain: the tail rows of an interleaved matrix may need them all */
     return (size_t)(M / 4) * (size_t)(W->K / 32) * LB_ACT_X4_MAX_BLOCK + (size_t)M * plain_act_row(k, W->K);
 }
@@ -39,11 +41,11 @@ size_t lb_matmul_scratch_size(const lb_matrix *W, int M) {
 typedef struct {
     const lb_kernel *k;
     const lb_matrix *W;
-    const char *a4;     /* 4-row groups for rows [0, M4) */
+    const char *a4;     /* AR-row groups for rows [0, M4) */
     size_t g_size;      /* bytes per group */
     const char *a1;     /* plain rows: row m at a1 + m * arow */
     size_t arow;
-    int M, M4;
+    int M, M4, AR;
     float *Y;
     size_t ldy;
 } job;
@@ -63,18 +65,18 @@ static void run_plain(const lb_kernel *k, const lb_matrix *W, const job *j, int 
 }
 
 /* Output rows [n0, n1) (whole groups for interleaved weights) x activation
- * rows [m0, m1) (m0 a multiple of 4). */
+ * rows [m0, m1) (m0 a multiple of the activation group AR). */
 static void run_rows(const job *j, int n0, int n1, int m0, int m1) {
     const lb_kernel *k = j->k;
     const lb_matrix *W = j->W;
     if (n0 >= n1 || m0 >= m1) return;
     /* rows per activation tile: about LB_ACT_TILE_BYTES of quantized input */
-    const int mt = (int)LB_MAX((size_t)4, LB_ACT_TILE_BYTES / LB_MAX((size_t)1, j->arow)) & ~3;
+    const int mt = (int)LB_MAX((size_t)16, LB_ACT_TILE_BYTES / LB_MAX((size_t)1, j->arow)) & ~15;
     for (int mb = m0; mb < m1; mb += mt) {
         const int me = LB_MIN(mb + mt, m1);
         const int e4 = LB_MIN(me, j->M4);
         if (mb < e4)
-            k->gemm(W->K, W->data, W->row_size, n0, n1, j->a4 + (size_t)(mb / 4) * j->g_size, j->g_size, e4 - mb,
+            k->gemm(W->K, W->data, W->row_size, n0, n1, j->a4 + (size_t)(mb / j->AR) * j->g_size, j->g_size, e4 - mb,
                     j->Y + (size_t)mb * j->ldy, j->ldy);
         const int t0 = LB_MAX(mb, j->M4);
         if (t0 >= me) continue;
@@ -92,10 +94,11 @@ void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, 
     const int64_t K = W->K, N = W->N;
     const int R = lb_type_rows(W->type);
     const int NR = (int)(N - N % R); /* rows in whole groups; the rest are plain */
-    job j = {k, W, NULL, 0, NULL, plain_act_row(k, K), M, uses_x4(k) ? M - M % 4 : 0, Y, ldy};
+    const int AR = act_group(k);
+    job j = {k, W, NULL, 0, NULL, plain_act_row(k, K), M, uses_x4(k) ? M - M % AR : 0, AR, Y, ldy};
     j.g_size = (size_t)(K / 32) * k->act_x4_block;
     j.a4 = scratch;
-    j.a1 = (const char *)scratch + (size_t)(j.M4 / 4) * j.g_size;
+    j.a1 = (const char *)scratch + (size_t)(j.M4 / AR) * j.g_size;
     const int plain_from = NR < N ? 0 : j.M4; /* rows that need a plain copy */
     const int64_t blck = lb_traits(k->act_type)->blck;          /* activation block: */
     const size_t bsize = lb_traits(k->act_type)->type_size;     /* values and bytes */
@@ -111,8 +114,8 @@ void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, 
 #pragma omp parallel num_threads(n_threads)
     {
         const int nth = omp_get_num_threads(), ith = omp_get_thread_num();
-        for (int g = ith; g < j.M4 / 4; g += nth)
-            k->quantize_act_x4(X + (size_t)g * 4 * K, (size_t)K, (char *)scratch + (size_t)g * j.g_size, K);
+        for (int g = ith; g < j.M4 / AR; g += nth)
+            k->quantize_act_x4(X + (size_t)g * AR * K, (size_t)K, (char *)scratch + (size_t)g * j.g_size, K);
         if (M - plain_from >= nth) {
             for (int m = plain_from + ith; m < M; m += nth)
                 k->quantize_act(X + (size_t)m * K, (char *)j.a1 + (size_t)m * j.arow, K);
@@ -126,10 +129,10 @@ void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, 
         }
 #pragma omp barrier
         if (split_m) {
-            /* every thread covers all of N for its share of 4-row groups */
-            const int groups = (M + 3) / 4;
+            /* every thread covers all of N for its share of row groups */
+            const int g = LB_MAX(AR, 4), groups = (M + g - 1) / g;
             const int g0 = (int)((int64_t)groups * ith / nth), g1 = (int)((int64_t)groups * (ith + 1) / nth);
-            run_rows(&j, 0, NR, LB_MIN(4 * g0, M), LB_MIN(4 * g1, M));
+            run_rows(&j, 0, NR, LB_MIN(g * g0, M), LB_MIN(g * g1, M));
         } else {
             const int u0 = (int)((int64_t)n_units * ith / nth), u1 = (int)((int64_t)n_units * (ith + 1) / nth);
             const int n0 = LB_MIN(u0 * unit, NR), n1 = LB_MIN(u1 * unit, NR);

@@ -1,0 +1,288 @@
+/* AVX-512 VNNI GEMV / GEMM on the interleaved layouts of formats/repack.h
+ * (Q4_0, IQ4_NL, Q8_0 in 4x4, 4x8, 8x8) against Q8_0 activations.
+ *
+ * One register = 16 output rows. Whatever the layout, 16 consecutive rows
+ * (two 8-row groups or four 4-row groups) of one block are gathered with
+ * vpermt2d into 8 vectors "kk = 0..7", vector kk holding weights 4kk..4kk+3
+ * of rows 0..15 (one dword per row). A vpdpbusd against activation bytes
+ * 4kk..4kk+3 broadcast to every lane then adds 4 products into each row's
+ * own lane: no horizontal sum anywhere, and each block needs 8 VNNI per 16
+ * rows before its one float scaling (cvt + mul + fma), the best ratio a
+ * 32-weight block allows. The x86 layouts of seed 000 (8x8 above all) are
+ * consumed as stored; the gather costs one or three shuffles per vector.
+ *
+ * vpdpbusd multiplies unsigned by signed bytes, so weights are made
+ * unsigned and the offset comes off with the activation block sums:
+ *   Q4_0:  q = nibble ^ 8 (0..15, one vpternlogd: the layout's toggled top
+ *          bit is the two's complement nibble), w = q - 8: subtract 8*sum(a);
+ *   IQ4_NL: codebook + 128 by vpshufb (register table lookup), subtract
+ *          128*sum(a);  Q8_0: w ^ 0x80 = w + 128, subtract 128*sum(a).
+ * The subtraction is free: each block's int32 accumulator starts at
+ * -off*sum(a) (a broadcast load) instead of zero. All integer sums are
+ * exact; floats differ from the reference only in rounding of the scaling.
+ *
+ * GEMV (decode, M < 4 plain Q8_0 rows): decode in registers, stream the
+ * weights once with software prefetch: bandwidth bound.
+ * GEMM (prefill): the weights of 48 rows x 16 blocks are decoded once into
+ * an L1-resident buffer, then every 4-row activation group runs over it (4
+ * rows x 3 vectors = 12 accumulator chains, enough to hide the VNNI
+ * latency): the decode is paid once per 48x512 weights and M rows, not per
+ * tile (ik_llama.cpp's prompt-batch idea, here without leaving L1).
+ * Activations come as lb_block_q8_0x4v (4 rows, per-row bytes, both bias
+ * sums). Measured on one core: ~540 GOPS in the tile loop, ~66% of the
+ * 822 GOPS vpdpbusd peak (the block's cvt/mul/fma cap it at 73%). */
+#include "kernels/repack_avx512.h"
+
+#if LB_HAVE_X86_KERNELS
+#include "kernels/repack_avx512_impl.h"
+
+/* Decode prefetch distance in blocks (GEMV only). */
+#ifndef LB_GEMV512_PREFETCH
+#define LB_GEMV512_PREFETCH 12
+#endif
+
+LB_AVX512 void lb_quantize_q8_0x4v_avx512(const float *x, size_t ldx, void *vy, int64_t k) {
+    lb_block_q8_0x4v *y = vy;
+    for (int64_t b = 0; b < k / 32; b++)
+        for (int m = 0; m < 4; m++) {
+            int32_t s;
+            quantize_block32(x + m * ldx + b * 32, y[b].qs[m], &y[b].d[m], &s);
+            y[b].b8[m] = -8 * s;
+            y[b].b128[m] = -128 * s;
+        }
+}
+
+/* ---- GEMV: plain Q8_0 activation rows, up to 4 per pass ---- */
+
+enum { GEMV_KC = 256 }; /* blocks per pass: their scales and bias sums live on the stack */
+
+/* acc[v][m] over blocks [0, nb) for 16*NV rows and MR activation rows. */
+INLINE void gemv_tile(int wt, int NV, int MR, const geom *G, const __m512i *idx, const rows16 *r, int64_t nb,
+                      const uint8_t *const *aq, const float (*da)[GEMV_KC], const int32_t (*bias)[GEMV_KC],
+                      __m512 acc[2][4]) {
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++)
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) acc[v][m] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) {
+            for (int i = 0; i < 16 / G->R; i++)
+                for (size_t o = 0; o < G->xbs; o += 64)
+                    _mm_prefetch((const char *)r[v].g[i] + (b + LB_GEMV512_PREFETCH) * G->xbs + o, _MM_HINT_T0);
+            __m512i w[8];
+            decode16(wt, 0, G, idx, &r[v], b, w);
+            const __m512 dw = scales16(G, &r[v], b);
+#pragma GCC unroll 4
+            for (int m = 0; m < MR; m++) {
+                const uint8_t *q = aq[m] + (size_t)b * sizeof(block_q8_0) + 2;
+                __m512i s = _mm512_set1_epi32(bias[m][b]);
+#pragma GCC unroll 8
+                for (int kk = 0; kk < 8; kk++) {
+                    int32_t a4;
+                    memcpy(&a4, q + 4 * kk, 4);
+                    s = _mm512_dpbusd_epi32(s, w[kk], _mm512_set1_epi32(a4));
+                }
+                acc[v][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(da[m][b])), acc[v][m]);
+            }
+        }
+    }
+}
+
+INLINE void gemv_put(int NV, int MR, const __m512 acc[2][4], float *y, size_t ldy, int n, int n1, int add) {
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; v++) {
+        const __mmask16 k = row_mask(n + 16 * v, n1);
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) {
+            float *p = y + (size_t)m * ldy + 16 * v;
+            __m512 o = acc[v][m];
+            if (add) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(k, p));
+            _mm512_mask_storeu_ps(p, k, o);
+        }
+    }
+}
+
+#define GEMV_CASE(NV, MR)                                                                                \
+    do {                                                                                                 \
+        __m512 acc[2][4];                                                                                \
+        gemv_tile(wt, NV, MR, &G, idx, r, kb, aq, da, bias, acc);                                        \
+        gemv_put(NV, MR, acc, Y + (size_t)m0 * ldy + n, ldy, n, n1, b0 > 0);                             \
+    } while (0)
+
+INLINE void gemv(int wt, int R, int C, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                 size_t a_row_size, int M, float *Y, size_t ldy) {
+    geom G;
+    geom_init(&G, R, C, wt == WQ8 ? 32 : 16, w_row_size);
+    __m512i idx[8];
+    for (int t = 0; t < G.ntgt; t++) idx[t] = _mm512_loadu_si512(G.idx[t]);
+    const int64_t nb = K / 32;
+    const int off = wt_offset(wt);
+    float da[4][GEMV_KC];
+    int32_t bias[4][GEMV_KC];
+    for (int m0 = 0; m0 < M; m0 += 4) {
+        const int mr = LB_MIN(4, M - m0);
+        for (int64_t b0 = 0; b0 < nb; b0 += GEMV_KC) {
+            const int64_t kb = LB_MIN((int64_t)GEMV_KC, nb - b0);
+            const uint8_t *aq[4];
+            for (int m = 0; m < mr; m++) {
+                const block_q8_0 *row = (const block_q8_0 *)((const char *)A + (size_t)(m0 + m) * a_row_size) + b0;
+                aq[m] = (const uint8_t *)row;
+                for (int64_t b = 0; b < kb; b++) {
+                    da[m][b] = _cvtsh_ss(row[b].d);
+                    /* sum of the signed bytes: sad of (a ^ 0x80) against 0 is sum(a + 128) */
+                    const __m256i q = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)row[b].qs),
+                                                       _mm256_set1_epi8((char)0x80));
+                    const __m256i s = _mm256_sad_epu8(q, _mm256_setzero_si256());
+                    const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+                    const int32_t sum = (int32_t)(_mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1)) - 32 * 128;
+                    bias[m][b] = -off * sum;
+                }
+            }
+            for (int n = n0; n < n1; n += 32) {
+                rows16 r[2];
+                r[0] = rows_at(&G, W, n, n1);
+                r[1] = rows_at(&G, W, LB_MIN(n + 16, n1 - 1) / G.R * G.R, n1);
+                for (int v = 0; v < 2; v++)
+                    for (int i = 0; i < 4; i++) r[v].g[i] += (size_t)b0 * G.xbs;
+                const int nv = n + 16 < n1 ? 2 : 1;
+                if (nv == 2) {
+                    switch (mr) {
+                    case 1: GEMV_CASE(2, 1); break;
+                    case 2: GEMV_CASE(2, 2); break;
+                    case 3: GEMV_CASE(2, 3); break;
+                    default: GEMV_CASE(2, 4); break;
+                    }
+                } else {
+                    switch (mr) {
+                    case 1: GEMV_CASE(1, 1); break;
+                    case 2: GEMV_CASE(1, 2); break;
+                    case 3: GEMV_CASE(1, 3); break;
+                    default: GEMV_CASE(1, 4); break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* ---- GEMM: decode 48 rows x GEMM_KC blocks once, then every row group ---- */
+
+enum { GEMM_KC = 16, GEMM_NV = 3 };
+
+typedef struct {
+    __m512i w[GEMM_KC][GEMM_NV][8]; /* [block][16-row third][kk] unsigned weights */
+    __m512 d[GEMM_KC][GEMM_NV];     /* their scales */
+} gemm_buf;
+
+/* A broadcast load the compiler may not merge with an identical one: each
+ * accumulator starts from its own load (a load-port uop) instead of a
+ * register copy (an ALU uop, where the VNNI run). */
+INLINE __m512i bcast_load(const int32_t *p) {
+    __m512i r;
+    __asm__("vpbroadcastd %1, %0" : "=v"(r) : "m"(*p));
+    return r;
+}
+
+/* Y rows [m0, m0 + 4) (one activation group) x 16*NV columns at n: += or =
+ * the kc blocks of buf. 4 rows x 3 vectors = 12 accumulator chains, enough
+ * to cover the VNNI latency at two per cycle. */
+INLINE void gemm_tile(int wt, int NV, const gemm_buf *buf, int64_t kc, const lb_block_q8_0x4v *ab, float *Y,
+                      size_t ldy, int n, int n1, int add) {
+    __m512 acc[GEMM_NV][4];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; v++)
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) acc[v][m] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < kc; b++) {
+        const lb_block_q8_0x4v *a = ab + b;
+        __m512i s[GEMM_NV][4];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) s[v][m] = bcast_load(wt == WQ4 ? &a->b8[m] : &a->b128[m]);
+#pragma GCC unroll 8
+        for (int kk = 0; kk < 8; kk++) {
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                int32_t a4;
+                memcpy(&a4, a->qs[m] + 4 * kk, 4);
+                const __m512i av = _mm512_set1_epi32(a4);
+#pragma GCC unroll 3
+                for (int v = 0; v < NV; v++) s[v][m] = _mm512_dpbusd_epi32(s[v][m], buf->w[b][v][kk], av);
+            }
+        }
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++)
+                acc[v][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[v][m]),
+                                            _mm512_mul_ps(buf->d[b][v], _mm512_set1_ps(a->d[m])), acc[v][m]);
+    }
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; v++) {
+        const __mmask16 k = row_mask(n + 16 * v, n1);
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) {
+            float *p = Y + (size_t)m * ldy + n + 16 * v;
+            __m512 o = acc[v][m];
+            if (add) o = _mm512_add_ps(o, _mm512_maskz_loadu_ps(k, p));
+            _mm512_mask_storeu_ps(p, k, o);
+        }
+    }
+}
+
+INLINE void gemm(int wt, int R, int C, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                 size_t a_row_size, int M, float *Y, size_t ldy) {
+    geom G;
+    geom_init(&G, R, C, wt == WQ8 ? 32 : 16, w_row_size);
+    __m512i idx[8];
+    for (int t = 0; t < G.ntgt; t++) idx[t] = _mm512_loadu_si512(G.idx[t]);
+    const int64_t nb = K / 32;
+    gemm_buf bufs __attribute__((aligned(64)));
+    gemm_buf *buf = &bufs;
+    for (int n = n0; n < n1; n += 16 * GEMM_NV) {
+        rows16 r[GEMM_NV];
+        int nv = 0;
+        for (; nv < GEMM_NV && n + 16 * nv < n1; nv++) r[nv] = rows_at(&G, W, n + 16 * nv, n1);
+        for (int64_t b0 = 0; b0 < nb; b0 += GEMM_KC) {
+            const int64_t kc = LB_MIN((int64_t)GEMM_KC, nb - b0);
+            for (int64_t b = 0; b < kc; b++)
+                for (int v = 0; v < nv; v++) {
+                    decode16(wt, 0, &G, idx, &r[v], b0 + b, buf->w[b][v]);
+                    buf->d[b][v] = scales16(&G, &r[v], b0 + b);
+                }
+            /* M is a multiple of 4: whole activation groups */
+            for (int m = 0; m < M; m += 4) {
+                const lb_block_q8_0x4v *ab = (const lb_block_q8_0x4v *)((const char *)A + (size_t)(m / 4) * a_row_size) + b0;
+                float *y = Y + (size_t)m * ldy;
+                if (nv == 3) gemm_tile(wt, 3, buf, kc, ab, y, ldy, n, n1, b0 > 0);
+                else if (nv == 2) gemm_tile(wt, 2, buf, kc, ab, y, ldy, n, n1, b0 > 0);
+                else gemm_tile(wt, 1, buf, kc, ab, y, ldy, n, n1, b0 > 0);
+            }
+        }
+    }
+}
+
+#define KERNELS(w, R, C, WT)                                                                                \
+    LB_AVX512 void lb_gemv_##w##x##R##_q8_0_##R##x##C##_avx512vnni(int64_t K, const void *W, size_t wrs,    \
+                                                                   int n0, int n1, const void *A,           \
+                                                                   size_t ars, int M, float *Y, size_t ldy) { \
+        gemv(WT, R, C, K, W, wrs, n0, n1, A, ars, M, Y, ldy);                                               \
+    }                                                                                                       \
+    LB_AVX512 void lb_gemm_##w##x##R##_q8_0x4_##R##x##C##_avx512vnni(int64_t K, const void *W, size_t wrs,  \
+                                                                     int n0, int n1, const void *A,         \
+                                                                     size_t ars, int M, float *Y,           \
+                                                                     size_t ldy) {                          \
+        gemm(WT, R, C, K, W, wrs, n0, n1, A, ars, M, Y, ldy);                                               \
+    }
+KERNELS(q4_0, 4, 4, WQ4)
+KERNELS(q4_0, 4, 8, WQ4)
+KERNELS(q4_0, 8, 8, WQ4)
+KERNELS(iq4_nl, 4, 4, WIQ4)
+KERNELS(iq4_nl, 4, 8, WIQ4)
+KERNELS(iq4_nl, 8, 8, WIQ4)
+KERNELS(q8_0, 4, 4, WQ8)
+KERNELS(q8_0, 4, 8, WQ8)
+KERNELS(q8_0, 8, 8, WQ8)
+#endif

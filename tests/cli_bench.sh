@@ -1,0 +1,42 @@
+# lowbit bench: the llama-bench style table (mean ± stddev per test), with a
+# synthetic model (no download: the README's first command) for each shape it
+# names, and with a model file.
+. "$(dirname "$0")/lib_cli.sh"
+
+# one row per test and thread count: "| model | size | params | isa | threads | ppN | mean ± sd |"
+rows_ok() { # log want_rows
+  local n
+  n=$(grep -cE '^\| .* \| [0-9]+ \| (pp|tg)[0-9]+ \| [0-9.]+ ± [0-9.]+ \|$' "$1")
+  [ "$n" -eq "$2" ]
+}
+
+out=$("$LOWBIT" bench --synthetic stories15m --type Q4_0 -p 16 -n 4 -r 2 -t 1,2 2>"$WORK/err.log")
+rc=$?
+echo "$out"
+printf '%s\n' "$out" > "$WORK/bench.log"
+[ $rc -eq 0 ] && rows_ok "$WORK/bench.log" 4 && head -n1 "$WORK/bench.log" | grep -q '^| model | size | params |' \
+  && ok "synthetic stories15m: header and 4 rows (pp16, tg4 at 1 and 2 threads)" \
+  || bad "synthetic stories15m (exit $rc): $(tail -n 2 "$WORK/err.log")"
+grep -q '| 1 | pp16 |' "$WORK/bench.log" && grep -q '| 2 | tg4 |' "$WORK/bench.log" \
+  && ok "thread list 1,2 honoured" || bad "thread list not honoured"
+
+for t in Q8_0 F16 Q4_K IQ4_NL; do
+  "$LOWBIT" bench --synthetic stories15m --type $t -p 8 -n 2 -r 1 -t 2 > "$WORK/$t.log" 2>&1 && rows_ok "$WORK/$t.log" 2 \
+    && ok "synthetic stories15m $t" || bad "synthetic stories15m $t: $(tail -n 2 "$WORK/$t.log")"
+done
+
+# every shape the help lists can be named (building the big ones takes minutes
+# and gigabytes, so only the names are checked against the help here)
+shapes=$("$LOWBIT" bench --help | sed -n 's/^synthetic shapes: //p')
+for s in stories15m tinyllama-1.1b llama-3.2-1b llama-2-7b; do
+  grep -qw -- "$s" <<<"$shapes" && ok "shape $s is offered" || bad "shape $s missing from --help ($shapes)"
+done
+[ "$("$LOWBIT" bench --help | grep -c -- '-t, --threads')" -eq 1 ] && ok "--help lists -t once" \
+  || bad "--help lists -t more than once"
+expect_fail "unknown type" "unknown type" "$LOWBIT" bench --synthetic stories15m --type Q9_9
+expect_fail "bad thread list" "bad thread list" "$LOWBIT" bench --synthetic stories15m -t 1,x
+
+need_shared models/stories260K-f32.gguf
+"$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 32 -n 8 -r 3 -t 2 > "$WORK/file.log" 2>&1 \
+  && rows_ok "$WORK/file.log" 2 && ok "model file: pp32 and tg8 rows" || bad "model file: $(tail -n 2 "$WORK/file.log")"
+finish
