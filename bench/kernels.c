@@ -18,17 +18,36 @@
  *  - ratio: each interleaved layout against the plain kernel of its base
  *    type (same shape, threads, run).
  *
- * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm]
+ * Also the 256-weight super-block formats Q2_K, CB2, CB3 (the built-in
+ * C = 8 books).
+ *
+ * --cpu: one thread only, every time (bandwidth included) taken as the
+ * thread's CPU time (CLOCK_THREAD_CPUTIME_ID): on a machine shared with
+ * other jobs wall time is meaningless, CPU time much less so (it still
+ * varies by 10-20 %, so compare types within one run).
+ *
+ * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm] [--cpu]
  *   default M = 256, 0.3 s per measurement, the six issue shapes, all types. */
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
+
+static int use_cpu_time; /* --cpu */
+static double now(void) {
+    if (!use_cpu_time) return lb_time_s();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint64_t next_rand(void) {
@@ -56,6 +75,7 @@ static void *alloc_huge(size_t n) {
 
 /* 512 bytes per iteration, 16 loads into 4 xor chains; pf: software
  * prefetch distance in bytes (0: none). */
+#if defined(__x86_64__)
 __attribute__((target("avx2"))) static uint64_t read_slice(const uint8_t *p, size_t n, size_t pf) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i + 512 <= n; i += 512) {
@@ -72,6 +92,17 @@ __attribute__((target("avx2"))) static uint64_t read_slice(const uint8_t *p, siz
     const __m256i x = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
     return (uint64_t)_mm256_extract_epi64(x, 0) ^ (uint64_t)_mm256_extract_epi64(x, 3);
 }
+#else
+/* portable: 8 independent 64-bit xor chains (the compiler vectorizes them) */
+static uint64_t read_slice(const uint8_t *p, size_t n, size_t pf) {
+    uint64_t a[8] = {0};
+    for (size_t i = 0; i + 512 <= n; i += 512) {
+        if (pf) __builtin_prefetch(p + i + pf);
+        for (int k = 0; k < 64; k++) a[k & 7] ^= ((const uint64_t *)(p + i))[k];
+    }
+    return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
+}
+#endif
 
 static volatile uint64_t sink;
 
@@ -81,14 +112,14 @@ static double read_bw(const uint8_t *buf, size_t n, int nth, int reps) {
     for (int r = 0; r < reps; r++) {
         const size_t pf = (size_t)(r % 3) * 1024; /* 0, 1024, 2048 bytes ahead */
         uint64_t acc = 0;
-        const double t0 = lb_time_s();
+        const double t0 = now();
 #pragma omp parallel num_threads(nth) reduction(^ : acc)
         {
             const int ith = omp_get_thread_num(), nt = omp_get_num_threads();
             const size_t per = n / (size_t)nt / 512 * 512;
             acc ^= read_slice(buf + per * (size_t)ith, per, pf);
         }
-        const double dt = lb_time_s() - t0;
+        const double dt = now() - t0;
         sink = acc;
         if (dt < best) best = dt;
     }
@@ -98,10 +129,10 @@ static double read_bw(const uint8_t *buf, size_t n, int nth, int reps) {
 static double triad_bw(float *a, const float *b, const float *c, size_t n, int nth, int reps) {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
-        const double t0 = lb_time_s();
+        const double t0 = now();
 #pragma omp parallel for num_threads(nth) schedule(static)
         for (size_t i = 0; i < n; i++) a[i] = b[i] + 3.0f * c[i];
-        const double dt = lb_time_s() - t0;
+        const double dt = now() - t0;
         if (dt < best) best = dt;
     }
     return 3.0 * sizeof(float) * (double)n / best / 1e9;
@@ -119,6 +150,7 @@ static const bench_type all_types[] = {
     {LB_TYPE_Q4_0_8X8, "Q4_0_8X8"}, {LB_TYPE_IQ4_NL, "IQ4_NL"},         {LB_TYPE_IQ4_NL_4X4, "IQ4_NL_4X4"},
     {LB_TYPE_IQ4_NL_4X8, "IQ4_NL_4X8"}, {LB_TYPE_IQ4_NL_8X8, "IQ4_NL_8X8"}, {LB_TYPE_Q8_0, "Q8_0"},
     {LB_TYPE_Q8_0_4X4, "Q8_0_4X4"}, {LB_TYPE_Q8_0_4X8, "Q8_0_4X8"},     {LB_TYPE_Q8_0_8X8, "Q8_0_8X8"},
+    {LB_TYPE_Q2_K, "Q2_K"},         {LB_TYPE_CB2, "CB2"},               {LB_TYPE_CB3, "CB3"},
 };
 enum { N_ALL = sizeof all_types / sizeof all_types[0] };
 
@@ -129,9 +161,12 @@ static void fill_plain(int base, uint8_t *w, size_t bytes) {
         const uint64_t r = next_rand();
         memcpy(w + i, &r, LB_MIN((size_t)8, bytes - i));
     }
+    /* where the fp16 scales are: first (Q4_0, IQ4_NL, Q8_0), last (CB), d and dmin last (Q2_K) */
+    const size_t doff = base == LB_TYPE_Q2_K ? bs - 4 : base == LB_TYPE_CB2 || base == LB_TYPE_CB3 ? bs - 2 : 0;
     for (size_t b = 0; b < bytes / bs; b++) {
         const lb_fp16 d = lb_f32_to_fp16(0.001f * (float)(1 + next_rand() % 16));
-        memcpy(w + b * bs, &d, 2);
+        memcpy(w + b * bs + doff, &d, 2);
+        if (base == LB_TYPE_Q2_K) memcpy(w + b * bs + doff + 2, &d, 2);
     }
 }
 
@@ -143,29 +178,29 @@ typedef struct {
 static double bench_gemv(lb_matrix *copies, int n_copies, const float *x, float *y, void *scratch, int nth,
                          double budget) {
     double best = 1e30;
-    const double start = lb_time_s();
+    const double start = now();
     int passes = 0;
     do {
-        const double t0 = lb_time_s();
+        const double t0 = now();
         for (int c = 0; c < n_copies; c++) lb_matmul(&copies[c], x, 1, y, (size_t)copies[c].N, scratch, nth);
-        const double dt = (lb_time_s() - t0) / n_copies;
+        const double dt = (now() - t0) / n_copies;
         if (dt < best) best = dt;
         passes++;
-    } while (passes < 3 || lb_time_s() - start < budget);
+    } while (passes < 3 || now() - start < budget);
     return (double)copies[0].row_size * (double)copies[0].N / best / 1e9;
 }
 
 static double bench_gemm(const lb_matrix *W, const float *x, int M, float *y, void *scratch, int nth, double budget) {
     double best = 1e30;
-    const double start = lb_time_s();
+    const double start = now();
     int reps = 0;
     do {
-        const double t0 = lb_time_s();
+        const double t0 = now();
         lb_matmul(W, x, M, y, (size_t)W->N, scratch, nth);
-        const double dt = lb_time_s() - t0;
+        const double dt = now() - t0;
         if (dt < best) best = dt;
         reps++;
-    } while (reps < 2 || lb_time_s() - start < budget);
+    } while (reps < 2 || now() - start < budget);
     return 2.0 * M * (double)W->N * (double)W->K / best / 1e9;
 }
 
@@ -180,6 +215,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "-m") && i + 1 < argc) M = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) budget = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-gemm")) do_gemm = 0;
+        else if (!strcmp(argv[i], "--cpu")) use_cpu_time = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             if (sscanf(argv[++i], "%dx%d", &shapes[0][0], &shapes[0][1]) != 2) return 2;
             n_shapes = 1;
@@ -193,7 +229,7 @@ int main(int argc, char **argv) {
                 use[t] = strstr(wrapped, key) != NULL;
             }
         } else {
-            fprintf(stderr, "usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types Q4_0,Q4_0_8X8,...] [--no-gemm]\n");
+            fprintf(stderr, "usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types Q4_0,Q4_0_8X8,...] [--no-gemm] [--cpu]\n");
             return 2;
         }
     }
@@ -208,7 +244,7 @@ int main(int argc, char **argv) {
         memset(buf, 1, BW_BYTES);
         const size_t n = BW_BYTES / 3 / sizeof(float) / 64 * 64;
         float *a = (float *)buf, *b = a + n, *c = b + n;
-        for (int t = 1; t <= 2; t++) {
+        for (int t = 1; t <= (use_cpu_time ? 1 : 2); t++) {
             rbw[t] = read_bw(buf, BW_BYTES, t, 12);
             tbw[t] = triad_bw(a, b, c, n, t, 5);
         }
@@ -216,14 +252,14 @@ int main(int argc, char **argv) {
     }
     printf("memory: read %.1f GB/s (1 thread), %.1f GB/s (2 threads); triad %.1f / %.1f GB/s\n\n", rbw[1], rbw[2],
            tbw[1], tbw[2]);
-    printf("| shape NxK | type | kernel | GEMV GB/s t1 | %%read | GEMV GB/s t2 | %%read | GEMM GOPS t1 | GEMM GOPS t2 | vs plain (GEMV t2, GEMM t2) |\n");
+    printf("| shape NxK | type | kernel | GEMV GB/s t1 | %%read | GEMV GB/s t2 | %%read | GEMM GOPS t1 | GEMM GOPS t2 | vs plain (GEMV, GEMM: t2; t1 with --cpu) |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|\n");
 
     for (int si = 0; si < n_shapes; si++) {
         const int N = shapes[si][0], K = shapes[si][1];
         float *x = malloc(sizeof(float) * (size_t)K * M), *y = malloc(sizeof(float) * (size_t)N * M);
         for (size_t i = 0; i < (size_t)K * M; i++) x[i] = (float)(next_rand() % 2001) / 1000.0f - 1.0f;
-        result plain_res[3];
+        result plain_res[N_ALL];
         memset(plain_res, 0, sizeof plain_res);
         for (int t = 0; t < N_ALL; t++) {
             if (!use[t]) continue;
@@ -236,23 +272,26 @@ int main(int argc, char **argv) {
             fill_plain(base, plain, bytes);
             for (int c = 0; c < n_copies; c++) {
                 uint8_t *d = alloc_huge(bytes);
-                if (type == base) memcpy(d, plain, bytes);
+                if (c) memcpy(d, copies[0].data, bytes);
+                else if (type == base) memcpy(d, plain, bytes);
                 else lb_repack_tensor(type, plain, d, K, N);
                 copies[c] = (lb_matrix){type, K, N, row_size, d};
             }
             void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&copies[0], M));
             result r;
             memset(&r, 0, sizeof r);
-            for (int nth = 1; nth <= 2; nth++) {
+            for (int nth = 1; nth <= (use_cpu_time ? 1 : 2); nth++) {
                 r.gemv_gbs[nth] = bench_gemv(copies, n_copies, x, y, scratch, nth, budget);
                 if (do_gemm) r.gemm_gops[nth] = bench_gemm(&copies[0], x, M, y, scratch, nth, budget);
             }
-            const int pi = base == LB_TYPE_Q4_0 ? 0 : base == LB_TYPE_IQ4_NL ? 1 : 2;
+            int pi = 0;
+            while (pi < N_ALL && all_types[pi].type != base) pi++;
             if (type == base) plain_res[pi] = r;
             char ratio[64] = "-";
-            if (type != base && plain_res[pi].gemv_gbs[2] > 0)
-                snprintf(ratio, sizeof ratio, "%.2fx, %.2fx", r.gemv_gbs[2] / plain_res[pi].gemv_gbs[2],
-                         do_gemm ? r.gemm_gops[2] / plain_res[pi].gemm_gops[2] : 0.0);
+            const int rt = use_cpu_time ? 1 : 2; /* the ratio's thread count */
+            if (type != base && plain_res[pi].gemv_gbs[rt] > 0)
+                snprintf(ratio, sizeof ratio, "%.2fx, %.2fx", r.gemv_gbs[rt] / plain_res[pi].gemv_gbs[rt],
+                         do_gemm ? r.gemm_gops[rt] / plain_res[pi].gemm_gops[rt] : 0.0);
             printf("| %dx%d | %s | %s | %.1f | %.0f%% | %.1f | %.0f%% | %.1f | %.1f | %s |\n", N, K, all_types[t].label,
                    lb_kernel_get(type)->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1], r.gemv_gbs[2],
                    100.0 * r.gemv_gbs[2] / rbw[2], r.gemm_gops[1], r.gemm_gops[2], ratio);

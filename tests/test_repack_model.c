@@ -4,8 +4,8 @@
  *  - `quantize ... Q4_0_8X8` (and IQ4_NL_4X4, Q8_0_4X8) writes the
  *    interleaved types, keeps token_embd plain, and loads with no repack;
  *  - a plain Q4_0 file repacked at load (auto, each layout, off) gives the
- *    same logits as the scalar plain reference (tolerance 1e-4 relative to
- *    the largest logit: float summation order only), and loading the
+ *    same logits as the scalar plain reference (within the noise of int8
+ *    activation rounding: see check_close), and loading the
  *    interleaved file gives bit-identical logits to repacking at load;
  *  - quantizing the interleaved file back to Q4_0 restores the Q4_0 file's
  *    tensor bytes (unpack is exact);
@@ -56,11 +56,24 @@ static double max_abs(const float *x, int n) {
     return m;
 }
 
+/* Kernels that sum in a different order differ by float rounding only, but
+ * every matmul requantizes its input to int8: a 1e-7 difference can flip
+ * one rounding, which moves the next layers' outputs by up to ~1% of the
+ * largest logit on this tiny model (dim 64). A wrong kernel (nibble order,
+ * scale, tail rows) changes the logits entirely. So: the RMS difference
+ * within 1% of the logits' RMS, no logit off by more than 3% of the largest. */
 static void check_close(const float *a, const float *b, int n, const char *what) {
-    const double tol = 1e-4 * max_abs(a, n);
+    const double tol = 3e-2 * max_abs(a, n);
+    double d2 = 0, a2 = 0;
     int bad = 0;
-    for (int i = 0; i < n; i++) bad += !(fabs((double)a[i] - b[i]) <= tol);
+    for (int i = 0; i < n; i++) {
+        const double d = (double)a[i] - b[i];
+        d2 += d * d;
+        a2 += (double)a[i] * a[i];
+        bad += !(fabs(d) <= tol);
+    }
     CHECK_MSG(!bad, "%s: %d of %d logits differ by more than %g", what, bad, n, tol);
+    CHECK_MSG(d2 <= 1e-4 * a2, "%s: RMS difference %.3g of the logits' RMS", what, sqrt(d2 / (a2 + 1e-30)));
 }
 
 static int count_type(const lb_model *m, int type) {

@@ -9,11 +9,18 @@
  * attention and FFN outputs before each residual add, GELU(tanh) instead of
  * SiLU, and sliding-window layers with their own RoPE table (base 10000).
  * Prefill (n > 1) and decode (n = 1) take the same path: lb_matmul turns into
- * a matrix-matrix product for a batch and a matrix-vector product for one token. */
+ * a matrix-matrix product for a batch and a matrix-vector product for one token.
+ *
+ * Between the matmuls, row-wise steps are fused into one pass per stage (bias,
+ * q/k norms, RoPE and the cache write; a residual add and the next norm), run
+ * with the SIMD ops of kernels/vecops.h, and spread over threads only when a
+ * batch is big enough to pay for waking them. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 
+#include "kernels/attention.h"
+#include "kernels/vecops.h"
 #include "model/model.h"
 
 lb_context_params lb_context_default_params(void) {
@@ -26,7 +33,8 @@ static int default_threads(void) { return omp_get_num_procs(); }
 void lb_context_free(lb_context *c) {
     if (!c) return;
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xn, c->q, c->k, c->v, c->att_out, c->ff_gate,
-                    c->ff_up, c->logits_tmp, c->att_scores, c->act_scratch, c->inv_freq, c->inv_freq_local};
+                    c->ff_up, c->logits_tmp, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
+                    c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) lb_free_aligned(bufs[i]);
     free(c);
 }
@@ -60,9 +68,11 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->n_threads = p.n_threads > 0 ? p.n_threads : (m->n_threads > 0 ? m->n_threads : default_threads());
     const size_t B = (size_t)c->n_batch, d = (size_t)hp->n_embd;
     const size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
-    const size_t cache = (size_t)hp->n_layer * (size_t)c->n_ctx * kvd;
-    c->k_cache = alloc_f(cache);
-    c->v_cache = alloc_f(cache);
+    c->n_ctx_pad = lb_attn_ctx_pad(c->n_ctx);
+    c->k_layer = (size_t)hp->n_head_kv * c->n_ctx_pad * hp->head_dim;
+    c->v_layer = (size_t)hp->n_head_kv * c->n_ctx_pad * lb_attn_hd_pad(hp->head_dim);
+    c->k_cache = alloc_f((size_t)hp->n_layer * c->k_layer);
+    c->v_cache = alloc_f((size_t)hp->n_layer * c->v_layer);
     c->x = alloc_f(B * d);
     c->xn = alloc_f(B * LB_MAX(d, (size_t)hp->n_ff));
     c->q = alloc_f(B * qd);
@@ -72,7 +82,11 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->ff_gate = alloc_f(B * hp->n_ff);
     c->ff_up = alloc_f(B * hp->n_ff);
     c->logits_tmp = alloc_f((size_t)hp->n_vocab);
-    c->att_scores = alloc_f((size_t)c->n_threads * c->n_ctx);
+    c->att_scratch = alloc_f((size_t)c->n_threads * lb_attn_scratch_floats(hp->head_dim, hp->n_head / hp->n_head_kv));
+    c->rope_cs = alloc_f(B * hp->rope_dim + 1);
+    c->rope_sn = alloc_f(B * hp->rope_dim + 1);
+    c->rope_cs_local = alloc_f(B * hp->rope_dim + 1);
+    c->rope_sn_local = alloc_f(B * hp->rope_dim + 1);
     c->inv_freq = alloc_f((size_t)hp->rope_dim / 2 + 1);
     c->inv_freq_local = alloc_f((size_t)hp->rope_dim / 2 + 1);
     /* the largest activation scratch any matmul of the model needs */
@@ -87,11 +101,12 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->act_scratch_size = act;
     c->act_scratch = lb_malloc_aligned(act);
     if (!c->k_cache || !c->v_cache || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
-        !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scores || !c->act_scratch ||
-        !c->inv_freq || !c->inv_freq_local) {
+        !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
+        !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local) {
+        const double mib = (double)hp->n_layer * (c->k_layer + c->v_layer) * 4 / 1048576.0;
         lb_context_free(c);
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
-                       p.n_ctx > 0 ? p.n_ctx : hp->n_ctx_train, 2.0 * cache * 4 / 1048576.0);
+                       p.n_ctx > 0 ? p.n_ctx : hp->n_ctx_train, mib);
     }
     rope_inv_freq(m, hp->rope_freq_base, hp->rope_freq_scale, c->inv_freq);
     /* Gemma 3's sliding-window layers: their own base and no scaling (llama.cpp
@@ -106,85 +121,102 @@ int lb_context_n_ctx(const lb_context *c) { return c->n_ctx; }
 int lb_context_threads(const lb_context *c) { return c->n_threads; }
 void lb_context_reset(lb_context *c) { (void)c; /* positions drive the cache: nothing to clear */ }
 
-/* y = x / rms(x) * w, per row */
-static void rmsnorm_rows(float *y, const float *x, const float *w, int n, int d, float eps, int nth) {
-    if ((int64_t)n * d < 65536) nth = 1;
-#pragma omp parallel for num_threads(nth)
-    for (int i = 0; i < n; i++) {
-        const float *xi = x + (size_t)i * d;
-        float *yi = y + (size_t)i * d;
-        float ss = 0.0f;
-        for (int j = 0; j < d; j++) ss += xi[j] * xi[j];
-        const float scale = 1.0f / sqrtf(ss / (float)d + eps);
-        for (int j = 0; j < d; j++) yi[j] = w[j] * (scale * xi[j]);
-    }
-}
+/* Threads for a row-wise stage of `work` floats: waking them costs a few
+ * microseconds, more than a decode step's rows take on one core. */
+static int stage_threads(const lb_context *c, int64_t work) { return work < 65536 ? 1 : c->n_threads; }
 
-static void add_bias(float *y, const float *b, int n, int d) {
-    if (!b) return;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < d; j++) y[(size_t)i * d + j] += b[j];
-}
+/* Runs the statement (the variadic part) for i in [0, n) on nth threads (the
+ * variable named nth); no OpenMP region for one thread. */
+#define FOR_ROWS(nth, n, i, ...)                         \
+    do {                                                 \
+        if ((nth) > 1) {                                 \
+            _Pragma("omp parallel for num_threads(nth)") \
+            for (int i = 0; i < (n); i++) __VA_ARGS__    \
+        } else {                                         \
+            for (int i = 0; i < (n); i++) __VA_ARGS__    \
+        }                                                \
+    } while (0)
 
-/* Rotates each head of each row: interleaved pairs (2i, 2i+1) for llama,
- * halves (i, i + rope_dim/2) for NeoX-style models. */
-static void rope_rows(float *x, int n, int n_heads, const lb_hparams *hp, int pos0, const float *inv_freq) {
-    const int hd = hp->head_dim, half = hp->rope_dim / 2;
-    for (int t = 0; t < n; t++) {
-        const float p = (float)(pos0 + t);
-        for (int i = 0; i < half; i++) {
-            const float val = p * inv_freq[i];
-            const float c = cosf(val), s = sinf(val);
-            for (int h = 0; h < n_heads; h++) {
-                float *v = x + ((size_t)t * n_heads + h) * hd;
-                const int a = hp->rope_neox ? i : 2 * i, b = hp->rope_neox ? i + half : 2 * i + 1;
-                const float v0 = v[a], v1 = v[b];
-                v[a] = v0 * c - v1 * s;
-                v[b] = v0 * s + v1 * c;
-            }
+/* Per row: y = norm(x) * w, after (when a is given) a = post_norm(a) * post
+ * (Gemma 3) and x += a. w NULL: the add only. */
+static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, float *a, const float *post, float *y,
+                          const float *w, int n, int d) {
+    const float eps = c->model->hp.norm_eps;
+    const int nth = stage_threads(c, (int64_t)n * d);
+    FOR_ROWS(nth, n, i, {
+        float *xi = x + (size_t)i * d;
+        if (a) {
+            float *ai = a + (size_t)i * d;
+            if (post) vo->rmsnorm(ai, ai, post, d, eps);
+            vo->add(xi, ai, d);
         }
-    }
+        if (w) vo->rmsnorm(y + (size_t)i * d, xi, w, d, eps);
+    });
+}
+
+/* RoPE tables of the batch's positions (shared by every head and layer). */
+static void rope_tables(lb_context *c, int n, int pos0) {
+    const lb_hparams *hp = &c->model->hp;
+    const int rd = hp->rope_dim, local = hp->arch == LB_ARCH_GEMMA3;
+    const int nth = stage_threads(c, (int64_t)n * rd * 16); /* cosf + sinf: ~16 adds' worth each */
+    FOR_ROWS(nth, n, t, {
+        const size_t o = (size_t)t * rd;
+        lb_rope_table(c->rope_cs + o, c->rope_sn + o, (float)(pos0 + t), c->inv_freq, rd, hp->rope_neox);
+        if (local)
+            lb_rope_table(c->rope_cs_local + o, c->rope_sn_local + o, (float)(pos0 + t), c->inv_freq_local, rd,
+                          hp->rope_neox);
+    });
+}
+
+/* Per token, after the q, k, v matmuls: biases, Gemma 3's per-head norms,
+ * RoPE, and k, v into the cache. */
+static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n, int pos0) {
+    const lb_model *m = c->model;
+    const lb_hparams *hp = &m->hp;
+    const lb_layer *l = &m->layers[il];
+    const int hd = hp->head_dim, nh = hp->n_head, nkv = hp->n_head_kv, qd = nh * hd, kvd = nkv * hd;
+    const float eps = hp->norm_eps;
+    const float *cs = l->is_local && hp->arch == LB_ARCH_GEMMA3 ? c->rope_cs_local : c->rope_cs;
+    const float *sn = l->is_local && hp->arch == LB_ARCH_GEMMA3 ? c->rope_sn_local : c->rope_sn;
+    float *kc = c->k_cache + (size_t)il * c->k_layer, *vc = c->v_cache + (size_t)il * c->v_layer;
+    const int nth = stage_threads(c, (int64_t)n * (qd + 2 * kvd));
+    FOR_ROWS(nth, n, t, {
+        float *q = c->q + (size_t)t * qd, *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
+        const float *cst = cs + (size_t)t * hp->rope_dim, *snt = sn + (size_t)t * hp->rope_dim;
+        if (l->bq) vo->add(q, l->bq, qd);
+        if (l->bk) vo->add(k, l->bk, kvd);
+        if (l->bv) vo->add(v, l->bv, kvd);
+        for (int h = 0; h < nh; h++) {
+            if (l->q_norm) vo->rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, l->q_norm, hd, eps);
+            vo->rope(q + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
+        }
+        for (int h = 0; h < nkv; h++) {
+            if (l->k_norm) vo->rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, l->k_norm, hd, eps);
+            vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
+        }
+        lb_attn_store_kv(kc, vc, c->n_ctx_pad, nkv, hd, k, kvd, v, kvd, 1, pos0 + t);
+    });
 }
 
 static void attention(lb_context *c, int il, int n, int pos0) {
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
-    const int hd = hp->head_dim, nh = hp->n_head, group = hp->n_head / hp->n_head_kv;
-    const size_t kvd = (size_t)hp->n_head_kv * hd;
-    const float *kc = c->k_cache + (size_t)il * c->n_ctx * kvd;
-    const float *vc = c->v_cache + (size_t)il * c->n_ctx * kvd;
-    const int window = m->layers[il].is_local ? hp->sliding_window : 0;
-    const int nth = (int64_t)n * nh * (pos0 + n) * hd < 65536 ? 1 : c->n_threads;
-#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
-    for (int job = 0; job < n * nh; job++) {
-        const int t = job / nh, h = job % nh, kvh = h / group;
-        const int pos = pos0 + t;
-        const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
-        float *sc = c->att_scores + (size_t)omp_get_thread_num() * c->n_ctx;
-        const float *q = c->q + ((size_t)t * nh + h) * hd;
-        float maxv = -INFINITY;
-        for (int p = first; p <= pos; p++) {
-            const float *k = kc + (size_t)p * kvd + (size_t)kvh * hd;
-            float s = 0.0f;
-            for (int i = 0; i < hd; i++) s += q[i] * k[i];
-            s *= hp->query_scale;
-            sc[p] = s;
-            if (s > maxv) maxv = s;
-        }
-        float sum = 0.0f;
-        for (int p = first; p <= pos; p++) {
-            sc[p] = expf(sc[p] - maxv);
-            sum += sc[p];
-        }
-        float *o = c->att_out + ((size_t)t * nh + h) * hd;
-        for (int i = 0; i < hd; i++) o[i] = 0.0f;
-        const float inv = 1.0f / sum;
-        for (int p = first; p <= pos; p++) {
-            const float *v = vc + (size_t)p * kvd + (size_t)kvh * hd;
-            const float a = sc[p] * inv;
-            for (int i = 0; i < hd; i++) o[i] += a * v[i];
-        }
-    }
+    const int qd = hp->n_head * hp->head_dim;
+    lb_attn_args a = {0};
+    a.q = c->q;
+    a.out = c->att_out;
+    a.k = c->k_cache + (size_t)il * c->k_layer;
+    a.v = c->v_cache + (size_t)il * c->v_layer;
+    a.q_stride = a.o_stride = (size_t)qd;
+    a.n_ctx = c->n_ctx_pad;
+    a.n = n;
+    a.pos0 = pos0;
+    a.n_head = hp->n_head;
+    a.n_head_kv = hp->n_head_kv;
+    a.head_dim = hp->head_dim;
+    a.window = m->layers[il].is_local ? hp->sliding_window : 0;
+    a.scale = hp->query_scale;
+    lb_attention(&a, c->att_scratch, c->n_threads);
 }
 
 static void matmul(lb_context *c, const lb_matrix *w, const float *x, int n, float *y) {
@@ -192,17 +224,12 @@ static void matmul(lb_context *c, const lb_matrix *w, const float *x, int n, flo
     lb_matmul(w, x, n, y, (size_t)w->N, c->act_scratch, c->n_threads);
 }
 
-static float gelu_tanh(float x) {
-    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-}
-
 /* One batch of n <= n_batch tokens at positions pos0..pos0+n-1. */
 static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0, float *logits, int all_logits) {
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
-    const int d = hp->n_embd, ff = hp->n_ff, hd = hp->head_dim;
-    const int qd = hp->n_head * hd, kvd = hp->n_head_kv * hd;
-    const int nth = c->n_threads;
+    const lb_vecops *vo = lb_vecops_get();
+    const int d = hp->n_embd, ff = hp->n_ff;
 
     const lb_type_traits *et = lb_traits(m->tok_embd.type);
     for (int t = 0; t < n; t++) {
@@ -213,52 +240,43 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0,
             for (int j = 0; j < d; j++) x[j] *= s;
         }
     }
+    rope_tables(c, n, pos0);
+    residual_rows(c, vo, c->x, NULL, NULL, c->xn, m->layers[0].attn_norm, n, d);
 
     for (int il = 0; il < hp->n_layer; il++) {
         const lb_layer *l = &m->layers[il];
-        /* attention */
-        rmsnorm_rows(c->xn, c->x, l->attn_norm, n, d, hp->norm_eps, nth);
+        /* attention; xn = attn_norm(x) */
         matmul(c, &l->wq, c->xn, n, c->q);
         matmul(c, &l->wk, c->xn, n, c->k);
         matmul(c, &l->wv, c->xn, n, c->v);
-        add_bias(c->q, l->bq, n, qd);
-        add_bias(c->k, l->bk, n, kvd);
-        add_bias(c->v, l->bv, n, kvd);
-        if (l->q_norm) rmsnorm_rows(c->q, c->q, l->q_norm, n * hp->n_head, hd, hp->norm_eps, nth);
-        if (l->k_norm) rmsnorm_rows(c->k, c->k, l->k_norm, n * hp->n_head_kv, hd, hp->norm_eps, nth);
-        const float *inv_freq = l->is_local ? c->inv_freq_local : c->inv_freq;
-        rope_rows(c->q, n, hp->n_head, hp, pos0, inv_freq);
-        rope_rows(c->k, n, hp->n_head_kv, hp, pos0, inv_freq);
-        float *kc = c->k_cache + ((size_t)il * c->n_ctx + pos0) * kvd;
-        float *vc = c->v_cache + ((size_t)il * c->n_ctx + pos0) * kvd;
-        memcpy(kc, c->k, (size_t)n * kvd * sizeof(float));
-        memcpy(vc, c->v, (size_t)n * kvd * sizeof(float));
+        qkv_rows(c, vo, il, n, pos0);
         attention(c, il, n, pos0);
         matmul(c, &l->wo, c->att_out, n, c->xn);
-        if (l->attn_post_norm) rmsnorm_rows(c->xn, c->xn, l->attn_post_norm, n, d, hp->norm_eps, nth);
-        for (size_t i = 0; i < (size_t)n * d; i++) c->x[i] += c->xn[i];
+        residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
 
         /* feed-forward */
-        rmsnorm_rows(c->xn, c->x, l->ffn_norm, n, d, hp->norm_eps, nth);
         matmul(c, &l->w_gate, c->xn, n, c->ff_gate);
         matmul(c, &l->w_up, c->xn, n, c->ff_up);
-        const size_t nf = (size_t)n * ff;
-        if (hp->arch == LB_ARCH_GEMMA3) {
-            for (size_t i = 0; i < nf; i++) c->ff_gate[i] = gelu_tanh(c->ff_gate[i]) * c->ff_up[i];
-        } else {
-            for (size_t i = 0; i < nf; i++) {
-                const float g = c->ff_gate[i];
-                c->ff_gate[i] = g / (1.0f + expf(-g)) * c->ff_up[i];
-            }
+        {
+            const int nth = stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
+            const int gelu = hp->arch == LB_ARCH_GEMMA3;
+            FOR_ROWS(nth, n, t, {
+                float *gt = c->ff_gate + (size_t)t * ff;
+                const float *ut = c->ff_up + (size_t)t * ff;
+                if (gelu) vo->gelu_mul(gt, ut, ff);
+                else vo->silu_mul(gt, ut, ff);
+            });
         }
         matmul(c, &l->w_down, c->ff_gate, n, c->xn);
-        if (l->ffn_post_norm) rmsnorm_rows(c->xn, c->xn, l->ffn_post_norm, n, d, hp->norm_eps, nth);
-        for (size_t i = 0; i < (size_t)n * d; i++) c->x[i] += c->xn[i];
+        /* the next layer's norm rides along; after the last, only the rows
+         * that give logits are normalized, below */
+        const float *next = il + 1 < hp->n_layer ? m->layers[il + 1].attn_norm : NULL;
+        residual_rows(c, vo, c->x, c->xn, l->ffn_post_norm, c->xn, next, n, d);
     }
 
     if (!logits) return;
     const int first = all_logits ? 0 : n - 1, rows = all_logits ? n : 1;
-    rmsnorm_rows(c->xn, c->x + (size_t)first * d, m->output_norm, rows, d, hp->norm_eps, nth);
+    residual_rows(c, vo, c->x + (size_t)first * d, NULL, NULL, c->xn, m->output_norm, rows, d);
     matmul(c, &m->output, c->xn, rows, logits);
     if (hp->final_logit_softcap > 0.0f) {
         const float cap = hp->final_logit_softcap;

@@ -61,13 +61,18 @@ struct lb_model {
 struct lb_context {
     lb_model *model;
     int n_ctx, n_batch, n_threads;
-    float *k_cache, *v_cache;    /* [n_layer][n_ctx][n_head_kv * head_dim] */
+    int n_ctx_pad;               /* n_ctx rounded up for the K cache layout */
+    float *k_cache, *v_cache;    /* per layer, in kernels/attention.h's layout for n_ctx_pad positions */
+    size_t k_layer, v_layer;     /* floats per layer */
     /* activations for up to n_batch tokens */
     float *x, *xn, *q, *k, *v, *att_out, *ff_gate, *ff_up, *logits_tmp;
-    float *att_scores;           /* per thread: n_ctx */
+    float *att_scratch;          /* per thread: lb_attn_scratch_floats */
     void *act_scratch;           /* quantized activations for lb_matmul */
     size_t act_scratch_size;
     float *inv_freq, *inv_freq_local; /* rope: rope_dim/2 entries */
+    /* rope: per batch token, rope_dim cos and rope_dim sin (kernels/vecops.h
+     * lb_rope_table), for the global and (Gemma 3) the sliding-window layers */
+    float *rope_cs, *rope_sn, *rope_cs_local, *rope_sn_local;
     /* Optional observer of every matrix multiply's input (lowbit imatrix):
      * called with the weight and its n x K activations before the multiply. */
     void (*on_matmul)(void *user, const lb_matrix *w, const float *x, int n);

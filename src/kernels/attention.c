@@ -1,0 +1,133 @@
+/* Attention driver (work units over threads), the KV cache writer and the
+ * portable kernel (Arm and LOWBIT_ISA=scalar; the x86 kernels are in
+ * kernels/attention_x86.c). See kernels/attention.h for the method. */
+#include "kernels/attention.h"
+
+#include <omp.h>
+
+#include "core/common.h"
+#include "kernels/attention_impl.h"
+#include "kernels/attention_x86.h"
+
+int lb_attn_ctx_pad(int n_ctx) { return (n_ctx + LB_ATTN_KB - 1) / LB_ATTN_KB * LB_ATTN_KB; }
+int lb_attn_hd_pad(int head_dim) { return (head_dim + LB_ATTN_VPAD - 1) / LB_ATTN_VPAD * LB_ATTN_VPAD; }
+
+static int unit_rows(int group) { return LB_MAX(LB_ATTN_ROWS / group, 1) * group; }
+
+size_t lb_attn_scratch_floats(int head_dim, int group) {
+    const size_t M = (size_t)unit_rows(group);
+    return lb_attn_round16(M * head_dim) + M * lb_attn_hd_pad(head_dim) + M * LB_ATTN_KB + lb_attn_round16(M) + M * 16;
+}
+
+void lb_attn_store_kv(float *kc, float *vc, int n_ctx, int n_head_kv, int head_dim, const float *k, size_t k_stride,
+                      const float *v, size_t v_stride, int n, int pos0) {
+    const int hd = head_dim, hdp = lb_attn_hd_pad(hd), nblk = n_ctx / LB_ATTN_KB;
+    for (int t = 0; t < n; t++) {
+        const int p = pos0 + t;
+        for (int h = 0; h < n_head_kv; h++) {
+            const float *ks = k + (size_t)t * k_stride + (size_t)h * hd;
+            float *kd = kc + ((size_t)h * nblk + p / LB_ATTN_KB) * hd * LB_ATTN_KB + p % LB_ATTN_KB;
+            for (int d = 0; d < hd; d++) kd[(size_t)d * LB_ATTN_KB] = ks[d];
+            float *vd = vc + ((size_t)h * n_ctx + p) * hdp;
+            memcpy(vd, v + (size_t)t * v_stride + (size_t)h * hd, (size_t)hd * sizeof(float));
+            for (int d = hd; d < hdp; d++) vd[d] = 0.0f;
+        }
+    }
+}
+
+/* The portable kernel, which fixes the results (the SIMD kernels repeat its
+ * operations in the same order, so every level gives the same bits): per
+ * block of KB keys and query row, S = q K^T * scale, each dot product one
+ * fmaf chain over head_dim; keys the row may not see are -inf; when a score
+ * exceeds the running max m by LB_ATTN_SLACK, m becomes the block's max and
+ * O and the sums are scaled by expf(old m - new m); P = exp(S - m)
+ * (kernels/vmath.h), summed into 16 lanes; O += P V as fmaf chains over the
+ * keys in order.
+ * The inner loops have constant trip counts and local or restrict-qualified
+ * operands, so compilers vectorize them at -O2 (NEON on Arm). */
+static void qk_row(const float *q, const float *kt, int hd, float *restrict s) {
+    float acc[LB_ATTN_KB] = {0};
+    for (int d = 0; d < hd; d++) {
+        const float qd = q[d], *kr = kt + (size_t)d * LB_ATTN_KB;
+        for (int j = 0; j < LB_ATTN_KB; j++) acc[j] = fmaf(qd, kr[j], acc[j]);
+    }
+    memcpy(s, acc, sizeof acc);
+}
+
+static void pv_row(float *restrict o, const float *restrict p, const float *restrict v, int nj, int hdp) {
+    for (int j = 0; j < nj; j++) {
+        const float pj = p[j], *vr = v + (size_t)j * hdp;
+        for (int d = 0; d < hdp; d += LB_ATTN_VPAD)
+            for (int i = 0; i < LB_ATTN_VPAD; i++) o[d + i] = fmaf(pj, vr[d + i], o[d + i]);
+    }
+}
+
+static void block_scalar(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch) {
+    const int g = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = lb_attn_hd_pad(hd), M = (t1 - t0) * g;
+    const int KB = LB_ATTN_KB;
+    lb_attn_scr s = lb_attn_scr_of(scratch, M, hd, hdp);
+    lb_attn_begin(a, kvh, t0, t1, hdp, &s);
+    int kbeg, kend;
+    lb_attn_unit_keys(a, t0, t1, &kbeg, &kend);
+    const float *kbase = a->k + (size_t)kvh * (a->n_ctx / KB) * hd * KB;
+    const float *vbase = a->v + (size_t)kvh * a->n_ctx * hdp;
+    for (int kb0 = kbeg / KB * KB; kb0 < kend; kb0 += KB) {
+        const float *kt = kbase + (size_t)(kb0 / KB) * hd * KB;
+        const int jlo = LB_MAX(kbeg - kb0, 0), jhi = LB_MIN(kend - kb0, KB);
+        for (int r = 0; r < M; r++) {
+            float *sr = s.s + (size_t)r * KB, *lv = s.lv + (size_t)r * 16;
+            int lo, hi;
+            lb_attn_row_keys(a, t0 + r / g, kb0, &lo, &hi);
+            if (hi <= lo) continue; /* P = 0: O unchanged */
+            qk_row(s.qs + (size_t)r * hd, kt, hd, sr);
+            float mx = -INFINITY;
+            for (int j = 0; j < KB; j++) {
+                sr[j] = j >= lo && j < hi ? sr[j] * a->scale : -INFINITY;
+                mx = sr[j] > mx ? sr[j] : mx;
+            }
+            float mr = s.m[r];
+            if (mx > mr + LB_ATTN_SLACK) {
+                if (mr > -INFINITY) {
+                    const float alpha = expf(mr - mx);
+                    float *o = s.o + (size_t)r * hdp;
+                    for (int d = 0; d < hdp; d++) o[d] *= alpha;
+                    for (int i = 0; i < 16; i++) lv[i] *= alpha;
+                }
+                s.m[r] = mr = mx;
+            }
+            for (int j = 0; j < KB; j++) sr[j] = lb_exp_canon(sr[j] - mr);
+            for (int i = 0; i < 16; i++) lv[i] = (lv[i] + sr[i]) + sr[i + 16];
+            pv_row(s.o + (size_t)r * hdp, sr + jlo, vbase + (size_t)(kb0 + jlo) * hdp, jhi - jlo, hdp);
+        }
+    }
+    lb_attn_end(a, kvh, t0, t1, hdp, &s);
+}
+
+lb_attn_block_fn lb_attn_block_get_at(lb_isa level) {
+#if LB_HAVE_X86_KERNELS
+    if (lb_isa_is_x86(level) && level >= LB_ISA_AVX512) return lb_attn_block_avx512; /* and AMX */
+    if (lb_isa_is_x86(level)) return lb_attn_block_avx2;
+#endif
+    (void)level;
+    return block_scalar;
+}
+
+void lb_attention(const lb_attn_args *a, float *scratch, int n_threads) {
+    const lb_attn_block_fn fn = lb_attn_block_get_at(lb_cpu_level());
+    const int g = a->n_head / a->n_head_kv, nkv = a->n_head_kv;
+    /* tokens per unit: LB_ATTN_ROWS rows, fewer while that leaves threads idle */
+    int T = unit_rows(g) / g;
+    while (T > 1 && (int64_t)((a->n + T - 1) / T) * nkv < 4 * n_threads) T = (T + 1) / 2;
+    const int nb = (a->n + T - 1) / T, units = nb * nkv;
+    /* multiply-adds, roughly: below ~256k (a few microseconds) waking threads costs more */
+    const int64_t keys = a->window > 0 ? LB_MIN(a->pos0 + a->n, a->window) : a->pos0 + a->n;
+    int nth = (int64_t)a->n * a->n_head * keys * a->head_dim < (1 << 18) ? 1 : LB_MIN(n_threads, units);
+    if (nth < 1) nth = 1;
+    const size_t per = lb_attn_scratch_floats(a->head_dim, g);
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
+    for (int u = 0; u < units; u++) {
+        /* the last token blocks see the most keys: they go first */
+        const int tb = nb - 1 - u / nkv, kvh = u % nkv;
+        fn(a, kvh, tb * T, LB_MIN(a->n, tb * T + T), scratch + (size_t)omp_get_thread_num() * per);
+    }
+}

@@ -1,0 +1,59 @@
+/* Causal self-attention over the KV cache, with grouped-query heads and an
+ * optional sliding window.
+ *
+ * Cache layout (one layer): K is stored transposed in blocks of
+ * LB_ATTN_KB positions, [n_head_kv][n_ctx / KB][head_dim][KB], so a block
+ * product Q x K^T reads contiguous rows of KB keys (vector loads, no
+ * horizontal sums, no transposing per query); V is [n_head_kv][n_ctx][hd_pad],
+ * rows zero-padded to a multiple of 32 floats so P x V needs no tail code.
+ *
+ * Work unit: one KV head and a block of query tokens; its rows are all the
+ * query heads of the group for those tokens, so every K and V row loaded is
+ * reused by (tokens x group) queries. Per block of KB keys: S = Q K^T, an
+ * online softmax (running max and sum per row; the output is rescaled only
+ * when a score passes the max by a slack), O += P V; the output is O / sum
+ * at the end. Every ISA level computes the same bits (kernels/attention.c). */
+#ifndef LB_ATTENTION_H
+#define LB_ATTENTION_H
+
+#include <stddef.h>
+
+#include "kernels/cpu.h"
+
+#define LB_ATTN_KB 32 /* positions per transposed K block */
+#define LB_ATTN_VPAD 32 /* V row padding */
+
+typedef struct {
+    const float *q;     /* token t, head h: q + t * q_stride + h * head_dim */
+    float *out;         /* token t, head h: out + t * o_stride + h * head_dim */
+    const float *k, *v; /* this layer's cache, layout above */
+    size_t q_stride, o_stride;
+    int n_ctx;          /* cache capacity in positions, a multiple of LB_ATTN_KB */
+    int n, pos0;        /* query token t is at position pos0 + t and sees keys up to it */
+    int n_head, n_head_kv, head_dim;
+    int window;         /* > 0: position p sees only keys p - window + 1 .. p */
+    float scale;        /* applied to q . k */
+} lb_attn_args;
+
+/* n_ctx rounded up for the K layout; head_dim rounded up for V rows. */
+int lb_attn_ctx_pad(int n_ctx);
+int lb_attn_hd_pad(int head_dim);
+
+/* Floats of scratch one thread needs (64-byte aligned per thread). */
+size_t lb_attn_scratch_floats(int head_dim, int group);
+
+/* Writes n tokens' keys and values (rows of n_head_kv * head_dim floats, row
+ * strides k_stride, v_stride) at positions pos0.. into the cache of a layer. */
+void lb_attn_store_kv(float *kc, float *vc, int n_ctx, int n_head_kv, int head_dim, const float *k, size_t k_stride,
+                      const float *v, size_t v_stride, int n, int pos0);
+
+/* Runs the attention of a->n tokens on up to n_threads threads (one OpenMP
+ * region), with the kernel of the ISA level in force. scratch holds
+ * n_threads * lb_attn_scratch_floats() floats. */
+void lb_attention(const lb_attn_args *a, float *scratch, int n_threads);
+
+/* One work unit: KV head kvh, query tokens [t0, t1). */
+typedef void (*lb_attn_block_fn)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch);
+lb_attn_block_fn lb_attn_block_get_at(lb_isa level);
+
+#endif

@@ -1,0 +1,157 @@
+/* One attention work unit for a vector width W (included by
+ * kernels/attention_x86.c once per ISA, with the macros it defines): the
+ * portable kernel's operations (kernels/attention.c) in the same order.
+ * Tiles: NR rows x 2 vectors, for both S = Q K^T (2W keys) and O += P V (2W
+ * values of head_dim), so each loaded K or V vector feeds NR FMAs and the
+ * NR x 2 accumulators stay in registers. */
+
+/* S[r][0..2W) = sum_d qs[r][d] * kt[d][0..2W) for r < nr */
+ATTR_INLINE void SFX(qk_tile)(const float *qs, int hd, const float *kt, float *s, const int nr) {
+    VT acc[NR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) acc[r][0] = acc[r][1] = VZERO();
+    for (int d = 0; d < hd; d++) {
+        const VT k0 = VLOAD(kt + (size_t)d * LB_ATTN_KB), k1 = VLOAD(kt + (size_t)d * LB_ATTN_KB + W);
+#pragma GCC unroll 8
+        for (int r = 0; r < nr; r++) {
+            const VT b = VSET1(qs[(size_t)r * hd + d]);
+            acc[r][0] = VFMA(b, k0, acc[r][0]);
+            acc[r][1] = VFMA(b, k1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        VSTORE(s + (size_t)r * LB_ATTN_KB, acc[r][0]);
+        VSTORE(s + (size_t)r * LB_ATTN_KB + W, acc[r][1]);
+    }
+}
+
+/* o[r][0..2W) += sum_j p[r][j] * v[j][0..2W) for r < nr, j < nj */
+ATTR_INLINE void SFX(pv_tile)(const float *p, const float *v, int hdp, int nj, float *o, int ldo, const int nr) {
+    VT acc[NR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        acc[r][0] = VLOAD(o + (size_t)r * ldo);
+        acc[r][1] = VLOAD(o + (size_t)r * ldo + W);
+    }
+    for (int j = 0; j < nj; j++) {
+        const VT v0 = VLOAD(v + (size_t)j * hdp), v1 = VLOAD(v + (size_t)j * hdp + W);
+#pragma GCC unroll 8
+        for (int r = 0; r < nr; r++) {
+            const VT b = VSET1(p[(size_t)r * LB_ATTN_KB + j]);
+            acc[r][0] = VFMA(b, v0, acc[r][0]);
+            acc[r][1] = VFMA(b, v1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        VSTORE(o + (size_t)r * ldo, acc[r][0]);
+        VSTORE(o + (size_t)r * ldo + W, acc[r][1]);
+    }
+}
+
+/* the row count as a constant, so the tiles' loops unroll (nr <= NR) */
+#define ROWS_CASE(call, k) \
+    case k: call((k) < NR ? (k) : NR); break;
+#define DISPATCH_ROWS(call, nr)                                                                   \
+    switch (nr) {                                                                                 \
+        ROWS_CASE(call, 1) ROWS_CASE(call, 2) ROWS_CASE(call, 3) ROWS_CASE(call, 4)               \
+        ROWS_CASE(call, 5) ROWS_CASE(call, 6) ROWS_CASE(call, 7) default: call(NR); break;        \
+    }
+
+ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch) {
+    const int g = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = lb_attn_hd_pad(hd), M = (t1 - t0) * g;
+    const int KB = LB_ATTN_KB, NV = KB / W;
+    lb_attn_scr s = lb_attn_scr_of(scratch, M, hd, hdp);
+    /* gather the queries; zero O and the sums */
+    const VT vscale = VSET1(a->scale);
+    for (int t = t0; t < t1; t++) {
+        const float *q = a->q + (size_t)t * a->q_stride + (size_t)kvh * g * hd;
+        float *d = s.qs + (size_t)(t - t0) * g * hd;
+        int i = 0;
+        for (; i + W <= g * hd; i += W) VSTORE(d + i, VLOAD(q + i));
+        for (; i < g * hd; i++) d[i] = q[i];
+    }
+    for (size_t i = 0; i < (size_t)M * hdp; i += W) VSTORE(s.o + i, VZERO());
+    for (int r = 0; r < M; r++) {
+        s.m[r] = -INFINITY;
+        for (int i = 0; i < 16; i += W) VSTORE(s.lv + (size_t)r * 16 + i, VZERO());
+    }
+    int kbeg, kend;
+    lb_attn_unit_keys(a, t0, t1, &kbeg, &kend);
+    const float *kbase = a->k + (size_t)kvh * (a->n_ctx / KB) * hd * KB;
+    const float *vbase = a->v + (size_t)kvh * a->n_ctx * hdp;
+    for (int kb0 = kbeg / KB * KB; kb0 < kend; kb0 += KB) {
+        const float *kt = kbase + (size_t)(kb0 / KB) * hd * KB;
+        const int jlo = kbeg - kb0 > 0 ? kbeg - kb0 : 0, jhi = kend - kb0 < KB ? kend - kb0 : KB;
+        /* S = Q K^T, 2W keys at a time (keys outside a row's range are masked below) */
+        for (int c = jlo / (2 * W) * 2 * W; c < jhi; c += 2 * W)
+            for (int r = 0; r < M; r += NR) {
+                const int nr = M - r < NR ? M - r : NR;
+#define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, kt + c, s.s + (size_t)r * KB + c, n)
+                DISPATCH_ROWS(QK, nr)
+#undef QK
+            }
+        /* online softmax per row: P = exp(S - m) into S, sums by lane */
+        for (int r = 0; r < M; r++) {
+            float *sr = s.s + (size_t)r * KB;
+            int lo, hi;
+            lb_attn_row_keys(a, t0 + r / g, kb0, &lo, &hi);
+            if (hi <= lo) {
+#pragma GCC unroll 4
+                for (int c = 0; c < NV; c++) VSTORE(sr + c * W, VZERO());
+                continue;
+            }
+            VT x[KB / W];
+            const int masked = lo > 0 || hi < KB;
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c++) {
+                x[c] = VMUL(VLOAD(sr + c * W), vscale);
+                if (masked) x[c] = VMASK_SCORES(x[c], c * W, lo, hi);
+            }
+            float mr = s.m[r];
+            VT mx = x[0];
+#pragma GCC unroll 4
+            for (int c = 1; c < NV; c++) mx = VMAX(mx, x[c]);
+            if (VANY_GT(mx, mr + LB_ATTN_SLACK)) {
+                const float mnew = VHMAX(mx);
+                if (mr > -INFINITY) {
+                    const VT va = VSET1(expf(mr - mnew));
+                    float *o = s.o + (size_t)r * hdp;
+                    for (int d = 0; d < hdp; d += W) VSTORE(o + d, VMUL(VLOAD(o + d), va));
+                    for (int i = 0; i < 16; i += W) VSTORE(s.lv + (size_t)r * 16 + i, VMUL(VLOAD(s.lv + (size_t)r * 16 + i), va));
+                }
+                s.m[r] = mr = mnew;
+            }
+            const VT vm = VSET1(mr);
+#pragma GCC unroll 4
+            for (int c = 0; c < NV; c++) {
+                x[c] = VEXP(VSUB(x[c], vm)); /* masked: exp(-inf) = 0 */
+                VSTORE(sr + c * W, x[c]);
+            }
+            VLANE_SUM(s.lv + (size_t)r * 16, x);
+        }
+        /* O += P V over the keys some row sees */
+        const float *vb = vbase + (size_t)(kb0 + jlo) * hdp;
+        for (int d = 0; d < hdp; d += 2 * W)
+            for (int r = 0; r < M; r += NR) {
+                const int nr = M - r < NR ? M - r : NR;
+#define PV(n) SFX(pv_tile)(s.s + (size_t)r * KB + jlo, vb + d, hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n)
+                DISPATCH_ROWS(PV, nr)
+#undef PV
+            }
+    }
+    /* out = O / sum */
+    for (int r = 0; r < M; r++) {
+        const int t = t0 + r / g, i = r % g;
+        const float inv = 1.0f / VHSUM16(s.lv + (size_t)r * 16);
+        const VT vinv = VSET1(inv);
+        const float *o = s.o + (size_t)r * hdp;
+        float *d = a->out + (size_t)t * a->o_stride + (size_t)(kvh * g + i) * hd;
+        int j = 0;
+        for (; j + W <= hd; j += W) VSTORE(d + j, VMUL(VLOAD(o + j), vinv));
+        for (; j < hd; j++) d[j] = o[j] * inv;
+    }
+}
+#undef DISPATCH_ROWS
+#undef ROWS_CASE

@@ -1,0 +1,163 @@
+/* Attention (kernels/attention.h) at every ISA level this machine has,
+ * against a plain double-precision softmax(q k^T * scale) v, on random data:
+ * one and odd token counts, decode after a prefix (pos0 > 0), head_dim 8, 64,
+ * 80 and 256, GQA groups 1, 4 and 8, sliding windows, 1 and 3 threads.
+ * Unwritten cache positions hold NaN, so a kernel that reads a key it must
+ * not see fails. Tolerance: |out - ref| <= 1e-4 * max|ref of the head| + 1e-6
+ * (f32 sums of up to a few hundred terms, exp within ~2 ulp). Besides, every
+ * level and thread count must give the scalar level's bits exactly (the
+ * kernels share one order of operations, kernels/vmath.h). */
+#include "kernels/attention.h"
+#include "core/common.h"
+#include "test_util.h"
+
+typedef struct {
+    int n, pos0, n_head, n_head_kv, head_dim, window;
+    float scale_mul; /* times 1/sqrt(head_dim): large values test exp's range */
+} shape;
+
+static void reference(const shape *sh, const float *q, const float *k, const float *v, double *out) {
+    const int hd = sh->head_dim, nh = sh->n_head, nkv = sh->n_head_kv, g = nh / nkv;
+    const double scale = sh->scale_mul / sqrt((double)hd);
+    const int L = sh->pos0 + sh->n;
+    double *sc = malloc((size_t)L * sizeof *sc);
+    for (int t = 0; t < sh->n; t++)
+        for (int h = 0; h < nh; h++) {
+            const int pos = sh->pos0 + t, kvh = h / g;
+            const int first = sh->window > 0 && pos - sh->window + 1 > 0 ? pos - sh->window + 1 : 0;
+            const float *qr = q + ((size_t)t * nh + h) * hd;
+            double mx = -INFINITY, sum = 0.0;
+            for (int p = first; p <= pos; p++) {
+                const float *kr = k + ((size_t)p * nkv + kvh) * hd;
+                double s = 0.0;
+                for (int i = 0; i < hd; i++) s += (double)qr[i] * kr[i];
+                sc[p] = s * scale;
+                if (sc[p] > mx) mx = sc[p];
+            }
+            for (int p = first; p <= pos; p++) sum += (sc[p] = exp(sc[p] - mx));
+            double *o = out + ((size_t)t * nh + h) * hd;
+            for (int i = 0; i < hd; i++) o[i] = 0.0;
+            for (int p = first; p <= pos; p++) {
+                const float *vr = v + ((size_t)p * nkv + kvh) * hd;
+                for (int i = 0; i < hd; i++) o[i] += sc[p] / sum * vr[i];
+            }
+        }
+    free(sc);
+}
+
+/* the scalar level's output of each shape, for the bitwise comparison */
+static float *scalar_out[32];
+
+static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
+    const int hd = sh->head_dim, nh = sh->n_head, nkv = sh->n_head_kv, L = sh->pos0 + sh->n;
+    const int n_ctx = lb_attn_ctx_pad(L + 5);
+    const size_t qn = (size_t)sh->n * nh * hd, kvn = (size_t)L * nkv * hd;
+    float *q = malloc(qn * sizeof *q), *k = malloc(kvn * sizeof *k), *v = malloc(kvn * sizeof *v);
+    float *out = malloc(qn * sizeof *out);
+    double *ref = malloc(qn * sizeof *ref);
+    const size_t kc_n = (size_t)nkv * n_ctx * hd, vc_n = (size_t)nkv * n_ctx * lb_attn_hd_pad(hd);
+    float *kc = lb_malloc_aligned(kc_n * sizeof(float)), *vc = lb_malloc_aligned(vc_n * sizeof(float));
+    for (size_t i = 0; i < qn; i++) q[i] = lb_test_randf(rng);
+    for (size_t i = 0; i < kvn; i++) k[i] = lb_test_randf(rng);
+    for (size_t i = 0; i < kvn; i++) v[i] = lb_test_randf(rng);
+    for (size_t i = 0; i < kc_n; i++) kc[i] = NAN;
+    for (size_t i = 0; i < vc_n; i++) vc[i] = NAN;
+    /* the prefix, then the batch, as the forward pass writes them */
+    lb_attn_store_kv(kc, vc, n_ctx, nkv, hd, k, (size_t)nkv * hd, v, (size_t)nkv * hd, sh->pos0, 0);
+    lb_attn_store_kv(kc, vc, n_ctx, nkv, hd, k + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd,
+                     v + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd, sh->n, sh->pos0);
+    reference(sh, q, k, v, ref);
+
+    for (int nth = 1; nth <= 3; nth += 2) {
+        float *scratch = lb_malloc_aligned((size_t)nth * lb_attn_scratch_floats(hd, nh / nkv) * sizeof(float));
+        lb_attn_args a = {0};
+        a.q = q;
+        a.out = out;
+        a.k = kc;
+        a.v = vc;
+        a.q_stride = a.o_stride = (size_t)nh * hd;
+        a.n_ctx = n_ctx;
+        a.n = sh->n;
+        a.pos0 = sh->pos0;
+        a.n_head = nh;
+        a.n_head_kv = nkv;
+        a.head_dim = hd;
+        a.window = sh->window;
+        a.scale = (float)(sh->scale_mul / sqrt((double)hd));
+        for (size_t i = 0; i < qn; i++) out[i] = NAN;
+        lb_attention(&a, scratch, nth);
+        double worst = 0.0;
+        int bad = 0;
+        for (size_t row = 0; row < (size_t)sh->n * nh; row++) {
+            double amax = 0.0;
+            for (int i = 0; i < hd; i++) amax = fmax(amax, fabs(ref[row * hd + i]));
+            for (int i = 0; i < hd; i++) {
+                const double e = fabs((double)out[row * hd + i] - ref[row * hd + i]);
+                const double tol = 1e-4 * amax + 1e-6;
+                if (!(e <= tol)) bad++;
+                if (!(e / tol <= worst)) worst = e / tol;
+            }
+        }
+        CHECK_MSG(bad == 0,
+                  "%s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g threads=%d: %d values off, worst %.2f x tol",
+                  lb_isa_name(level), sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, nth, bad, worst);
+        if (level == LB_ISA_SCALAR && nth == 1) {
+            scalar_out[si] = malloc(qn * sizeof(float));
+            memcpy(scalar_out[si], out, qn * sizeof(float));
+        } else if (scalar_out[si]) {
+            CHECK_MSG(!memcmp(out, scalar_out[si], qn * sizeof(float)),
+                      "%s: n=%d pos0=%d heads=%d/%d hd=%d threads=%d: not bit-identical to the scalar level",
+                      lb_isa_name(level), sh->n, sh->pos0, nh, nkv, hd, nth);
+        }
+        lb_free_aligned(scratch);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(out);
+    free(ref);
+    lb_free_aligned(kc);
+    lb_free_aligned(vc);
+}
+
+int main(void) {
+    const shape shapes[] = {
+        /* n pos0 heads kv hd window scale */
+        {1, 0, 4, 4, 64, 0, 1.0f},       /* one token, nothing before it */
+        {1, 37, 32, 4, 64, 0, 1.0f},     /* decode after a prefix, group 8 */
+        {1, 300, 8, 1, 256, 0, 1.0f},    /* decode, Gemma-like head_dim 256 */
+        {1, 300, 8, 1, 256, 64, 1.0f},   /* decode in a sliding window */
+        {7, 0, 8, 8, 64, 0, 1.0f},       /* odd batch, group 1 */
+        {13, 21, 32, 4, 80, 0, 1.0f},    /* odd head_dim, prefix not block-aligned */
+        {70, 0, 16, 2, 64, 0, 1.0f},     /* prefill across key blocks, group 8 */
+        {67, 45, 8, 2, 256, 40, 1.0f},   /* prefill after a prefix, window shorter than the batch */
+        {33, 0, 6, 6, 80, 0, 1.0f},      /* group 1, head_dim 80 */
+        {50, 10, 8, 2, 8, 0, 1.0f},      /* stories260K's head_dim 8 */
+        {1, 8, 8, 4, 8, 0, 1.0f},        /* and its decode */
+        {40, 3, 8, 2, 64, 0, 40.0f},     /* scores in the hundreds: the max moves, exp flushes */
+        {129, 0, 4, 1, 64, 17, 1.0f},    /* group 4, short window */
+    };
+    const lb_isa levels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512};
+    const lb_isa detected = lb_cpu_detected();
+    for (size_t li = 0; li < sizeof levels / sizeof levels[0]; li++) {
+        if (lb_cpu_force_level(levels[li]) != levels[li]) {
+            printf("level %s: not available here\n", lb_isa_name(levels[li]));
+            continue;
+        }
+        uint64_t rng = 0x9e3779b97f4a7c15ull;
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shape(&shapes[i], (int)i, levels[li], &rng);
+        printf("level %s: %zu shapes checked\n", lb_isa_name(levels[li]), sizeof shapes / sizeof shapes[0]);
+    }
+    lb_cpu_force_level(detected);
+#if defined(__x86_64__)
+    /* every x86 level runs SIMD code (levels above AVX-512, e.g. AMX, the AVX-512 code) */
+    for (int l = 0; l < LB_ISA_COUNT; l++)
+        if (lb_isa_is_x86((lb_isa)l))
+            CHECK_MSG(lb_attn_block_get_at((lb_isa)l) ==
+                          lb_attn_block_get_at(l >= LB_ISA_AVX512 ? LB_ISA_AVX512 : LB_ISA_AVX2) &&
+                          lb_attn_block_get_at((lb_isa)l) != lb_attn_block_get_at(LB_ISA_SCALAR),
+                      "level %s", lb_isa_name((lb_isa)l));
+#endif
+    for (int i = 0; i < 32; i++) free(scalar_out[i]);
+    return lb_test_result("test_attention");
+}
