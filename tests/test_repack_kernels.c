@@ -259,9 +259,60 @@ static void test_entries(void) {
     free(x);
 }
 
+/* lb_matmul_multi: several matrices of one type (N with and without a plain
+ * tail) in one region give exactly what one lb_matmul each gives; a mixed
+ * pair falls back to separate calls. Decode (M = 1) and prefill (M = 37). */
+static void test_multi(void) {
+    uint64_t seed = 99;
+    const int64_t K = 256;
+    const int64_t Ns[3] = {40, 13, 24};
+    const int types[3] = {LB_TYPE_Q4_0_8X8, LB_TYPE_Q4_0_8X8, LB_TYPE_Q4_0_8X8};
+    for (int mixed = 0; mixed < 2; mixed++) {
+        uint8_t *packed[3];
+        lb_matrix W[3];
+        const lb_matrix *pw[3];
+        for (int i = 0; i < 3; i++) {
+            const int type = mixed && i == 1 ? LB_TYPE_Q8_0_4X8 : types[i];
+            const lb_repack_layout *L = lb_repack_layout_of(type);
+            uint8_t *plain = rand_rows(L->base, K, Ns[i], &seed);
+            packed[i] = malloc(lb_row_size(L->base, K) * Ns[i]);
+            lb_repack_tensor(type, plain, packed[i], K, Ns[i]);
+            free(plain);
+            W[i] = (lb_matrix){type, K, Ns[i], lb_row_size(type, K), packed[i]};
+            pw[i] = &W[i];
+        }
+        for (int M = 1; M <= 37; M += 36) {
+            float *x = rand_acts(K, M, &seed);
+            size_t sc = 0;
+            for (int i = 0; i < 3; i++) sc = LB_MAX(sc, lb_matmul_scratch_size(&W[i], M));
+            void *scratch = lb_malloc_aligned(sc + 64);
+            float *y1[3], *y2[3];
+            size_t ldy[3];
+            for (int i = 0; i < 3; i++) {
+                y1[i] = malloc(sizeof(float) * Ns[i] * M);
+                y2[i] = malloc(sizeof(float) * Ns[i] * M);
+                for (int64_t e = 0; e < Ns[i] * M; e++) y2[i][e] = NAN;
+                ldy[i] = (size_t)Ns[i];
+                lb_matmul(&W[i], x, M, y1[i], ldy[i], scratch, 2);
+            }
+            lb_matmul_multi(pw, 3, x, M, y2, ldy, scratch, 2);
+            for (int i = 0; i < 3; i++) {
+                CHECK_MSG(!memcmp(y1[i], y2[i], sizeof(float) * Ns[i] * M), "lb_matmul_multi (%s, M=%d): matrix %d differs",
+                          mixed ? "mixed types" : "one type", M, i);
+                free(y1[i]);
+                free(y2[i]);
+            }
+            lb_free_aligned(scratch);
+            free(x);
+        }
+        for (int i = 0; i < 3; i++) free(packed[i]);
+    }
+}
+
 int main(void) {
     test_entries();
     test_exact();
+    test_multi();
     test_float();
     printf("worst error: %.3g of the bound\n", worst);
     return lb_test_result("test_repack_kernels");

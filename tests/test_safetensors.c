@@ -957,7 +957,25 @@ static void test_stories_via_hf(const char *dir) {
     free(tk);
 }
 
+/* With LB_WRITE_HF_FIXTURE=DIR: only write the sharded Llama fixture there
+ * (tests/cli_convert_hf.sh drives `lowbit convert --hf` on it). */
+static int write_fixture_only(const char *dir) {
+    model m;
+    make_dir(dir);
+    make_model(&m, 20, 0, 1, 1);
+    write_weights(&m, dir, 1);
+    write_text(dir, "config.json", LLAMA_CONFIG);
+    write_text(dir, "tokenizer.json", BPE_TOKENIZER);
+    write_text(dir, "tokenizer_config.json",
+               "{\"bos_token\": \"<|begin|>\", \"eos_token\": {\"content\": \"<|end|>\", \"lstrip\": false},"
+               " \"model_max_length\": 64}");
+    free_model(&m);
+    return lb_test_result("test_safetensors (fixture)");
+}
+
 int main(void) {
+    const char *fixture = getenv("LB_WRITE_HF_FIXTURE");
+    if (fixture && *fixture) return write_fixture_only(fixture);
     test_json();
     test_safetensors_headers();
     char dir[4200];

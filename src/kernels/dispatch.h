@@ -62,4 +62,11 @@ size_t lb_matmul_scratch_size(const lb_matrix *W, int M);
 void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, void *scratch,
                int n_threads);
 
+/* The same for several matrices reading one X (attention's Q, K, V; the
+ * FFN's gate and up): Y[i] = X times W[i] transposed. Matrices of one type
+ * and K share one activation conversion and one parallel region; otherwise
+ * this is one lb_matmul each. scratch: the largest lb_matmul_scratch_size. */
+void lb_matmul_multi(const lb_matrix *const *W, int nw, const float *X, int M, float *const *Y, const size_t *ldy,
+                     void *scratch, int n_threads);
+
 #endif

@@ -88,43 +88,84 @@ static void run_rows(const job *j, int n0, int n1, int m0, int m1) {
     }
 }
 
-void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, void *scratch,
-               int n_threads) {
-    const lb_kernel *k = lb_kernel_get(W->type);
-    const int64_t K = W->K, N = W->N;
+/* Work units of one matrix: whole interleaved groups, or tiles of plain rows. */
+static int unit_rows(const lb_matrix *W) {
     const int R = lb_type_rows(W->type);
-    const int NR = (int)(N - N % R); /* rows in whole groups; the rest are plain */
+    return R > 1 ? R : LB_TILE_N;
+}
+static int rows_in_groups(const lb_matrix *W) { return (int)(W->N - W->N % lb_type_rows(W->type)); }
+
+/* Whether several matrices can share one activation conversion. */
+static int same_kernel(const lb_matrix *const *W, int nw) {
+    for (int i = 1; i < nw; i++)
+        if (W[i]->type != W[0]->type || W[i]->K != W[0]->K) return 0;
+    return 1;
+}
+
+/* Units [u0, u1) of the concatenation of the matrices' units. */
+static void run_units(const job *jobs, const lb_matrix *const *W, int nw, int u0, int u1) {
+    int base = 0;
+    for (int i = 0; i < nw && base < u1; i++) {
+        const int unit = unit_rows(W[i]), NR = rows_in_groups(W[i]);
+        const int n_units = (NR + unit - 1) / unit;
+        const int a = LB_MAX(u0 - base, 0), b = LB_MIN(u1 - base, n_units);
+        base += n_units;
+        if (a >= b) continue;
+        const int n0 = LB_MIN(a * unit, NR), n1 = LB_MIN(b * unit, NR);
+        if (unit != LB_TILE_N || lb_type_rows(W[i]->type) > 1) {
+            run_rows(&jobs[i], n0, n1, 0, jobs[i].M);
+        } else {
+            /* plain rows: one tile at a time so it stays in cache over X */
+            for (int n = n0; n < n1; n += LB_TILE_N) run_rows(&jobs[i], n, LB_MIN(n + LB_TILE_N, n1), 0, jobs[i].M);
+        }
+    }
+}
+
+/* Y[i] (M x N_i, row stride ldy[i]) = X (M x K) times W[i] transposed, for
+ * matrices of one type and K: one activation conversion, one parallel
+ * region, the threads splitting the rows of all of them (decode runs ~160
+ * matmuls per token; fewer, larger regions waste less at the barriers). */
+static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M, float *const *Y, const size_t *ldy,
+                        void *scratch, int n_threads) {
+    enum { MAX_W = 4 };
+    const lb_kernel *k = lb_kernel_get(W[0]->type);
+    const int64_t K = W[0]->K;
     const int AR = act_group(k);
-    job j = {k, W, NULL, 0, NULL, plain_act_row(k, K), M, uses_x4(k) ? M - M % AR : 0, AR, Y, ldy};
-    j.g_size = (size_t)(K / 32) * k->act_x4_block;
-    j.a4 = scratch;
-    j.a1 = (const char *)scratch + (size_t)(j.M4 / AR) * j.g_size;
-    const int plain_from = NR < N ? 0 : j.M4; /* rows that need a plain copy */
-    const int64_t blck = lb_traits(k->act_type)->blck;          /* activation block: */
-    const size_t bsize = lb_traits(k->act_type)->type_size;     /* values and bytes */
-    /* the unit work is split in: a whole interleaved group, or a tile of rows */
-    const int unit = R > 1 ? R : LB_TILE_N;
-    const int n_units = (NR + unit - 1) / unit;
+    const int M4 = uses_x4(k) ? M - M % AR : 0;
+    const size_t g_size = (size_t)(K / 32) * k->act_x4_block, arow = plain_act_row(k, K);
+    const char *a4 = scratch, *a1 = (const char *)scratch + (size_t)(M4 / AR) * g_size;
+    job jobs[MAX_W];
+    int plain_from = M4; /* rows that need a plain copy */
+    int n_units = 0;
+    int64_t work = 0;
+    for (int i = 0; i < nw; i++) {
+        jobs[i] = (job){k, W[i], a4, g_size, a1, arow, M, M4, AR, Y[i], ldy[i]};
+        if (rows_in_groups(W[i]) < W[i]->N) plain_from = 0;
+        n_units += (rows_in_groups(W[i]) + unit_rows(W[i]) - 1) / unit_rows(W[i]);
+        work += (int64_t)M * W[i]->N * K;
+    }
+    const int64_t blck = lb_traits(k->act_type)->blck;      /* activation block: */
+    const size_t bsize = lb_traits(k->act_type)->type_size; /* values and bytes */
     if (n_threads < 1) n_threads = 1;
     /* Tiny matrices are not worth waking threads for. */
-    if ((int64_t)M * N * K < 32768) n_threads = 1;
-    /* Short matrix, many activation rows: split the rows of X too. */
-    const int split_m = n_units < 4 * n_threads && M >= 8 * n_threads;
+    if (work < 32768) n_threads = 1;
+    /* One short matrix, many activation rows: split the rows of X too. */
+    const int split_m = nw == 1 && n_units < 4 * n_threads && M >= 8 * n_threads;
 
 #pragma omp parallel num_threads(n_threads)
     {
         const int nth = omp_get_num_threads(), ith = omp_get_thread_num();
-        for (int g = ith; g < j.M4 / AR; g += nth)
-            k->quantize_act_x4(X + (size_t)g * AR * K, (size_t)K, (char *)scratch + (size_t)g * j.g_size, K);
+        for (int g = ith; g < M4 / AR; g += nth)
+            k->quantize_act_x4(X + (size_t)g * AR * K, (size_t)K, (char *)scratch + (size_t)g * g_size, K);
         if (M - plain_from >= nth) {
             for (int m = plain_from + ith; m < M; m += nth)
-                k->quantize_act(X + (size_t)m * K, (char *)j.a1 + (size_t)m * j.arow, K);
+                k->quantize_act(X + (size_t)m * K, (char *)a1 + (size_t)m * arow, K);
         } else {
             /* decode: fewer rows than threads, so each thread takes a slice
              * of every row's blocks (shorter wait at the barrier) */
             const int64_t nb = K / blck, b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
             for (int m = plain_from; m < M && b1 > b0; m++)
-                k->quantize_act(X + (size_t)m * K + b0 * blck, (char *)j.a1 + (size_t)m * j.arow + (size_t)b0 * bsize,
+                k->quantize_act(X + (size_t)m * K + b0 * blck, (char *)a1 + (size_t)m * arow + (size_t)b0 * bsize,
                                 (b1 - b0) * blck);
         }
 #pragma omp barrier
@@ -132,21 +173,33 @@ void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, 
             /* every thread covers all of N for its share of row groups */
             const int g = LB_MAX(AR, 4), groups = (M + g - 1) / g;
             const int g0 = (int)((int64_t)groups * ith / nth), g1 = (int)((int64_t)groups * (ith + 1) / nth);
-            run_rows(&j, 0, NR, LB_MIN(g * g0, M), LB_MIN(g * g1, M));
+            run_rows(&jobs[0], 0, rows_in_groups(W[0]), LB_MIN(g * g0, M), LB_MIN(g * g1, M));
         } else {
             const int u0 = (int)((int64_t)n_units * ith / nth), u1 = (int)((int64_t)n_units * (ith + 1) / nth);
-            const int n0 = LB_MIN(u0 * unit, NR), n1 = LB_MIN(u1 * unit, NR);
-            if (R > 1) {
-                run_rows(&j, n0, n1, 0, M);
-            } else {
-                /* plain rows: one tile at a time so it stays in cache over X */
-                for (int n = n0; n < n1; n += LB_TILE_N) run_rows(&j, n, LB_MIN(n + LB_TILE_N, n1), 0, M);
+            run_units(jobs, W, nw, u0, u1);
+        }
+        for (int i = 0; i < nw; i++) {
+            const int NR = rows_in_groups(W[i]);
+            if (NR < W[i]->N && ith == (nth - 1 - i % nth)) {
+                /* the plain tail of an interleaved matrix: the base type's kernel */
+                const lb_kernel *kb = lb_kernel_get(lb_type_base(W[i]->type));
+                run_plain(kb, W[i], &jobs[i], NR, (int)W[i]->N, 0, M);
             }
         }
-        if (NR < N && ith == nth - 1) {
-            /* the plain tail of an interleaved matrix: the base type's kernel */
-            const lb_kernel *kb = lb_kernel_get(lb_type_base(W->type));
-            run_plain(kb, W, &j, NR, (int)N, 0, M);
-        }
     }
+}
+
+void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, void *scratch, int n_threads) {
+    const lb_matrix *ws[1] = {W};
+    float *ys[1] = {Y};
+    matmul_same(ws, 1, X, M, ys, &ldy, scratch, n_threads);
+}
+
+void lb_matmul_multi(const lb_matrix *const *W, int nw, const float *X, int M, float *const *Y, const size_t *ldy,
+                     void *scratch, int n_threads) {
+    if (nw <= 4 && same_kernel(W, nw)) {
+        matmul_same(W, nw, X, M, Y, ldy, scratch, n_threads);
+        return;
+    }
+    for (int i = 0; i < nw; i++) lb_matmul(W[i], X, M, Y[i], ldy[i], scratch, n_threads);
 }

@@ -224,6 +224,17 @@ static void matmul(lb_context *c, const lb_matrix *w, const float *x, int n, flo
     lb_matmul(w, x, n, y, (size_t)w->N, c->act_scratch, c->n_threads);
 }
 
+/* Matrices that read the same x (Q, K, V; gate, up) in one call: one
+ * activation conversion and one parallel region when their types agree. */
+static void matmul_same_x(lb_context *c, int nw, const lb_matrix *const *w, const float *x, int n, float *const *y) {
+    size_t ldy[4];
+    for (int i = 0; i < nw; i++) {
+        if (c->on_matmul) c->on_matmul(c->on_matmul_user, w[i], x, n);
+        ldy[i] = (size_t)w[i]->N;
+    }
+    lb_matmul_multi(w, nw, x, n, y, ldy, c->act_scratch, c->n_threads);
+}
+
 /* One batch of n <= n_batch tokens at positions pos0..pos0+n-1. */
 static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0, float *logits, int all_logits) {
     const lb_model *m = c->model;
@@ -246,17 +257,22 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0,
     for (int il = 0; il < hp->n_layer; il++) {
         const lb_layer *l = &m->layers[il];
         /* attention; xn = attn_norm(x) */
-        matmul(c, &l->wq, c->xn, n, c->q);
-        matmul(c, &l->wk, c->xn, n, c->k);
-        matmul(c, &l->wv, c->xn, n, c->v);
+        {
+            const lb_matrix *w[3] = {&l->wq, &l->wk, &l->wv};
+            float *y[3] = {c->q, c->k, c->v};
+            matmul_same_x(c, 3, w, c->xn, n, y);
+        }
         qkv_rows(c, vo, il, n, pos0);
         attention(c, il, n, pos0);
         matmul(c, &l->wo, c->att_out, n, c->xn);
         residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
 
         /* feed-forward */
-        matmul(c, &l->w_gate, c->xn, n, c->ff_gate);
-        matmul(c, &l->w_up, c->xn, n, c->ff_up);
+        {
+            const lb_matrix *w[2] = {&l->w_gate, &l->w_up};
+            float *y[2] = {c->ff_gate, c->ff_up};
+            matmul_same_x(c, 2, w, c->xn, n, y);
+        }
         {
             const int nth = stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
             const int gelu = hp->arch == LB_ARCH_GEMMA3;
