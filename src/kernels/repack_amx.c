@@ -64,13 +64,17 @@ INLINE void amx_scale_add(const int32_t (*c)[16], __m512 dw, const float *da, __
 
 /* Y rows [0, 16) x columns [n, n + 16) (masked) over the kc blocks in buf. */
 INLINE_AMX void amx_tile(const amx_wbuf *buf, int64_t kc, const lb_block_q8_0x16 *ab, float *y, size_t ldy,
-                     __mmask16 mask, int add) {
-    int32_t c[2][16][16] __attribute__((aligned(64)));
+                         __mmask16 mask, int add) {
+    /* two buffer pairs: the tile unit stores pair p while the vector units
+     * scale pair p - 1 (software pipelining: neither waits on the other's
+     * memory) */
+    int32_t c[4][16][16] __attribute__((aligned(64)));
     __m512 acc[16];
 #pragma GCC unroll 16
     for (int r = 0; r < 16; r++) acc[r] = add ? _mm512_maskz_loadu_ps(mask, y + (size_t)r * ldy) : _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= kc; b += 2) {
+        const int s = (int)(b / 2) & 1;
         _tile_zero(0);
         _tile_zero(1);
         _tile_loadd(2, ab[b].qs, 32);
@@ -79,10 +83,17 @@ INLINE_AMX void amx_tile(const amx_wbuf *buf, int64_t kc, const lb_block_q8_0x16
         _tile_loadd(5, buf->w[b + 1], 64);
         _tile_dpbssd(0, 2, 4);
         _tile_dpbssd(1, 3, 5);
-        _tile_stored(0, c[0], 64);
-        _tile_stored(1, c[1], 64);
-        amx_scale_add(c[0], buf->d[b], ab[b].d, acc);
-        amx_scale_add(c[1], buf->d[b + 1], ab[b + 1].d, acc);
+        _tile_stored(0, c[2 * s], 64);
+        _tile_stored(1, c[2 * s + 1], 64);
+        if (b >= 2) {
+            amx_scale_add(c[2 * (s ^ 1)], buf->d[b - 2], ab[b - 2].d, acc);
+            amx_scale_add(c[2 * (s ^ 1) + 1], buf->d[b - 1], ab[b - 1].d, acc);
+        }
+    }
+    if (b >= 2) {
+        const int s = (int)(b / 2 - 1) & 1;
+        amx_scale_add(c[2 * s], buf->d[b - 2], ab[b - 2].d, acc);
+        amx_scale_add(c[2 * s + 1], buf->d[b - 1], ab[b - 1].d, acc);
     }
     if (b < kc) {
         _tile_zero(0);
