@@ -19,7 +19,7 @@
  *    type (same shape, threads, run).
  *
  * Also the 256-weight super-block formats Q2_K, CB2, CB3 (the built-in
- * C = 8 books).
+ * C = 8 books) and their 16-row layouts Q2_K_16X4, CB2_16X4, CB3_16X4.
  *
  * --cpu: one thread only, every time (bandwidth included) taken as the
  * thread's CPU time (CLOCK_THREAD_CPUTIME_ID): on a machine shared with
@@ -150,7 +150,8 @@ static const bench_type all_types[] = {
     {LB_TYPE_Q4_0_8X8, "Q4_0_8X8"}, {LB_TYPE_IQ4_NL, "IQ4_NL"},         {LB_TYPE_IQ4_NL_4X4, "IQ4_NL_4X4"},
     {LB_TYPE_IQ4_NL_4X8, "IQ4_NL_4X8"}, {LB_TYPE_IQ4_NL_8X8, "IQ4_NL_8X8"}, {LB_TYPE_Q8_0, "Q8_0"},
     {LB_TYPE_Q8_0_4X4, "Q8_0_4X4"}, {LB_TYPE_Q8_0_4X8, "Q8_0_4X8"},     {LB_TYPE_Q8_0_8X8, "Q8_0_8X8"},
-    {LB_TYPE_Q2_K, "Q2_K"},         {LB_TYPE_CB2, "CB2"},               {LB_TYPE_CB3, "CB3"},
+    {LB_TYPE_Q2_K, "Q2_K"},         {LB_TYPE_Q2_K_16X4, "Q2_K_16X4"},   {LB_TYPE_CB2, "CB2"},
+    {LB_TYPE_CB2_16X4, "CB2_16X4"}, {LB_TYPE_CB3, "CB3"},               {LB_TYPE_CB3_16X4, "CB3_16X4"},
 };
 enum { N_ALL = sizeof all_types / sizeof all_types[0] };
 

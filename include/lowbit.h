@@ -71,6 +71,11 @@ typedef enum {
     LB_TYPE_Q8_0_4X4 = 1006,
     LB_TYPE_Q8_0_4X8 = 1007,
     LB_TYPE_Q8_0_8X8 = 1008,
+    /* lowbit-only: the 256-weight super-block formats with 16 rows
+     * interleaved, one dword per row per vector (src/formats/repack.h) */
+    LB_TYPE_Q2_K_16X4 = 1012,
+    LB_TYPE_CB2_16X4 = 1013,
+    LB_TYPE_CB3_16X4 = 1014,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */

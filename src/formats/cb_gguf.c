@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "formats/cb_gguf.h"
+#include "formats/repack.h"
 
 static const char *key_of(int type, int count_key) {
     if (type == LB_TYPE_CB2) return count_key ? "lowbit.codebooks.cb2.count" : "lowbit.codebooks.cb2";
@@ -57,7 +58,7 @@ lb_status lb_cb_acquire_for_file(const gguf_file *g, int *held) {
         lb_status s = lb_cb_books_read(g, type, &b, &found);
         const gguf_tensor *user = NULL;
         for (int64_t i = 0; i < gguf_n_tensors(g) && !user; i++)
-            if ((int)gguf_tensor_at(g, i)->type == type) user = gguf_tensor_at(g, i);
+            if (lb_type_base((int)gguf_tensor_at(g, i)->type) == type) user = gguf_tensor_at(g, i); /* CB or CB_16X4 */
         if (s == LB_OK && user && !found)
             s = lb_fail(LB_ERR_FORMAT, "tensor %.*s is %s but the file has no %s metadata", (int)user->name.len,
                         user->name.ptr, lb_type_name(type), key_of(type, 0));

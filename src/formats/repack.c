@@ -13,6 +13,9 @@ static const lb_repack_layout layouts[] = {
     {LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL, 4, 8}, {LB_TYPE_IQ4_NL_8X8, LB_TYPE_IQ4_NL, 8, 8},
     {LB_TYPE_Q8_0_4X4, LB_TYPE_Q8_0, 4, 4},     {LB_TYPE_Q8_0_4X8, LB_TYPE_Q8_0, 4, 8},
     {LB_TYPE_Q8_0_8X8, LB_TYPE_Q8_0, 8, 8},
+    /* super-block formats, 16 rows (formats/repack_kq.c); keep these last */
+    {LB_TYPE_Q2_K_16X4, LB_TYPE_Q2_K, 16, 4},   {LB_TYPE_CB2_16X4, LB_TYPE_CB2, 16, 4},
+    {LB_TYPE_CB3_16X4, LB_TYPE_CB3, 16, 4},
 };
 enum { N_LAYOUTS = sizeof layouts / sizeof layouts[0] };
 
@@ -100,6 +103,10 @@ static void unpack_group(const lb_repack_layout *L, const uint8_t *packed, uint8
 void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int64_t N) {
     const lb_repack_layout *L = lb_repack_layout_of(type);
     if (!L) return;
+    if (lb_repack_is_kq(L->base)) {
+        lb_repack_kq_tensor(L, plain, packed, K, N);
+        return;
+    }
     const int64_t nb = K / 32, groups = N / L->rows;
     const size_t row_size = (size_t)nb * base_block_size(L), gsize = row_size * (size_t)L->rows;
 #pragma omp parallel for schedule(static) if (groups * nb > 4096)
@@ -112,6 +119,10 @@ void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int6
 void lb_unpack_tensor(int type, const void *packed, void *plain, int64_t K, int64_t N) {
     const lb_repack_layout *L = lb_repack_layout_of(type);
     if (!L) return;
+    if (lb_repack_is_kq(L->base)) {
+        lb_unpack_kq_tensor(L, packed, plain, K, N);
+        return;
+    }
     const int64_t nb = K / 32, groups = N / L->rows;
     const size_t row_size = (size_t)nb * base_block_size(L), gsize = row_size * (size_t)L->rows;
 #pragma omp parallel for schedule(static) if (groups * nb > 4096)
@@ -164,6 +175,8 @@ static const lb_type_traits repack_traits[N_LAYOUTS] = {
 };
 
 const lb_type_traits *lb_repack_traits(int type) {
+    const lb_type_traits *kq = lb_repack_kq_traits(type);
+    if (kq) return kq;
     for (int i = 0; i < N_LAYOUTS; i++)
         if (layouts[i].type == type) return &repack_traits[i];
     return NULL;

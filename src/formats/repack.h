@@ -92,9 +92,66 @@ typedef struct {
 } lb_block_q8_0x16;
 static_assert(sizeof(lb_block_q8_0x16) == 576, "lb_block_q8_0x16 size");
 
+/* ---- 256-weight super-block formats: Q2_K_16X4, CB2_16X4, CB3_16X4 ----
+ * (formats/repack_kq.c; kernels in kernels/kq_repack_avx512.c)
+ * Groups of R = 16 rows; inside a group one x-block per super-block column
+ * b = 0 .. K/256-1, 16 times the base block's bytes (Q2_K 1344, CB2 1248,
+ * CB3 1760), laid out for AVX-512 "lanes = rows": in every 64-byte vector
+ * below, dword r (bytes 4r..4r+3) belongs to row r of the group. Weight w of
+ * a row is in sub-group j = w / 16.
+ *   QS (all, 1024 B at 0): 16 vectors v = 0..15, one per sub-group: byte
+ *      4r + i of vector v holds at bits 2t..2t+1 (t = 0..3) the 2-bit quant
+ *      (Q2_K) or low index bits (CB) of weight 16v + 4t + i of row r. So
+ *      (vector >> 2t) & 3 gives weights 16v + 4t .. +3 of all 16 rows, one
+ *      dword each: a vpdpbusd operand against one activation dword.
+ *   QH (CB3, 512 B at 1024): 8 vectors h; byte 4r + i of vector h holds at
+ *      bit 4e + t the third index bit of weight 16(2h + e) + 4t + i of row r.
+ *   Nibble planes NP0, NP1 (2 vectors): byte 4r + e holds, for row r,
+ *      nib(e) | nib(e + 4) << 4 (NP0) and nib(8 + e) | nib(12 + e) << 4
+ *      (NP1), e = 0..3: nib(j) = the 4-bit scale of sub-group j (Q2_K) or
+ *      the low 4 bits of its 6-bit field (CB, formats/cb.h). The same nibble
+ *      position for all rows of a vector: one vpshufb spreads a sub-group's
+ *      nibble over its row's four bytes.
+ *   Q2_K: NP0, NP1 at 1024, then MP0, MP1 (the 4-bit mins in the same
+ *      arrangement) at 1152, d[16] (fp16, row order) at 1280, dmin[16] at 1312.
+ *   CB:   NP0, NP1, then TP (byte 4r + e = top(e) | top(e + 4) << 2 |
+ *      top(e + 8) << 4 | top(e + 12) << 6: the top 2 bits of the fields) at
+ *      1024 (CB2) / 1536 (CB3); d[16] at 1216 (CB2) / 1728 (CB3).
+ * Same bytes per weight as the base type (blck 256, type_size 84 / 78 /
+ * 110), so GGUF sizes stay consistent; the last N % 16 rows are plain. */
+
+/* Activations for their GEMM: 4 rows quantized as Q8_K (bit-identical to
+ * lb_quantize_row_q8_K_ref per row), the 256 bytes of each row in order,
+ * d as is, and the bsums in the two forms the kernels start from:
+ * b64[m][j] = -64 * bsums[j] (CB: centroids + 64 are unsigned) and
+ * bsp[m][2p], bsp[m][2p + 1] = 16 * bsums[lo], bsums[lo + 4] with
+ * lo = p + 4 * (p / 4) (Q2_K's mins, as int16 pairs against MP0 / MP1).
+ * 1424 bytes per block of 4 x 256; transient, never in a file. */
+typedef struct {
+    float d[4];
+    int32_t b64[4][16];
+    int16_t bsp[4][16];
+    int8_t qs[4][256];
+} lb_block_q8_Kx4;
+static_assert(sizeof(lb_block_q8_Kx4) == 1424, "lb_block_q8_Kx4 size");
+
+/* Activations for their AMX GEMM (kernels/kq_repack_amx.c): 16 rows
+ * quantized as Q8_K (bit-identical to lb_quantize_row_q8_K_ref per row),
+ * row m's 256 bytes at qs[m] (an AMX tile of 16 rows x 64 bytes per 64
+ * values, row stride 256), d as is, and for Q2_K's mins the bsums as bf16
+ * digit pairs: bsd[m][2j] = bf16(bsums[j] >> 6), bsd[m][2j + 1] =
+ * bf16(bsums[j] & 63) (both exact; 64 h + l = bsum). 5184 bytes per block
+ * of 16 x 256; transient, never in a file. */
+typedef struct {
+    float d[16];
+    uint16_t bsd[16][32];
+    int8_t qs[16][256];
+} lb_block_q8_Kx16;
+static_assert(sizeof(lb_block_q8_Kx16) == 5184, "lb_block_q8_Kx16 size");
+
 typedef struct {
     int type;  /* repacked type id (LB_TYPE_Q4_0_4X4 ...) */
-    int base;  /* LB_TYPE_Q4_0, LB_TYPE_IQ4_NL or LB_TYPE_Q8_0 */
+    int base;  /* LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0; Q2_K, CB2, CB3 (16 rows, chunk 4) */
     int rows;  /* R */
     int chunk; /* C, bytes */
 } lb_repack_layout;
@@ -134,6 +191,29 @@ void lb_quantize_q8_0x16_ref(const float *x, size_t ldx, void *y, int64_t k);
  * lb_block_q8_0x4a (a_row_size bytes apart), M % 4 == 0, activation chunk =
  * the weight chunk C. Y[m * ldy + n]. Results are bit-identical to the plain
  * reference dot (lb_vec_dot_*_ref) on the unpacked rows. */
+/* ---- the super-block layouts (formats/repack_kq.c) ---- */
+/* 1 for Q2_K, CB2, CB3: bases whose layouts are the 16-row x-blocks above. */
+int lb_repack_is_kq(int base);
+const lb_type_traits *lb_repack_kq_traits(int type);
+void lb_repack_kq_tensor(const lb_repack_layout *L, const void *plain, void *packed, int64_t K, int64_t N);
+void lb_unpack_kq_tensor(const lb_repack_layout *L, const void *packed, void *plain, int64_t K, int64_t N);
+/* 4 fp32 rows -> k/256 lb_block_q8_Kx4; 16 rows -> k/256 lb_block_q8_Kx16. */
+void lb_quantize_q8_Kx4_ref(const float *x, size_t ldx, void *y, int64_t k);
+void lb_quantize_q8_Kx16_ref(const float *x, size_t ldx, void *y, int64_t k);
+/* The bf16 digit pairs of lb_block_q8_Kx16 from one Q8_K block's bsums. */
+void lb_q8_K_bsum_digits(const int16_t *bsums, uint16_t bsd[32]);
+/* Scalar references (lb_gemm_fn): gemv on plain Q8_K rows, gemm on
+ * lb_block_q8_Kx4 groups (M % 4 == 0); bit-identical to the plain reference
+ * dot (lb_vec_dot_q2_K_q8_K_ref, lb_vec_dot_cb*_q8_K_ref) on unpacked rows. */
+#define LB_REPACK_KQ_REF_DECL(w)                                                                     \
+    void lb_gemv_##w##x16_q8_K_16x4_ref(int64_t K, const void *W, size_t w_row_size, int n0, int n1, \
+                                        const void *A, size_t a_row_size, int M, float *Y, size_t ldy); \
+    void lb_gemm_##w##x16_q8_Kx4_16x4_ref(int64_t K, const void *W, size_t w_row_size, int n0, int n1, \
+                                          const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
+LB_REPACK_KQ_REF_DECL(q2_K)
+LB_REPACK_KQ_REF_DECL(cb2)
+LB_REPACK_KQ_REF_DECL(cb3)
+
 #define LB_REPACK_REF_DECL(w, R, C)                                                                \
     void lb_gemv_##w##x##R##_q8_0_##R##x##C##_ref(int64_t K, const void *W, size_t w_row_size,     \
                                                   int n0, int n1, const void *A, size_t a_row_size, \

@@ -19,6 +19,7 @@ static int xgetbv_ok(unsigned mask) {
     return (eax & mask) == mask;
 }
 static char lb_features[256];
+static unsigned lb_extra; /* LB_CPU_* bits */
 
 /* Linux hands out the 8 KiB AMX tile state only on request (arch_prctl
  * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, process-wide); without it the
@@ -44,16 +45,22 @@ static lb_isa detect(void) {
     __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
     int avxvnni = (a1 >> 4) & 1;
     int amx = ((d >> 24) & 1) && ((d >> 25) & 1); /* AMX-TILE + AMX-INT8 */
-    snprintf(lb_features, sizeof lb_features, "%s%s%s%s%s%s%s%s%s%s", avx2 ? "avx2 " : "",
+    const int gfni = (c >> 8) & 1, amxbf16 = (d >> 22) & 1;
+    snprintf(lb_features, sizeof lb_features, "%s%s%s%s%s%s%s%s%s%s%s%s", avx2 ? "avx2 " : "",
              fma ? "fma " : "", f16c ? "f16c " : "", avxvnni ? "avx-vnni " : "",
              avx512f ? "avx512f " : "", avx512bw ? "avx512bw " : "", vnni ? "avx512vnni " : "",
-             vbmi ? "avx512vbmi " : "", vpopcnt ? "avx512vpopcntdq " : "", amx ? "amx-int8" : "");
+             vbmi ? "avx512vbmi " : "", vpopcnt ? "avx512vpopcntdq " : "", gfni ? "gfni " : "",
+             amx ? "amx-int8" : "", amx && amxbf16 ? " amx-bf16" : "");
     if (!(avx && avx2 && fma && f16c)) return LB_ISA_SCALAR;
+    if (vbmi && avx512f && avx512bw && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_VBMI;
+    if (gfni) lb_extra |= LB_CPU_GFNI;
+    if (amxbf16) lb_extra |= LB_CPU_AMXBF16;
     if (!(avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6))) return LB_ISA_AVX2;
     /* XCR0 bits 17-18: the OS manages the tile configuration and data */
     if (amx && xgetbv_ok(0x60000) && amx_permitted()) return LB_ISA_AMX;
     return LB_ISA_AVX512;
 }
+#define LB_HAVE_EXTRA 1
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -76,7 +83,19 @@ static char lb_features[8];
 static lb_isa detect(void) { return LB_ISA_SCALAR; }
 #endif
 
+#ifndef LB_HAVE_EXTRA
+static unsigned lb_extra;
+#endif
+
 static int lb_detected = -1;
+static unsigned lb_disabled;
+
+unsigned lb_cpu_extra_features(void) {
+    lb_cpu_detected();
+    return lb_extra & ~lb_disabled;
+}
+
+void lb_cpu_disable_features(unsigned bits) { lb_disabled = bits; }
 static int lb_level = -1;
 
 lb_isa lb_cpu_detected(void) {

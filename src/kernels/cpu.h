@@ -29,6 +29,14 @@ const char *lb_isa_name(lb_isa isa);
 int lb_isa_from_name(const char *name);
 /* Forces a level (clamped to what the hardware has). Returns the level in force. */
 lb_isa lb_cpu_force_level(lb_isa isa);
+/* Features some kernels need beyond their ISA level (lb_kernel.cpu_needs). */
+#define LB_CPU_VBMI 1u /* x86 AVX-512 VBMI (vpermb, vpermi2b) */
+#define LB_CPU_GFNI 2u /* x86 GFNI (vgf2p8affineqb) */
+#define LB_CPU_AMXBF16 4u /* x86 AMX-BF16 (tdpbf16ps), with the AMX level */
+/* The LB_CPU_* bits this CPU has, less any disabled below. */
+unsigned lb_cpu_extra_features(void);
+/* Tests: pretend the CPU lacks these LB_CPU_* bits (0 restores). */
+void lb_cpu_disable_features(unsigned bits);
 /* Extra x86 bits reported by lb_cpu_features_string. */
 const char *lb_cpu_features_string(void);
 

@@ -12,6 +12,7 @@
 #include "kernels/arm_kernels.h"
 #include "formats/cb.h"
 #include "kernels/cb_x86.h"
+#include "kernels/kq_repack_avx512.h"
 
 /* Entries name the first seven lb_kernel fields; the fields appended later
  * (gemv, act_rows, ...) default to zero for them. */
@@ -34,6 +35,7 @@ static const lb_kernel lb_kernel_list[] = {
     {LB_TYPE_CB3, LB_TYPE_Q8_K, LB_ISA_SCALAR, "cb3_q8_K_ref", lb_quantize_row_q8_K_ref, lb_vec_dot_cb3_q8_K_ref, NULL},
     /* interleaved (repacked) types, kernels/repack_kernels.h */
     LB_REPACK_REF_KERNELS,
+    LB_KQ_REPACK_REF_KERNELS, /* Q2_K / CB2 / CB3 16-row layouts, kernels/kq_repack_avx512.h */
 #if LB_HAVE_ARM_KERNELS
     LB_ARM_KERNELS, /* kernels/arm_kernels.h: neon, dotprod, i8mm */
 #endif
@@ -41,6 +43,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */
     LB_REPACK_AVX512_KERNELS, /* kernels/repack_avx512.h */
     LB_REPACK_AMX_KERNELS, /* kernels/repack_amx.h */
+    LB_KQ_REPACK_AVX512_KERNELS, /* kernels/kq_repack_avx512.h (need VBMI) */
     {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
     {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},
@@ -72,6 +75,7 @@ const lb_kernel *lb_kernel_get_at(int type, lb_isa level) {
     for (size_t i = 0; i < sizeof lb_kernel_list / sizeof lb_kernel_list[0]; i++) {
         const lb_kernel *k = &lb_kernel_list[i];
         if (k->type != type) continue;
+        if (k->cpu_needs & ~lb_cpu_extra_features()) continue;
         /* Arm and x86 levels are separate families; scalar serves both. */
         int fits = k->isa == LB_ISA_SCALAR || (k->isa <= level && lb_isa_is_x86(k->isa) == lb_isa_is_x86(level));
         if (fits && (!best || k->isa > best->isa)) best = k;

@@ -35,6 +35,7 @@ typedef struct {
     int act_rows;               /* 4 or 16: gemm wants quantize_act_x4 groups; 0: plain rows */
     lb_quantize_x4_fn quantize_act_x4;
     size_t act_x4_block;        /* bytes per group x 32 values (<= act_rows / 4 * LB_ACT_X4_MAX_BLOCK) */
+    unsigned cpu_needs;         /* LB_CPU_* features needed beyond isa (kernels/cpu.h); 0: none */
 } lb_kernel;
 
 /* Upper bound of act_x4_block per 4 rows over all kernels: scratch sizes use

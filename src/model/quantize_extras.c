@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "formats/cb_gguf.h"
+#include "formats/repack.h"
 #include "model/quantize_extras.h"
 
 static void say_progress(void *user, const char *what, int done, int total) {
@@ -17,7 +18,7 @@ static int takes_importance(int type) {
 /* The output's books: from o->codebooks, else discovered from the input. */
 static lb_status output_books(const gguf_file *in, const lb_quantize_params *p, const lb_quantize_options *o,
                               lb_cb_books *b) {
-    const int type = p->type;
+    const int type = lb_type_base(p->type); /* CB2_16X4 carries CB2's books */
     if (o->codebooks) {
         gguf_file *g = NULL;
         lb_status s = gguf_open(o->codebooks, &g);
@@ -30,6 +31,15 @@ static lb_status output_books(const gguf_file *in, const lb_quantize_params *p, 
             return lb_fail(LB_ERR_FORMAT, "%s has no %s codebooks (make them with lowbit codebooks --bits %d)",
                            o->codebooks, lb_type_name(type), type == LB_TYPE_CB2 ? 2 : 3);
         lb_log(1, "%s: %d codebooks from %s\n", lb_type_name(type), b->count, o->codebooks);
+        return LB_OK;
+    }
+    /* an input that already carries books for this type (a CB file, plain or
+     * interleaved, being re-packed or unpacked) keeps them: its tensors use them */
+    int in_found = 0;
+    lb_status rs = lb_cb_books_read(in, type, b, &in_found);
+    if (rs) return rs;
+    if (in_found) {
+        lb_log(1, "%s: keeping the input's %d codebooks\n", lb_type_name(type), b->count);
         return LB_OK;
     }
     lb_cb_discover_params dp = {o->cb_count > 0 ? o->cb_count : 8, lb_cb_k(type), o->cb_seed, 0, 0, 10,
@@ -52,13 +62,14 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
     if (!o) o = &none;
     /* An input that is itself CB needs its books to be read. */
     lb_status s = lb_cb_acquire_for_file(in, &x->in_held);
-    if (s == LB_OK && lb_cb_k(p->type)) {
+    const int cb_type = lb_type_base(p->type);
+    if (s == LB_OK && lb_cb_k(cb_type)) {
         lb_cb_books b;
         s = output_books(in, p, o, &b);
-        if (s == LB_OK) s = lb_cb_acquire(p->type, &b);
+        if (s == LB_OK) s = lb_cb_acquire(cb_type, &b);
         if (s == LB_OK) {
-            x->out_cb_type = p->type;
-            s = lb_cb_books_write(w, p->type, &b);
+            x->out_cb_type = cb_type;
+            s = lb_cb_books_write(w, cb_type, &b);
         }
     }
     if (s == LB_OK && o->imatrix) {

@@ -1,4 +1,5 @@
-/* Repack at load: the matrices of a Q4_0 / IQ4_NL / Q8_0 model are
+/* Repack at load: the matrices of a Q4_0 / IQ4_NL / Q8_0 (and Q2_K / CB2 /
+ * CB3: formats/repack.h's 16-row super-block layouts) model are
  * rewritten once into the interleaved layout the kernels of this CPU read
  * fastest, so every matmul afterwards streams R rows per load. Costs one
  * pass over the weights (memory bandwidth; well under a second for 1B
@@ -53,9 +54,18 @@ static const int prefs_i8mm[][2] = {{4, 8}, {8, 8}, {4, 4}};
 static const int prefs_dotprod[][2] = {{4, 4}, {4, 8}, {8, 8}};
 
 int lb_repack_target(int type) {
-    if (type != LB_TYPE_Q4_0 && type != LB_TYPE_IQ4_NL && type != LB_TYPE_Q8_0) return type;
+    const int kq = type == LB_TYPE_Q2_K || type == LB_TYPE_CB2 || type == LB_TYPE_CB3;
+    if (type != LB_TYPE_Q4_0 && type != LB_TYPE_IQ4_NL && type != LB_TYPE_Q8_0 && !kq) return type;
     const int mode = mode_in_force();
     if (mode == MODE_OFF) return type;
+    if (kq) {
+        /* the super-block formats have one layout, 16 rows (formats/repack.h),
+         * used in every mode but off where a non-scalar kernel exists (the
+         * AVX-512 one needs VBMI; without it the plain AVX2 kernels stay) */
+        const int t = lb_repack_find(type, 16, 4);
+        const lb_kernel *k = t >= 0 ? lb_kernel_get(t) : NULL;
+        return k && k->isa != LB_ISA_SCALAR ? t : type;
+    }
     const lb_isa level = lb_cpu_level();
     const int (*prefs)[2] = level == LB_ISA_I8MM ? prefs_i8mm : level >= LB_ISA_NEON ? prefs_dotprod : prefs_x86;
     for (int i = 0; i < 3; i++) {
@@ -141,7 +151,8 @@ lb_status lb_model_repack(lb_model *m) {
     if (s) return s;
     if (mode_in_force() == MODE_OFF) return LB_OK;
     const double t0 = lb_time_s();
-    tally t[3] = {{0, 0, -1}, {0, 0, -1}, {0, 0, -1}};
+    static const int bases[6] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_TYPE_Q2_K, LB_TYPE_CB2, LB_TYPE_CB3};
+    tally t[6] = {{0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}};
     const int n_mats = 1 + 7 * m->hp.n_layer;
     for (int i = 0; i < n_mats && s == LB_OK; i++) {
         lb_matrix *w;
@@ -158,13 +169,15 @@ lb_status lb_model_repack(lb_model *m) {
         const int from = w->type;
         /* a tied output gets its own copy: the embedding keeps plain rows */
         s = repack_matrix(m, w, to, w->data != m->tok_embd.data);
-        tally *c = &t[from == LB_TYPE_Q4_0 ? 0 : from == LB_TYPE_IQ4_NL ? 1 : 2];
+        int bi = 0;
+        while (bi < 5 && bases[bi] != from) bi++;
+        tally *c = &t[bi];
         c->n++;
         c->bytes += w->row_size * (uint64_t)w->N;
         c->to_type = to;
     }
     if (s) return s;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 6; i++)
         if (t[i].n)
             lb_log(1, "repacked %d %s matrices (%.1f MiB) to %s for kernel %s in %.2f s\n", t[i].n,
                    lb_type_name(lb_type_base(t[i].to_type)), t[i].bytes / 1048576.0, lb_type_name(t[i].to_type),

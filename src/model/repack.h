@@ -5,7 +5,8 @@
 
 #include "model/model.h"
 
-/* What the load does with Q4_0 / IQ4_NL / Q8_0 matrices:
+/* What the load does with Q4_0 / IQ4_NL / Q8_0 matrices (Q2_K / CB2 / CB3
+ * have one interleaved layout, Q2_K_16X4 ..., used in every mode but off):
  *   "auto" (default): the preferred layout of this ISA level, for each base
  *                     type that has a non-scalar kernel for it;
  *   "off":            keep the file's layout;

@@ -1,0 +1,280 @@
+/* Shared by the AVX-512 (kq_repack_avx512.c) and AMX (kq_repack_amx.c)
+ * kernels on the 16-row super-block layouts of formats/repack.h: geometry,
+ * byte patterns, lookup tables and the decode of an x-block into weight
+ * bytes (see kq_repack_avx512.c for the scheme). Included only by x86 kernel
+ * files compiled with these target attributes. */
+#ifndef LB_KQ_REPACK_IMPL_H
+#define LB_KQ_REPACK_IMPL_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "formats/cb.h"
+#include "formats/kquants.h"
+#include "formats/repack.h"
+
+#define LB_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,gfni,avx2,fma,f16c")))
+#define INLINE LB_VBMI static inline __attribute__((always_inline))
+
+enum { WQ2K, WCB2, WCB3 }; /* weight kind */
+
+/* ---- geometry (formats/repack.h) ---- */
+
+INLINE size_t xb_size(int wt) { return wt == WQ2K ? 1344 : wt == WCB2 ? 1248 : 1760; }
+INLINE int np_off(int wt) { return wt == WQ2K ? 1024 : wt == WCB2 ? 1024 : 1536; } /* NP0, NP1 (+ TP for CB) */
+INLINE int d_off(int wt) { return wt == WQ2K ? 1280 : wt == WCB2 ? 1216 : 1728; }
+enum { QH_OFF = 1024, Q2K_MP_OFF = 1152, Q2K_DMIN_OFF = 1312 };
+INLINE int kbits_of(int wt) { return wt == WCB3 ? 3 : 2; }
+
+/* 16-byte patterns, broadcast to every 128-bit lane (vpshufb works per lane;
+ * dword r of a lane is row 4 * lane + r). */
+static const uint8_t k_spread[4][16] __attribute__((aligned(16))) = {
+    /* byte e of each dword -> all four bytes of it */
+    {0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12},
+    {1, 1, 1, 1, 5, 5, 5, 5, 9, 9, 9, 9, 13, 13, 13, 13},
+    {2, 2, 2, 2, 6, 6, 6, 6, 10, 10, 10, 10, 14, 14, 14, 14},
+    {3, 3, 3, 3, 7, 7, 7, 7, 11, 11, 11, 11, 15, 15, 15, 15},
+};
+static const uint8_t k_ext[4][16] __attribute__((aligned(16))) = {
+    /* byte e of each dword -> its low byte, the rest zero */
+    {0, 128, 128, 128, 4, 128, 128, 128, 8, 128, 128, 128, 12, 128, 128, 128},
+    {1, 128, 128, 128, 5, 128, 128, 128, 9, 128, 128, 128, 13, 128, 128, 128},
+    {2, 128, 128, 128, 6, 128, 128, 128, 10, 128, 128, 128, 14, 128, 128, 128},
+    {3, 128, 128, 128, 7, 128, 128, 128, 11, 128, 128, 128, 15, 128, 128, 128},
+};
+static const uint8_t k_pair[4][16] __attribute__((aligned(16))) = {
+    /* byte e of each dword -> both of its words (then masked to (lo, 16 * hi) nibbles) */
+    {0, 128, 0, 128, 4, 128, 4, 128, 8, 128, 8, 128, 12, 128, 12, 128},
+    {1, 128, 1, 128, 5, 128, 5, 128, 9, 128, 9, 128, 13, 128, 13, 128},
+    {2, 128, 2, 128, 6, 128, 6, 128, 10, 128, 10, 128, 14, 128, 14, 128},
+    {3, 128, 3, 128, 7, 128, 7, 128, 11, 128, 11, 128, 15, 128, 15, 128},
+};
+/* Q2_K: entry q | sc << 2 = sc * q */
+static const uint8_t k_q2tab[64] __attribute__((aligned(64))) = {
+    0, 0, 0,  0,  0, 1,  2,  3,  0, 2,  4,  6,  0, 3,  6,  9,  0, 4,  8,  12, 0, 5,  10, 15,
+    0, 6, 12, 18, 0, 7,  14, 21, 0, 8,  16, 24, 0, 9,  18, 27, 0, 10, 20, 30, 0, 11, 22, 33,
+    0, 12, 24, 36, 0, 13, 26, 39, 0, 14, 28, 42, 0, 15, 30, 45};
+
+INLINE __m512i lanes16(const uint8_t *p) { return _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)p)); }
+INLINE __m512i loadv(const uint8_t *p) { return _mm512_loadu_si512(p); }
+/* (a & c) | (b & ~c) */
+INLINE __m512i select_bits(__m512i a, __m512i b, __m512i c) { return _mm512_ternarylogic_epi32(a, b, c, 0xE4); }
+
+/* Per-call constants: the lookup tables and the byte patterns. */
+typedef struct {
+    __m512i T0, T1;    /* table (T1: entries 64..127, CB3 with 16 books) */
+    __m512 stab;       /* CB: float scales by index, (k & (smax - 1)) + 1 */
+    __m512i spread[4], ext[4], pair[4];
+} consts;
+
+/* CB tables: entry i = book[(i >> kbits) & (C - 1)][i & (k - 1)] + offset,
+ * for every i < 128 (the index bits above the book are scale bits: replicate). */
+static void cb_table(const lb_cb_set *set, int kbits, int offset, uint8_t T[128]) {
+    const int k = set->books.k, mask = set->books.count - 1;
+    for (int i = 0; i < 128; i++) T[i] = (uint8_t)(set->books.v[(i >> kbits) & mask][i & (k - 1)] + offset);
+}
+
+/* sgn: CB tables of the signed centroids (AMX) instead of centroid + 64. */
+INLINE void consts_init(int wt, int sgn, consts *c) {
+    if (wt == WQ2K) {
+        c->T0 = c->T1 = _mm512_load_si512(k_q2tab);
+        c->stab = _mm512_setzero_ps();
+    } else {
+        uint8_t T[128] __attribute__((aligned(64)));
+        const lb_cb_set *set = lb_cb_current(wt == WCB2 ? LB_TYPE_CB2 : LB_TYPE_CB3);
+        cb_table(set, kbits_of(wt), sgn ? 0 : 64, T);
+        float st[16] __attribute__((aligned(64)));
+        for (int k = 0; k < 16; k++) st[k] = (float)((k & (set->smax - 1)) + 1);
+        c->stab = _mm512_load_ps(st);
+        c->T0 = _mm512_load_si512(T);
+        c->T1 = _mm512_load_si512(T + 64);
+    }
+    for (int e = 0; e < 4; e++) {
+        c->spread[e] = lanes16(k_spread[e]);
+        c->ext[e] = lanes16(k_ext[e]);
+        c->pair[e] = lanes16(k_pair[e]);
+    }
+}
+
+INLINE __m512i lut(int wide, __m512i idx, const consts *c) {
+    return wide ? _mm512_permutex2var_epi8(c->T0, idx, c->T1) : _mm512_permutexvar_epi8(idx, c->T0);
+}
+
+/* The nibble planes shifted so that a sub-group's nibble sits at bit kbits
+ * of its byte: p[0] = NP0 << kb (sub-groups 0-3), p[1] = NP0 >> (4 - kb)
+ * (4-7), p[2], p[3] the same of NP1 (8-15). Bits pulled in from neighbours
+ * land below kbits (masked off) or above the table index bits (ignored or
+ * replicated). */
+INLINE void sel_planes(int wt, const uint8_t *xb, __m512i p[4]) {
+    const int kb = kbits_of(wt);
+    const __m512i a = loadv(xb + np_off(wt)), b = loadv(xb + np_off(wt) + 64);
+    p[0] = _mm512_slli_epi16(a, kb);
+    p[1] = _mm512_srli_epi16(a, 4 - kb);
+    p[2] = _mm512_slli_epi16(b, kb);
+    p[3] = _mm512_srli_epi16(b, 4 - kb);
+}
+
+/* Unsigned weight bytes of sub-group j, u[t] = weights 16j + 4t .. +3 of the
+ * 16 rows. */
+INLINE void decode_sub(int wt, int wide, const uint8_t *xb, int j, const __m512i p[4], const consts *c,
+                       __m512i u[4]) {
+    const __m512i sel = _mm512_shuffle_epi8(p[j / 4], c->spread[j % 4]);
+    const __m512i q = loadv(xb + 64 * j);
+    const __m512i m3 = _mm512_set1_epi8(3);
+    __m512i h = _mm512_setzero_si512();
+    if (wt == WCB3) h = loadv(xb + QH_OFF + 64 * (j / 2));
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; t++) {
+        const __m512i qs = t ? _mm512_srli_epi16(q, 2 * t) : q;
+        __m512i idx;
+        if (wt != WCB3) {
+            idx = select_bits(qs, sel, m3);
+        } else {
+            /* third bit (bit 4e + t of the QH byte) to bit 2 */
+            const int sh = 4 * (j % 2) + t - 2;
+            const __m512i hs = sh > 0 ? _mm512_srli_epi16(h, sh) : sh < 0 ? _mm512_slli_epi16(h, -sh) : h;
+            idx = select_bits(select_bits(qs, hs, m3), sel, _mm512_set1_epi8(7));
+        }
+        u[t] = lut(wide, idx, c);
+    }
+}
+
+/* CB: the scales s - 1 of sub-groups 4i .. 4i + 3 as bytes (byte e of dword
+ * r = s - 1 of sub-group 4i + e of row r): s - 1 = field >> cbits, from the
+ * nibble's top 4 - cbits bits and the field's top 2 bits (TP plane). */
+INLINE __m512i cb_s1_quadrant(int wt, int cbits, const uint8_t *xb, int i, int clean) {
+    const uint8_t *np = xb + np_off(wt);
+    const __m512i tp = loadv(np + 128);
+    const int low = 4 - cbits;         /* bits of s - 1 in the nibble */
+    const int tsh = 2 * i - low;       /* top bits of quadrant i to bit `low` */
+    const __m512i t = tsh > 0 ? _mm512_srli_epi16(tp, tsh) : tsh < 0 ? _mm512_slli_epi16(tp, -tsh) : tp;
+    if (low == 0) return clean ? _mm512_and_si512(t, _mm512_set1_epi8(3)) : t;
+    const __m512i a = _mm512_srli_epi16(loadv(np + 64 * (i / 2)), cbits + 4 * (i % 2));
+    const __m512i x = select_bits(a, t, _mm512_set1_epi8((char)((1 << low) - 1)));
+    /* unclean: bits above the field are junk (cb_sf's table ignores them) */
+    return clean ? _mm512_and_si512(x, _mm512_set1_epi8((char)(63 >> cbits))) : x;
+}
+
+/* The scales s of sub-group j of the 16 rows as floats, from the unclean
+ * quadrant: byte j % 4 of each dword to its low bits, then a vpermps into
+ * the table (k & (smax - 1)) + 1, which ignores the junk above the field. */
+INLINE __m512 cb_sf(__m512i s1q, int j, const consts *c) {
+    const __m512i x = j % 4 ? _mm512_srli_epi32(s1q, 8 * (j % 4)) : s1q;
+    return _mm512_permutexvar_ps(x, c->stab);
+}
+
+/* d * s_j of the 16 rows (exact: fma(s - 1, d, d) = d * s, representable). */
+INLINE __m512 cb_scale(__m512i s1q, int j, __m512 dv, const consts *c) {
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_shuffle_epi8(s1q, c->ext[j % 4])), dv, dv);
+}
+
+INLINE __m512 fp16x16(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+
+/* Q2_K mins pair vector p (0..7): int16 (m_lo, 16 m_hi) per row. */
+INLINE __m512i q2k_min_pair(const uint8_t *xb, int p, const consts *c) {
+    const __m512i mp = loadv(xb + Q2K_MP_OFF + 64 * (p / 4));
+    return _mm512_and_si512(_mm512_shuffle_epi8(mp, c->pair[p % 4]), _mm512_set1_epi32(0x00F0000F));
+}
+
+/* A Q2_K nibble plane pair (scales at np_off, mins at Q2K_MP_OFF) as bytes
+ * 0..15: out[i] holds sub-groups 4i .. 4i + 3 (byte e of dword r = the
+ * nibble of sub-group 4i + e of row r). */
+INLINE void q2k_nibble_planes(const uint8_t *np, __m512i out[4]) {
+    const __m512i n0 = loadv(np), n1 = loadv(np + 64), m4 = _mm512_set1_epi8(0x0F);
+    out[0] = _mm512_and_si512(n0, m4);
+    out[1] = _mm512_and_si512(_mm512_srli_epi16(n0, 4), m4);
+    out[2] = _mm512_and_si512(n1, m4);
+    out[3] = _mm512_and_si512(_mm512_srli_epi16(n1, 4), m4);
+}
+
+/* Bits 2t, 2t + 1 of every byte, as 0..3 (one GF(2) affine map each). */
+INLINE __m512i q2_bits(__m512i q, int t) {
+    if (t == 0) return _mm512_and_si512(q, _mm512_set1_epi8(3));
+    /* output bit i of a byte = parity(matrix byte 7 - i & input byte) */
+    const uint64_t A = ((uint64_t)(1u << (2 * t)) << 56) | ((uint64_t)(1u << (2 * t + 1)) << 48);
+    return _mm512_gf2p8affine_epi64_epi8(q, _mm512_set1_epi64((long long)A), 0);
+}
+
+INLINE __m512i bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* ---- activations ---- */
+
+/* bsum forms of lb_block_q8_Kx4 from one Q8_K block's bsums. */
+static inline void bsum_forms(const int16_t *bsums, int32_t *b64, int16_t *bsp) {
+    for (int j = 0; j < 16; j++) b64[j] = -64 * bsums[j];
+    for (int p = 0; p < 8; p++) {
+        const int lo = p + 4 * (p / 4);
+        bsp[2 * p] = (int16_t)(16 * bsums[lo]);
+        bsp[2 * p + 1] = bsums[lo + 4];
+    }
+}
+
+/* ---- activations: one Q8_K block as lb_quantize_row_q8_K_ref ---- */
+
+/* qs (256 bytes), *d and the 16 bsums as int32 lanes; bit-identical to the
+ * reference (max_ps skips NaNs as its `ax > amax` does; cvtps rounds half to
+ * even as lb_nearest_int). */
+INLINE __m512i q8k_block(const float *x, int8_t *qs, float *d) {
+    __m512 vmax = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int v = 0; v < 16; v++) vmax = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 16 * v)), vmax);
+    const float amax = _mm512_reduce_max_ps(vmax);
+    if (amax == 0.0f) {
+        memset(qs, 0, QK_K);
+        *d = 0.0f;
+        return _mm512_setzero_si512();
+    }
+    /* the sign of the FIRST element of largest magnitude */
+    float max = amax;
+    for (int v = 0; v < 16; v++) {
+        const __mmask16 k = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(x + 16 * v)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+        if (k) {
+            max = x[16 * v + __builtin_ctz((unsigned)k)];
+            break;
+        }
+    }
+    const float iscale = -127.0f / max;
+    const __m512 vis = _mm512_set1_ps(iscale);
+#pragma GCC unroll 16
+    for (int v = 0; v < 16; v++) {
+        const __m512i q = _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(vis, _mm512_loadu_ps(x + 16 * v))),
+                                           _mm512_set1_epi32(127));
+        _mm_storeu_si128((__m128i *)(qs + 16 * v), _mm512_cvtepi32_epi8(q));
+    }
+    *d = 1.0f / iscale;
+    /* group sums: sad of (q + 128) per 8 bytes, the two halves of each
+     * 128-bit lane added, then the lanes' low dwords gathered */
+    __m512i s[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        const __m512i u = _mm512_xor_si512(_mm512_loadu_si512(qs + 64 * i), _mm512_set1_epi8((char)0x80));
+        const __m512i t = _mm512_sad_epu8(u, _mm512_setzero_si512());
+        s[i] = _mm512_add_epi64(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x4E));
+    }
+    const __m512i lo = _mm512_permutex2var_epi32(s[0], _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0), s[1]);
+    const __m512i hi = _mm512_permutex2var_epi32(s[2], _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0), s[3]);
+    const __m512i all = _mm512_inserti64x4(lo, _mm512_castsi512_si256(hi), 1);
+    return _mm512_sub_epi32(all, _mm512_set1_epi32(16 * 128));
+}
+
+/* lb_block_q8_Kx4's bsum forms from the bsums lanes. */
+INLINE void q8k_forms_x4(__m512i bs, int32_t *b64, int16_t *bsp) {
+    _mm512_storeu_si512(b64, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(bs, 6)));
+    const __m256i a16 = _mm512_cvtepi32_epi16(_mm512_slli_epi32(bs, 4)), b16 = _mm512_cvtepi32_epi16(bs);
+    /* word 2p = 16 bsum[lo], 2p + 1 = bsum[lo + 4], lo = p + 4 (p / 4) */
+    const __m256i idx = _mm256_setr_epi16(0, 20, 1, 21, 2, 22, 3, 23, 8, 28, 9, 29, 10, 30, 11, 31);
+    _mm256_storeu_si256((__m256i *)bsp, _mm256_permutex2var_epi16(a16, idx, b16));
+}
+
+/* lb_block_q8_Kx16's bf16 digit pairs (bsum >> 6, bsum & 63) from the lanes. */
+INLINE void q8k_forms_x16(__m512i bs, uint16_t *bsd) {
+    const __m512i h = _mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_srai_epi32(bs, 6)));
+    const __m512i l = _mm512_castps_si512(_mm512_cvtepi32_ps(_mm512_and_si512(bs, _mm512_set1_epi32(63))));
+    _mm512_storeu_si512(bsd, select_bits(l, _mm512_srli_epi32(h, 16), _mm512_set1_epi32((int)0xFFFF0000u)));
+}
+
+#endif

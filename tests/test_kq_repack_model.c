@@ -1,0 +1,162 @@
+/* The 16-row super-block layouts end to end, on tiny-F32 (dim 256, hidden
+ * 768: every matrix has 256-aligned rows), for Q2_K, CB2 and CB3:
+ *  - `quantize ... Q2_K_16X4` (CB2_16X4, CB3_16X4) writes the interleaved
+ *    type for the matrices, keeps token_embd plain, and (CB) the books;
+ *  - the plain file repacked at load gives the same logits as the plain
+ *    file at the scalar level (tolerance 1e-4 of the largest logit: float
+ *    summation order only), and the interleaved file loads as is with
+ *    bit-identical logits to repacking at load; at the scalar level the
+ *    interleaved file still runs, on the scalar reference kernels;
+ *  - quantizing the interleaved file back to the base type restores the
+ *    plain file's tensor bytes (unpack is exact). */
+#include "test_util.h"
+
+#include "formats/repack.h"
+#include "gguf/gguf.h"
+#include "kernels/cpu.h"
+#include "kernels/dispatch.h"
+#include "model/model.h"
+#include "model/repack.h"
+
+static const int32_t kPrompt[] = {1, 403, 407, 261, 378, 300, 290, 266, 17, 99, 5, 311, 42, 250, 8, 123, 77, 64, 3};
+enum { N_PROMPT = sizeof kPrompt / sizeof kPrompt[0] };
+
+/* Logits of the whole prompt (one batch: GEMM path, 16- and 4-row groups
+ * and a tail) and of one more token (GEMV path): 2 * V floats. */
+static float *run(const char *path, int *V_out, lb_model **keep) {
+    lb_model *m = NULL;
+    if (lb_model_load(path, NULL, &m) != LB_OK) {
+        fprintf(stderr, "load %s: %s\n", path, lb_last_error());
+        return NULL;
+    }
+    lb_context *ctx = NULL;
+    lb_context_params cp = lb_context_default_params();
+    cp.n_threads = 2;
+    cp.n_ctx = 64;
+    if (lb_context_new(m, &cp, &ctx) != LB_OK) {
+        lb_model_free(m);
+        return NULL;
+    }
+    const int V = lb_model_n_vocab(m);
+    float *out = malloc(sizeof(float) * 2 * V);
+    CHECK_OK(lb_eval(ctx, kPrompt, N_PROMPT, 0, out, 0));
+    const int32_t next = 300;
+    CHECK_OK(lb_eval(ctx, &next, 1, N_PROMPT, out + V, 0));
+    lb_context_free(ctx);
+    *V_out = V;
+    if (keep) *keep = m;
+    else lb_model_free(m);
+    return out;
+}
+
+static double max_abs(const float *x, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++) m = fmax(m, fabs(x[i]));
+    return m;
+}
+
+static void check_close(const float *a, const float *b, int n, const char *what) {
+    const double tol = 1e-4 * max_abs(a, n);
+    int bad = 0;
+    for (int i = 0; i < n; i++) bad += !(fabs((double)a[i] - b[i]) <= tol);
+    CHECK_MSG(!bad, "%s: %d of %d logits differ by more than %g", what, bad, n, tol);
+}
+
+static int count_type(const lb_model *m, int type) {
+    int c = 0;
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const lb_layer *l = &m->layers[il];
+        const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (int i = 0; i < 7; i++) c += ws[i]->type == type;
+    }
+    return c;
+}
+
+static void one_type(const char *f32, int base, int packed_type, const char *tag) {
+    char plain[512], packed[512], back[512], what[128];
+    snprintf(plain, sizeof plain, "%s", lb_test_tmp(tag));
+    snprintf(packed, sizeof packed, "%s.16x4", lb_test_tmp(tag));
+    snprintf(back, sizeof back, "%s.back", lb_test_tmp(tag));
+    lb_quantize_params qp;
+    memset(&qp, 0, sizeof qp);
+    qp.n_threads = 2;
+    lb_quantize_stats st;
+    qp.type = base;
+    CHECK_OK(lb_quantize_file(f32, plain, &qp, &st));
+    qp.type = packed_type;
+    CHECK_OK(lb_quantize_file(f32, packed, &qp, &st));
+    CHECK(st.n_quantized > 0 && st.n_fallback == 0);
+    qp.type = base;
+    CHECK_OK(lb_quantize_file(packed, back, &qp, &st));
+
+    /* on disk: interleaved matrices, plain embedding, same bytes back */
+    gguf_file *g = NULL, *ga = NULL, *gb = NULL;
+    CHECK_OK(gguf_open(packed, &g));
+    if (g) {
+        const gguf_tensor *e = gguf_find_tensor(g, "token_embd.weight");
+        const gguf_tensor *wq = gguf_find_tensor(g, "blk.0.attn_q.weight");
+        CHECK(e && e->type == (uint32_t)base);
+        CHECK(wq && wq->type == (uint32_t)packed_type);
+        gguf_close(g);
+    }
+    CHECK_OK(gguf_open(plain, &ga));
+    CHECK_OK(gguf_open(back, &gb));
+    if (ga && gb) {
+        int same = gguf_n_tensors(ga) == gguf_n_tensors(gb);
+        for (int64_t i = 0; same && i < gguf_n_tensors(ga); i++) {
+            const gguf_tensor *x = gguf_tensor_at(ga, i), *y = gguf_tensor_at(gb, i);
+            same &= x->type == y->type && x->size == y->size && !memcmp(x->data, y->data, x->size);
+        }
+        CHECK_MSG(same, "%s -> %s -> %s changed tensor bytes", lb_type_name(base), lb_type_name(packed_type),
+                  lb_type_name(base));
+    }
+    gguf_close(ga);
+    gguf_close(gb);
+
+    /* reference: the plain file at the scalar level (nothing repacked) */
+    const lb_isa hw = lb_cpu_detected();
+    int V = 0;
+    lb_model *m = NULL;
+    lb_cpu_force_level(LB_ISA_SCALAR);
+    lb_repack_set_mode("auto");
+    float *ref = run(plain, &V, &m);
+    CHECK(ref && m && count_type(m, base) == 7 * m->hp.n_layer);
+    lb_model_free(m);
+    float *y = run(packed, &V, &m); /* the interleaved file on the reference kernels */
+    CHECK(y && m && count_type(m, packed_type) > 0);
+    snprintf(what, sizeof what, "%s file at scalar level", lb_type_name(packed_type));
+    if (ref && y) check_close(ref, y, 2 * V, what);
+    free(y);
+    lb_model_free(m);
+    lb_cpu_force_level(hw);
+
+    /* repacked at load (where a fast kernel exists) and the interleaved file */
+    float *at_load = run(plain, &V, &m);
+    const int fast = lb_kernel_get(packed_type)->isa != LB_ISA_SCALAR;
+    CHECK(at_load && m && count_type(m, fast ? packed_type : base) > 0);
+    snprintf(what, sizeof what, "%s file repacked at load", lb_type_name(base));
+    if (ref && at_load) check_close(ref, at_load, 2 * V, what);
+    lb_model_free(m);
+    y = run(packed, &V, NULL);
+    if (y && at_load && fast)
+        CHECK_MSG(!memcmp(y, at_load, sizeof(float) * 2 * V), "%s file != %s repacked at load",
+                  lb_type_name(packed_type), lb_type_name(base));
+    lb_repack_set_mode("off");
+    float *off = run(plain, &V, NULL);
+    if (ref && off) check_close(ref, off, 2 * V, "repack off");
+    lb_repack_set_mode("auto");
+    free(off);
+    free(y);
+    free(at_load);
+    free(ref);
+}
+
+int main(void) {
+    const char *f32 = lb_test_shared("interop/tiny-F32.gguf");
+    if (!lb_test_have(f32)) SKIP("no %s", f32);
+    lb_log_level = 0;
+    one_type(f32, LB_TYPE_Q2_K, LB_TYPE_Q2_K_16X4, "kq_q2_k.gguf");
+    one_type(f32, LB_TYPE_CB2, LB_TYPE_CB2_16X4, "kq_cb2.gguf");
+    one_type(f32, LB_TYPE_CB3, LB_TYPE_CB3_16X4, "kq_cb3.gguf");
+    return lb_test_result("test_kq_repack_model");
+}
