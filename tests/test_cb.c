@@ -192,6 +192,7 @@ static void test_edge_cases(void) {
 /* Sum of the magnitudes of a dot's per-block terms. The kernels' block sums
  * are exact integers, but they scale partial sums in float lanes and add in
  * another order than the reference: the stated tolerance is 1e-5 of this. */
+#if LB_HAVE_X86_KERNELS /* its only user below; unused elsewhere (e.g. in the Arm build) */
 static double dot_mag(int type, int64_t K, const unsigned char *w, const block_q8_K *qa) {
     double mag = 0;
     for (int64_t ib = 0; ib < K / QK_CB; ib++) {
@@ -201,6 +202,7 @@ static double dot_mag(int type, int64_t K, const unsigned char *w, const block_q
     }
     return mag;
 }
+#endif
 
 static void test_avx2(void) {
 #if LB_HAVE_X86_KERNELS

@@ -69,7 +69,8 @@ static void prepare(lb_cb_set *s, const lb_cb_books *b) {
         for (int i = 0; i < b->k; i++) {
             const uint8_t u = (uint8_t)(b->v[c][i] + 64);
             s->table[c * b->k + i] = u;
-            for (int r = i; r < 16; r += b->k) s->lane[c][r] = u;
+            s->stable[c * b->k + i] = b->v[c][i];
+            for (int r = i; r < 16; r += b->k) s->lane[c][r] = u, s->slane[c][r] = b->v[c][i];
         }
     for (int a = 0; a < b->count; a++)
         for (int c = 0; c < b->count; c++) {

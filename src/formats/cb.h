@@ -87,6 +87,10 @@ typedef struct {
     /* pair[a | b << cbits]: lane[a] then lane[b], the 32-byte table of two
      * neighbouring sub-groups with books a and b (8 KiB for 16 books) */
     uint8_t pair[CB_MAX_BOOKS * CB_MAX_BOOKS][32] __attribute__((aligned(64)));
+    /* the Arm kernels' (kernels/arm_kq*.c: SDOT and SMMLA multiply signed by
+     * signed, so no +64): table and lane as signed centroids */
+    int8_t stable[CB_MAX_BOOKS * CB_MAX_K] __attribute__((aligned(64)));
+    int8_t slane[CB_MAX_BOOKS][16] __attribute__((aligned(64)));
 } lb_cb_set;
 
 /* k for a type (4 or 8), 0 if type is not CB2/CB3. */

@@ -15,6 +15,7 @@
 #if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
 #define LB_HAVE_ARM_KERNELS 1
 #include "formats/repack.h"
+#include "kernels/arm_kq.h" /* Q2_K / CB2 / CB3: LB_ARM_KQ_KERNELS */
 
 /* ASIMD: float rows, Q8_0 activation quantizers */
 void lb_vec_dot_f32_neon(int64_t n, float *s, const void *w, const void *a);

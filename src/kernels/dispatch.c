@@ -38,6 +38,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_KQ_REPACK_REF_KERNELS, /* Q2_K / CB2 / CB3 16-row layouts, kernels/kq_repack_avx512.h */
 #if LB_HAVE_ARM_KERNELS
     LB_ARM_KERNELS, /* kernels/arm_kernels.h: neon, dotprod, i8mm */
+    LB_ARM_KQ_KERNELS, /* kernels/arm_kq.h: Q2_K, CB2, CB3 at neon, dotprod, i8mm */
 #endif
 #if LB_HAVE_X86_KERNELS
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */

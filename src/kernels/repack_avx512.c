@@ -76,13 +76,17 @@ INLINE void gemv_tile(int wt, int NV, int MR, const geom *G, const __m512i *idx,
 #pragma GCC unroll 4
             for (int m = 0; m < MR; m++) {
                 const uint8_t *q = aq[m] + (size_t)b * sizeof(block_q8_0) + 2;
-                __m512i s = _mm512_set1_epi32(bias[m][b]);
+                /* two chains: eight dependent VNNI would be a 40-cycle
+                 * latency chain per block, too long for decode's few rows */
+                __m512i s0 = _mm512_set1_epi32(bias[m][b]), s1 = _mm512_setzero_si512();
 #pragma GCC unroll 8
                 for (int kk = 0; kk < 8; kk++) {
                     int32_t a4;
                     memcpy(&a4, q + 4 * kk, 4);
-                    s = _mm512_dpbusd_epi32(s, w[kk], _mm512_set1_epi32(a4));
+                    if (kk & 1) s1 = _mm512_dpbusd_epi32(s1, w[kk], _mm512_set1_epi32(a4));
+                    else s0 = _mm512_dpbusd_epi32(s0, w[kk], _mm512_set1_epi32(a4));
                 }
+                const __m512i s = _mm512_add_epi32(s0, s1);
                 acc[v][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw, _mm512_set1_ps(da[m][b])), acc[v][m]);
             }
         }
