@@ -147,7 +147,7 @@ INLINE void gemv_sb(int wt, int cbits, int wide, int MR, const uint8_t *xb, int6
 /* Y[m][n .. n + 16 NG) (=, or += with add) for NG consecutive 16-row groups
  * over kb blocks, their super-blocks interleaved (NG weight streams). */
 INLINE void gemv_groups(int wt, int cbits, int wide, int MR, int NG, const uint8_t *xg, size_t gstride, int64_t kb,
-                        const gemv_acts *A, const consts *c, float *y, size_t ldy, int add) {
+                        ptrdiff_t jump, const gemv_acts *A, const consts *c, float *y, size_t ldy, int add) {
     const size_t xbs = xb_size(wt);
     __m512 acc[4][4];
     for (int g = 0; g < NG; g++)
@@ -156,7 +156,10 @@ INLINE void gemv_groups(int wt, int cbits, int wide, int MR, int NG, const uint8
     for (int64_t b = 0; b < kb; b++)
         for (int g = 0; g < NG; g++) {
             const uint8_t *xb = xg + g * gstride + (size_t)b * xbs;
-            for (size_t o = 0; o < xbs; o += 64) _mm_prefetch((const char *)xb + LB_KQ_GEMV_PREFETCH + o, LB_KQ_PF_HINT);
+            /* near a stream's end, on into the stream the next call reads
+             * (rows of K = 2048 are only 8 super-blocks long) */
+            const ptrdiff_t pf = LB_KQ_GEMV_PREFETCH + ((b + 1) * (int64_t)xbs + LB_KQ_GEMV_PREFETCH > kb * (int64_t)xbs ? jump : 0);
+            for (size_t o = 0; o < xbs; o += 64) _mm_prefetch((const char *)xb + pf + o, LB_KQ_PF_HINT);
             gemv_sb(wt, cbits, wide, MR, xb, b, A, c, acc[g]);
         }
     for (int g = 0; g < NG; g++)
@@ -193,15 +196,17 @@ INLINE void gemv(int wt, int cbits, int wide, int64_t K, const void *W, size_t w
                 }
             }
             const size_t gstride = 16 * wrs;
+            /* the next call (next 16 * GEMV_NG rows) reads the same blocks of the next groups */
+            const ptrdiff_t jump = (ptrdiff_t)(GEMV_NG * gstride) - (ptrdiff_t)(kb * xbs);
             for (int n = n0; n < n1; n += 16 * GEMV_NG) {
                 const uint8_t *xg = (const uint8_t *)W + (size_t)(n / 16) * gstride + (size_t)b0 * xbs;
                 float *y = Y + (size_t)m0 * ldy + n;
                 const int ng = LB_MIN(GEMV_NG, (n1 - n) / 16), add = b0 > 0; /* 1 .. GEMV_NG */
 #define GEMV_CASE(MR)                                                                              \
-    (ng == 4   ? gemv_groups(wt, cbits, wide, MR, 4, xg, gstride, kb, &acts, &c, y, ldy, add)       \
-     : ng == 3 ? gemv_groups(wt, cbits, wide, MR, 3, xg, gstride, kb, &acts, &c, y, ldy, add)       \
-     : ng == 2 ? gemv_groups(wt, cbits, wide, MR, 2, xg, gstride, kb, &acts, &c, y, ldy, add)       \
-               : gemv_groups(wt, cbits, wide, MR, 1, xg, gstride, kb, &acts, &c, y, ldy, add))
+    (ng == 4   ? gemv_groups(wt, cbits, wide, MR, 4, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+     : ng == 3 ? gemv_groups(wt, cbits, wide, MR, 3, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+     : ng == 2 ? gemv_groups(wt, cbits, wide, MR, 2, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+               : gemv_groups(wt, cbits, wide, MR, 1, xg, gstride, kb, jump, &acts, &c, y, ldy, add))
                 switch (mr) {
                 case 1: GEMV_CASE(1); break;
                 case 2: GEMV_CASE(2); break;

@@ -56,10 +56,14 @@ LB_AVX512 void lb_quantize_q8_0x4v_avx512(const float *x, size_t ldx, void *vy, 
 
 enum { GEMV_KC = 256 }; /* blocks per pass: their scales and bias sums live on the stack */
 
-/* acc[v][m] over blocks [0, nb) for 16*NV rows and MR activation rows. */
+/* acc[v][m] over blocks [0, nb) for 16*NV rows and MR activation rows.
+ * Prefetch runs LB_GEMV512_PREFETCH blocks ahead of each weight stream and,
+ * near its end, on into the stream the next call reads (jump bytes on):
+ * with short rows (K = 2048 is 64 blocks) the first blocks of every tile
+ * would otherwise wait for memory. */
 INLINE void gemv_tile(int wt, int NV, int MR, const geom *G, const __m512i *idx, const rows16 *r, int64_t nb,
-                      const uint8_t *const *aq, const float (*da)[GEMV_KC], const int32_t (*bias)[GEMV_KC],
-                      __m512 acc[2][4]) {
+                      ptrdiff_t jump, const uint8_t *const *aq, const float (*da)[GEMV_KC],
+                      const int32_t (*bias)[GEMV_KC], __m512 acc[2][4]) {
 #pragma GCC unroll 2
     for (int v = 0; v < NV; v++)
 #pragma GCC unroll 4
@@ -67,9 +71,10 @@ INLINE void gemv_tile(int wt, int NV, int MR, const geom *G, const __m512i *idx,
     for (int64_t b = 0; b < nb; b++) {
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) {
+            const ptrdiff_t pf = (ptrdiff_t)((b + LB_GEMV512_PREFETCH) * G->xbs) + (b + LB_GEMV512_PREFETCH >= nb ? jump : 0);
             for (int i = 0; i < 16 / G->R; i++)
                 for (size_t o = 0; o < G->xbs; o += 64)
-                    _mm_prefetch((const char *)r[v].g[i] + (b + LB_GEMV512_PREFETCH) * G->xbs + o, _MM_HINT_T0);
+                    _mm_prefetch((const char *)r[v].g[i] + pf + o, _MM_HINT_T0);
             __m512i w[8];
             decode16(wt, 0, G, idx, &r[v], b, w);
             const __m512 dw = scales16(G, &r[v], b);
@@ -110,7 +115,7 @@ INLINE void gemv_put(int NV, int MR, const __m512 acc[2][4], float *y, size_t ld
 #define GEMV_CASE(NV, MR)                                                                                \
     do {                                                                                                 \
         __m512 acc[2][4];                                                                                \
-        gemv_tile(wt, NV, MR, &G, idx, r, kb, aq, da, bias, acc);                                        \
+        gemv_tile(wt, NV, MR, &G, idx, r, kb, jump, aq, da, bias, acc);                                  \
         gemv_put(NV, MR, acc, Y + (size_t)m0 * ldy + n, ldy, n, n1, b0 > 0);                             \
     } while (0)
 
@@ -143,6 +148,9 @@ INLINE void gemv(int wt, int R, int C, int64_t K, const void *W, size_t w_row_si
                     bias[m][b] = -off * sum;
                 }
             }
+            /* past its kb blocks a stream's prefetch moves on to the same
+             * blocks of the next 32 rows (the next tile of this pass) */
+            const ptrdiff_t jump = (ptrdiff_t)(32 / R) * (ptrdiff_t)G.gstride - (ptrdiff_t)(kb * G.xbs);
             for (int n = n0; n < n1; n += 32) {
                 rows16 r[2];
                 r[0] = rows_at(&G, W, n, n1);
