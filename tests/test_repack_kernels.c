@@ -217,7 +217,13 @@ static void test_entries(void) {
             const lb_kernel *k = lb_kernel_get_at(kTypes[t], kLevels[li]);
             CHECK(k && k->gemv && !k->vec_dot && k->act_type == LB_TYPE_Q8_0);
             if (!k) continue;
-            if (kLevels[li] == LB_ISA_AVX2) CHECK_MSG(k->isa == LB_ISA_AVX2, "%s: no AVX2 kernel", k->name);
+            if (kLevels[li] == LB_ISA_AVX2) {
+                CHECK_MSG(k->isa == LB_ISA_AVX2, "%s: no AVX2 kernel", k->name);
+                /* AVX-VNNI variant exactly when the CPU has it (and it is not disabled) */
+                const int vnni = (lb_cpu_extra_features() & LB_CPU_AVXVNNI) != 0;
+                CHECK_MSG(vnni == (strstr(k->name, "avxvnni") != NULL), "%s at avx2 with AVX-VNNI %s", k->name,
+                          vnni ? "on" : "off");
+            }
             if (!k->quantize_act_x4) continue;
             /* three grouped activation layouts: lb_block_q8_0x4a (4 rows,
              * chunked), lb_block_q8_0x4v (AVX-512 VNNI GEMM), lb_block_q8_0x16
@@ -314,6 +320,15 @@ int main(void) {
     test_exact();
     test_multi();
     test_float();
+    if (lb_cpu_extra_features() & LB_CPU_AVXVNNI) {
+        /* once more without AVX-VNNI: the plain AVX2 products at the avx2 level */
+        printf("again without AVX-VNNI\n");
+        lb_cpu_disable_features(LB_CPU_AVXVNNI);
+        test_entries();
+        test_exact();
+        test_float();
+        lb_cpu_disable_features(0);
+    }
     printf("worst error: %.3g of the bound\n", worst);
     return lb_test_result("test_repack_kernels");
 }

@@ -55,6 +55,7 @@ static lb_isa detect(void) {
     if (vbmi && avx512f && avx512bw && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_VBMI;
     if (gfni) lb_extra |= LB_CPU_GFNI;
     if (amxbf16) lb_extra |= LB_CPU_AMXBF16;
+    if (avxvnni) lb_extra |= LB_CPU_AVXVNNI;
     if (!(avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6))) return LB_ISA_AVX2;
     /* XCR0 bits 17-18: the OS manages the tile configuration and data */
     if (amx && xgetbv_ok(0x60000) && amx_permitted()) return LB_ISA_AMX;

@@ -42,6 +42,7 @@ static const lb_kernel lb_kernel_list[] = {
 #endif
 #if LB_HAVE_X86_KERNELS
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */
+    LB_REPACK_AVXVNNI_KERNELS, /* the same with AVX-VNNI, kernels/q4_0_repack_x86.h */
     LB_REPACK_AVX512_KERNELS, /* kernels/repack_avx512.h */
     LB_REPACK_AMX_KERNELS, /* kernels/repack_amx.h */
     LB_KQ_REPACK_AVX512_KERNELS, /* kernels/kq_repack_avx512.h (need VBMI) */
@@ -79,7 +80,9 @@ const lb_kernel *lb_kernel_get_at(int type, lb_isa level) {
         if (k->cpu_needs & ~lb_cpu_extra_features()) continue;
         /* Arm and x86 levels are separate families; scalar serves both. */
         int fits = k->isa == LB_ISA_SCALAR || (k->isa <= level && lb_isa_is_x86(k->isa) == lb_isa_is_x86(level));
-        if (fits && (!best || k->isa > best->isa)) best = k;
+        /* at one level, an entry that needs extra features (and has them) wins */
+        if (fits && (!best || k->isa > best->isa || (k->isa == best->isa && k->cpu_needs && !best->cpu_needs)))
+            best = k;
     }
     if (!best) {
         /* Types without a registered kernel (e.g. K-quants) use their reference dot. */

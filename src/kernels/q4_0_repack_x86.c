@@ -24,7 +24,10 @@
  *  - IQ4_NL: vpshufb looks the 16-entry codebook up in a register; IQ4_NL
  *    and Q8_0 multiply with the sign trick (|w| x sign(a, w)), widening each
  *    product to int32.
- * Float scaling: one FMA per block and row of activations. */
+ * Float scaling: one FMA per block and row of activations.
+ * With AVX-VNNI (Alder Lake and later without AVX-512) the same kernels use
+ * VEX vpdpbusd for the products (the *_avxvnni entries, chosen when the CPU
+ * has it): four products straight into int32, no int16 stage. */
 #include "kernels/q4_0_repack_x86.h"
 
 #if LB_HAVE_X86_KERNELS
@@ -181,7 +184,14 @@ INLINE __m256i weight_vec(int wt, int lay, const w_src *w, int64_t b, int q, int
  * Per block the 8 weight vectors are decoded once and stay in registers
  * while each activation row passes over them (the small loops must unroll
  * completely so nothing round-trips through the stack). */
-INLINE void tile(int wt, int lay, int mr, const w_src *w, const act_src *a, int64_t nb, __m256 *acc) {
+/* acc += u8 x s8 products, four per int32 lane: VEX vpdpbusd (AVX-VNNI)
+ * through asm, so the AVX2 functions around it need no extra target. */
+INLINE __m256i dpbusd_vex(__m256i acc, __m256i u, __m256i s) {
+    __asm__("%{vex%} vpdpbusd %2, %1, %0" : "+x"(acc) : "x"(u), "x"(s));
+    return acc;
+}
+
+INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_src *a, int64_t nb, __m256 *acc) {
     const __m256i ones16 = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
     for (int m = 0; m < mr; m++) acc[m] = _mm256_setzero_ps();
@@ -205,7 +215,21 @@ INLINE void tile(int wt, int lay, int mr, const w_src *w, const act_src *a, int6
 #pragma GCC unroll 4
             for (int c = 0; c < 4; c++) {
                 const __m256i av = load_act(lay, a, b, m, c);
-                if (wt == WQ4) {
+                if (vnni) {
+                    /* AVX-VNNI: the same operands, four products straight into int32 */
+                    __m256i u0, s0, u1, s1;
+                    if (wt == WQ4) {
+                        u0 = wv[0][c], s0 = av, u1 = wv[1][c], s1 = av;
+                    } else if (wt == WIQ4) {
+                        u0 = u1 = _mm256_sign_epi8(av, av);
+                        s0 = _mm256_sign_epi8(wv[0][c], av), s1 = _mm256_sign_epi8(wv[1][c], av);
+                    } else {
+                        u0 = _mm256_sign_epi8(wv[0][c], wv[0][c]), s0 = _mm256_sign_epi8(av, wv[0][c]);
+                        u1 = _mm256_sign_epi8(wv[1][c], wv[1][c]), s1 = _mm256_sign_epi8(av, wv[1][c]);
+                    }
+                    p[0] = dpbusd_vex(c ? p[0] : _mm256_setzero_si256(), u0, s0);
+                    p[1] = dpbusd_vex(c ? p[1] : _mm256_setzero_si256(), u1, s1);
+                } else if (wt == WQ4) {
                     /* unsigned nibbles x signed activations: no saturation */
                     const __m256i t0 = _mm256_maddubs_epi16(wv[0][c], av);
                     const __m256i t1 = _mm256_maddubs_epi16(wv[1][c], av);
@@ -230,13 +254,13 @@ INLINE void tile(int wt, int lay, int mr, const w_src *w, const act_src *a, int6
                 }
             }
             __m256i i;
+            const int i16 = wt == WQ4 && !vnni; /* p holds int16 pair sums */
             if (lay == L44) {
                 const __m256i lo = _mm256_permute2x128_si256(p[0], p[1], 0x20);
                 const __m256i hi = _mm256_permute2x128_si256(p[0], p[1], 0x31);
-                i = wt == WQ4 ? _mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones16) : _mm256_add_epi32(lo, hi);
+                i = i16 ? _mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones16) : _mm256_add_epi32(lo, hi);
             } else {
-                i = wt == WQ4 ? _mm256_madd_epi16(_mm256_hadd_epi16(p[0], p[1]), ones16)
-                              : _mm256_hadd_epi32(p[0], p[1]);
+                i = i16 ? _mm256_madd_epi16(_mm256_hadd_epi16(p[0], p[1]), ones16) : _mm256_hadd_epi32(p[0], p[1]);
             }
             if (wt == WQ4) {
                 i = _mm256_sub_epi32(i, _mm256_set1_epi32(a->s[b * a->sb + (m >> 2) * a->gd + (m & 3) * a->sr]));
@@ -274,7 +298,7 @@ INLINE w_src unit_at(int wt, int lay, const void *W, size_t w_row_size, int n, i
 
 /* ---- GEMM: 4-row activation groups (lb_block_q8_0x4a, 8-byte chunks) ---- */
 
-INLINE void gemm(int wt, int lay, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+INLINE void gemm(int wt, int lay, int vnni, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
                  size_t a_row_size, int M, float *Y, size_t ldy) {
     const int64_t nb = K / 32;
     for (int n = n0; n < n1; n += 8) {
@@ -287,12 +311,12 @@ INLINE void gemm(int wt, int lay, int64_t K, const void *W, size_t w_row_size, i
             const act_src a = {ab->qs, sizeof *ab, 8, 32, ab->d, ab->s8, sizeof *ab / 4, 1, a_row_size, a_row_size / 4};
             __m256 acc[8];
             if (m + 8 <= M) {
-                tile(wt, lay, 8, &w, &a, nb, acc);
+                tile(wt, lay, 8, vnni, &w, &a, nb, acc);
 #pragma GCC unroll 8
                 for (int i = 0; i < 8; i++) put_rows(lay, Y + (size_t)(m + i) * ldy + n, acc[i], half, 0);
                 m += 8;
             } else {
-                tile(wt, lay, 4, &w, &a, nb, acc);
+                tile(wt, lay, 4, vnni, &w, &a, nb, acc);
 #pragma GCC unroll 4
                 for (int i = 0; i < 4; i++) put_rows(lay, Y + (size_t)(m + i) * ldy + n, acc[i], half, 0);
                 m += 4;
@@ -303,17 +327,17 @@ INLINE void gemm(int wt, int lay, int64_t K, const void *W, size_t w_row_size, i
 
 /* ---- GEMV: plain Q8_0 rows, up to 4 at a time ---- */
 
-INLINE void tile_put(int wt, int lay, int mr, const w_src *w, const act_src *a, int64_t nb, float *y, size_t ldy,
+INLINE void tile_put(int wt, int lay, int mr, int vnni, const w_src *w, const act_src *a, int64_t nb, float *y, size_t ldy,
                      int half, int add) {
     __m256 acc[4];
-    tile(wt, lay, mr, w, a, nb, acc);
+    tile(wt, lay, mr, vnni, w, a, nb, acc);
 #pragma GCC unroll 4
     for (int m = 0; m < mr; m++) put_rows(lay, y + (size_t)m * ldy, acc[m], half, add);
 }
 
 enum { KC = 256 }; /* blocks per pass: the scales and sums of a pass live on the stack */
 
-INLINE void gemv(int wt, int lay, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+INLINE void gemv(int wt, int lay, int vnni, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
                  size_t a_row_size, int M, float *Y, size_t ldy) {
     const int64_t nb = K / 32;
     float da[4][KC];
@@ -342,27 +366,30 @@ INLINE void gemv(int wt, int lay, int64_t K, const void *W, size_t w_row_size, i
                 w.gb += (size_t)b0 * w.xbs;
                 float *y = Y + (size_t)m0 * ldy + n;
                 switch (mr) { /* a constant row count each, so acc[] stays in registers */
-                case 1: tile_put(wt, lay, 1, &w, &a, kb, y, ldy, half, b0 > 0); break;
-                case 2: tile_put(wt, lay, 2, &w, &a, kb, y, ldy, half, b0 > 0); break;
-                case 3: tile_put(wt, lay, 3, &w, &a, kb, y, ldy, half, b0 > 0); break;
-                default: tile_put(wt, lay, 4, &w, &a, kb, y, ldy, half, b0 > 0); break;
+                case 1: tile_put(wt, lay, 1, vnni, &w, &a, kb, y, ldy, half, b0 > 0); break;
+                case 2: tile_put(wt, lay, 2, vnni, &w, &a, kb, y, ldy, half, b0 > 0); break;
+                case 3: tile_put(wt, lay, 3, vnni, &w, &a, kb, y, ldy, half, b0 > 0); break;
+                default: tile_put(wt, lay, 4, vnni, &w, &a, kb, y, ldy, half, b0 > 0); break;
                 }
             }
         }
     }
 }
 
-#define KERNELS(w, R, C, WT, LAY)                                                                           \
-    LB_AVX2 void lb_gemv_##w##x##R##_q8_0_##R##x##C##_avx2(int64_t K, const void *W, size_t wrs, int n0,    \
-                                                           int n1, const void *A, size_t ars, int M,        \
-                                                           float *Y, size_t ldy) {                          \
-        gemv(WT, LAY, K, W, wrs, n0, n1, A, ars, M, Y, ldy);                                                \
+#define KERNELS_ISA(w, R, C, WT, LAY, ISA, VNNI)                                                            \
+    LB_AVX2 void lb_gemv_##w##x##R##_q8_0_##R##x##C##_##ISA(int64_t K, const void *W, size_t wrs, int n0,   \
+                                                            int n1, const void *A, size_t ars, int M,       \
+                                                            float *Y, size_t ldy) {                         \
+        gemv(WT, LAY, VNNI, K, W, wrs, n0, n1, A, ars, M, Y, ldy);                                          \
     }                                                                                                       \
-    LB_AVX2 void lb_gemm_##w##x##R##_q8_0x4_##R##x##C##_avx2(int64_t K, const void *W, size_t wrs, int n0,  \
-                                                             int n1, const void *A, size_t ars, int M,      \
-                                                             float *Y, size_t ldy) {                        \
-        gemm(WT, LAY, K, W, wrs, n0, n1, A, ars, M, Y, ldy);                                                \
+    LB_AVX2 void lb_gemm_##w##x##R##_q8_0x4_##R##x##C##_##ISA(int64_t K, const void *W, size_t wrs, int n0, \
+                                                              int n1, const void *A, size_t ars, int M,     \
+                                                              float *Y, size_t ldy) {                       \
+        gemm(WT, LAY, VNNI, K, W, wrs, n0, n1, A, ars, M, Y, ldy);                                          \
     }
+#define KERNELS(w, R, C, WT, LAY)                   \
+    KERNELS_ISA(w, R, C, WT, LAY, avx2, 0)          \
+    KERNELS_ISA(w, R, C, WT, LAY, avxvnni, 1)
 KERNELS(q4_0, 4, 4, WQ4, L44)
 KERNELS(q4_0, 4, 8, WQ4, L48)
 KERNELS(q4_0, 8, 8, WQ4, L88)
