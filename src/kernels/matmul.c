@@ -152,7 +152,6 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
     /* One short matrix, many activation rows: split the rows of X too. */
     const int split_m = nw == 1 && n_units < 4 * n_threads && M >= 8 * n_threads;
 
-    int next_chunk = 0; /* shared by the threads below */
 #pragma omp parallel num_threads(n_threads)
     {
         const int nth = omp_get_num_threads(), ith = omp_get_thread_num();
@@ -176,22 +175,11 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
             const int g0 = (int)((int64_t)groups * ith / nth), g1 = (int)((int64_t)groups * (ith + 1) / nth);
             run_rows(&jobs[0], 0, rows_in_groups(W[0]), LB_MIN(g * g0, M), LB_MIN(g * g1, M));
         } else {
-            /* Decode: each thread takes the next chunk of units as it
-             * finishes one. A static split left one thread waiting at the
-             * barrier for ~10% of decode time (the cores do not stream
-             * memory equally fast); chunks of ~1/8 of a thread's share keep
-             * each weight stream long enough for the prefetcher. Prefill
-             * keeps one contiguous range per thread: every call of a GEMM
-             * streams all activation rows again. */
-            const int per = M4 ? 1 : 8;
-            const int cs = LB_MAX(4, n_units / (per * nth)), n_chunks = (n_units + cs - 1) / cs;
-            for (;;) {
-                int c;
-#pragma omp atomic capture
-                c = next_chunk++;
-                if (c >= n_chunks) break;
-                run_units(jobs, W, nw, c * cs, LB_MIN((c + 1) * cs, n_units));
-            }
+            /* one contiguous range per thread: each weight stream stays long
+             * (chunks handed out dynamically measured slower for decode: the
+             * prefetcher restarts at every chunk) */
+            const int u0 = (int)((int64_t)n_units * ith / nth), u1 = (int)((int64_t)n_units * (ith + 1) / nth);
+            run_units(jobs, W, nw, u0, u1);
         }
         for (int i = 0; i < nw; i++) {
             const int NR = rows_in_groups(W[i]);
