@@ -28,9 +28,6 @@
  *
  * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm] [--cpu]
  *   default M = 256, 0.3 s per measurement, the six issue shapes, all types. */
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +37,7 @@
 
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
+#include "kernels/membw.h"
 
 static int use_cpu_time; /* --cpu */
 static double now(void) {
@@ -73,58 +71,8 @@ static void *alloc_huge(size_t n) {
     return p;
 }
 
-/* 512 bytes per iteration, 16 loads into 4 xor chains; pf: software
- * prefetch distance in bytes (0: none). */
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) static uint64_t read_slice(const uint8_t *p, size_t n, size_t pf) {
-    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 512 <= n; i += 512) {
-        const __m256i *v = (const __m256i *)(p + i);
-        if (pf)
-            for (size_t o = 0; o < 512; o += 64) _mm_prefetch((const char *)p + i + pf + o, _MM_HINT_T0);
-        for (int k = 0; k < 16; k += 4) {
-            a0 = _mm256_xor_si256(a0, _mm256_load_si256(v + k));
-            a1 = _mm256_xor_si256(a1, _mm256_load_si256(v + k + 1));
-            a2 = _mm256_xor_si256(a2, _mm256_load_si256(v + k + 2));
-            a3 = _mm256_xor_si256(a3, _mm256_load_si256(v + k + 3));
-        }
-    }
-    const __m256i x = _mm256_xor_si256(_mm256_xor_si256(a0, a1), _mm256_xor_si256(a2, a3));
-    return (uint64_t)_mm256_extract_epi64(x, 0) ^ (uint64_t)_mm256_extract_epi64(x, 3);
-}
-#else
-/* portable: 8 independent 64-bit xor chains (the compiler vectorizes them) */
-static uint64_t read_slice(const uint8_t *p, size_t n, size_t pf) {
-    uint64_t a[8] = {0};
-    for (size_t i = 0; i + 512 <= n; i += 512) {
-        if (pf) __builtin_prefetch(p + i + pf);
-        for (int k = 0; k < 64; k++) a[k & 7] ^= ((const uint64_t *)(p + i))[k];
-    }
-    return a[0] ^ a[1] ^ a[2] ^ a[3] ^ a[4] ^ a[5] ^ a[6] ^ a[7];
-}
-#endif
-
-static volatile uint64_t sink;
-
-/* Best of reps runs and of several prefetch distances. */
-static double read_bw(const uint8_t *buf, size_t n, int nth, int reps) {
-    double best = 1e30;
-    for (int r = 0; r < reps; r++) {
-        const size_t pf = (size_t)(r % 3) * 1024; /* 0, 1024, 2048 bytes ahead */
-        uint64_t acc = 0;
-        const double t0 = now();
-#pragma omp parallel num_threads(nth) reduction(^ : acc)
-        {
-            const int ith = omp_get_thread_num(), nt = omp_get_num_threads();
-            const size_t per = n / (size_t)nt / 512 * 512;
-            acc ^= read_slice(buf + per * (size_t)ith, per, pf);
-        }
-        const double dt = now() - t0;
-        sink = acc;
-        if (dt < best) best = dt;
-    }
-    return (double)n / best / 1e9;
-}
+/* Read bandwidth: the library's kernel (kernels/membw.h), on this program's clock. */
+static double read_bw(const uint8_t *buf, size_t n, int nth, int reps) { return lb_read_bandwidth_of(buf, n, nth, reps, now); }
 
 static double triad_bw(float *a, const float *b, const float *c, size_t n, int nth, int reps) {
     double best = 1e30;

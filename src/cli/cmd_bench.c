@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "core/common.h"
 #include "kernels/cpu.h"
+#include "kernels/membw.h"
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/repack.h"
@@ -29,7 +30,9 @@ static void help(void) {
            "  -p, --n-prompt N[,N]   prompt tokens per pp test (default 512; 0 = skip)\n"
            "  -n, --n-gen N[,N]      generated tokens per tg test (default 128; 0 = skip)\n"
            "  -t, --threads N[,N]    thread counts to test (default: all cores)\n"
-           "  -r, --repetitions N    repetitions per test (default 5)\n\n"
+           "  -r, --repetitions N    repetitions per test (default 5)\n"
+           "      --no-roofline      do not measure the memory read bandwidth (1 GiB, ~2 s) that\n"
+           "                         tg results are compared with\n\n"
            "synthetic shapes:");
     for (const char *const *s = lb_synthetic_shapes(); *s; s++) printf(" %s", *s);
     printf("\n");
@@ -87,7 +90,7 @@ int cmd_bench(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "bench", 0};
     const char *synthetic = NULL, *type_name = "Q4_0";
-    int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, reps = 5;
+    int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, reps = 5, roofline = 1;
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_flag(&a, "-t", "--threads")) {
@@ -105,6 +108,7 @@ int cmd_bench(int argc, char **argv) {
         } else if (cli_flag(&a, "-n", "--n-gen")) {
             if (!(n_tg = parse_list(cli_value(&a), tg, 8, 0, 1 << 16))) { fprintf(stderr, "lowbit bench: bad -n list\n"); a.bad = 1; }
         } else if (cli_flag(&a, "-r", "--repetitions")) reps = cli_int(&a, 1, 1000);
+        else if (cli_flag(&a, "--no-roofline", NULL)) roofline = 0;
         else cli_unknown(&a);
     }
     if (a.bad || !type_name) return CLI_USAGE;
@@ -181,9 +185,16 @@ int cmd_bench(int argc, char **argv) {
                            lb_model_n_params(m) / 1e9, lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
                            kind == 0 ? "pp" : "tg", n, mean, sd);
                     fflush(stdout);
-                    if (kind == 1)
-                        fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s\n", n,
-                                weights_per_token(m) / 1048576.0, weights_per_token(m) * mean / 1e9);
+                    if (kind == 1) {
+                        const double wb = weights_per_token(m), gbs = wb * mean / 1e9;
+                        fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s", n, wb / 1048576.0, gbs);
+                        /* the roofline: read bandwidth measured now, on as many threads */
+                        const double bw = roofline ? lb_read_bandwidth((size_t)1 << 30, lb_context_threads(ctx), 8) : 0;
+                        if (bw > 0)
+                            fprintf(stderr, ", %.0f%% of the %.1f GB/s read bandwidth measured on %d threads (roofline %.1f t/s)",
+                                    100.0 * gbs / bw, bw, lb_context_threads(ctx), bw * 1e9 / wb);
+                        fprintf(stderr, "\n");
+                    }
                 }
                 lb_context_free(ctx);
             }
