@@ -43,11 +43,11 @@ LB_KQ_REPACK_AVX512_DECL(cb3)
 /* Entries at LB_ISA_AVX512 that also need AVX-512 VBMI (vpermb) and GFNI:
  * the dispatcher skips them on CPUs without (lb_kernel.cpu_needs), and the
  * loader then keeps the plain layout with its AVX2 kernels. Field order:
- * kernels/repack_kernels.h, then cpu_needs. */
+ * kernels/repack_kernels.h, then cpu_needs, whole_m. */
 #define LB_KQ_REPACK_AVX512_ENTRY(T, w)                                                                      \
     {T, LB_TYPE_Q8_K, LB_ISA_AVX512, #w "x16_q8_K_16x4_avx512vbmi", lb_quantize_row_q8_K_avx2, NULL,         \
      lb_gemm_##w##x16_q8_Kx4_16x4_avx512vbmi, lb_gemv_##w##x16_q8_K_16x4_avx512vbmi, 4,                      \
-     lb_quantize_q8_Kx4_avx512, sizeof(lb_block_q8_Kx4) / 8, LB_CPU_VBMI | LB_CPU_GFNI}
+     lb_quantize_q8_Kx4_avx512, sizeof(lb_block_q8_Kx4) / 8, LB_CPU_VBMI | LB_CPU_GFNI, 1}
 
 /* AMX (kernels/kq_repack_amx.c): the GEMM on 16-row groups, gemv the
  * AVX-512 one. Q2_K's min term needs AMX-BF16 too. */
@@ -61,7 +61,7 @@ LB_KQ_REPACK_AMX_DECL(cb3)
 #define LB_KQ_REPACK_AMX_ENTRY(T, w, NEEDS)                                                                   \
     {T, LB_TYPE_Q8_K, LB_ISA_AMX, #w "x16_q8_Kx16_16x4_amx", lb_quantize_row_q8_K_avx2, NULL,                  \
      lb_gemm_##w##x16_q8_Kx16_16x4_amx, lb_gemv_##w##x16_q8_K_16x4_avx512vbmi, 16, lb_quantize_q8_Kx16_avx512, \
-     sizeof(lb_block_q8_Kx16) / 8, NEEDS}
+     sizeof(lb_block_q8_Kx16) / 8, NEEDS, 1}
 
 #define LB_KQ_REPACK_AVX512_KERNELS                      \
     LB_KQ_REPACK_AVX512_ENTRY(LB_TYPE_Q2_K_16X4, q2_K),  \

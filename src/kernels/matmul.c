@@ -70,8 +70,11 @@ static void run_rows(const job *j, int n0, int n1, int m0, int m1) {
     const lb_kernel *k = j->k;
     const lb_matrix *W = j->W;
     if (n0 >= n1 || m0 >= m1) return;
-    /* rows per activation tile: about LB_ACT_TILE_BYTES of quantized input */
-    const int mt = (int)LB_MAX((size_t)16, LB_ACT_TILE_BYTES / LB_MAX((size_t)1, j->arow)) & ~15;
+    /* rows per activation tile: about LB_ACT_TILE_BYTES of quantized input,
+     * or all rows for a kernel that blocks K itself (its weight decode is
+     * then paid once per matmul) */
+    const int mt = k->whole_m ? m1 - m0
+                              : (int)LB_MAX((size_t)16, LB_ACT_TILE_BYTES / LB_MAX((size_t)1, j->arow)) & ~15;
     for (int mb = m0; mb < m1; mb += mt) {
         const int me = LB_MIN(mb + mt, m1);
         const int e4 = LB_MIN(me, j->M4);

@@ -33,7 +33,7 @@ LB_REPACK_AMX_DECL(q8_0, 8, 8)
 #define LB_REPACK_AMX_ENTRY(T, w, R, C)                                                                  \
     {T, LB_TYPE_Q8_0, LB_ISA_AMX, #w "x" #R "_q8_0x16_" #R "x" #C "_amx", lb_quantize_row_q8_0_avx2, NULL, \
      lb_gemm_##w##x##R##_q8_0x16_##R##x##C##_amx, lb_gemv_##w##x##R##_q8_0_##R##x##C##_avx512vnni, 16,     \
-     lb_quantize_q8_0x16_avx512, sizeof(lb_block_q8_0x16)}
+     lb_quantize_q8_0x16_avx512, sizeof(lb_block_q8_0x16), 0, 1}
 
 #define LB_REPACK_AMX_KERNELS                                  \
     LB_REPACK_AMX_ENTRY(LB_TYPE_Q4_0_4X4, q4_0, 4, 4),         \

@@ -38,7 +38,7 @@ LB_REPACK_AVX512_DECL(q8_0, 8, 8)
     {T, LB_TYPE_Q8_0, LB_ISA_AVX512, #w "x" #R "_q8_0_" #R "x" #C "_avx512vnni", lb_quantize_row_q8_0_avx2, \
      NULL, lb_gemm_##w##x##R##_q8_0x4_##R##x##C##_avx512vnni,                                              \
      lb_gemv_##w##x##R##_q8_0_##R##x##C##_avx512vnni, 4, lb_quantize_q8_0x4v_avx512,                       \
-     sizeof(lb_block_q8_0x4v)}
+     sizeof(lb_block_q8_0x4v), 0, 1}
 
 #define LB_REPACK_AVX512_KERNELS                                  \
     LB_REPACK_AVX512_ENTRY(LB_TYPE_Q4_0_4X4, q4_0, 4, 4),         \
