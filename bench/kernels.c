@@ -26,7 +26,11 @@
  * other jobs wall time is meaningless, CPU time much less so (it still
  * varies by 10-20 %, so compare types within one run).
  *
- * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm] [--cpu]
+ * --hot: the GEMV reuses one copy of the matrix, so a small shape (say
+ * --shape 256x2048) runs from L2: the kernel's compute rate without memory
+ * stalls, to compare with the streaming figure.
+ *
+ * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm] [--cpu] [--hot]
  *   default M = 256, 0.3 s per measurement, the six issue shapes, all types. */
 #include <omp.h>
 #include <stdio.h>
@@ -154,7 +158,7 @@ static double bench_gemm(const lb_matrix *W, const float *x, int M, float *y, vo
 }
 
 int main(int argc, char **argv) {
-    int M = 256, do_gemm = 1;
+    int M = 256, do_gemm = 1, hot = 0;
     double budget = 0.3;
     int shapes[8][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}, {4096, 4096}, {11008, 4096}, {14336, 4096}};
     int n_shapes = 6;
@@ -165,6 +169,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "-s") && i + 1 < argc) budget = atof(argv[++i]);
         else if (!strcmp(argv[i], "--no-gemm")) do_gemm = 0;
         else if (!strcmp(argv[i], "--cpu")) use_cpu_time = 1;
+        else if (!strcmp(argv[i], "--hot")) hot = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             if (sscanf(argv[++i], "%dx%d", &shapes[0][0], &shapes[0][1]) != 2) return 2;
             n_shapes = 1;
@@ -178,7 +183,7 @@ int main(int argc, char **argv) {
                 use[t] = strstr(wrapped, key) != NULL;
             }
         } else {
-            fprintf(stderr, "usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types Q4_0,Q4_0_8X8,...] [--no-gemm] [--cpu]\n");
+            fprintf(stderr, "usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types Q4_0,Q4_0_8X8,...] [--no-gemm] [--cpu] [--hot]\n");
             return 2;
         }
     }
@@ -215,7 +220,7 @@ int main(int argc, char **argv) {
             const int type = all_types[t].type, base = lb_type_base(type);
             const size_t row_size = lb_row_size(type, K), bytes = row_size * (size_t)N;
             /* copies: 1 GiB together */
-            const int n_copies = (int)LB_MAX((size_t)2, ((size_t)1 << 30) / bytes + 1);
+            const int n_copies = hot ? 1 : (int)LB_MAX((size_t)2, ((size_t)1 << 30) / bytes + 1);
             lb_matrix *copies = calloc((size_t)n_copies, sizeof *copies);
             uint8_t *plain = lb_malloc_aligned(bytes);
             fill_plain(base, plain, bytes);

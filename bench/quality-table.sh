@@ -17,14 +17,16 @@
 # whose rows don't fit a type keep a wider one; the table counts them.
 #
 # Cost: a 262k-token vocabulary makes the KL base file 512 KiB per scored
-# position (134 MiB per chunk of 512), and each chunk is a full 512-token
-# forward pass, so by default only the first 5 chunks are scored (about 30
-# minutes for 12 types on 2 busy cores); the header says how many were scored.
+# position (134 MiB per chunk of 512: 2.7 GB for 20 chunks, 77 GB for the
+# whole file), and each chunk is a full 512-token forward pass of every type,
+# so by default only the first 20 chunks are scored (about 25 minutes for 16
+# types on 2 idle cores of this machine; --chunks 5 takes 7); the header says
+# how many were scored.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-chunks=5 ctx=512 threads=2 out=$root/docs/quality.md types="" workdir=""
+chunks=20 ctx=512 threads=2 out=$root/docs/quality.md types="" workdir=""
 text=$root/../shared/data/wiki.test.raw
 lowbit=${LOWBIT:-$root/build/lowbit}
 model=""

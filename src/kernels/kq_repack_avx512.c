@@ -42,9 +42,10 @@
 #if LB_HAVE_X86_KERNELS
 #include "kernels/kq_repack_impl.h"
 
-/* Prefetch distance of the GEMV weight stream, in bytes. */
+/* Prefetch distance of the GEMV weight stream, in bytes (1.5 super-blocks of
+ * 16 rows; 2048-3072 measured ~4 % faster than 1024, 4096 slower). */
 #ifndef LB_KQ_GEMV_PREFETCH
-#define LB_KQ_GEMV_PREFETCH 1024
+#define LB_KQ_GEMV_PREFETCH 2048
 #endif
 #ifndef LB_KQ_PF_HINT
 #define LB_KQ_PF_HINT _MM_HINT_T0
