@@ -604,6 +604,12 @@ int main(void) {
     test_exact();
     test_float();
     test_book_counts();
+    /* a 16 KiB L2: the whole-M kernels get the activation rows in several
+     * tiles (kernels/matmul.c) */
+    printf("again with a 16 KiB L2\n");
+    lb_cpu_set_l2_bytes(16 << 10);
+    test_exact();
+    lb_cpu_set_l2_bytes(0);
     printf("worst error: %.3g of the bound\n", worst);
     return lb_test_result("test_kq_repack");
 }

@@ -320,6 +320,12 @@ int main(void) {
     test_exact();
     test_multi();
     test_float();
+    /* a 16 KiB L2: the whole-M kernels (AVX-512, AMX) get the activation
+     * rows in several tiles (kernels/matmul.c) */
+    printf("again with a 16 KiB L2\n");
+    lb_cpu_set_l2_bytes(16 << 10);
+    test_exact();
+    lb_cpu_set_l2_bytes(0);
     if (lb_cpu_extra_features() & LB_CPU_AVXVNNI) {
         /* once more without AVX-VNNI: the plain AVX2 products at the avx2 level */
         printf("again without AVX-VNNI\n");

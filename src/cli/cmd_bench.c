@@ -156,7 +156,9 @@ int cmd_bench(int argc, char **argv) {
     }
 
     char size[32];
-    snprintf(size, sizeof size, "%.2f GiB", lb_model_size_bytes(m) / 1073741824.0);
+    const double bytes = (double)lb_model_size_bytes(m);
+    if (bytes < 0.01 * 1073741824.0) snprintf(size, sizeof size, "%.2f MiB", bytes / 1048576.0);
+    else snprintf(size, sizeof size, "%.2f GiB", bytes / 1073741824.0);
     printf("| model | size | params | isa | threads | test | t/s |\n");
     printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
     int rc = CLI_OK;
@@ -181,8 +183,11 @@ int cmd_bench(int argc, char **argv) {
                 if (rc == CLI_OK) {
                     double mean, sd;
                     stats(runs, reps, &mean, &sd);
-                    printf("| %s | %s | %.2f B | %s | %d | %s%d | %.2f ± %.2f |\n", lb_model_desc(m), size,
-                           lb_model_n_params(m) / 1e9, lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
+                    /* parameters like llama-bench (1.10 B), in M below 0.01 B */
+                    const double np = (double)lb_model_n_params(m);
+                    printf("| %s | %s | %.2f %s | %s | %d | %s%d | %.2f ± %.2f |\n", lb_model_desc(m), size,
+                           np < 1e7 ? np / 1e6 : np / 1e9, np < 1e7 ? "M" : "B", lb_isa_name(lb_cpu_level()),
+                           lb_context_threads(ctx),
                            kind == 0 ? "pp" : "tg", n, mean, sd);
                     fflush(stdout);
                     if (kind == 1) {

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 
 #include "core/common.h"
 
@@ -127,6 +130,22 @@ lb_isa lb_cpu_level(void) {
     }
     return (lb_isa)lb_level;
 }
+
+static size_t lb_l2;
+
+size_t lb_cpu_l2_bytes(void) {
+    if (!lb_l2) {
+        long v = -1;
+#if defined(__linux__) && defined(_SC_LEVEL2_CACHE_SIZE)
+        v = sysconf(_SC_LEVEL2_CACHE_SIZE); /* glibc: from cpuid on x86; 0 or -1 where unknown */
+#endif
+        /* unknown or implausible: 1 MiB, a common per-core L2 */
+        lb_l2 = v >= (256 << 10) && v <= (64 << 20) ? (size_t)v : (size_t)1 << 20;
+    }
+    return lb_l2;
+}
+
+void lb_cpu_set_l2_bytes(size_t bytes) { lb_l2 = bytes; }
 
 lb_isa lb_cpu_force_level(lb_isa isa) {
     lb_level = (int)clamp_level(isa);

@@ -4,6 +4,8 @@
 #ifndef LB_CPU_H
 #define LB_CPU_H
 
+#include <stddef.h>
+
 typedef enum {
     LB_ISA_SCALAR = 0,
     LB_ISA_AVX2,    /* x86: AVX2 + FMA + F16C */
@@ -38,6 +40,11 @@ lb_isa lb_cpu_force_level(lb_isa isa);
 unsigned lb_cpu_extra_features(void);
 /* Tests: pretend the CPU lacks these LB_CPU_* bits (0 restores). */
 void lb_cpu_disable_features(unsigned bits);
+/* Bytes of one core's L2 cache (sysconf; 1 MiB where unknown). */
+size_t lb_cpu_l2_bytes(void);
+/* Overrides it (tests: small caches split prefill into activation tiles);
+ * 0 probes again. */
+void lb_cpu_set_l2_bytes(size_t bytes);
 /* Extra x86 bits reported by lb_cpu_features_string. */
 const char *lb_cpu_features_string(void);
 
