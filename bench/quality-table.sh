@@ -21,7 +21,10 @@
 # whole file), and each chunk is a full 512-token forward pass of every type,
 # so by default only the first 20 chunks are scored (about 25 minutes for 16
 # types on 2 idle cores of this machine; --chunks 5 takes 7); the header says
-# how many were scored.
+# how many were scored. For reference, the whole file (all 576 chunks,
+# 146880 scored tokens) on the F32 baseline of Gemma 3 270M Q4_K_M gives
+# PPL = 18.3312 +/- 0.14790 (`lowbit perplexity -m base.gguf -f wiki.test.raw
+# -c 512 -t 2`, 40 minutes here); its first 20 chunks give 18.9501.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
