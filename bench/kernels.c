@@ -171,7 +171,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cpu")) use_cpu_time = 1;
         else if (!strcmp(argv[i], "--hot")) hot = 1;
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            if (sscanf(argv[++i], "%dx%d", &shapes[0][0], &shapes[0][1]) != 2) return 2;
+            const char *a = argv[++i];
+            char end;
+            if (sscanf(a, "%dx%d%c", &shapes[0][0], &shapes[0][1], &end) != 2 || shapes[0][0] <= 0 ||
+                shapes[0][1] <= 0 || shapes[0][1] % 256) {
+                fprintf(stderr, "kernels: --shape %s: want NxK with N > 0 and K a positive multiple of 256\n", a);
+                return 2;
+            }
             n_shapes = 1;
         } else if (!strcmp(argv[i], "--types") && i + 1 < argc) {
             const char *list = argv[++i];

@@ -37,6 +37,10 @@ model=""
 usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
+    --chunks|--ctx|--threads|--out|--types|--text|--lowbit|--workdir)
+      [ $# -ge 2 ] || { echo "quality-table: $1 needs a value" >&2; usage; } ;;
+  esac
+  case $1 in
     --chunks) chunks=$2; shift 2 ;;
     --ctx) ctx=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
@@ -51,6 +55,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$model" ] || usage
+for v in "chunks=$chunks" "ctx=$ctx" "threads=$threads"; do
+  [[ ${v#*=} =~ ^[0-9]+$ ]] || { echo "quality-table: --${v%%=*} ${v#*=} is not a whole number" >&2; exit 2; }
+done
 [ -f "$model" ] || { echo "quality-table: $model not found (scripts/get-model.sh fetches Gemma 3 270M)" >&2; exit 1; }
 [ -x "$lowbit" ] || { echo "quality-table: $lowbit is not built (or pass --lowbit BIN)" >&2; exit 1; }
 [ -f "$text" ] || { echo "quality-table: $text not found" >&2; exit 1; }
