@@ -200,6 +200,9 @@ void lb_unpack_kq_tensor(const lb_repack_layout *L, const void *packed, void *pl
 /* 4 fp32 rows -> k/256 lb_block_q8_Kx4; 16 rows -> k/256 lb_block_q8_Kx16. */
 void lb_quantize_q8_Kx4_ref(const float *x, size_t ldx, void *y, int64_t k);
 void lb_quantize_q8_Kx16_ref(const float *x, size_t ldx, void *y, int64_t k);
+/* The two bsum forms of lb_block_q8_Kx4 (b64: -64 * bsum; bsp: the
+ * (16 bsum_lo, bsum_hi) int16 pairs) from one Q8_K block's bsums. */
+void lb_q8_K_bsum_forms(const int16_t *bsums, int32_t b64[16], int16_t bsp[16]);
 /* The bf16 digit pairs of lb_block_q8_Kx16 from one Q8_K block's bsums. */
 void lb_q8_K_bsum_digits(const int16_t *bsums, uint16_t bsd[32]);
 /* Scalar references (lb_gemm_fn): gemv on plain Q8_K rows, gemm on

@@ -191,7 +191,7 @@ INLINE void gemv(int wt, int cbits, int wide, int64_t K, const void *W, size_t w
                     acts.d[m][b] = row[b].d;
                     int32_t b64[16];
                     int16_t bsp[16];
-                    bsum_forms(row[b].bsums, b64, bsp);
+                    lb_q8_K_bsum_forms(row[b].bsums, b64, bsp);
                     if (wt == WQ2K) memcpy(acts.pre[m][b], bsp, sizeof bsp);
                     else memcpy(acts.pre[m][b], b64, sizeof b64);
                 }

@@ -201,18 +201,6 @@ INLINE __m512i bcast32(const void *p) {
     return _mm512_set1_epi32(v);
 }
 
-/* ---- activations ---- */
-
-/* bsum forms of lb_block_q8_Kx4 from one Q8_K block's bsums. */
-static inline void bsum_forms(const int16_t *bsums, int32_t *b64, int16_t *bsp) {
-    for (int j = 0; j < 16; j++) b64[j] = -64 * bsums[j];
-    for (int p = 0; p < 8; p++) {
-        const int lo = p + 4 * (p / 4);
-        bsp[2 * p] = (int16_t)(16 * bsums[lo]);
-        bsp[2 * p + 1] = bsums[lo + 4];
-    }
-}
-
 /* ---- activations: one Q8_K block as lb_quantize_row_q8_K_ref ---- */
 
 /* qs (256 bytes), *d and the 16 bsums as int32 lanes; bit-identical to the
