@@ -10,6 +10,8 @@
 
 #include "core/common.h"
 
+static unsigned lb_extra; /* LB_CPU_* bits found by detect() (x86 only so far) */
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #if defined(__linux__)
@@ -22,7 +24,6 @@ static int xgetbv_ok(unsigned mask) {
     return (eax & mask) == mask;
 }
 static char lb_features[256];
-static unsigned lb_extra; /* LB_CPU_* bits */
 
 /* Linux hands out the 8 KiB AMX tile state only on request (arch_prctl
  * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, process-wide); without it the
@@ -64,7 +65,6 @@ static lb_isa detect(void) {
     if (amx && xgetbv_ok(0x60000) && amx_permitted()) return LB_ISA_AMX;
     return LB_ISA_AVX512;
 }
-#define LB_HAVE_EXTRA 1
 #elif defined(__aarch64__)
 #include <sys/auxv.h>
 #ifndef HWCAP_ASIMDDP
@@ -87,9 +87,6 @@ static char lb_features[8];
 static lb_isa detect(void) { return LB_ISA_SCALAR; }
 #endif
 
-#ifndef LB_HAVE_EXTRA
-static unsigned lb_extra;
-#endif
 
 static int lb_detected = -1;
 static unsigned lb_disabled;

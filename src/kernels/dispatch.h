@@ -36,9 +36,9 @@ typedef struct {
     lb_quantize_x4_fn quantize_act_x4;
     size_t act_x4_block;        /* bytes per group x 32 values (<= act_rows / 4 * LB_ACT_X4_MAX_BLOCK) */
     unsigned cpu_needs;         /* LB_CPU_* features needed beyond isa (kernels/cpu.h); 0: none */
-    int whole_m;                /* 1: gemm blocks K itself and takes all activation rows in one
-                                 * call (the weights are decoded once per matmul); 0: the driver
-                                 * walks activation rows in L2-sized tiles */
+    int whole_m;                /* 1: gemm blocks K itself and decodes each weight tile once per
+                                 * call, so the driver passes as many activation rows as fit 3/4
+                                 * of the L2; 0: tiles of LB_ACT_TILE_BYTES (kernels/matmul.c) */
 } lb_kernel;
 
 /* Upper bound of act_x4_block per 4 rows over all kernels: scratch sizes use

@@ -70,20 +70,16 @@ static void run_rows(const job *j, int n0, int n1, int m0, int m1) {
     const lb_kernel *k = j->k;
     const lb_matrix *W = j->W;
     if (n0 >= n1 || m0 >= m1) return;
-    /* rows per activation tile: about LB_ACT_TILE_BYTES of quantized input.
-     * A kernel that blocks K itself (whole_m) decodes each weight tile once
-     * per call, so it gets as many rows as fit 3/4 of the L2 cache (the
-     * activations it re-reads for every 16 weight rows must stay there:
-     * measured on a 2 MiB L2, 1.5 MiB tiles against all 512 rows at K = 5632
-     * doubled the Q2_K_16X4 GEMM), split evenly */
-    int mt;
-    if (k->whole_m) {
-        const size_t all = (size_t)(m1 - m0) * LB_MAX((size_t)1, j->arow), budget = lb_cpu_l2_bytes() / 4 * 3;
-        const int tiles = (int)((all + budget - 1) / budget);
-        mt = tiles <= 1 ? m1 - m0 : ((m1 - m0 + tiles - 1) / tiles + 15) & ~15;
-    } else {
-        mt = (int)LB_MAX((size_t)16, LB_ACT_TILE_BYTES / LB_MAX((size_t)1, j->arow)) & ~15;
-    }
+    /* Activation rows per tile, whole multiples of 16, the tiles of one size:
+     * about LB_ACT_TILE_BYTES of quantized input, or for a kernel that blocks
+     * K itself (whole_m: it decodes each weight tile once per call) as many
+     * as fit 3/4 of the L2, usually all. Those activations are re-read for
+     * every 16 weight rows and must stay in L2: measured on a 2 MiB L2, tiles
+     * of 1.5 MiB against all 512 rows at K = 5632 doubled the Q2_K_16X4 GEMM. */
+    const size_t budget = k->whole_m ? lb_cpu_l2_bytes() / 4 * 3 : LB_ACT_TILE_BYTES;
+    const size_t all = (size_t)(m1 - m0) * LB_MAX((size_t)1, j->arow);
+    const int tiles = (int)((all + budget - 1) / budget);
+    const int mt = tiles <= 1 ? m1 - m0 : ((m1 - m0 + tiles - 1) / tiles + 15) & ~15;
     for (int mb = m0; mb < m1; mb += mt) {
         const int me = LB_MIN(mb + mt, m1);
         const int e4 = LB_MIN(me, j->M4);
