@@ -29,23 +29,17 @@
 
 #if LB_HAVE_X86_KERNELS
 #include "kernels/kq_repack_impl.h"
+#include "kernels/amx_config.h"
 
 #define LB_KQ_AMX                                                                                              \
     __attribute__((target("amx-tile,amx-int8,amx-bf16,avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,gfni,avx2," \
                           "fma,f16c")))
 #define INLINE_AMX LB_KQ_AMX static inline __attribute__((always_inline))
 
-typedef struct {
-    uint8_t palette_id, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} __attribute__((packed)) kq_amx_config;
-static_assert(sizeof(kq_amx_config) == 64, "AMX tile configuration size");
-
 /* Every tile 16 rows x 64 bytes. 0-3: C (two per super-block, two sets),
  * 4: activations, 5-7: weights (Q2_K: 5 sc*q, 6 min digits, 7 min weights;
  * CB: 5 h, 6 l). A constant in memory (GCC drops stores to a local config). */
-static const kq_amx_config kq_cfg __attribute__((aligned(64))) = {
+static const lb_amx_config kq_cfg __attribute__((aligned(64))) = {
     .palette_id = 1,
     .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},

@@ -24,17 +24,10 @@
 
 #if LB_HAVE_X86_KERNELS
 #include "kernels/repack_avx512_impl.h"
+#include "kernels/amx_config.h"
 
 #define LB_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE_AMX LB_AMX static inline __attribute__((always_inline))
-#define INLINE_AMX LB_AMX static inline __attribute__((always_inline))
-
-typedef struct {
-    uint8_t palette_id, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} __attribute__((packed)) amx_config;
-static_assert(sizeof(amx_config) == 64, "AMX tile configuration size");
 
 enum { AMX_KC = 64 }; /* blocks decoded per pass: 32 KiB of weight tiles */
 
@@ -46,7 +39,7 @@ typedef struct {
 /* Tiles 0/1: C (16 x 16 int32), 2/3: A (16 rows x 32 bytes), 4/5: B (8 x 64).
  * A constant in memory: GCC 12 drops stores to a local configuration it
  * only sees passed to ldtilecfg. */
-static const amx_config amx_cfg __attribute__((aligned(64))) = {
+static const lb_amx_config amx_cfg __attribute__((aligned(64))) = {
     .palette_id = 1,
     .colsb = {64, 64, 32, 32, 64, 64},
     .rows = {16, 16, 16, 16, 8, 8},

@@ -1,0 +1,19 @@
+/* The 64-byte AMX tile configuration that ldtilecfg reads (palette 1):
+ * bytes per row and rows of each of the 8 tiles. Shared by the AMX kernels
+ * (repack_amx.c, kq_repack_amx.c); each keeps its configuration as a
+ * constant in memory, since GCC 12 drops stores to a local one it only sees
+ * passed to ldtilecfg. */
+#ifndef LB_AMX_CONFIG_H
+#define LB_AMX_CONFIG_H
+
+#include <assert.h>
+#include <stdint.h>
+
+typedef struct {
+    uint8_t palette_id, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((packed)) lb_amx_config;
+static_assert(sizeof(lb_amx_config) == 64, "AMX tile configuration size");
+
+#endif
