@@ -34,6 +34,7 @@
 #include "formats/cb.h"
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
+#include "test_matmul_util.h"
 #include "model/repack.h"
 
 static const int kTypes[3] = {LB_TYPE_Q2_K_16X4, LB_TYPE_CB2_16X4, LB_TYPE_CB3_16X4};
@@ -152,16 +153,6 @@ static void reference(int base, const uint8_t *plain, const float *x, int64_t K,
     free(w);
     free(a);
     free(q);
-}
-
-static float *run_matmul(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M, int nth) {
-    lb_matrix W = {type, K, N, lb_row_size(type, K), packed};
-    float *y = malloc(sizeof(float) * N * M);
-    for (int64_t i = 0; i < N * M; i++) y[i] = NAN;
-    void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&W, M) + 64);
-    lb_matmul(&W, x, M, y, (size_t)N, scratch, nth);
-    lb_free_aligned(scratch);
-    return y;
 }
 
 /* ---- layout ---- */
@@ -389,7 +380,7 @@ static void exact_case(int t, const uint8_t *plain, int64_t K, int64_t N, const 
         if (!level_available(kLevels[li])) continue;
         lb_cpu_force_level(kLevels[li]);
         for (int nth = 1; nth <= 2; nth++) {
-            float *y = run_matmul(kTypes[t], packed, K, N, x, M, nth);
+            float *y = lb_test_matmul(kTypes[t], packed, K, N, x, M, nth);
             int bad = 0;
             for (int64_t i = 0; i < N * M; i++) bad += (double)y[i] != want[i];
             CHECK_MSG(!bad, "%s %s at %s, K=%lld N=%lld M=%d t=%d: %d of %lld outputs not exact", kNames[t], what,
@@ -518,7 +509,7 @@ static void float_case(int t, int64_t K, int64_t N, int Mmax, int all_m, uint64_
             const int some = M == 1 || M == 4 || M == 7 || M == 17 || M == 32 || M == 48;
             if (!some && !(all_m && M <= 17)) continue;
             for (int nth = 1; nth <= 2; nth++) {
-                float *y = run_matmul(kTypes[t], packed, K, N, x, M, nth);
+                float *y = lb_test_matmul(kTypes[t], packed, K, N, x, M, nth);
                 int bad = 0;
                 for (int m = 0; m < M; m++)
                     for (int64_t n = 0; n < N; n++) {

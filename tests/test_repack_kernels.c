@@ -20,6 +20,7 @@
 
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
+#include "test_matmul_util.h"
 
 static const int kTypes[] = {LB_TYPE_Q4_0_4X4,   LB_TYPE_Q4_0_4X8,   LB_TYPE_Q4_0_8X8,
                              LB_TYPE_IQ4_NL_4X4, LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8,
@@ -106,17 +107,6 @@ static void reference(int base, const uint8_t *plain, const float *x, int64_t K,
     free(q);
 }
 
-/* Runs lb_matmul on the repacked matrix at the level in force. */
-static float *run_matmul(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M, int nth) {
-    lb_matrix W = {type, K, N, lb_row_size(type, K), packed};
-    float *y = malloc(sizeof(float) * N * M);
-    for (int64_t i = 0; i < N * M; i++) y[i] = NAN;
-    void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&W, M) + 64);
-    lb_matmul(&W, x, M, y, (size_t)N, scratch, nth);
-    lb_free_aligned(scratch);
-    return y;
-}
-
 static void test_exact(void) {
     uint64_t seed = 21;
     const int64_t Ks[] = {32, 96, 1024};
@@ -135,7 +125,7 @@ static void test_exact(void) {
             for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
                 if (!level_available(kLevels[li])) continue;
                 lb_cpu_force_level(kLevels[li]);
-                float *y = run_matmul(L->type, packed, K, N, x, M, 1);
+                float *y = lb_test_matmul(L->type, packed, K, N, x, M, 1);
                 int bad = 0;
                 for (int64_t i = 0; i < N * M; i++) bad += (double)y[i] != want[i];
                 CHECK_MSG(!bad, "%s at %s, K=%lld: %d of %lld outputs not exact", lb_type_name(L->type),
@@ -178,7 +168,7 @@ static void test_float(void) {
                         const int some = M == 1 || M == 4 || M == 7 || M == 17 || M == 32 || M == 48;
                         if (!some && (ki != 1 || M > 17)) continue;
                         for (int nth = 1; nth <= 2; nth++) {
-                            float *y = run_matmul(L->type, packed, K, N, x, M, nth);
+                            float *y = lb_test_matmul(L->type, packed, K, N, x, M, nth);
                             int bad = 0;
                             for (int m = 0; m < M; m++)
                                 for (int64_t n = 0; n < N; n++) {

@@ -1,0 +1,26 @@
+/* lb_matmul on one matrix for the kernel tests: Y (N x M outputs) starts as
+ * NaN so an output the kernels skip shows, with scratch of the size the
+ * driver asks for. The caller frees the result. */
+#ifndef LB_TEST_MATMUL_UTIL_H
+#define LB_TEST_MATMUL_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "core/common.h"
+#include "formats/types.h"
+#include "kernels/dispatch.h"
+
+static inline float *lb_test_matmul(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M,
+                                    int nth) {
+    lb_matrix W = {type, K, N, lb_row_size(type, K), packed};
+    float *y = malloc(sizeof(float) * N * M);
+    for (int64_t i = 0; i < N * M; i++) y[i] = NAN;
+    void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&W, M) + 64);
+    lb_matmul(&W, x, M, y, (size_t)N, scratch, nth);
+    lb_free_aligned(scratch);
+    return y;
+}
+
+#endif
