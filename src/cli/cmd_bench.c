@@ -161,7 +161,8 @@ int cmd_bench(int argc, char **argv) {
     else snprintf(size, sizeof size, "%.2f GiB", bytes / 1073741824.0);
     printf("| model | size | params | isa | threads | test | t/s |\n");
     printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
-    int rc = CLI_OK;
+    int rc = CLI_OK, bw_threads = 0;
+    double bw = 0; /* read bandwidth at bw_threads threads */
     for (int ti = 0; ti < n_th && rc == CLI_OK; ti++) {
         for (int kind = 0; kind < 2 && rc == CLI_OK; kind++) {
             const int *ns = kind == 0 ? pp : tg, nn = kind == 0 ? n_pp : n_tg;
@@ -193,8 +194,12 @@ int cmd_bench(int argc, char **argv) {
                     if (kind == 1) {
                         const double wb = weights_per_token(m), gbs = wb * mean / 1e9;
                         fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s", n, wb / 1048576.0, gbs);
-                        /* the roofline: read bandwidth measured now, on as many threads */
-                        const double bw = roofline ? lb_read_bandwidth((size_t)1 << 30, lb_context_threads(ctx), 8) : 0;
+                        /* the roofline: read bandwidth measured now, on as many threads
+                         * (once per thread count: tg sizes share it) */
+                        if (roofline && bw_threads != lb_context_threads(ctx)) {
+                            bw_threads = lb_context_threads(ctx);
+                            bw = lb_read_bandwidth((size_t)1 << 30, bw_threads, 8);
+                        }
                         if (bw > 0)
                             fprintf(stderr, ", %.0f%% of the %.1f GB/s read bandwidth measured on %d threads (roofline %.1f t/s)",
                                     100.0 * gbs / bw, bw, lb_context_threads(ctx), bw * 1e9 / wb);
