@@ -30,6 +30,15 @@ static lb_cb_books make_books(int C, int k, uint64_t seed) {
     return b;
 }
 
+/* The same shapes as narrow books (formats/cb.h: |c| <= 127 / smax). */
+static lb_cb_books make_narrow_books(int C, int k, uint64_t seed) {
+    lb_cb_books b = make_books(C, k, seed);
+    const int lim = 127 / (1 << (6 - (C == 4 ? 2 : C == 8 ? 3 : 4)));
+    for (int c = 0; c < C; c++)
+        for (int i = 0; i < k; i++) b.v[c][i] = (int8_t)lroundf((float)b.v[c][i] * (float)lim / 64.0f);
+    return b;
+}
+
 /* Student-t-like heavy-tailed values with a per-row scale. */
 static void fill_weights(float *x, int64_t n, uint64_t seed) {
     for (int64_t i = 0; i < n; i++) {
@@ -222,9 +231,11 @@ static void test_avx2(void) {
         lb_vec_dot_fn fast[3] = {cb2 ? lb_vec_dot_cb2_q8_K_avx2 : lb_vec_dot_cb3_q8_K_avx2,
                                  cb2 ? lb_vec_dot_cb2_q8_K_avx2_combined : lb_vec_dot_cb3_q8_K_avx2_combined,
                                  cb2 ? lb_vec_dot_cb2_q8_K_avx2_pairs : lb_vec_dot_cb3_q8_K_avx2_pairs};
-        for (int C = 4; C <= 16; C *= 2) {
-            lb_cb_books b = make_books(C, lb_cb_k(type), 40 + C);
+        for (int Cn = 0; Cn < 6; Cn++) {
+            const int C = 4 << (Cn % 3), nar = Cn >= 3;
+            lb_cb_books b = nar ? make_narrow_books(C, lb_cb_k(type), 40 + C) : make_books(C, lb_cb_k(type), 40 + C);
             CHECK_OK(lb_cb_acquire(type, &b));
+            CHECK(lb_cb_current(type)->narrow == nar);
             int bad = 0;
             for (int trial = 0; trial < 20; trial++) {
                 for (size_t i = 0; i < lb_row_size(type, K); i++) w[i] = (unsigned char)lb_test_rand(&seed);

@@ -57,22 +57,29 @@ static int level_available(lb_isa level) {
 
 static size_t bsize(int base) { return lb_traits(base)->type_size; }
 
-/* Books with count C for k centroids: ascending, in range, the first book
- * from -64 and the last to 63 (the extremes of the format). */
-static lb_cb_books make_books(int C, int k, uint64_t seed) {
+/* Books with count C for k centroids: ascending, in [lo, hi], the first
+ * book from lo and the last to hi. lo, hi = -64, 63: the extremes of the
+ * format; -L, L with L = 127 / smax: the extremes of narrow books. */
+static lb_cb_books make_books_in(int C, int k, int lo, int hi, uint64_t seed) {
     lb_cb_books b;
     memset(&b, 0, sizeof b);
     b.count = C;
     b.k = k;
+    const int spread = LB_MAX(1, (hi - lo - 7) / k);
     for (int c = 0; c < C; c++) {
-        int v = -64 + (c ? (int)(lb_test_rand(&seed) % 8) : 0);
+        int v = lo + (c ? (int)(lb_test_rand(&seed) % 8) : 0);
         for (int i = 0; i < k; i++) {
-            b.v[c][i] = (int8_t)LB_MIN(63, v);
-            v += 1 + (int)(lb_test_rand(&seed) % (120 / k));
+            b.v[c][i] = (int8_t)LB_MIN(hi, v);
+            v += 1 + (int)(lb_test_rand(&seed) % spread);
         }
-        if (c == C - 1) b.v[c][k - 1] = 63;
+        if (c == C - 1) b.v[c][k - 1] = (int8_t)hi;
     }
     return b;
+}
+static lb_cb_books make_books(int C, int k, uint64_t seed) { return make_books_in(C, k, -64, 63, seed); }
+static lb_cb_books make_narrow_books(int C, int k, uint64_t seed) {
+    const int L = 127 / (1 << (6 - (C == 4 ? 2 : C == 8 ? 3 : 4)));
+    return make_books_in(C, k, -L, L, seed);
 }
 
 /* ---- plain rows ---- */
@@ -547,17 +554,22 @@ static void test_float(void) {
     }
 }
 
-/* CB with 4, 8 and 16 books: exact integers and random floats again. */
+/* CB with 4, 8 and 16 books, wide and narrow (formats/cb.h: the kernels'
+ * integer-scale paths): exact integers and random floats again. */
 static void test_book_counts(void) {
     uint64_t seed = 123;
     const int Cs[] = {4, 8, 16};
     for (int t = 1; t < 3; t++)
-        for (int ci = 0; ci < 3; ci++) {
-            const lb_cb_books b = make_books(Cs[ci], lb_cb_k(kBases[t]), 50 + Cs[ci] + t);
+        for (int ci = 0; ci < 6; ci++) {
+            const int nar = ci >= 3, C = Cs[ci % 3];
+            const lb_cb_books b = nar ? make_narrow_books(C, lb_cb_k(kBases[t]), 70 + C + t)
+                                      : make_books(C, lb_cb_k(kBases[t]), 50 + C + t);
             CHECK_OK(lb_cb_acquire(kBases[t], &b));
+            CHECK(lb_cb_current(kBases[t])->narrow == nar);
+            printf("%s, %d %s books\n", kNames[t], C, nar ? "narrow" : "wide");
             uint8_t *plain = rand_blocks(kBases[t], 1024, 48, 0x3C00, &seed);
             float *x = int_acts(1024, 21, 15, &seed);
-            exact_case(t, plain, 1024, 48, x, 21, Cs[ci] == 4 ? "4 books" : Cs[ci] == 8 ? "8 books" : "16 books");
+            exact_case(t, plain, 1024, 48, x, 21, nar ? "narrow books" : "wide books");
             extreme_case(t);
             float_case(t, 512, 40, 17, 0, &seed);
             free(plain);

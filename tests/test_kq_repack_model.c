@@ -143,7 +143,8 @@ static void one_type(const char *f32, int base, int packed_type, const char *tag
                   lb_type_name(packed_type), lb_type_name(base));
     lb_repack_set_mode("off");
     float *off = run(plain, &V, NULL);
-    if (ref && off) check_close(ref, off, 2 * V, "repack off");
+    snprintf(what, sizeof what, "%s file with repack off", lb_type_name(base));
+    if (ref && off) check_close(ref, off, 2 * V, what);
     lb_repack_set_mode("auto");
     free(off);
     free(y);

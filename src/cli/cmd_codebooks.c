@@ -119,7 +119,8 @@ int cmd_codebooks(int argc, char **argv) {
         cli_error("codebooks", s);
         return s == LB_ERR_INTERRUPTED ? 130 : CLI_FAIL;
     }
-    printf("%d %s codebooks (centroids in [-64, 63]) -> %s in %.1f s\n", count, lb_type_name(type), out,
+    const int lim = lb_cb_discover_limit(count, books.k);
+    printf("%d %s codebooks (centroids in [-%d, %d]) -> %s in %.1f s\n", count, lb_type_name(type), lim, lim, out,
            lb_time_s() - t0);
     for (int c = 0; c < books.count; c++) {
         printf("  book %2d:", c);

@@ -1,6 +1,7 @@
 /* CB2 / CB3 (formats/cb.h): the process-wide codebook sets, sub-group field
  * packing, and the scalar reference dequantize and dot with Q8_K. */
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "formats/cb.h"
 
@@ -11,14 +12,14 @@
  * quick experiment works without a codebook file; files always carry their
  * own. In force whenever no model or quantizer holds a set. */
 static const lb_cb_books builtin_cb2 = {8, 4, {
-    {-50, -19, 12, 40},
-    {-39, -5, 17, 52},
-    {-55, -17, 5, 36},
-    {-30, -2, 26, 62},
-    {-63, -26, 2, 30},
-    {-47, -9, 15, 43},
-    {-38, -12, 18, 52},
-    {-44, -16, 8, 47},
+    {-12, -4, 3, 9},
+    {-9, -1, 4, 12},
+    {-13, -4, 1, 9},
+    {-7, 0, 6, 15},
+    {-15, -6, 0, 7},
+    {-11, -2, 4, 10},
+    {-9, -3, 4, 12},
+    {-10, -4, 2, 11},
 }};
 static const lb_cb_books builtin_cb3 = {8, 8, {
     {-53, -37, -21, -7, 6, 20, 36, 52},
@@ -65,11 +66,13 @@ static void prepare(lb_cb_set *s, const lb_cb_books *b) {
     s->books = *b;
     s->cbits = b->count == 4 ? 2 : b->count == 8 ? 3 : 4;
     s->smax = 1 << (CB_FIELD_BITS - s->cbits);
+    s->narrow = 1;
     for (int c = 0; c < b->count; c++)
         for (int i = 0; i < b->k; i++) {
             const uint8_t u = (uint8_t)(b->v[c][i] + 64);
             s->table[c * b->k + i] = u;
             s->stable[c * b->k + i] = b->v[c][i];
+            if (abs(b->v[c][i]) * s->smax > 127) s->narrow = 0;
             for (int r = i; r < 16; r += b->k) s->lane[c][r] = u, s->slane[c][r] = b->v[c][i];
         }
     for (int a = 0; a < b->count; a++)

@@ -79,6 +79,12 @@ typedef struct {
     lb_cb_books books;
     int cbits;           /* log2(count) */
     int smax;            /* largest scale: 2^(6 - cbits) */
+    /* narrow books: every |s * centroid| <= 127 (centroids within +-7,
+     * +-15, +-31 for C = 4, 8, 16), so the kernels may fold the sub-group
+     * scales into integer sums: AMX multiplies s * c bytes, and for C <= 8
+     * a sub-group's sum of 16 products fits int16 (16 * 15 * 128 < 2^15)
+     * for vpdpwssd, as Q2_K's does */
+    int narrow;
     /* kernel tables: entry (cb << log2 k) | q = book[cb][q] + 64, i.e. the
      * combined index of the paper's §6.5, 16 bytes per 128-bit table */
     uint8_t table[CB_MAX_BOOKS * CB_MAX_K] __attribute__((aligned(64)));
@@ -188,6 +194,10 @@ typedef struct {
 lb_status lb_cb_groups_add(lb_cb_groups *G, const float *x, int64_t n, int64_t g0, double rate,
                            uint64_t seed);
 void lb_cb_groups_free(lb_cb_groups *G);
+
+/* The largest |centroid| discovery gives C books of k centroids: narrow
+ * books for CB2 (k = 4), +-63 for CB3. */
+int lb_cb_discover_limit(int count, int k);
 
 /* Phase 1: k-means over the groups' normalised histograms into C clusters;
  * phase 2: 1-D k-means over each cluster's values for k centroids; phase 3

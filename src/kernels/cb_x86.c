@@ -16,9 +16,8 @@
  *             and indexed with the centroid indices alone.
  *   sum  += maddubs(u, a) madd'ed with the lane's integer scale
  * and per block the offset is removed exactly: 64 * sum_j s_j * bsum_j, with
- * Q8_K's sums of 16 activations (one per sub-group). Blocks are scaled and
- * summed in float lanes, so results match the scalar reference up to float
- * summation order (the block integers are exact).
+ * Q8_K's sums of 16 activations (one per sub-group). The block's integer is
+ * exact and is scaled and summed in float as the scalar reference does.
  * Measured (bench/quant-quality --speed, one thread, 4096 x 4096): the two
  * ways tie for CB2 with 4 books; pair tables win everywhere else (by 1.2x
  * to 1.8x), so lb_vec_dot_cb*_q8_K_avx2 uses the combined index only there.
@@ -37,11 +36,14 @@
 /* the 8 steps of a block unrolled: shift counts and shuffle masks become constants */
 #define LB_UNROLL _Pragma("GCC unroll 8")
 
-LB_AVX2 LB_INLINE float hsum_ps(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+/* The 8 lanes of a block's sum, exactly: the lanes carry parts of the
+ * +64 offset that cancel only in their total, so converting them to float
+ * one by one would round away digits of a small result (narrow books). */
+LB_AVX2 LB_INLINE int32_t hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
 }
 
 /* Table lookup of 16, 32 or 64 byte entries (index < 64, the same table in
@@ -111,7 +113,7 @@ LB_AVX2 LB_INLINE float dot_blocks(int64_t n, const void *vw, const block_q8_K *
     for (int i = 0; i < 4; i++)
         T[i] = entries > 16 * i ? _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)(set->table + 16 * i)))
                                 : _mm256_setzero_si256();
-    __m256 facc = _mm256_setzero_ps();
+    float sumf = 0.0f;
     for (int64_t ib = 0; ib < n / QK_CB; ib++, a++) {
         const uint8_t *blk = (const uint8_t *)vw + (size_t)ib * bs;
         const uint8_t *qs = blk + 12, *qhp = blk + 12 + 64;
@@ -153,9 +155,10 @@ LB_AVX2 LB_INLINE float dot_blocks(int64_t n, const void *vw, const block_q8_K *
                 acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, act), scale));
             }
         }
-        facc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(dh) * a->d), _mm256_cvtepi32_ps(acc), facc);
+        /* as the reference: the same integer, the same float expression */
+        sumf += (_cvtsh_ss(dh) * a->d) * (float)hsum_epi32(acc);
     }
-    return hsum_ps(facc);
+    return sumf;
 }
 
 /* ---- many activation rows: decode a weight block once, use it M times ---- */
@@ -201,12 +204,12 @@ LB_AVX2 LB_INLINE void gemm_rows(int64_t K, const void *W, size_t wrs, int n0, i
     const size_t bs = cb3 ? sizeof(block_cb3) : sizeof(block_cb2);
     const int64_t nb = K / QK_CB;
     decoded dec;
-    __m256 acc[GEMM_M];
+    float acc[GEMM_M];
     for (int n = n0; n < n1; n++) {
         const uint8_t *wrow = (const uint8_t *)W + (size_t)n * wrs;
         for (int m0 = 0; m0 < M; m0 += GEMM_M) {
             const int mc = LB_MIN(GEMM_M, M - m0);
-            for (int m = 0; m < mc; m++) acc[m] = _mm256_setzero_ps();
+            for (int m = 0; m < mc; m++) acc[m] = 0.0f;
             for (int64_t ib = 0; ib < nb; ib++) {
                 decode_block(wrow + (size_t)ib * bs, set, cb3, cbits, &dec);
                 for (int m = 0; m < mc; m++) {
@@ -219,10 +222,10 @@ LB_AVX2 LB_INLINE void gemm_rows(int64_t K, const void *W, size_t wrs, int n0, i
                         const __m256i act = _mm256_loadu_si256((const __m256i *)(a->qs + 32 * p));
                         isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(dec.u[p], act), dec.sc[p]));
                     }
-                    acc[m] = _mm256_fmadd_ps(_mm256_set1_ps(dec.d * a->d), _mm256_cvtepi32_ps(isum), acc[m]);
+                    acc[m] += (dec.d * a->d) * (float)hsum_epi32(isum);
                 }
             }
-            for (int m = 0; m < mc; m++) Y[(size_t)(m0 + m) * ldy + n] = hsum_ps(acc[m]);
+            for (int m = 0; m < mc; m++) Y[(size_t)(m0 + m) * ldy + n] = acc[m];
         }
     }
 }

@@ -14,10 +14,13 @@
  *         sum_j m_j * bsum_j is one tdpbf16ps of K = 32: weights
  *         (64 m_j, m_j), activations the digits (bsum_j >> 6, bsum_j & 63),
  *         all exact in bf16 and summed exactly in fp32.
- *   CB:   a centroid times its integer scale (|s c| <= 1024) is no byte, so
- *         it is split s c = 32 h + l (h in [-32, 31], l in [0, 31]) at
- *         decode: 8 tdpbssd into C_h and C_l, C = 32 C_h + C_l exact.
- * The decode (vpermb lookups, for CB a vpmullw per byte pair) is paid once
+ *   CB:   with narrow books (formats/cb.h; CB2 as discovered) s c is a
+ *         byte: 4 tdpbssd, no min term, so CB2 runs a little faster than
+ *         Q2_K. With wider books a centroid times its scale (|s c| <= 1024)
+ *         is no byte, so it is split s c = 32 h + l (h in [-32, 31], l in
+ *         [0, 31]) at decode: 8 tdpbssd into C_h and C_l, C = 32 C_h + C_l
+ *         exact.
+ * The decode (vpermb lookups, for CB vpmullw on byte pairs) is paid once
  * per 16 rows x AKC super-blocks and every 16-row activation group. Per
  * super-block the C tiles go through memory to AVX-512: per activation row
  * cvt + mul + fma (+ the min term) into 16 register accumulators that live
@@ -72,7 +75,17 @@ INLINE_AMX void cb_split(__m512i cv, __m512i s16, __m512i *h, __m512i *l) {
     *l = _mm512_and_si512(_mm512_mask_blend_epi8(odd, pe, _mm512_slli_epi16(po, 8)), _mm512_set1_epi8(31));
 }
 
-INLINE_AMX void amx_decode(int wt, int cbits, int wide, const uint8_t *xb, const consts *c, amx_buf *buf, int b) {
+/* CB, narrow books: the bytes s c (they fit int8). The low byte of a word
+ * product depends only on the operands' low bytes, so one vpmullw gives the
+ * even bytes and one on the odd bytes (as word highs) the odd ones. */
+INLINE_AMX __m512i cb_scaled(__m512i cv, __m512i s16) {
+    const __m512i pe = _mm512_mullo_epi16(cv, s16);
+    const __m512i po = _mm512_mullo_epi16(_mm512_and_si512(cv, _mm512_set1_epi16((short)0xFF00)), s16);
+    return _mm512_mask_blend_epi8(0xAAAAAAAAAAAAAAAAull, pe, po);
+}
+
+INLINE_AMX void amx_decode(int wt, int cbits, int wide, int nar, const uint8_t *xb, const consts *c, amx_buf *buf,
+                           int b) {
     __m512i p[4];
     sel_planes(wt, xb, p);
     buf->d[b] = fp16x16(xb + d_off(wt));
@@ -91,12 +104,15 @@ INLINE_AMX void amx_decode(int wt, int cbits, int wide, const uint8_t *xb, const
         const __m512i s16 = _mm512_add_epi16(_mm512_shuffle_epi8(s1q, c->pair[j % 4]), _mm512_set1_epi16(1));
         __m512i u[4];
         decode_sub(wt, wide, xb, j, p, c, u);
-        for (int t = 0; t < 4; t++) cb_split(u[t], s16, &buf->w[b][0][4 * j + t], &buf->w[b][1][4 * j + t]);
+        for (int t = 0; t < 4; t++) {
+            if (nar) buf->w[b][0][4 * j + t] = cb_scaled(u[t], s16);
+            else cb_split(u[t], s16, &buf->w[b][0][4 * j + t], &buf->w[b][1][4 * j + t]);
+        }
     }
 }
 
 /* acc[a] += the float value of one super-block's C tiles. */
-INLINE_AMX void amx_scale_add(int wt, const int32_t (*c0)[16], const int32_t (*c1)[16], __m512 dv, __m512 dmv,
+INLINE_AMX void amx_scale_add(int wt, int nar, const int32_t (*c0)[16], const int32_t (*c1)[16], __m512 dv, __m512 dmv,
                               const float *da, __m512 acc[16]) {
 #pragma GCC unroll 16
     for (int a = 0; a < 16; a++) {
@@ -104,6 +120,8 @@ INLINE_AMX void amx_scale_add(int wt, const int32_t (*c0)[16], const int32_t (*c
         if (wt == WQ2K) {
             const __m512 f = _mm512_fnmadd_ps(_mm512_load_ps((const float *)c1[a]), dmv, _mm512_mul_ps(_mm512_cvtepi32_ps(x0), dv));
             acc[a] = _mm512_fmadd_ps(f, _mm512_set1_ps(da[a]), acc[a]);
+        } else if (nar) {
+            acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x0), _mm512_mul_ps(dv, _mm512_set1_ps(da[a])), acc[a]);
         } else {
             const __m512i x = _mm512_add_epi32(_mm512_slli_epi32(x0, 5), _mm512_load_si512(c1[a]));
             acc[a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(x), _mm512_mul_ps(dv, _mm512_set1_ps(da[a])), acc[a]);
@@ -112,15 +130,15 @@ INLINE_AMX void amx_scale_add(int wt, const int32_t (*c0)[16], const int32_t (*c
 }
 
 /* One super-block's products into tiles C0, C1 (literal tile numbers). */
-#define AMX_SB(wt, buf, ab, b, C0, C1)                                   \
+#define AMX_SB(wt, nar, buf, ab, b, C0, C1)                              \
     do {                                                                 \
         _tile_zero(C0);                                                  \
-        _tile_zero(C1);                                                  \
+        if (!(nar)) _tile_zero(C1);                                      \
         for (int kq = 0; kq < 4; kq++) {                                 \
             _tile_loadd(4, (ab)[b].qs[0] + 64 * kq, 256);                \
             _tile_loadd(5, &(buf)->w[b][0][16 * kq], 64);                \
             _tile_dpbssd(C0, 4, 5);                                      \
-            if ((wt) != WQ2K) {                                          \
+            if ((wt) != WQ2K && !(nar)) {                                \
                 _tile_loadd(6, &(buf)->w[b][1][16 * kq], 64);            \
                 _tile_dpbssd(C1, 4, 6);                                  \
             }                                                            \
@@ -133,7 +151,7 @@ INLINE_AMX void amx_scale_add(int wt, const int32_t (*c0)[16], const int32_t (*c
     } while (0)
 
 /* Y rows [0, 16) x columns [n, n + 16) over the kc super-blocks in buf. */
-INLINE_AMX void amx_tile(int wt, const amx_buf *buf, int64_t kc, const lb_block_q8_Kx16 *ab, float *y, size_t ldy,
+INLINE_AMX void amx_tile(int wt, int nar, const amx_buf *buf, int64_t kc, const lb_block_q8_Kx16 *ab, float *y, size_t ldy,
                          int add) {
     int32_t c[4][16][16] __attribute__((aligned(64)));
     __m512 acc[16];
@@ -141,27 +159,27 @@ INLINE_AMX void amx_tile(int wt, const amx_buf *buf, int64_t kc, const lb_block_
     for (int a = 0; a < 16; a++) acc[a] = add ? _mm512_loadu_ps(y + (size_t)a * ldy) : _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= kc; b += 2) {
-        AMX_SB(wt, buf, ab, b, 0, 1);
-        AMX_SB(wt, buf, ab, b + 1, 2, 3);
+        AMX_SB(wt, nar, buf, ab, b, 0, 1);
+        AMX_SB(wt, nar, buf, ab, b + 1, 2, 3);
         _tile_stored(0, c[0], 64);
-        _tile_stored(1, c[1], 64);
+        if (!nar) _tile_stored(1, c[1], 64);
         _tile_stored(2, c[2], 64);
-        _tile_stored(3, c[3], 64);
-        amx_scale_add(wt, c[0], c[1], buf->d[b], buf->dmin[b], ab[b].d, acc);
-        amx_scale_add(wt, c[2], c[3], buf->d[b + 1], buf->dmin[b + 1], ab[b + 1].d, acc);
+        if (!nar) _tile_stored(3, c[3], 64);
+        amx_scale_add(wt, nar, c[0], c[1], buf->d[b], buf->dmin[b], ab[b].d, acc);
+        amx_scale_add(wt, nar, c[2], c[3], buf->d[b + 1], buf->dmin[b + 1], ab[b + 1].d, acc);
     }
     if (b < kc) {
-        AMX_SB(wt, buf, ab, b, 0, 1);
+        AMX_SB(wt, nar, buf, ab, b, 0, 1);
         _tile_stored(0, c[0], 64);
-        _tile_stored(1, c[1], 64);
-        amx_scale_add(wt, c[0], c[1], buf->d[b], buf->dmin[b], ab[b].d, acc);
+        if (!nar) _tile_stored(1, c[1], 64);
+        amx_scale_add(wt, nar, c[0], c[1], buf->d[b], buf->dmin[b], ab[b].d, acc);
     }
 #pragma GCC unroll 16
     for (int a = 0; a < 16; a++) _mm512_storeu_ps(y + (size_t)a * ldy, acc[a]);
 }
 
 /* A: M/16 groups of lb_block_q8_Kx16 (a_row_size bytes each), M % 16 == 0. */
-INLINE_AMX void amx_gemm(int wt, int cbits, int wide, int64_t K, const void *W, size_t wrs, int n0, int n1,
+INLINE_AMX void amx_gemm(int wt, int cbits, int wide, int nar, int64_t K, const void *W, size_t wrs, int n0, int n1,
                          const void *A, size_t ars, int M, float *Y, size_t ldy) {
     consts c;
     consts_init(wt, 1, &c);
@@ -176,10 +194,10 @@ INLINE_AMX void amx_gemm(int wt, int cbits, int wide, int64_t K, const void *W, 
         const uint8_t *xg = (const uint8_t *)W + (size_t)(n / 16) * 16 * wrs;
         for (int64_t b0 = 0; b0 < nb; b0 += AKC) {
             const int64_t kc = LB_MIN((int64_t)AKC, nb - b0);
-            for (int64_t b = 0; b < kc; b++) amx_decode(wt, cbits, wide, xg + (size_t)(b0 + b) * xbs, &c, buf, (int)b);
+            for (int64_t b = 0; b < kc; b++) amx_decode(wt, cbits, wide, nar, xg + (size_t)(b0 + b) * xbs, &c, buf, (int)b);
             for (int m = 0; m < M; m += 16) {
                 const lb_block_q8_Kx16 *ab = (const lb_block_q8_Kx16 *)((const char *)A + (size_t)(m / 16) * ars) + b0;
-                amx_tile(wt, buf, kc, ab, Y + (size_t)m * ldy + n, ldy, b0 > 0);
+                amx_tile(wt, nar, buf, kc, ab, Y + (size_t)m * ldy + n, ldy, b0 > 0);
             }
         }
     }
@@ -197,16 +215,20 @@ LB_KQ_AMX void lb_quantize_q8_Kx16_avx512(const float *x, size_t ldx, void *vy, 
 
 LB_KQ_AMX void lb_gemm_q2_Kx16_q8_Kx16_16x4_amx(int64_t K, const void *W, size_t wrs, int n0, int n1, const void *A,
                                                 size_t ars, int M, float *Y, size_t ldy) {
-    amx_gemm(WQ2K, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy);
+    amx_gemm(WQ2K, 0, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy);
 }
 
 #define CB_AMX(w, WT, TYPE, KBITS)                                                                              \
     LB_KQ_AMX void lb_gemm_##w##x16_q8_Kx16_16x4_amx(int64_t K, const void *W, size_t wrs, int n0, int n1,      \
                                                      const void *A, size_t ars, int M, float *Y, size_t ldy) { \
-        switch (lb_cb_current(TYPE)->cbits) {                                                                  \
-        case 2: amx_gemm(WT, 2, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                               \
-        case 3: amx_gemm(WT, 3, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                               \
-        default: amx_gemm(WT, 4, KBITS + 4 > 6, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                  \
+        const lb_cb_set *set = lb_cb_current(TYPE);                                                            \
+        switch (set->cbits | set->narrow << 3) {                                                               \
+        case 2: amx_gemm(WT, 2, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                            \
+        case 3: amx_gemm(WT, 3, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                            \
+        case 4: amx_gemm(WT, 4, KBITS + 4 > 6, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                \
+        case 8 | 2: amx_gemm(WT, 2, 0, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                        \
+        case 8 | 3: amx_gemm(WT, 3, 0, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                        \
+        default: amx_gemm(WT, 4, KBITS + 4 > 6, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;               \
         }                                                                                                      \
     }
 CB_AMX(cb2, WCB2, LB_TYPE_CB2, 2)

@@ -28,6 +28,10 @@
  *         float: fma(cvt(t_j), d * s_j, acc). That is 2 float ops per 16
  *         weights where Q2_K has ~0.3: the price of codebooks with integer
  *         scales on VNNI (measured in docs/codebooks.md).
+ *   CB, narrow books (formats/cb.h, C <= 8: |c| <= 15, what discovery
+ *         makes for CB2): t_j = sum c a fits int16, so it is scaled by
+ *         vpdpwssd with s_j as Q2_K's sub-group sums are, and the super-block
+ *         is one exact int32, scaled in float once.
  * CB3 adds one shift and one vpternlogd for the third index bit.
  *
  * GEMV (decode, M < 4 plain Q8_K rows): decode in registers, weights
@@ -75,7 +79,7 @@ typedef struct {
 
 /* One super-block (x-block xb, activation block b) of one 16-row group:
  * acc[m] += its contribution for the MR activation rows. */
-INLINE void gemv_sb(int wt, int cbits, int wide, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A,
+INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A,
                     const consts *c, __m512 acc[4]) {
     __m512i p[4];
     sel_planes(wt, xb, p);
@@ -118,6 +122,32 @@ INLINE void gemv_sb(int wt, int cbits, int wide, int MR, const uint8_t *xb, int6
             const __m512 f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms[m]), dmv, _mm512_mul_ps(_mm512_cvtepi32_ps(s), dv));
             acc[m] = _mm512_fmadd_ps(f, _mm512_set1_ps(A->d[m][b]), acc[m]);
         }
+    } else if (nar) {
+        /* narrow books (|c| <= 16): t_j = sum c a fits int16, so its scale
+         * goes in by vpdpwssd as Q2_K's does, the whole super-block sums in
+         * one exact int32 and is scaled in float once */
+        __m512i is[4][2], sq = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) is[m][0] = is[m][1] = _mm512_setzero_si512();
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            if (j % 4 == 0) sq = _mm512_add_epi8(cb_s1_quadrant(wt, cbits, xb, j / 4, 1), _mm512_set1_epi8(1));
+            __m512i u[4];
+            decode_sub(wt, wide, xb, j, p, c, u);
+            const __m512i scj = _mm512_shuffle_epi8(sq, c->ext[j % 4]); /* words (s_j, 0) */
+#pragma GCC unroll 4
+            for (int m = 0; m < MR; m++) {
+                __m512i t = _mm512_set1_epi32(A->pre[m][b][j]);
+                const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
+#pragma GCC unroll 4
+                for (int tt = 0; tt < 4; tt++) t = _mm512_dpbusd_epi32(t, u[tt], bcast32(a + 4 * tt));
+                is[m][j % 2] = _mm512_dpwssd_epi32(is[m][j % 2], t, scj);
+            }
+        }
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++)
+            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is[m][0], is[m][1])),
+                                     _mm512_mul_ps(dv, _mm512_set1_ps(A->d[m][b])), acc[m]);
     } else {
         /* per sub-group: 4 vpdpbusd from -64 bsum_j, then f += t_j * s_j in
          * float (s_j exact); d and the activation scale once per block */
@@ -147,7 +177,7 @@ INLINE void gemv_sb(int wt, int cbits, int wide, int MR, const uint8_t *xb, int6
 
 /* Y[m][n .. n + 16 NG) (=, or += with add) for NG consecutive 16-row groups
  * over kb blocks, their super-blocks interleaved (NG weight streams). */
-INLINE void gemv_groups(int wt, int cbits, int wide, int MR, int NG, const uint8_t *xg, size_t gstride, int64_t kb,
+INLINE void gemv_groups(int wt, int cbits, int wide, int nar, int MR, int NG, const uint8_t *xg, size_t gstride, int64_t kb,
                         ptrdiff_t jump, const gemv_acts *A, const consts *c, float *y, size_t ldy, int add) {
     const size_t xbs = xb_size(wt);
     __m512 acc[4][4];
@@ -161,7 +191,7 @@ INLINE void gemv_groups(int wt, int cbits, int wide, int MR, int NG, const uint8
              * (rows of K = 2048 are only 8 super-blocks long) */
             const ptrdiff_t pf = LB_KQ_GEMV_PREFETCH + ((b + 1) * (int64_t)xbs + LB_KQ_GEMV_PREFETCH > kb * (int64_t)xbs ? jump : 0);
             for (size_t o = 0; o < xbs; o += 64) _mm_prefetch((const char *)xb + pf + o, LB_KQ_PF_HINT);
-            gemv_sb(wt, cbits, wide, MR, xb, b, A, c, acc[g]);
+            gemv_sb(wt, cbits, wide, nar, MR, xb, b, A, c, acc[g]);
         }
     for (int g = 0; g < NG; g++)
 #pragma GCC unroll 4
@@ -173,7 +203,7 @@ INLINE void gemv_groups(int wt, int cbits, int wide, int MR, int NG, const uint8
         }
 }
 
-INLINE void gemv(int wt, int cbits, int wide, int64_t K, const void *W, size_t wrs, int n0, int n1, const void *A,
+INLINE void gemv(int wt, int cbits, int wide, int nar, int64_t K, const void *W, size_t wrs, int n0, int n1, const void *A,
                  size_t ars, int M, float *Y, size_t ldy) {
     consts c;
     consts_init(wt, 0, &c);
@@ -204,10 +234,10 @@ INLINE void gemv(int wt, int cbits, int wide, int64_t K, const void *W, size_t w
                 float *y = Y + (size_t)m0 * ldy + n;
                 const int ng = LB_MIN(GEMV_NG, (n1 - n) / 16), add = b0 > 0; /* 1 .. GEMV_NG */
 #define GEMV_CASE(MR)                                                                              \
-    (ng == 4   ? gemv_groups(wt, cbits, wide, MR, 4, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
-     : ng == 3 ? gemv_groups(wt, cbits, wide, MR, 3, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
-     : ng == 2 ? gemv_groups(wt, cbits, wide, MR, 2, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
-               : gemv_groups(wt, cbits, wide, MR, 1, xg, gstride, kb, jump, &acts, &c, y, ldy, add))
+    (ng == 4   ? gemv_groups(wt, cbits, wide, nar, MR, 4, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+     : ng == 3 ? gemv_groups(wt, cbits, wide, nar, MR, 3, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+     : ng == 2 ? gemv_groups(wt, cbits, wide, nar, MR, 2, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+               : gemv_groups(wt, cbits, wide, nar, MR, 1, xg, gstride, kb, jump, &acts, &c, y, ldy, add))
                 switch (mr) {
                 case 1: GEMV_CASE(1); break;
                 case 2: GEMV_CASE(2); break;
@@ -378,7 +408,7 @@ INLINE void gemm(int wt, int cbits, int wide, int64_t K, const void *W, size_t w
 
 LB_VBMI void lb_gemv_q2_Kx16_q8_K_16x4_avx512vbmi(int64_t K, const void *W, size_t wrs, int n0, int n1, const void *A,
                                                   size_t ars, int M, float *Y, size_t ldy) {
-    gemv(WQ2K, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy);
+    gemv(WQ2K, 0, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy);
 }
 LB_VBMI void lb_gemm_q2_Kx16_q8_Kx4_16x4_avx512vbmi(int64_t K, const void *W, size_t wrs, int n0, int n1,
                                                     const void *A, size_t ars, int M, float *Y, size_t ldy) {
@@ -388,10 +418,13 @@ LB_VBMI void lb_gemm_q2_Kx16_q8_Kx4_16x4_avx512vbmi(int64_t K, const void *W, si
 #define CB_ENTRIES(w, WT, TYPE, KBITS)                                                                          \
     LB_VBMI void lb_gemv_##w##x16_q8_K_16x4_avx512vbmi(int64_t K, const void *W, size_t wrs, int n0, int n1,   \
                                                        const void *A, size_t ars, int M, float *Y, size_t ldy) { \
-        switch (lb_cb_current(TYPE)->cbits) {                                                                    \
-        case 2: gemv(WT, 2, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                                     \
-        case 3: gemv(WT, 3, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                                     \
-        default: gemv(WT, 4, KBITS + 4 > 6, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                        \
+        const lb_cb_set *set = lb_cb_current(TYPE);                                                              \
+        switch (set->cbits | set->narrow << 3) {                                                                 \
+        case 2: gemv(WT, 2, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                                  \
+        case 3: gemv(WT, 3, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                                  \
+        case 8 | 2: gemv(WT, 2, 0, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                              \
+        case 8 | 3: gemv(WT, 3, 0, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                              \
+        default: gemv(WT, 4, KBITS + 4 > 6, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                     \
         }                                                                                                        \
     }                                                                                                            \
     LB_VBMI void lb_gemm_##w##x16_q8_Kx4_16x4_avx512vbmi(int64_t K, const void *W, size_t wrs, int n0, int n1, \
