@@ -79,6 +79,16 @@ typedef struct {
     int32_t pre[4][GEMV_KC][16]; /* CB: -64 * bsum_j; Q2_K: 8 dwords of (16 bsum_lo, bsum_hi) */
 } gemv_acts;
 
+/* CB: sub-group j's sum of centroid x activation for activation row m, 16
+ * rows: 4 vpdpbusd from -64 bsum_j, which removes the +64 of the table. */
+INLINE __m512i cb_sub_sum(const gemv_acts *A, int m, int64_t b, int j, const __m512i u[4]) {
+    __m512i t = _mm512_set1_epi32(A->pre[m][b][j]);
+    const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
+#pragma GCC unroll 4
+    for (int tt = 0; tt < 4; tt++) t = _mm512_dpbusd_epi32(t, u[tt], bcast32(a + 4 * tt));
+    return t;
+}
+
 /* One super-block (x-block xb, activation block b) of one 16-row group:
  * acc[m] += its contribution for the MR activation rows. */
 INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A,
@@ -125,7 +135,7 @@ INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, const uint8_t 
             acc[m] = _mm512_fmadd_ps(f, _mm512_set1_ps(A->d[m][b]), acc[m]);
         }
     } else if (nar) {
-        /* narrow books (|c| <= 16): t_j = sum c a fits int16, so its scale
+        /* narrow books (|c| <= 15): t_j = sum c a fits int16, so its scale
          * goes in by vpdpwssd as Q2_K's does, the whole super-block sums in
          * one exact int32 and is scaled in float once */
         __m512i is[4][2], sq = _mm512_setzero_si512();
@@ -139,11 +149,7 @@ INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, const uint8_t 
             const __m512i scj = _mm512_shuffle_epi8(sq, c->ext[j % 4]); /* words (s_j, 0) */
 #pragma GCC unroll 4
             for (int m = 0; m < MR; m++) {
-                __m512i t = _mm512_set1_epi32(A->pre[m][b][j]);
-                const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
-#pragma GCC unroll 4
-                for (int tt = 0; tt < 4; tt++) t = _mm512_dpbusd_epi32(t, u[tt], bcast32(a + 4 * tt));
-                is[m][j % 2] = _mm512_dpwssd_epi32(is[m][j % 2], t, scj);
+                is[m][j % 2] = _mm512_dpwssd_epi32(is[m][j % 2], cb_sub_sum(A, m, b, j, u), scj);
             }
         }
 #pragma GCC unroll 4
@@ -151,7 +157,7 @@ INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, const uint8_t 
             acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is[m][0], is[m][1])),
                                      _mm512_mul_ps(dv, _mm512_set1_ps(A->d[m][b])), acc[m]);
     } else {
-        /* per sub-group: 4 vpdpbusd from -64 bsum_j, then f += t_j * s_j in
+        /* per sub-group: t_j, then f += t_j * s_j in
          * float (s_j exact); d and the activation scale once per block */
         __m512 f[4];
 #pragma GCC unroll 4
@@ -165,11 +171,7 @@ INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, const uint8_t 
             const __m512 sf = cb_sf(s1q, j, c);
 #pragma GCC unroll 4
             for (int m = 0; m < MR; m++) {
-                __m512i t = _mm512_set1_epi32(A->pre[m][b][j]);
-                const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
-#pragma GCC unroll 4
-                for (int tt = 0; tt < 4; tt++) t = _mm512_dpbusd_epi32(t, u[tt], bcast32(a + 4 * tt));
-                f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), sf, f[m]);
+                f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(cb_sub_sum(A, m, b, j, u)), sf, f[m]);
             }
         }
 #pragma GCC unroll 4
