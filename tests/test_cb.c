@@ -33,7 +33,7 @@ static lb_cb_books make_books(int C, int k, uint64_t seed) {
 /* The same shapes as narrow books (formats/cb.h: |c| <= 127 / smax). */
 static lb_cb_books make_narrow_books(int C, int k, uint64_t seed) {
     lb_cb_books b = make_books(C, k, seed);
-    const int lim = 127 / (1 << (6 - (C == 4 ? 2 : C == 8 ? 3 : 4)));
+    const int lim = lb_cb_narrow_limit(C);
     for (int c = 0; c < C; c++)
         for (int i = 0; i < k; i++) b.v[c][i] = (int8_t)lroundf((float)b.v[c][i] * (float)lim / 64.0f);
     return b;

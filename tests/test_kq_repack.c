@@ -78,7 +78,7 @@ static lb_cb_books make_books_in(int C, int k, int lo, int hi, uint64_t seed) {
 }
 static lb_cb_books make_books(int C, int k, uint64_t seed) { return make_books_in(C, k, -64, 63, seed); }
 static lb_cb_books make_narrow_books(int C, int k, uint64_t seed) {
-    const int L = 127 / (1 << (6 - (C == 4 ? 2 : C == 8 ? 3 : 4)));
+    const int L = lb_cb_narrow_limit(C);
     return make_books_in(C, k, -L, L, seed);
 }
 

@@ -61,10 +61,14 @@ lb_status lb_cb_books_validate(const lb_cb_books *b) {
     return LB_OK;
 }
 
+static int cbits_of(int count) { return count == 4 ? 2 : count == 8 ? 3 : 4; }
+
+int lb_cb_narrow_limit(int count) { return 127 >> (CB_FIELD_BITS - cbits_of(count)); }
+
 static void prepare(lb_cb_set *s, const lb_cb_books *b) {
     memset(s, 0, sizeof *s);
     s->books = *b;
-    s->cbits = b->count == 4 ? 2 : b->count == 8 ? 3 : 4;
+    s->cbits = cbits_of(b->count);
     s->smax = 1 << (CB_FIELD_BITS - s->cbits);
     s->narrow = 1;
     for (int c = 0; c < b->count; c++)
@@ -72,7 +76,7 @@ static void prepare(lb_cb_set *s, const lb_cb_books *b) {
             const uint8_t u = (uint8_t)(b->v[c][i] + 64);
             s->table[c * b->k + i] = u;
             s->stable[c * b->k + i] = b->v[c][i];
-            if (abs(b->v[c][i]) * s->smax > 127) s->narrow = 0;
+            if (abs(b->v[c][i]) > lb_cb_narrow_limit(b->count)) s->narrow = 0;
             for (int r = i; r < 16; r += b->k) s->lane[c][r] = u, s->slane[c][r] = b->v[c][i];
         }
     for (int a = 0; a < b->count; a++)

@@ -99,6 +99,10 @@ typedef struct {
     int8_t slane[CB_MAX_BOOKS][16] __attribute__((aligned(64)));
 } lb_cb_set;
 
+/* The largest |centroid| of narrow books of `count` books: 127 / smax
+ * (7, 15, 31 for C = 4, 8, 16). */
+int lb_cb_narrow_limit(int count);
+
 /* k for a type (4 or 8), 0 if type is not CB2/CB3. */
 int lb_cb_k(int type);
 

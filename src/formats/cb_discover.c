@@ -35,7 +35,7 @@ int lb_cb_discover_limit(int count, int k) {
      * against 1.452 with books to +-63, PPL 84.6 against 81.9. CB3's 8
      * centroids need the finer grid: narrow, its KLD rose from 0.360 to
      * 0.371 there and the tiny test model fell behind Q3_K. */
-    return k == 4 ? 127 >> (CB_FIELD_BITS - (count == 4 ? 2 : count == 8 ? 3 : 4)) : CB_VMAX;
+    return k == 4 ? lb_cb_narrow_limit(count) : CB_VMAX;
 }
 
 lb_status lb_cb_groups_add(lb_cb_groups *G, const float *x, int64_t n, int64_t g0, double rate, uint64_t seed) {
