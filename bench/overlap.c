@@ -119,8 +119,8 @@ int main(int argc, char **argv) {
             return !(!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"));
         }
     }
-    if (nth < 1 || mib < 64) {
-        fprintf(stderr, "overlap: -t must be >= 1 and --mb >= 64\n");
+    if (nth < 1 || nth > 1024 || mib < 64 || mib > (1L << 20)) {
+        fprintf(stderr, "overlap: -t must be 1..1024 and --mb 64..1048576\n");
         return 2;
     }
     if (lb_cpu_detected() < LB_ISA_AVX512) {
