@@ -316,13 +316,13 @@ INLINE void gemv(int wt, int cbits, int wide, int nar, int64_t K, const void *W,
                  * keeps twice the planes and tables live. */
                 const int pair = GEMV_PAIRS && wt == WQ2K && mr == 1 && ng % 2 == 0;
 #define GEMV_RUN(MR, NGC, G) gemv_groups(wt, cbits, wide, nar, MR, NGC, G, xg, gstride, kb, jump, &acts, &c, y, ldy, add)
-#define GEMV_CASE(MR)                                                      \
-    (ng == 4   ? (pair ? GEMV_RUN(MR, 4, 2) : GEMV_RUN(MR, 4, 1))          \
-     : ng == 3 ? GEMV_RUN(MR, 3, 1)                                        \
-     : ng == 2 ? (pair ? GEMV_RUN(MR, 2, 2) : GEMV_RUN(MR, 2, 1))          \
-               : GEMV_RUN(MR, 1, 1))
+#define GEMV_CASE(MR) (ng == 4 ? GEMV_RUN(MR, 4, 1) : ng == 3 ? GEMV_RUN(MR, 3, 1) : ng == 2 ? GEMV_RUN(MR, 2, 1) : GEMV_RUN(MR, 1, 1))
                 switch (mr) {
-                case 1: GEMV_CASE(1); break;
+                case 1:
+                    if (pair && ng == 4) GEMV_RUN(1, 4, 2);
+                    else if (pair) GEMV_RUN(1, 2, 2);
+                    else GEMV_CASE(1);
+                    break;
                 case 2: GEMV_CASE(2); break;
                 case 3: GEMV_CASE(3); break;
                 default: GEMV_CASE(4); break;
