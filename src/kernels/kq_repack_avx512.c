@@ -35,10 +35,8 @@
  * CB3 adds one shift and one vpternlogd for the third index bit.
  *
  * GEMV (decode, M < 4 plain Q8_K rows): decode in registers, weights
- * streamed once with prefetch, 2 or 4 16-row groups interleaved; for one
- * Q2_K activation row, two groups share each activation broadcast.
- * GEMM (prefill): 48 rows x GKC super-blocks are decoded once into an L1
- * buffer of weight bytes (+ CB scale vectors,
+ * streamed once with prefetch. GEMM (prefill): 48 rows x GKC super-blocks
+ * are decoded once into an L1 buffer of weight bytes (+ CB scale vectors,
  * Q2_K min pairs), then every 4-row activation group (lb_block_q8_Kx4) runs
  * over it with 12 accumulator chains (3 row vectors x 4 activation rows).
  * Integer sums are exact; results differ from the scalar reference only in
@@ -71,20 +69,9 @@ LB_VBMI void lb_quantize_q8_Kx4_avx512(const float *x, size_t ldx, void *vy, int
 /* ---- GEMV: M plain Q8_K rows, up to 4 per pass ---- */
 
 enum { GEMV_KC = 64 }; /* super-blocks per pass: their bias terms live on the stack */
-/* 16-row groups per pass (weight streams; one stream per thread reads a
- * third slower than two, bench/overlap): Q2_K 4, as 2 pairs that share the
- * activation broadcasts (gemv_sb), CB 2 (measured best) */
-#ifndef GEMV_NG_Q2K
-#define GEMV_NG_Q2K 4
+#ifndef GEMV_NG
+#define GEMV_NG 2 /* 16-row groups per pass (weight streams) */
 #endif
-#ifndef GEMV_NG_CB
-#define GEMV_NG_CB 2
-#endif
-#ifndef GEMV_PAIRS
-#define GEMV_PAIRS 1 /* 0: every Q2_K group broadcasts for itself (for A/B runs) */
-#endif
-enum { GEMV_NG_MAX = 4 };
-INLINE int gemv_ng(int wt) { return wt == WQ2K ? GEMV_NG_Q2K : GEMV_NG_CB; }
 
 typedef struct {
     const int8_t *qs[4];      /* row m's activations of the pass's first block (stride sizeof(block_q8_K)) */
@@ -92,182 +79,123 @@ typedef struct {
     int32_t pre[4][GEMV_KC][16]; /* CB: -64 * bsum_j; Q2_K: 8 dwords of (16 bsum_lo, bsum_hi) */
 } gemv_acts;
 
-/* One super-block (activation block b) of each of G 16-row groups (x-blocks
- * xb[g]): acc[g][m] += its contribution for the MR activation rows. The G
- * groups share every activation broadcast: the broadcasts are most of the
- * GEMV's loads (64 per super-block against 21 weight lines), and fewer
- * loads per weight byte let the core run further ahead to the next memory
- * misses (Q2_K, 4 groups as 2 pairs against 2 single groups: 3-13 % faster
- * from memory in bench/kernels, 2048x5632 on 2 threads; bench/overlap shows
- * the ceiling). */
-INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, int G, const uint8_t *const *xb, int64_t b,
-                    const gemv_acts *A, const consts *c, __m512 (*acc)[4]) {
+/* CB: sub-group j's sum of centroid x activation for activation row m, 16
+ * rows: 4 vpdpbusd from -64 bsum_j, which removes the +64 of the table. */
+INLINE __m512i cb_sub_sum(const gemv_acts *A, int m, int64_t b, int j, const __m512i u[4]) {
+    __m512i t = _mm512_set1_epi32(A->pre[m][b][j]);
+    const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
+#pragma GCC unroll 4
+    for (int tt = 0; tt < 4; tt++) t = _mm512_dpbusd_epi32(t, u[tt], bcast32(a + 4 * tt));
+    return t;
+}
+
+/* One super-block (x-block xb, activation block b) of one 16-row group:
+ * acc[m] += its contribution for the MR activation rows. */
+INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A,
+                    const consts *c, __m512 acc[4]) {
+    __m512i p[4];
+    sel_planes(wt, xb, p);
+    const __m512 dv = fp16x16(xb + d_off(wt));
     if (wt == WQ2K) {
         /* no lookup: 2-bit quants (GFNI bit extraction) times activations,
          * a sub-group's int16 sum times its scale by vpdpwssd */
-        __m512i ms[2][4], is[2][4], sc[2][4];
-#pragma GCC unroll 2
-        for (int g = 0; g < G; g++) {
+        __m512i ms[4], is[4][2];
 #pragma GCC unroll 4
-            for (int m = 0; m < MR; m++) ms[g][m] = is[g][m] = _mm512_setzero_si512();
-            q2k_nibble_planes(xb[g] + np_off(WQ2K), sc[g]);
-        }
+        for (int m = 0; m < MR; m++) ms[m] = is[m][0] = is[m][1] = _mm512_setzero_si512();
 #pragma GCC unroll 8
-        for (int pp = 0; pp < 8; pp++)
+        for (int pp = 0; pp < 8; pp++) {
+            const __m512i w = q2k_min_pair(xb, pp, c);
 #pragma GCC unroll 4
-            for (int m = 0; m < MR; m++) {
-                const __m512i av = _mm512_set1_epi32(A->pre[m][b][pp]);
-#pragma GCC unroll 2
-                for (int g = 0; g < G; g++) ms[g][m] = _mm512_dpwssd_epi32(ms[g][m], q2k_min_pair(xb[g], pp, c), av);
-            }
+            for (int m = 0; m < MR; m++) ms[m] = _mm512_dpwssd_epi32(ms[m], w, _mm512_set1_epi32(A->pre[m][b][pp]));
+        }
+        __m512i sc[4];
+        q2k_nibble_planes(xb + np_off(WQ2K), sc);
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
-            __m512i w[2][4];
-#pragma GCC unroll 2
-            for (int g = 0; g < G; g++) {
-                const __m512i q = loadv(xb[g] + 64 * j);
+            const __m512i scj = _mm512_shuffle_epi8(sc[j / 4], c->ext[j % 4]);
+            const __m512i q = loadv(xb + 64 * j);
+            __m512i w[4];
 #pragma GCC unroll 4
-                for (int t = 0; t < 4; t++) w[g][t] = q2_bits(q, t);
-            }
+            for (int t = 0; t < 4; t++) w[t] = q2_bits(q, t);
 #pragma GCC unroll 4
             for (int m = 0; m < MR; m++) {
                 const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
-                __m512i tj[2];
-#pragma GCC unroll 4
-                for (int t = 0; t < 4; t++) {
-                    const __m512i av = bcast32(a + 4 * t);
-#pragma GCC unroll 2
-                    for (int g = 0; g < G; g++) tj[g] = _mm512_dpbusd_epi32(t ? tj[g] : _mm512_setzero_si512(), w[g][t], av);
-                }
+                __m512i tj = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], bcast32(a));
+#pragma GCC unroll 3
+                for (int t = 1; t < 4; t++) tj = _mm512_dpbusd_epi32(tj, w[t], bcast32(a + 4 * t));
                 /* |tj| <= 16 * 3 * 128: its low word is the sum, the high word meets 0 */
-#pragma GCC unroll 2
-                for (int g = 0; g < G; g++)
-                    is[g][m] = _mm512_dpwssd_epi32(is[g][m], tj[g], _mm512_shuffle_epi8(sc[g][j / 4], c->ext[j % 4]));
+                is[m][j % 2] = _mm512_dpwssd_epi32(is[m][j % 2], tj, scj);
             }
         }
-#pragma GCC unroll 2
-        for (int g = 0; g < G; g++) {
-            const __m512 dv = fp16x16(xb[g] + d_off(wt));
-            const __m512 dmv = _mm512_mul_ps(fp16x16(xb[g] + Q2K_DMIN_OFF), _mm512_set1_ps(1.0f / 16.0f));
+        const __m512 dmv = _mm512_mul_ps(fp16x16(xb + Q2K_DMIN_OFF), _mm512_set1_ps(1.0f / 16.0f));
 #pragma GCC unroll 4
-            for (int m = 0; m < MR; m++) {
-                const __m512 f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms[g][m]), dmv, _mm512_mul_ps(_mm512_cvtepi32_ps(is[g][m]), dv));
-                acc[g][m] = _mm512_fmadd_ps(f, _mm512_set1_ps(A->d[m][b]), acc[g][m]);
-            }
+        for (int m = 0; m < MR; m++) {
+            const __m512i s = _mm512_add_epi32(is[m][0], is[m][1]);
+            const __m512 f = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms[m]), dmv, _mm512_mul_ps(_mm512_cvtepi32_ps(s), dv));
+            acc[m] = _mm512_fmadd_ps(f, _mm512_set1_ps(A->d[m][b]), acc[m]);
         }
-        return;
-    }
-    /* CB: per sub-group j, t_j = sum of centroid x activation from 4
-     * vpdpbusd started at -64 bsum_j (removes the table's +64) */
-    __m512i p[2][4];
-#pragma GCC unroll 2
-    for (int g = 0; g < G; g++) sel_planes(wt, xb[g], p[g]);
-    if (nar) {
-        /* narrow books (|c| <= 15): t_j fits int16, so its scale goes in by
-         * vpdpwssd as Q2_K's does, the whole super-block sums in one exact
-         * int32 and is scaled in float once */
-        __m512i is[2][4], sq[2];
-#pragma GCC unroll 2
-        for (int g = 0; g < G; g++)
+    } else if (nar) {
+        /* narrow books (|c| <= 15): t_j = sum c a fits int16, so its scale
+         * goes in by vpdpwssd as Q2_K's does, the whole super-block sums in
+         * one exact int32 and is scaled in float once */
+        __m512i is[4][2], sq = _mm512_setzero_si512();
 #pragma GCC unroll 4
-            for (int m = 0; m < MR; m++) is[g][m] = _mm512_setzero_si512();
+        for (int m = 0; m < MR; m++) is[m][0] = is[m][1] = _mm512_setzero_si512();
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
-            __m512i u[2][4];
-#pragma GCC unroll 2
-            for (int g = 0; g < G; g++) {
-                if (j % 4 == 0) sq[g] = _mm512_add_epi8(cb_s1_quadrant(wt, cbits, xb[g], j / 4, 1), _mm512_set1_epi8(1));
-                decode_sub(wt, wide, xb[g], j, p[g], c, u[g]);
-            }
+            if (j % 4 == 0) sq = _mm512_add_epi8(cb_s1_quadrant(wt, cbits, xb, j / 4, 1), _mm512_set1_epi8(1));
+            __m512i u[4];
+            decode_sub(wt, wide, xb, j, p, c, u);
+            const __m512i scj = _mm512_shuffle_epi8(sq, c->ext[j % 4]); /* words (s_j, 0) */
 #pragma GCC unroll 4
             for (int m = 0; m < MR; m++) {
-                const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
-                const __m512i t0 = _mm512_set1_epi32(A->pre[m][b][j]);
-                __m512i t[2];
-#pragma GCC unroll 4
-                for (int tt = 0; tt < 4; tt++) {
-                    const __m512i av = bcast32(a + 4 * tt);
-#pragma GCC unroll 2
-                    for (int g = 0; g < G; g++) t[g] = _mm512_dpbusd_epi32(tt ? t[g] : t0, u[g][tt], av);
-                }
-#pragma GCC unroll 2
-                for (int g = 0; g < G; g++) /* words (s_j, 0) */
-                    is[g][m] = _mm512_dpwssd_epi32(is[g][m], t[g], _mm512_shuffle_epi8(sq[g], c->ext[j % 4]));
+                is[m][j % 2] = _mm512_dpwssd_epi32(is[m][j % 2], cb_sub_sum(A, m, b, j, u), scj);
             }
         }
-#pragma GCC unroll 2
-        for (int g = 0; g < G; g++) {
-            const __m512 dv = fp16x16(xb[g] + d_off(wt));
 #pragma GCC unroll 4
-            for (int m = 0; m < MR; m++)
-                acc[g][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[g][m]), _mm512_mul_ps(dv, _mm512_set1_ps(A->d[m][b])),
-                                            acc[g][m]);
-        }
+        for (int m = 0; m < MR; m++)
+            acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(is[m][0], is[m][1])),
+                                     _mm512_mul_ps(dv, _mm512_set1_ps(A->d[m][b])), acc[m]);
     } else {
-        /* wide books: f += t_j * s_j in float (s_j exact); d and the
-         * activation scale once per block */
-        __m512 f[2][4];
-        __m512i s1q[2];
-#pragma GCC unroll 2
-        for (int g = 0; g < G; g++)
+        /* per sub-group: t_j, then f += t_j * s_j in
+         * float (s_j exact); d and the activation scale once per block */
+        __m512 f[4];
 #pragma GCC unroll 4
-            for (int m = 0; m < MR; m++) f[g][m] = _mm512_setzero_ps();
+        for (int m = 0; m < MR; m++) f[m] = _mm512_setzero_ps();
+        __m512i s1q = _mm512_setzero_si512();
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
-            __m512i u[2][4];
-#pragma GCC unroll 2
-            for (int g = 0; g < G; g++) {
-                if (j % 4 == 0) s1q[g] = cb_s1_quadrant(wt, cbits, xb[g], j / 4, 0);
-                decode_sub(wt, wide, xb[g], j, p[g], c, u[g]);
-            }
+            if (j % 4 == 0) s1q = cb_s1_quadrant(wt, cbits, xb, j / 4, 0);
+            __m512i u[4];
+            decode_sub(wt, wide, xb, j, p, c, u);
+            const __m512 sf = cb_sf(s1q, j, c);
 #pragma GCC unroll 4
             for (int m = 0; m < MR; m++) {
-                const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
-                const __m512i t0 = _mm512_set1_epi32(A->pre[m][b][j]);
-                __m512i t[2];
-#pragma GCC unroll 4
-                for (int tt = 0; tt < 4; tt++) {
-                    const __m512i av = bcast32(a + 4 * tt);
-#pragma GCC unroll 2
-                    for (int g = 0; g < G; g++) t[g] = _mm512_dpbusd_epi32(tt ? t[g] : t0, u[g][tt], av);
-                }
-#pragma GCC unroll 2
-                for (int g = 0; g < G; g++) f[g][m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t[g]), cb_sf(s1q[g], j, c), f[g][m]);
+                f[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(cb_sub_sum(A, m, b, j, u)), sf, f[m]);
             }
         }
-#pragma GCC unroll 2
-        for (int g = 0; g < G; g++) {
-            const __m512 dv = fp16x16(xb[g] + d_off(wt));
 #pragma GCC unroll 4
-            for (int m = 0; m < MR; m++)
-                acc[g][m] = _mm512_fmadd_ps(f[g][m], _mm512_mul_ps(dv, _mm512_set1_ps(A->d[m][b])), acc[g][m]);
-        }
+        for (int m = 0; m < MR; m++) acc[m] = _mm512_fmadd_ps(f[m], _mm512_mul_ps(dv, _mm512_set1_ps(A->d[m][b])), acc[m]);
     }
 }
 
 /* Y[m][n .. n + 16 NG) (=, or += with add) for NG consecutive 16-row groups
- * over kb blocks, their super-blocks interleaved (NG weight streams), G of
- * them at a time sharing the activation broadcasts. */
-INLINE void gemv_groups(int wt, int cbits, int wide, int nar, int MR, int NG, int G, const uint8_t *xg, size_t gstride,
-                        int64_t kb, ptrdiff_t jump, const gemv_acts *A, const consts *c, float *y, size_t ldy, int add) {
+ * over kb blocks, their super-blocks interleaved (NG weight streams). */
+INLINE void gemv_groups(int wt, int cbits, int wide, int nar, int MR, int NG, const uint8_t *xg, size_t gstride, int64_t kb,
+                        ptrdiff_t jump, const gemv_acts *A, const consts *c, float *y, size_t ldy, int add) {
     const size_t xbs = xb_size(wt);
-    __m512 acc[GEMV_NG_MAX][4];
-#pragma GCC unroll 4
+    __m512 acc[4][4];
     for (int g = 0; g < NG; g++)
 #pragma GCC unroll 4
         for (int m = 0; m < MR; m++) acc[g][m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < kb; b++)
-        for (int g = 0; g < NG; g += G) {
-            const uint8_t *xb[2];
+        for (int g = 0; g < NG; g++) {
+            const uint8_t *xb = xg + g * gstride + (size_t)b * xbs;
             /* near a stream's end, on into the stream the next call reads
              * (rows of K = 2048 are only 8 super-blocks long) */
             const ptrdiff_t pf = LB_KQ_GEMV_PREFETCH + ((b + 1) * (int64_t)xbs + LB_KQ_GEMV_PREFETCH > kb * (int64_t)xbs ? jump : 0);
-#pragma GCC unroll 2
-            for (int h = 0; h < G; h++) {
-                xb[h] = xg + (g + h) * gstride + (size_t)b * xbs;
-                for (size_t o = 0; o < xbs; o += 64) _mm_prefetch((const char *)xb[h] + pf + o, LB_KQ_PF_HINT);
-            }
-            gemv_sb(wt, cbits, wide, nar, MR, G, xb, b, A, c, &acc[g]);
+            for (size_t o = 0; o < xbs; o += 64) _mm_prefetch((const char *)xb + pf + o, LB_KQ_PF_HINT);
+            gemv_sb(wt, cbits, wide, nar, MR, xb, b, A, c, acc[g]);
         }
     for (int g = 0; g < NG; g++)
 #pragma GCC unroll 4
@@ -303,32 +231,24 @@ INLINE void gemv(int wt, int cbits, int wide, int nar, int64_t K, const void *W,
                 }
             }
             const size_t gstride = 16 * wrs;
-            const int NG = gemv_ng(wt);
-            /* the next call (next 16 * NG rows) reads the same blocks of the next groups */
-            const ptrdiff_t jump = (ptrdiff_t)(NG * gstride) - (ptrdiff_t)(kb * xbs);
-            for (int n = n0; n < n1; n += 16 * NG) {
+            /* the next call (next 16 * GEMV_NG rows) reads the same blocks of the next groups */
+            const ptrdiff_t jump = (ptrdiff_t)(GEMV_NG * gstride) - (ptrdiff_t)(kb * xbs);
+            for (int n = n0; n < n1; n += 16 * GEMV_NG) {
                 const uint8_t *xg = (const uint8_t *)W + (size_t)(n / 16) * gstride + (size_t)b0 * xbs;
                 float *y = Y + (size_t)m0 * ldy + n;
-                const int ng = LB_MIN(NG, (n1 - n) / 16), add = b0 > 0; /* 1 .. NG */
-                /* Q2_K decode: pairs of groups share the broadcasts (one
-                 * activation row: more rows amortize them already, and would
-                 * spill). CB pairs measured 3 % slower: their lookup decode
-                 * keeps twice the planes and tables live. */
-                const int pair = GEMV_PAIRS && wt == WQ2K && mr == 1 && ng % 2 == 0;
-#define GEMV_RUN(MR, NGC, G) gemv_groups(wt, cbits, wide, nar, MR, NGC, G, xg, gstride, kb, jump, &acts, &c, y, ldy, add)
-#define GEMV_CASE(MR) (ng == 4 ? GEMV_RUN(MR, 4, 1) : ng == 3 ? GEMV_RUN(MR, 3, 1) : ng == 2 ? GEMV_RUN(MR, 2, 1) : GEMV_RUN(MR, 1, 1))
+                const int ng = LB_MIN(GEMV_NG, (n1 - n) / 16), add = b0 > 0; /* 1 .. GEMV_NG */
+#define GEMV_CASE(MR)                                                                              \
+    (ng == 4   ? gemv_groups(wt, cbits, wide, nar, MR, 4, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+     : ng == 3 ? gemv_groups(wt, cbits, wide, nar, MR, 3, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+     : ng == 2 ? gemv_groups(wt, cbits, wide, nar, MR, 2, xg, gstride, kb, jump, &acts, &c, y, ldy, add)       \
+               : gemv_groups(wt, cbits, wide, nar, MR, 1, xg, gstride, kb, jump, &acts, &c, y, ldy, add))
                 switch (mr) {
-                case 1:
-                    if (pair && ng == 4) GEMV_RUN(1, 4, 2);
-                    else if (pair) GEMV_RUN(1, 2, 2);
-                    else GEMV_CASE(1);
-                    break;
+                case 1: GEMV_CASE(1); break;
                 case 2: GEMV_CASE(2); break;
                 case 3: GEMV_CASE(3); break;
                 default: GEMV_CASE(4); break;
                 }
 #undef GEMV_CASE
-#undef GEMV_RUN
             }
         }
     }
