@@ -1,7 +1,7 @@
 /* AMX GEMM (prefill) on the 16-row super-block layouts Q2_K_16X4, CB2_16X4,
  * CB3_16X4 (formats/repack.h) against 16-row Q8_K activation groups
  * (lb_block_q8_Kx16). Rows beyond a multiple of 16 go to the AVX-512 GEMV
- * (the entry's gemv, kernels/kq_repack_avx512.c).
+ * (the entry's gemv, kernels/kq_gemv_*_avx512.c).
  *
  * One tdpbssd multiplies a 16 x 64 activation tile (16 rows, 64 values) by a
  * 64 x 16 weight tile into 16 x 16 int32 (C[a][w]: a row of C = 16 weight

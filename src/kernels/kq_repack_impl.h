@@ -1,8 +1,8 @@
-/* Shared by the AVX-512 (kq_repack_avx512.c) and AMX (kq_repack_amx.c)
- * kernels on the 16-row super-block layouts of formats/repack.h: geometry,
- * byte patterns, lookup tables and the decode of an x-block into weight
- * bytes (see kq_repack_avx512.c for the scheme). Included only by x86 kernel
- * files compiled with these target attributes. */
+/* Shared by the AVX-512 (kq_repack_avx512.c, kq_gemv_*_avx512.c) and AMX
+ * (kq_repack_amx.c) kernels on the 16-row super-block layouts of
+ * formats/repack.h: geometry, byte patterns, lookup tables and the decode
+ * of an x-block into weight bytes (see kq_repack_avx512.c for the scheme).
+ * Included only by x86 kernel files compiled with these target attributes. */
 #ifndef LB_KQ_REPACK_IMPL_H
 #define LB_KQ_REPACK_IMPL_H
 
@@ -100,25 +100,30 @@ INLINE __m512i lut(int wide, __m512i idx, const consts *c) {
     return wide ? _mm512_permutex2var_epi8(c->T0, idx, c->T1) : _mm512_permutexvar_epi8(idx, c->T0);
 }
 
+/* v's 16-bit lanes shifted left by s, or right by -s when s < 0 (s may
+ * vary at run time: the GEMV keeps its quadrant loop rolled) */
+INLINE __m512i shl16(__m512i v, int s) {
+    return _mm512_sll_epi16(_mm512_srl_epi16(v, _mm_cvtsi32_si128(s < 0 ? -s : 0)), _mm_cvtsi32_si128(s > 0 ? s : 0));
+}
+
 /* The nibble planes shifted so that a sub-group's nibble sits at bit kbits
  * of its byte: p[0] = NP0 << kb (sub-groups 0-3), p[1] = NP0 >> (4 - kb)
  * (4-7), p[2], p[3] the same of NP1 (8-15). Bits pulled in from neighbours
  * land below kbits (masked off) or above the table index bits (ignored or
- * replicated). */
-INLINE void sel_planes(int wt, const uint8_t *xb, __m512i p[4]) {
+ * replicated). sel_plane: the one of quadrant q. */
+INLINE __m512i sel_plane(int wt, const uint8_t *xb, int q) {
     const int kb = kbits_of(wt);
-    const __m512i a = loadv(xb + np_off(wt)), b = loadv(xb + np_off(wt) + 64);
-    p[0] = _mm512_slli_epi16(a, kb);
-    p[1] = _mm512_srli_epi16(a, 4 - kb);
-    p[2] = _mm512_slli_epi16(b, kb);
-    p[3] = _mm512_srli_epi16(b, 4 - kb);
+    return shl16(loadv(xb + np_off(wt) + 64 * (q / 2)), q % 2 ? kb - 4 : kb);
+}
+INLINE void sel_planes(int wt, const uint8_t *xb, __m512i p[4]) {
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) p[q] = sel_plane(wt, xb, q);
 }
 
 /* Unsigned weight bytes of sub-group j, u[t] = weights 16j + 4t .. +3 of the
- * 16 rows. */
-INLINE void decode_sub(int wt, int wide, const uint8_t *xb, int j, const __m512i p[4], const consts *c,
-                       __m512i u[4]) {
-    const __m512i sel = _mm512_shuffle_epi8(p[j / 4], c->spread[j % 4]);
+ * 16 rows; pj = sel_plane of j's quadrant. */
+INLINE void decode_sub_q(int wt, int wide, const uint8_t *xb, int j, __m512i pj, const consts *c, __m512i u[4]) {
+    const __m512i sel = _mm512_shuffle_epi8(pj, c->spread[j % 4]);
     const __m512i q = loadv(xb + 64 * j);
     const __m512i m3 = _mm512_set1_epi8(3);
     __m512i h = _mm512_setzero_si512();
@@ -138,18 +143,19 @@ INLINE void decode_sub(int wt, int wide, const uint8_t *xb, int j, const __m512i
         u[t] = lut(wide, idx, c);
     }
 }
+INLINE void decode_sub(int wt, int wide, const uint8_t *xb, int j, const __m512i p[4], const consts *c,
+                       __m512i u[4]) {
+    decode_sub_q(wt, wide, xb, j, p[j / 4], c, u);
+}
 
-/* CB: the scales s - 1 of sub-groups 4i .. 4i + 3 as bytes (byte e of dword
- * r = s - 1 of sub-group 4i + e of row r): s - 1 = field >> cbits, from the
- * nibble's top 4 - cbits bits and the field's top 2 bits (TP plane). */
 INLINE __m512i cb_s1_quadrant(int wt, int cbits, const uint8_t *xb, int i, int clean) {
     const uint8_t *np = xb + np_off(wt);
     const __m512i tp = loadv(np + 128);
     const int low = 4 - cbits;         /* bits of s - 1 in the nibble */
     const int tsh = 2 * i - low;       /* top bits of quadrant i to bit `low` */
-    const __m512i t = tsh > 0 ? _mm512_srli_epi16(tp, tsh) : tsh < 0 ? _mm512_slli_epi16(tp, -tsh) : tp;
+    const __m512i t = shl16(tp, -tsh);
     if (low == 0) return clean ? _mm512_and_si512(t, _mm512_set1_epi8(3)) : t;
-    const __m512i a = _mm512_srli_epi16(loadv(np + 64 * (i / 2)), cbits + 4 * (i % 2));
+    const __m512i a = shl16(loadv(np + 64 * (i / 2)), -(cbits + 4 * (i % 2)));
     const __m512i x = select_bits(a, t, _mm512_set1_epi8((char)((1 << low) - 1)));
     /* unclean: bits above the field are junk (cb_sf's table ignores them) */
     return clean ? _mm512_and_si512(x, _mm512_set1_epi8((char)(63 >> cbits))) : x;
