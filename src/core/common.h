@@ -31,10 +31,13 @@ extern int lb_log_level;
 void lb_log(int level, const char *fmt, ...) LB_PRINTF(2, 3);
 
 /* Allocation that records LB_ERR_NOMEM on failure. Aligned memory is 64-byte
- * aligned for SIMD loads and must be released with lb_free_aligned. */
+ * aligned for SIMD loads and must be released with lb_free_aligned.
+ * lb_malloc_huge: the same, for weights: blocks of 2 MiB and more on
+ * transparent huge pages where the kernel allows (common.c). */
 void *lb_malloc(size_t n);
 void *lb_calloc(size_t n, size_t size);
 void *lb_malloc_aligned(size_t n);
+void *lb_malloc_huge(size_t n);
 void lb_free_aligned(void *p);
 
 /* Overflow-checked size arithmetic: return 0 on overflow. */

@@ -5,7 +5,6 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "core/common.h"
 
@@ -62,13 +61,9 @@ double lb_read_bandwidth_of(const uint8_t *buf, size_t n, int nth, int reps, dou
 }
 
 double lb_read_bandwidth(size_t bytes, int n_threads, int reps) {
-    uint8_t *buf = lb_malloc_aligned(bytes);
+    uint8_t *buf = lb_malloc_huge(bytes);
     if (!buf) return 0.0;
-#ifdef MADV_HUGEPAGE
-    /* huge pages, as the repacked weights get (advisory) */
-    const uintptr_t a = ((uintptr_t)buf + 4095) & ~(uintptr_t)4095, e = ((uintptr_t)buf + bytes) & ~(uintptr_t)4095;
-    if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-#endif
+    /* on huge pages, as the weights are (lb_malloc_huge) */
     memset(buf, 1, bytes);
     const double gbs = lb_read_bandwidth_of(buf, bytes, n_threads < 1 ? 1 : n_threads, reps, NULL);
     lb_free_aligned(buf);

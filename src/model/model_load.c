@@ -17,7 +17,7 @@ void *lb_model_own(lb_model *m, void *p) {
     if (m->n_owned == m->cap_owned) {
         int cap = m->cap_owned ? m->cap_owned * 2 : 64;
         void **n = realloc(m->owned, (size_t)cap * sizeof *n);
-        if (!n) { free(p); lb_fail(LB_ERR_NOMEM, "out of memory"); return NULL; }
+        if (!n) { lb_free_aligned(p); lb_fail(LB_ERR_NOMEM, "out of memory"); return NULL; }
         m->owned = n;
         m->cap_owned = cap;
     }
