@@ -13,6 +13,7 @@
  *    interleaved file still runs, on the scalar reference kernels. */
 #include "test_util.h"
 
+#include "core/common.h"
 #include "formats/repack.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
@@ -86,7 +87,27 @@ static int count_type(const lb_model *m, int type) {
     return c;
 }
 
+/* Weight blocks (core/common.c): big ones are separate mappings, 2 MiB
+ * aligned outside sanitized builds; all are freed by lb_free_aligned, and
+ * absurd sizes fail with an error instead of wrapping around. */
+static void check_weight_alloc(void) {
+    const size_t n = (size_t)5 << 20;
+    uint8_t *a = lb_malloc_huge(n), *b = lb_malloc_huge(100), *c = lb_malloc_aligned(n);
+    CHECK(a && b && c && ((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0 && ((uintptr_t)c & 63) == 0);
+    if (a) {
+        memset(a, 7, n);
+        CHECK(a[0] == 7 && a[n - 1] == 7);
+    }
+    lb_free_aligned(a);
+    lb_free_aligned(b);
+    lb_free_aligned(c);
+    lb_free_aligned(NULL);
+    CHECK(lb_malloc_huge(SIZE_MAX) == NULL);
+    CHECK(lb_malloc_aligned(SIZE_MAX - 10) == NULL);
+}
+
 int main(void) {
+    check_weight_alloc();
     const char *f32 = lb_test_shared("models/stories260K-f32.gguf");
     if (!lb_test_have(f32)) SKIP("no %s", f32);
     lb_log_level = 0;

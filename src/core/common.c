@@ -125,7 +125,7 @@ void *lb_malloc_aligned(size_t n) {
  * 2 MiB aligned, whose whole 2 MiB pages are advised before the first touch
  * (nothing is rounded up: no memory is spent on it). With model/repack.c
  * putting each layer's matrices in one block, nearly all of a model is on
- * huge pages: 2-8 % faster Q2_K and 5-7 % CB2 decode. Other buffers stay
+ * huge pages: 5-6 % faster Q2_K and 2-7 % CB2 decode (A/B). Other buffers stay
  * on the heap: they are small, or read from cache. */
 void *lb_malloc_huge(size_t n) {
 #if LB_HUGE_MAP
