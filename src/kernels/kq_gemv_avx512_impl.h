@@ -76,11 +76,9 @@ INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, int G, const u
         /* 4 quadrants of 4 sub-groups (GEMV_JQ_UNROLL) */
 GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
         for (int jq = 0; jq < 4; jq++) {
-            __m512i sc[2]; /* the quadrant's 4-bit scales as bytes (q2k_nibble_planes) */
+            __m512i sc[2]; /* the quadrant's 4-bit scales as bytes */
 #pragma GCC unroll 2
-            for (int g = 0; g < G; g++)
-                sc[g] = _mm512_and_si512(_mm512_srl_epi16(loadv(xb[g] + np_off(WQ2K) + 64 * (jq / 2)), _mm_cvtsi32_si128(4 * (jq % 2))),
-                                         _mm512_set1_epi8(0x0F));
+            for (int g = 0; g < G; g++) sc[g] = q2k_nibble_plane(xb[g] + np_off(WQ2K), jq);
 #pragma GCC unroll 4
             for (int jj = 0; jj < 4; jj++) {
                 const int j = 4 * jq + jj;

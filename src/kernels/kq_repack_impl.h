@@ -148,6 +148,9 @@ INLINE void decode_sub(int wt, int wide, const uint8_t *xb, int j, const __m512i
     decode_sub_q(wt, wide, xb, j, p[j / 4], c, u);
 }
 
+/* CB: the scales s - 1 of sub-groups 4i .. 4i + 3 as bytes (byte e of dword
+ * r = s - 1 of sub-group 4i + e of row r): s - 1 = field >> cbits, from the
+ * nibble's top 4 - cbits bits and the field's top 2 bits (TP plane). */
 INLINE __m512i cb_s1_quadrant(int wt, int cbits, const uint8_t *xb, int i, int clean) {
     const uint8_t *np = xb + np_off(wt);
     const __m512i tp = loadv(np + 128);
@@ -184,13 +187,14 @@ INLINE __m512i q2k_min_pair(const uint8_t *xb, int p, const consts *c) {
 
 /* A Q2_K nibble plane pair (scales at np_off, mins at Q2K_MP_OFF) as bytes
  * 0..15: out[i] holds sub-groups 4i .. 4i + 3 (byte e of dword r = the
- * nibble of sub-group 4i + e of row r). */
+ * nibble of sub-group 4i + e of row r); q2k_nibble_plane: out[i] alone (i may
+ * vary at run time). */
+INLINE __m512i q2k_nibble_plane(const uint8_t *np, int i) {
+    return _mm512_and_si512(shl16(loadv(np + 64 * (i / 2)), -4 * (i % 2)), _mm512_set1_epi8(0x0F));
+}
 INLINE void q2k_nibble_planes(const uint8_t *np, __m512i out[4]) {
-    const __m512i n0 = loadv(np), n1 = loadv(np + 64), m4 = _mm512_set1_epi8(0x0F);
-    out[0] = _mm512_and_si512(n0, m4);
-    out[1] = _mm512_and_si512(_mm512_srli_epi16(n0, 4), m4);
-    out[2] = _mm512_and_si512(n1, m4);
-    out[3] = _mm512_and_si512(_mm512_srli_epi16(n1, 4), m4);
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) out[i] = q2k_nibble_plane(np, i);
 }
 
 /* Bits 2t, 2t + 1 of every byte, as 0..3 (one GF(2) affine map each). */
