@@ -137,12 +137,12 @@ GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
     /* 4 quadrants of 4 sub-groups (GEMV_JQ_UNROLL) */
 GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
     for (int jq = 0; jq < 4; jq++) {
-        __m512i pq[2], sq[2]; /* selector plane; scales (narrow: s, else s - 1 with junk above, for cb_sf) */
+        __m512i pq[2], sq[2]; /* selector plane; scales (narrow: s, else s - 1, for cb_sf) */
 #pragma GCC unroll 2
         for (int g = 0; g < G; g++) {
-            pq[g] = sel_plane(wt, xb[g], jq);
-            sq[g] = nar ? _mm512_add_epi8(cb_s1_quadrant(wt, cbits, xb[g], jq, 1), _mm512_set1_epi8(1))
-                        : cb_s1_quadrant(wt, cbits, xb[g], jq, 0);
+            pq[g] = sel_plane(wt, xb[g], jq, c);
+            sq[g] = cb_s1_quadrant(wt, cbits, xb[g], jq, c);
+            if (nar) sq[g] = _mm512_add_epi8(sq[g], _mm512_set1_epi8(1));
         }
 #pragma GCC unroll 4
         for (int jj = 0; jj < 4; jj++) {

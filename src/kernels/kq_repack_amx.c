@@ -87,7 +87,7 @@ INLINE_AMX __m512i cb_scaled(__m512i cv, __m512i s16) {
 INLINE_AMX void amx_decode(int wt, int cbits, int wide, int nar, const uint8_t *xb, const consts *c, amx_buf *buf,
                            int b) {
     __m512i p[4];
-    sel_planes(wt, xb, p);
+    sel_planes(wt, xb, c, p);
     buf->d[b] = fp16x16(xb + d_off(wt));
     if (wt == WQ2K) {
         for (int j = 0; j < 16; j++) decode_sub(wt, wide, xb, j, p, c, &buf->w[b][0][4 * j]);
@@ -99,7 +99,7 @@ INLINE_AMX void amx_decode(int wt, int cbits, int wide, int nar, const uint8_t *
     }
     __m512i s1q = _mm512_setzero_si512();
     for (int j = 0; j < 16; j++) {
-        if (j % 4 == 0) s1q = cb_s1_quadrant(wt, cbits, xb, j / 4, 1);
+        if (j % 4 == 0) s1q = cb_s1_quadrant(wt, cbits, xb, j / 4, c);
         /* (s, s) words: byte j % 4 of each dword, + 1 */
         const __m512i s16 = _mm512_add_epi16(_mm512_shuffle_epi8(s1q, c->pair[j % 4]), _mm512_set1_epi16(1));
         __m512i u[4];

@@ -69,13 +69,13 @@ typedef struct {
 INLINE void gemm_decode(int wt, int cbits, int wide, const uint8_t *xb, const consts *c, gemm_buf *buf, int b,
                         int v) {
     __m512i p[4];
-    sel_planes(wt, xb, p);
+    sel_planes(wt, xb, c, p);
     const __m512 dv = fp16x16(xb + d_off(wt));
     __m512i s1q = _mm512_setzero_si512();
     for (int j = 0; j < 16; j++) {
         decode_sub(wt, wide, xb, j, p, c, &buf->u[b][v][4 * j]);
         if (wt != WQ2K) {
-            if (j % 4 == 0) s1q = cb_s1_quadrant(wt, cbits, xb, j / 4, 1);
+            if (j % 4 == 0) s1q = cb_s1_quadrant(wt, cbits, xb, j / 4, c);
             buf->s[b][v][j] = cb_scale(s1q, j, dv, c);
         }
     }

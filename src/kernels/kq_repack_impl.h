@@ -57,15 +57,56 @@ static const uint8_t k_q2tab[64] __attribute__((aligned(64))) = {
 
 INLINE __m512i lanes16(const uint8_t *p) { return _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)p)); }
 INLINE __m512i loadv(const uint8_t *p) { return _mm512_loadu_si512(p); }
+/* A load the compiler must keep in a register. gcc otherwise reloads the
+ * weight bytes for each vpternlogd that overwrites them, and half of CB2's
+ * and CB3's x-blocks (1248 and 1760 bytes) straddle cache lines, so every
+ * reload is a split load: CB2's GEMV from L2 ran 15 % slower (bench/kernels
+ * --hot, as fast as clang's code with this). */
+INLINE __m512i loadv_kept(const uint8_t *p) {
+    __m512i v = loadv(p);
+    __asm__("" : "+v"(v));
+    return v;
+}
 /* (a & c) | (b & ~c) */
 INLINE __m512i select_bits(__m512i a, __m512i b, __m512i c) { return _mm512_ternarylogic_epi32(a, b, c, 0xE4); }
 
 /* Per-call constants: the lookup tables and the byte patterns. */
 typedef struct {
     __m512i T0, T1;    /* table (T1: entries 64..127, CB3 with 16 books) */
+    __m512i Tq[3];     /* CB2: T0 with the weight's index at bits 0-1, 2-3, 4-5 (decode_sub_q) */
+    __m512i selm[2];   /* CB2: GF(2) matrices, low or high nibble -> selector byte (sel_plane) */
+    __m512i s1m[6];    /* CB: GF(2) matrices of s - 1: nibble bits (low, high), TP bits (quadrant 0-3) */
     __m512 stab;       /* CB: float scales by index, (k & (smax - 1)) + 1 */
     __m512i spread[4], ext[4], pair[4];
 } consts;
+
+/* The vgf2p8affineqb matrix whose output bit k is the parity of the input
+ * bits set in rows[k] (row k is byte 7 - k of the qword). */
+static inline uint64_t gf2_matrix(const uint8_t rows[8]) {
+    uint64_t a = 0;
+    for (int k = 0; k < 8; k++) a |= (uint64_t)rows[k] << (8 * (7 - k));
+    return a;
+}
+INLINE __m512i gf2_affine(__m512i x, __m512i m) { return _mm512_gf2p8affine_epi64_epi8(x, m, 0); }
+
+/* CB2's selector scheme. A lookup index is 2 index bits and a sub-group's
+ * nibble n = a | b << 2 (book and scale bits, T0 = entry idx | n << 2). The
+ * selector byte S = a | b << 2 | (a ^ b) << 4 holds n three times over: any
+ * two of its 2-bit fields give n back. So the weight's index may stay where
+ * it sits in its byte (bits 2t, 2t + 1) and S fills the other fields: one
+ * vpternlogd per index, no shift for t = 0..2, and the tables Tq[t] are T0
+ * permuted to read n from the two fields that are left (one shift serves
+ * t = 3, moved to bits 4-5). Tq[t][i] = T0[p_t(i)], where p_t, a GF(2)-linear
+ * map of i's bits (cb2_perm_rows[t]), reads idx and n out of i. */
+static const uint8_t cb2_perm_rows[3][8] = {
+    {0x01, 0x02, 0x14, 0x28, 0x04, 0x08, 0, 0}, /* i = idx | b << 2 | (a ^ b) << 4 */
+    {0x04, 0x08, 0x01, 0x02, 0x11, 0x22, 0, 0}, /* i = a | idx << 2 | (a ^ b) << 4 */
+    {0x10, 0x20, 0x01, 0x02, 0x04, 0x08, 0, 0}, /* i = a | b << 2 | idx << 4 */
+};
+static const uint8_t k_iota64[64] __attribute__((aligned(64))) = {
+    0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+    22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43,
+    44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63};
 
 /* CB tables: entry i = book[(i >> kbits) & (C - 1)][i & (k - 1)] + offset,
  * for every i < 128 (the index bits above the book are scale bits: replicate). */
@@ -88,6 +129,25 @@ INLINE void consts_init(int wt, int sgn, consts *c) {
         c->stab = _mm512_load_ps(st);
         c->T0 = _mm512_load_si512(T);
         c->T1 = _mm512_load_si512(T + 64);
+        const __m512i iota = _mm512_load_si512(k_iota64);
+        for (int t = 0; t < 3; t++)
+            c->Tq[t] = _mm512_permutexvar_epi8(gf2_affine(iota, _mm512_set1_epi64((long long)gf2_matrix(cb2_perm_rows[t]))), c->T0);
+        /* S of the low (h = 0) or high nibble; s - 1 = (n >> cbits) | top2 << (4 - cbits) */
+        const int cbits = set->cbits, low = 4 - cbits;
+        for (int h = 0; h < 2; h++) {
+            const int o = 4 * h;
+            const uint8_t sel[8] = {1 << o, 2 << o, 4 << o, 8 << o, 5 << o, 10 << o, 0, 0};
+            uint8_t np[8] = {0};
+            for (int k = 0; k < low; k++) np[k] = (uint8_t)(1 << (o + cbits + k));
+            c->selm[h] = _mm512_set1_epi64((long long)gf2_matrix(sel));
+            c->s1m[h] = _mm512_set1_epi64((long long)gf2_matrix(np));
+        }
+        for (int q = 0; q < 4; q++) {
+            uint8_t tp[8] = {0};
+            tp[low] = (uint8_t)(1 << (2 * q));
+            tp[low + 1] = (uint8_t)(2 << (2 * q));
+            c->s1m[2 + q] = _mm512_set1_epi64((long long)gf2_matrix(tp));
+        }
     }
     for (int e = 0; e < 4; e++) {
         c->spread[e] = lanes16(k_spread[e]);
@@ -106,28 +166,39 @@ INLINE __m512i shl16(__m512i v, int s) {
     return _mm512_sll_epi16(_mm512_srl_epi16(v, _mm_cvtsi32_si128(s < 0 ? -s : 0)), _mm_cvtsi32_si128(s > 0 ? s : 0));
 }
 
-/* The nibble planes shifted so that a sub-group's nibble sits at bit kbits
- * of its byte: p[0] = NP0 << kb (sub-groups 0-3), p[1] = NP0 >> (4 - kb)
- * (4-7), p[2], p[3] the same of NP1 (8-15). Bits pulled in from neighbours
- * land below kbits (masked off) or above the table index bits (ignored or
- * replicated). sel_plane: the one of quadrant q. */
-INLINE __m512i sel_plane(int wt, const uint8_t *xb, int q) {
+/* The selector planes of the quadrants: p[0] of NP0's low nibbles
+ * (sub-groups 0-3), p[1] of its high ones (4-7), p[2], p[3] the same of NP1
+ * (8-15). CB2: the selector bytes S (consts). CB3: the nibble shifted to
+ * bit 3; bits pulled in from neighbours land below bit 3 (masked off) or
+ * above the table index bits (ignored or replicated). sel_plane: the one of
+ * quadrant q (q may vary at run time). */
+INLINE __m512i sel_plane(int wt, const uint8_t *xb, int q, const consts *c) {
+    const __m512i np = loadv(xb + np_off(wt) + 64 * (q / 2));
+    if (wt == WCB2) return gf2_affine(np, c->selm[q % 2]);
     const int kb = kbits_of(wt);
-    return shl16(loadv(xb + np_off(wt) + 64 * (q / 2)), q % 2 ? kb - 4 : kb);
+    return shl16(np, q % 2 ? kb - 4 : kb);
 }
-INLINE void sel_planes(int wt, const uint8_t *xb, __m512i p[4]) {
+INLINE void sel_planes(int wt, const uint8_t *xb, const consts *c, __m512i p[4]) {
 #pragma GCC unroll 4
-    for (int q = 0; q < 4; q++) p[q] = sel_plane(wt, xb, q);
+    for (int q = 0; q < 4; q++) p[q] = sel_plane(wt, xb, q, c);
 }
 
 /* Unsigned weight bytes of sub-group j, u[t] = weights 16j + 4t .. +3 of the
  * 16 rows; pj = sel_plane of j's quadrant. */
 INLINE void decode_sub_q(int wt, int wide, const uint8_t *xb, int j, __m512i pj, const consts *c, __m512i u[4]) {
     const __m512i sel = _mm512_shuffle_epi8(pj, c->spread[j % 4]);
-    const __m512i q = loadv(xb + 64 * j);
+    const __m512i q = loadv_kept(xb + 64 * j);
+    if (wt == WCB2) { /* the selector scheme at consts */
+        const __m512i m45 = _mm512_set1_epi8(0x30);
+        u[0] = _mm512_permutexvar_epi8(select_bits(q, sel, _mm512_set1_epi8(0x03)), c->Tq[0]);
+        u[1] = _mm512_permutexvar_epi8(select_bits(q, sel, _mm512_set1_epi8(0x0C)), c->Tq[1]);
+        u[2] = _mm512_permutexvar_epi8(select_bits(q, sel, m45), c->Tq[2]);
+        u[3] = _mm512_permutexvar_epi8(select_bits(_mm512_srli_epi16(q, 2), sel, m45), c->Tq[2]);
+        return;
+    }
     const __m512i m3 = _mm512_set1_epi8(3);
     __m512i h = _mm512_setzero_si512();
-    if (wt == WCB3) h = loadv(xb + QH_OFF + 64 * (j / 2));
+    if (wt == WCB3) h = loadv_kept(xb + QH_OFF + 64 * (j / 2));
 #pragma GCC unroll 4
     for (int t = 0; t < 4; t++) {
         const __m512i qs = t ? _mm512_srli_epi16(q, 2 * t) : q;
@@ -150,23 +221,18 @@ INLINE void decode_sub(int wt, int wide, const uint8_t *xb, int j, const __m512i
 
 /* CB: the scales s - 1 of sub-groups 4i .. 4i + 3 as bytes (byte e of dword
  * r = s - 1 of sub-group 4i + e of row r): s - 1 = field >> cbits, from the
- * nibble's top 4 - cbits bits and the field's top 2 bits (TP plane). */
-INLINE __m512i cb_s1_quadrant(int wt, int cbits, const uint8_t *xb, int i, int clean) {
+ * nibble's top 4 - cbits bits and the field's top 2 bits (TP plane), each
+ * moved into place by one GF(2) affine map (consts; i may vary at run time). */
+INLINE __m512i cb_s1_quadrant(int wt, int cbits, const uint8_t *xb, int i, const consts *c) {
     const uint8_t *np = xb + np_off(wt);
-    const __m512i tp = loadv(np + 128);
-    const int low = 4 - cbits;         /* bits of s - 1 in the nibble */
-    const int tsh = 2 * i - low;       /* top bits of quadrant i to bit `low` */
-    const __m512i t = shl16(tp, -tsh);
-    if (low == 0) return clean ? _mm512_and_si512(t, _mm512_set1_epi8(3)) : t;
-    const __m512i a = shl16(loadv(np + 64 * (i / 2)), -(cbits + 4 * (i % 2)));
-    const __m512i x = select_bits(a, t, _mm512_set1_epi8((char)((1 << low) - 1)));
-    /* unclean: bits above the field are junk (cb_sf's table ignores them) */
-    return clean ? _mm512_and_si512(x, _mm512_set1_epi8((char)(63 >> cbits))) : x;
+    const __m512i t = gf2_affine(loadv(np + 128), c->s1m[2 + i]);
+    if (cbits == 4) return t;
+    return _mm512_or_si512(t, gf2_affine(loadv(np + 64 * (i / 2)), c->s1m[i % 2]));
 }
 
-/* The scales s of sub-group j of the 16 rows as floats, from the unclean
- * quadrant: byte j % 4 of each dword to its low bits, then a vpermps into
- * the table (k & (smax - 1)) + 1, which ignores the junk above the field. */
+/* The scales s of sub-group j of the 16 rows as floats, from the quadrant:
+ * byte j % 4 of each dword to its low bits, then a vpermps into the table
+ * (k & (smax - 1)) + 1, which ignores the bytes above. */
 INLINE __m512 cb_sf(__m512i s1q, int j, const consts *c) {
     const __m512i x = j % 4 ? _mm512_srli_epi32(s1q, 8 * (j % 4)) : s1q;
     return _mm512_permutexvar_ps(x, c->stab);

@@ -29,9 +29,18 @@
 #define LB_TILE_N 16          /* plain rows per work item */
 #define LB_ACT_TILE_BYTES (768 * 1024) /* activation bytes per pass over a weight tile */
 /* Decode (M <= LB_STEAL_MAX_M): the last 1/STEAL_DIV of each thread's rows
- * is shared in chunks of STEAL_CHUNK units (kernels/matmul.c, matmul_same) */
+ * is shared in chunks of STEAL_CHUNK units (kernels/matmul.c, matmul_same).
+ * 4 units, not 2: the Q2_K GEMV runs 4 groups of 16 rows per pass (2 left
+ * it at half its streams for the shared tail; tinyllama-1.1b Q2_K decode
+ * 1-4 % faster). */
 #define LB_STEAL_MAX_M 4
-enum { STEAL_DIV = 8, STEAL_CHUNK = 2, MAX_STEAL_THREADS = 64 };
+#ifndef LB_STEAL_CHUNK
+#define LB_STEAL_CHUNK 4
+#endif
+#ifndef LB_STEAL_DIV
+#define LB_STEAL_DIV 8
+#endif
+enum { STEAL_DIV = LB_STEAL_DIV, STEAL_CHUNK = LB_STEAL_CHUNK, MAX_STEAL_THREADS = 64 };
 
 static size_t plain_act_row(const lb_kernel *k, int64_t K) { return lb_row_size(k->act_type, K); }
 
