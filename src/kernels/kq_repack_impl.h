@@ -129,9 +129,11 @@ INLINE void consts_init(int wt, int sgn, consts *c) {
         c->stab = _mm512_load_ps(st);
         c->T0 = _mm512_load_si512(T);
         c->T1 = _mm512_load_si512(T + 64);
-        const __m512i iota = _mm512_load_si512(k_iota64);
-        for (int t = 0; t < 3; t++)
-            c->Tq[t] = _mm512_permutexvar_epi8(gf2_affine(iota, _mm512_set1_epi64((long long)gf2_matrix(cb2_perm_rows[t]))), c->T0);
+        if (wt == WCB2) {
+            const __m512i iota = _mm512_load_si512(k_iota64);
+            for (int t = 0; t < 3; t++)
+                c->Tq[t] = _mm512_permutexvar_epi8(gf2_affine(iota, _mm512_set1_epi64((long long)gf2_matrix(cb2_perm_rows[t]))), c->T0);
+        }
         /* S of the low (h = 0) or high nibble; s - 1 = (n >> cbits) | top2 << (4 - cbits) */
         const int cbits = set->cbits, low = 4 - cbits;
         for (int h = 0; h < 2; h++) {
@@ -139,7 +141,7 @@ INLINE void consts_init(int wt, int sgn, consts *c) {
             const uint8_t sel[8] = {1 << o, 2 << o, 4 << o, 8 << o, 5 << o, 10 << o, 0, 0};
             uint8_t np[8] = {0};
             for (int k = 0; k < low; k++) np[k] = (uint8_t)(1 << (o + cbits + k));
-            c->selm[h] = _mm512_set1_epi64((long long)gf2_matrix(sel));
+            if (wt == WCB2) c->selm[h] = _mm512_set1_epi64((long long)gf2_matrix(sel));
             c->s1m[h] = _mm512_set1_epi64((long long)gf2_matrix(np));
         }
         for (int q = 0; q < 4; q++) {

@@ -37,10 +37,7 @@
 #ifndef LB_STEAL_CHUNK
 #define LB_STEAL_CHUNK 4
 #endif
-#ifndef LB_STEAL_DIV
-#define LB_STEAL_DIV 8
-#endif
-enum { STEAL_DIV = LB_STEAL_DIV, STEAL_CHUNK = LB_STEAL_CHUNK, MAX_STEAL_THREADS = 64 };
+enum { STEAL_DIV = 8, STEAL_CHUNK = LB_STEAL_CHUNK, MAX_STEAL_THREADS = 64 };
 
 static size_t plain_act_row(const lb_kernel *k, int64_t K) { return lb_row_size(k->act_type, K); }
 
