@@ -205,7 +205,7 @@ int main(int argc, char **argv) {
         const size_t n = BW_BYTES / 3 / sizeof(float) / 64 * 64;
         float *a = (float *)buf, *b = a + n, *c = b + n;
         for (int t = 1; t <= (use_cpu_time ? 1 : 2); t++) {
-            rbw[t] = read_bw(buf, BW_BYTES, t, 12);
+            rbw[t] = read_bw(buf, BW_BYTES, t, 15);
             tbw[t] = triad_bw(a, b, c, n, t, 5);
         }
         free(buf);

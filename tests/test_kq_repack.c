@@ -613,6 +613,12 @@ int main(void) {
     lb_cpu_set_l2_bytes(16 << 10);
     test_exact();
     lb_cpu_set_l2_bytes(0);
+    /* the GEMV's other prefetch path (into L1 or L2, kernels/cpu.h) */
+    const int l2 = lb_cpu_prefetch_l2();
+    printf("again with prefetches into %s\n", l2 ? "L1" : "L2");
+    lb_cpu_set_prefetch_l2(!l2);
+    test_exact();
+    lb_cpu_set_prefetch_l2(-1);
     printf("worst error: %.3g of the bound\n", worst);
     return lb_test_result("test_kq_repack");
 }

@@ -321,6 +321,12 @@ int main(void) {
     lb_cpu_set_l2_bytes(16 << 10);
     test_exact();
     lb_cpu_set_l2_bytes(0);
+    /* the GEMVs' other prefetch path (into L1 or L2, kernels/cpu.h) */
+    const int l2 = lb_cpu_prefetch_l2();
+    printf("again with prefetches into %s\n", l2 ? "L1" : "L2");
+    lb_cpu_set_prefetch_l2(!l2);
+    test_exact();
+    lb_cpu_set_prefetch_l2(-1);
     if (lb_cpu_extra_features() & LB_CPU_AVXVNNI) {
         /* once more without AVX-VNNI: the plain AVX2 products at the avx2 level */
         printf("again without AVX-VNNI\n");

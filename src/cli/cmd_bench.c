@@ -198,7 +198,7 @@ int cmd_bench(int argc, char **argv) {
                          * (once per thread count: tg sizes share it) */
                         if (roofline && bw_threads != lb_context_threads(ctx)) {
                             bw_threads = lb_context_threads(ctx);
-                            bw = lb_read_bandwidth((size_t)1 << 30, bw_threads, 8);
+                            bw = lb_read_bandwidth((size_t)1 << 30, bw_threads, 10);
                         }
                         if (bw > 0)
                             fprintf(stderr, ", %.0f%% of the %.1f GB/s read bandwidth measured on %d threads (roofline %.1f t/s)",

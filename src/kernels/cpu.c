@@ -144,6 +144,34 @@ size_t lb_cpu_l2_bytes(void) {
 
 void lb_cpu_set_l2_bytes(size_t bytes) { lb_l2 = bytes; }
 
+static int lb_pf_l2 = -1;
+
+static int cpu_is_amd(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    return b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
+#else
+    return 0;
+#endif
+}
+
+int lb_cpu_prefetch_l2(void) {
+    if (lb_pf_l2 < 0) {
+        int l2 = cpu_is_amd();
+        const char *env = getenv("LOWBIT_PREFETCH");
+        if (env && *env) {
+            if (strcasecmp(env, "l1") == 0) l2 = 0;
+            else if (strcasecmp(env, "l2") == 0) l2 = 1;
+            else lb_log(0, "warning: LOWBIT_PREFETCH=%s is not l1 or l2; ignored\n", env);
+        }
+        lb_pf_l2 = l2;
+    }
+    return lb_pf_l2;
+}
+
+void lb_cpu_set_prefetch_l2(int l2) { lb_pf_l2 = l2 < 0 ? -1 : l2 != 0; }
+
 lb_isa lb_cpu_force_level(lb_isa isa) {
     lb_level = (int)clamp_level(isa);
     return (lb_isa)lb_level;

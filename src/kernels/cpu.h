@@ -45,6 +45,15 @@ size_t lb_cpu_l2_bytes(void);
 /* Overrides it (tests: small caches split prefill into activation tiles);
  * 0 probes again. */
 void lb_cpu_set_l2_bytes(size_t bytes);
+/* Where the streaming GEMVs' software prefetches put the weights: 1 = L2
+ * (prefetcht1), 0 = L1 (prefetcht0). L2 on AMD: on Zen 4, prefetcht0 a few
+ * KiB ahead of 2-4 weight streams held the Q2_K / CB2 decode GEMV to half the
+ * read bandwidth (its misses queue for the L1's few fill buffers), prefetcht1
+ * reached 80-90 % (docs/codebooks.md); L1 elsewhere, as measured on Intel.
+ * LOWBIT_PREFETCH=l1|l2 overrides. */
+int lb_cpu_prefetch_l2(void);
+/* Tests and A/B runs: 0 or 1 forces the choice, -1 probes again. */
+void lb_cpu_set_prefetch_l2(int l2);
 /* Extra x86 bits reported by lb_cpu_features_string. */
 const char *lb_cpu_features_string(void);
 

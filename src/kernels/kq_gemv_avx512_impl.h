@@ -13,15 +13,18 @@
 
 #include "kernels/kq_repack_impl.h"
 
-/* Prefetch distance of the GEMV weight stream, in bytes (2-2.5 super-blocks
- * of 16 rows; 2048-3072 measured ~4 % faster than 1024 and 4096 slower;
- * CB2's GEMV, with more work per byte, ran 3-8 % faster at 3072 than at
- * 2048 in decode, Q2_K the same). */
-#ifndef LB_KQ_GEMV_PREFETCH
-#define LB_KQ_GEMV_PREFETCH 3072
+/* Prefetch distance of the GEMV weight stream, in bytes, by where the
+ * prefetches put the lines (lb_cpu_prefetch_l2). L1 (Intel): 2-2.5
+ * super-blocks of 16 rows; 2048-3072 measured ~4 % faster than 1024 and 4096
+ * slower; CB2's GEMV, with more work per byte, ran 3-8 % faster at 3072 than
+ * at 2048 in decode, Q2_K the same. L2 (AMD Zen 4): 4096; 3-12 KiB all
+ * within noise in bench/kernels, 4096 against 8192 in decode: CB2 +9 %, Q2_K
+ * even. */
+#ifndef LB_KQ_GEMV_PREFETCH_L1
+#define LB_KQ_GEMV_PREFETCH_L1 3072
 #endif
-#ifndef LB_KQ_PF_HINT
-#define LB_KQ_PF_HINT _MM_HINT_T0
+#ifndef LB_KQ_GEMV_PREFETCH_L2
+#define LB_KQ_GEMV_PREFETCH_L2 4096
 #endif
 
 enum { GEMV_KC = 64 }; /* super-blocks per pass: their bias terms live on the stack */
@@ -193,17 +196,23 @@ INLINE void gemv_groups(int wt, int cbits, int wide, int nar, int MR, int NG, in
     for (int g = 0; g < NG; g++)
 #pragma GCC unroll 4
         for (int m = 0; m < MR; m++) acc[g][m] = _mm512_setzero_ps();
+    const int pf_l2 = c->pf_l2;
+    const int64_t dist = pf_l2 ? LB_KQ_GEMV_PREFETCH_L2 : LB_KQ_GEMV_PREFETCH_L1;
     for (int64_t b = 0; b < kb; b++)
 #pragma GCC unroll 4 /* the accumulators stay in registers */
         for (int g = 0; g < NG; g += G) {
             const uint8_t *xb[2];
             /* near a stream's end, on into the stream the next call reads
              * (rows of K = 2048 are only 8 super-blocks long) */
-            const ptrdiff_t pf = LB_KQ_GEMV_PREFETCH + ((b + 1) * (int64_t)xbs + LB_KQ_GEMV_PREFETCH > kb * (int64_t)xbs ? jump : 0);
+            const ptrdiff_t pf = dist + ((b + 1) * (int64_t)xbs + dist > kb * (int64_t)xbs ? jump : 0);
 #pragma GCC unroll 2
             for (int h = 0; h < G; h++) {
                 xb[h] = xg + (g + h) * gstride + (size_t)b * xbs;
-                for (size_t o = 0; o < xbs; o += 64) _mm_prefetch((const char *)xb[h] + pf + o, LB_KQ_PF_HINT);
+                const char *p = (const char *)xb[h] + pf;
+                if (pf_l2)
+                    for (size_t o = 0; o < xbs; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
+                else
+                    for (size_t o = 0; o < xbs; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
             }
             gemv_sb(wt, cbits, wide, nar, MR, G, xb, b, A, c, &acc[g]);
         }

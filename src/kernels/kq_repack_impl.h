@@ -12,6 +12,7 @@
 #include "formats/cb.h"
 #include "formats/kquants.h"
 #include "formats/repack.h"
+#include "kernels/cpu.h"
 
 #define LB_VBMI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,gfni,avx2,fma,f16c")))
 #define INLINE LB_VBMI static inline __attribute__((always_inline))
@@ -78,6 +79,7 @@ typedef struct {
     __m512i s1m[6];    /* CB: GF(2) matrices of s - 1: nibble bits (low, high), TP bits (quadrant 0-3) */
     __m512 stab;       /* CB: float scales by index, (k & (smax - 1)) + 1 */
     __m512i spread[4], ext[4], pair[4];
+    int pf_l2;         /* GEMV: prefetch weights to L2, not L1 (lb_cpu_prefetch_l2) */
 } consts;
 
 /* The vgf2p8affineqb matrix whose output bit k is the parity of the input
@@ -117,6 +119,7 @@ static void cb_table(const lb_cb_set *set, int kbits, int offset, uint8_t T[128]
 
 /* sgn: CB tables of the signed centroids (AMX) instead of centroid + 64. */
 INLINE void consts_init(int wt, int sgn, consts *c) {
+    c->pf_l2 = lb_cpu_prefetch_l2();
     if (wt == WQ2K) {
         c->T0 = c->T1 = _mm512_load_si512(k_q2tab);
         c->stab = _mm512_setzero_ps();

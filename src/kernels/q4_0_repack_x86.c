@@ -34,6 +34,7 @@
 #include <immintrin.h>
 
 #include "formats/repack.h"
+#include "kernels/cpu.h"
 
 #define LB_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define INLINE LB_AVX2 static inline __attribute__((always_inline))
@@ -195,12 +196,20 @@ INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_sr
     const __m256i ones16 = _mm256_set1_epi16(1);
 #pragma GCC unroll 8
     for (int m = 0; m < mr; m++) acc[m] = _mm256_setzero_ps();
+    const int pf_l2 = lb_cpu_prefetch_l2();
     for (int64_t b = 0; b < nb; b++) {
         if (LB_GEMV_PREFETCH && mr == 1) {
             /* decode streams each weight byte once: ask for it early */
+            const char *pa = (const char *)w->ga + (b + LB_GEMV_PREFETCH) * w->xbs;
+            const char *pb = (const char *)w->gb + (b + LB_GEMV_PREFETCH) * w->xbs;
             for (size_t o = 0; o < w->xbs; o += 64) {
-                _mm_prefetch((const char *)w->ga + (b + LB_GEMV_PREFETCH) * w->xbs + o, _MM_HINT_T0);
-                if (lay != L88) _mm_prefetch((const char *)w->gb + (b + LB_GEMV_PREFETCH) * w->xbs + o, _MM_HINT_T0);
+                if (pf_l2) { /* L2 on AMD (kernels/cpu.h) */
+                    _mm_prefetch(pa + o, _MM_HINT_T1);
+                    if (lay != L88) _mm_prefetch(pb + o, _MM_HINT_T1);
+                } else {
+                    _mm_prefetch(pa + o, _MM_HINT_T0);
+                    if (lay != L88) _mm_prefetch(pb + o, _MM_HINT_T0);
+                }
             }
         }
         __m256i wv[2][4];

@@ -32,6 +32,7 @@
  * sums). Measured on one core: ~540 GOPS in the tile loop, ~66% of the
  * 822 GOPS vpdpbusd peak (the block's cvt/mul/fma cap it at 73%). */
 #include "kernels/repack_avx512.h"
+#include "kernels/cpu.h"
 
 #if LB_HAVE_X86_KERNELS
 #include "kernels/repack_avx512_impl.h"
@@ -68,13 +69,16 @@ INLINE void gemv_tile(int wt, int NV, int MR, const geom *G, const __m512i *idx,
     for (int v = 0; v < NV; v++)
 #pragma GCC unroll 4
         for (int m = 0; m < MR; m++) acc[v][m] = _mm512_setzero_ps();
+    const int pf_l2 = lb_cpu_prefetch_l2(); /* L2 on AMD (kernels/cpu.h) */
     for (int64_t b = 0; b < nb; b++) {
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) {
             const ptrdiff_t pf = (ptrdiff_t)((b + LB_GEMV512_PREFETCH) * G->xbs) + (b + LB_GEMV512_PREFETCH >= nb ? jump : 0);
             for (int i = 0; i < 16 / G->R; i++)
-                for (size_t o = 0; o < G->xbs; o += 64)
-                    _mm_prefetch((const char *)r[v].g[i] + pf + o, _MM_HINT_T0);
+                for (size_t o = 0; o < G->xbs; o += 64) {
+                    if (pf_l2) _mm_prefetch((const char *)r[v].g[i] + pf + o, _MM_HINT_T1);
+                    else _mm_prefetch((const char *)r[v].g[i] + pf + o, _MM_HINT_T0);
+                }
             __m512i w[8];
             decode16(wt, 0, G, idx, &r[v], b, w);
             const __m512 dw = scales16(G, &r[v], b);
