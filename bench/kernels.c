@@ -14,7 +14,8 @@
  *    together (32x the last-level cache, whose adaptive replacement keeps
  *    a share of smaller cyclic working sets), used in turn, so every
  *    product streams its weights from memory as in a real model;
- *  - GEMM: int8 GOPS = 2*M*N*K / time;
+ *  - GEMM: int8 GOPS = 2*M*N*K / time, and the int8 peak of the vector
+ *    unit (kernels/peak.h) at 1 and 2 threads above the table;
  *  - ratio: each interleaved layout against the plain kernel of its base
  *    type (same shape, threads, run).
  *
@@ -42,6 +43,7 @@
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
 #include "kernels/membw.h"
+#include "kernels/peak.h"
 
 static int use_cpu_time; /* --cpu */
 static double now(void) {
@@ -210,8 +212,13 @@ int main(int argc, char **argv) {
         }
         free(buf);
     }
-    printf("memory: read %.1f GB/s (1 thread), %.1f GB/s (2 threads); triad %.1f / %.1f GB/s\n\n", rbw[1], rbw[2],
+    printf("memory: read %.1f GB/s (1 thread), %.1f GB/s (2 threads); triad %.1f / %.1f GB/s\n", rbw[1], rbw[2],
            tbw[1], tbw[2]);
+    /* the GEMM roofline (wall time: not meaningful with --cpu) */
+    if (!use_cpu_time && *lb_int8_peak_what())
+        printf("int8 peak (%s): %.0f GOPS (1 thread), %.0f GOPS (2 threads)\n", lb_int8_peak_what(),
+               lb_int8_peak_gops(1, 5), lb_int8_peak_gops(2, 5));
+    printf("\n");
     printf("| shape NxK | type | kernel | GEMV GB/s t1 | %%read | GEMV GB/s t2 | %%read | GEMM GOPS t1 | GEMM GOPS t2 | vs plain (GEMV, GEMM: t2; t1 with --cpu) |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|\n");
 

@@ -17,6 +17,15 @@ printf '%s\n' "$out" > "$WORK/bench.log"
 [ $rc -eq 0 ] && rows_ok "$WORK/bench.log" 4 && head -n1 "$WORK/bench.log" | grep -q '^| model | size | params |' \
   && ok "synthetic stories15m: header and 4 rows (pp16, tg4 at 1 and 2 threads)" \
   || bad "synthetic stories15m (exit $rc): $(tail -n 2 "$WORK/err.log")"
+# the rooflines on stderr: int8 rate of pp (and the measured int8 peak on x86,
+# kernels/peak.h), weight bandwidth of tg
+grep -qE 'pp16: [0-9.]+ G weight multiply-adds per token: [0-9]+ int8 GOPS' "$WORK/err.log" \
+  && grep -qE 'tg4 reads [0-9.]+ MiB of weights per token' "$WORK/err.log" \
+  && ok "pp and tg roofline lines" || bad "roofline lines missing: $(head -n 4 "$WORK/err.log")"
+if [ "$(uname -m)" = x86_64 ] && [ -z "${LOWBIT_ISA:-}" ]; then
+  grep -qE 'int8 GOPS, [0-9]+% of the [0-9]+ GOPS .* peak measured on 2 threads' "$WORK/err.log" \
+    && ok "pp compared with the measured int8 peak" || bad "no int8 peak in: $(grep pp16 "$WORK/err.log")"
+fi
 grep -q '| 1 | pp16 |' "$WORK/bench.log" && grep -q '| 2 | tg4 |' "$WORK/bench.log" \
   && ok "thread list 1,2 honoured" || bad "thread list not honoured"
 

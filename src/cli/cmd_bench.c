@@ -9,6 +9,7 @@
 #include "core/common.h"
 #include "kernels/cpu.h"
 #include "kernels/membw.h"
+#include "kernels/peak.h"
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/repack.h"
@@ -32,7 +33,8 @@ static void help(void) {
            "  -t, --threads N[,N]    thread counts to test (default: all cores)\n"
            "  -r, --repetitions N    repetitions per test (default 5)\n"
            "      --no-roofline      do not measure the memory read bandwidth (1 GiB, ~2 s) that\n"
-           "                         tg results are compared with\n\n"
+           "                         tg results are compared with, nor the int8 peak (~0.1 s)\n"
+           "                         that pp results are\n\n"
            "synthetic shapes:");
     for (const char *const *s = lb_synthetic_shapes(); *s; s++) printf(" %s", *s);
     printf("\n");
@@ -59,16 +61,28 @@ static void stats(const double *v, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(s2 / (n - 1)) : 0.0;
 }
 
-/* Weight bytes one decoded token streams: every matrix but the embedding
- * table, of which it reads one row (for the bandwidth roofline). */
-static double weights_per_token(const lb_model *m) {
-    double b = (double)m->output.row_size * (double)m->output.N;
+/* Per token, over every matrix product (the embedding table is only read a
+ * row from, attention is left out): weight bytes a decoded token streams
+ * (macs = 0: the bandwidth roofline of tg), or weight multiply-adds (macs =
+ * 1: the int8 roofline of pp). */
+static double per_token(const lb_model *m, int macs) {
+    const lb_matrix *out = &m->output;
+    double v = macs ? (double)out->K * (double)out->N : (double)out->row_size * (double)out->N;
     for (int il = 0; il < m->hp.n_layer; il++) {
         const lb_layer *l = &m->layers[il];
         const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (int i = 0; i < 7; i++) b += ws[i]->data ? (double)ws[i]->row_size * (double)ws[i]->N : 0.0;
+        for (int i = 0; i < 7; i++)
+            if (ws[i]->data) v += (macs ? (double)ws[i]->K : (double)ws[i]->row_size) * (double)ws[i]->N;
     }
-    return b;
+    return v;
+}
+
+/* Whether the layers' matrices run int8 kernels (float weights run float
+ * ones: the int8 peak is no roofline for them). */
+static int int8_weights(const lb_model *m) {
+    if (m->hp.n_layer < 1) return 0;
+    const int t = m->layers[0].w_up.type;
+    return t != LB_TYPE_F32 && t != LB_TYPE_F16 && t != LB_TYPE_BF16;
 }
 
 /* tokens/s of one run: pp = one batch, tg = n single-token passes */
@@ -161,8 +175,9 @@ int cmd_bench(int argc, char **argv) {
     else snprintf(size, sizeof size, "%.2f GiB", bytes / 1073741824.0);
     printf("| model | size | params | isa | threads | test | t/s |\n");
     printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
-    int rc = CLI_OK, bw_threads = 0;
+    int rc = CLI_OK, bw_threads = 0, pk_threads = 0;
     double bw = 0; /* read bandwidth at bw_threads threads */
+    double pk = 0; /* int8 peak GOPS at pk_threads threads */
     for (int ti = 0; ti < n_th && rc == CLI_OK; ti++) {
         for (int kind = 0; kind < 2 && rc == CLI_OK; kind++) {
             const int *ns = kind == 0 ? pp : tg, nn = kind == 0 ? n_pp : n_tg;
@@ -191,8 +206,23 @@ int cmd_bench(int argc, char **argv) {
                            lb_context_threads(ctx),
                            kind == 0 ? "pp" : "tg", n, mean, sd);
                     fflush(stdout);
+                    if (kind == 0) {
+                        const double ops = 2.0 * per_token(m, 1), gops = ops * mean / 1e9;
+                        const int i8 = int8_weights(m);
+                        fprintf(stderr, "  pp%d: %.2f G weight multiply-adds per token: %.0f %sGOPS", n, ops / 2e9, gops,
+                                i8 ? "int8 " : "");
+                        /* the roofline: the int8 dot rate measured now, on as many threads */
+                        if (roofline && i8 && pk_threads != lb_context_threads(ctx)) {
+                            pk_threads = lb_context_threads(ctx);
+                            pk = lb_int8_peak_gops(pk_threads, 5);
+                        }
+                        if (pk > 0 && i8)
+                            fprintf(stderr, ", %.0f%% of the %.0f GOPS %s peak measured on %d threads (roofline %.0f t/s)",
+                                    100.0 * gops / pk, pk, lb_int8_peak_what(), lb_context_threads(ctx), pk * 1e9 / ops);
+                        fprintf(stderr, "\n");
+                    }
                     if (kind == 1) {
-                        const double wb = weights_per_token(m), gbs = wb * mean / 1e9;
+                        const double wb = per_token(m, 0), gbs = wb * mean / 1e9;
                         fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s", n, wb / 1048576.0, gbs);
                         /* the roofline: read bandwidth measured now, on as many threads
                          * (once per thread count: tg sizes share it) */

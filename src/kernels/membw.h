@@ -9,7 +9,8 @@
 
 /* GB/s (1e9 bytes) reading `bytes` bytes of a fresh buffer with wide loads
  * on n_threads threads (each its own contiguous slice), best of reps runs
- * (with software prefetch 0, 1 and 2 KiB ahead in turn). 0 if the buffer
+ * (software prefetch none, 1 or 2 KiB ahead into L1, 2 or 4 KiB into L2,
+ * in turn: kernels/cpu.h on the two forms). 0 if the buffer
  * cannot be allocated. Reads 1 GiB to measure DRAM, not the caches. */
 double lb_read_bandwidth(size_t bytes, int n_threads, int reps);
 
