@@ -1,4 +1,4 @@
-/* Shared by the AVX-512 VNNI (repack_avx512.c) and AMX (repack_amx.c)
+/* Shared by the AVX-512 VNNI (repack_avx512.c, repack_gemv_avx512.c) and AMX (repack_amx.c)
  * kernels on the interleaved layouts of formats/repack.h: the geometry that
  * gathers 16 rows of one block into 8 vectors "kk" (weights 4kk..4kk+3 of
  * rows 0..15, one dword per row), their decode to unsigned (VNNI) or signed
