@@ -35,6 +35,8 @@ static void help(void) {
            "      --no-roofline      do not measure the memory read bandwidth (1 GiB, ~2 s) that\n"
            "                         tg results are compared with, nor the int8 peak (~0.1 s)\n"
            "                         that pp results are\n\n"
+           "environment: LOWBIT_PREFETCH=l1|l2 puts decode's weight prefetches in L1 or L2\n"
+           "(default: L2 on AMD CPUs, L1 elsewhere)\n\n"
            "synthetic shapes:");
     for (const char *const *s = lb_synthetic_shapes(); *s; s++) printf(" %s", *s);
     printf("\n");
