@@ -18,8 +18,8 @@
  * super-blocks of 16 rows; 2048-3072 measured ~4 % faster than 1024 and 4096
  * slower; CB2's GEMV, with more work per byte, ran 3-8 % faster at 3072 than
  * at 2048 in decode, Q2_K the same. L2 (AMD Zen 4): 4096; 3-12 KiB all
- * within noise in bench/kernels, 4096 against 8192 in decode: CB2 +9 %, Q2_K
- * even. */
+ * within noise in bench/kernels; in decode 4096 against 8192: CB2 +9 %, Q2_K
+ * even; against 6144: Q2_K +16-27 %. */
 #ifndef LB_KQ_GEMV_PREFETCH_L1
 #define LB_KQ_GEMV_PREFETCH_L1 3072
 #endif
