@@ -144,13 +144,5 @@ LB_AVX512 void lb_quantize_q8_0x16_avx512(const float *x, size_t ldx, void *vy, 
                                                             float *Y, size_t ldy) {                       \
         amx_gemm(WT, R, C, K, W, wrs, n0, n1, A, ars, M, Y, ldy);                                        \
     }
-KERNELS(q4_0, 4, 4, WQ4)
-KERNELS(q4_0, 4, 8, WQ4)
-KERNELS(q4_0, 8, 8, WQ4)
-KERNELS(iq4_nl, 4, 4, WIQ4)
-KERNELS(iq4_nl, 4, 8, WIQ4)
-KERNELS(iq4_nl, 8, 8, WIQ4)
-KERNELS(q8_0, 4, 4, WQ8)
-KERNELS(q8_0, 4, 8, WQ8)
-KERNELS(q8_0, 8, 8, WQ8)
+LB_REPACK_LAYOUTS(KERNELS)
 #endif

@@ -18,6 +18,13 @@
 
 enum { WQ4, WIQ4, WQ8 }; /* weight kind */
 
+/* Every interleaved layout these kernels serve, as X(name, R, C, kind): each
+ * kernel file instantiates its entry points from this one list. */
+#define LB_REPACK_LAYOUTS(X)                                                          \
+    X(q4_0, 4, 4, WQ4) X(q4_0, 4, 8, WQ4) X(q4_0, 8, 8, WQ4)                          \
+    X(iq4_nl, 4, 4, WIQ4) X(iq4_nl, 4, 8, WIQ4) X(iq4_nl, 8, 8, WIQ4)                 \
+    X(q8_0, 4, 4, WQ8) X(q8_0, 4, 8, WQ8) X(q8_0, 8, 8, WQ8)
+
 /* ---- layout geometry ---- */
 
 typedef struct {

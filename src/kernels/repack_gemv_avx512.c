@@ -154,13 +154,5 @@ INLINE void gemv(int wt, int R, int C, int64_t K, const void *W, size_t w_row_si
                                                                    size_t ars, int M, float *Y, size_t ldy) { \
         gemv(WT, R, C, K, W, wrs, n0, n1, A, ars, M, Y, ldy);                                               \
     }
-GEMV_KERNEL(q4_0, 4, 4, WQ4)
-GEMV_KERNEL(q4_0, 4, 8, WQ4)
-GEMV_KERNEL(q4_0, 8, 8, WQ4)
-GEMV_KERNEL(iq4_nl, 4, 4, WIQ4)
-GEMV_KERNEL(iq4_nl, 4, 8, WIQ4)
-GEMV_KERNEL(iq4_nl, 8, 8, WIQ4)
-GEMV_KERNEL(q8_0, 4, 4, WQ8)
-GEMV_KERNEL(q8_0, 4, 8, WQ8)
-GEMV_KERNEL(q8_0, 8, 8, WQ8)
+LB_REPACK_LAYOUTS(GEMV_KERNEL)
 #endif
