@@ -12,6 +12,7 @@
 #define LB_KQ_GEMV_AVX512_IMPL_H
 
 #include "kernels/kq_repack_impl.h"
+#include "kernels/prefetch_x86.h"
 
 /* Prefetch distance of the GEMV weight stream, in bytes, by where the
  * prefetches put the lines (lb_cpu_prefetch_l2). L1 (Intel): 2-2.5
@@ -208,11 +209,7 @@ INLINE void gemv_groups(int wt, int cbits, int wide, int nar, int MR, int NG, in
 #pragma GCC unroll 2
             for (int h = 0; h < G; h++) {
                 xb[h] = xg + (g + h) * gstride + (size_t)b * xbs;
-                const char *p = (const char *)xb[h] + pf;
-                if (pf_l2)
-                    for (size_t o = 0; o < xbs; o += 64) _mm_prefetch(p + o, _MM_HINT_T1);
-                else
-                    for (size_t o = 0; o < xbs; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+                lb_prefetch_span(xb[h] + pf, xbs, pf_l2);
             }
             gemv_sb(wt, cbits, wide, nar, MR, G, xb, b, A, c, &acc[g]);
         }

@@ -10,16 +10,14 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include "kernels/prefetch_x86.h"
 /* pf bytes ahead into L1 (prefetcht0), or with l2 into L2 (prefetcht1: on
  * AMD Zen 4 the faster of the two, kernels/cpu.h) */
 __attribute__((target("avx2"))) static uint64_t read_slice(const uint8_t *p, size_t n, size_t pf, int l2) {
     __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
     for (size_t i = 0; i + 512 <= n; i += 512) {
         const __m256i *v = (const __m256i *)(p + i);
-        if (pf && l2)
-            for (size_t o = 0; o < 512; o += 64) _mm_prefetch((const char *)p + i + pf + o, _MM_HINT_T1);
-        else if (pf)
-            for (size_t o = 0; o < 512; o += 64) _mm_prefetch((const char *)p + i + pf + o, _MM_HINT_T0);
+        if (pf) lb_prefetch_span(p + i + pf, 512, l2);
         for (int k = 0; k < 16; k += 4) {
             a0 = _mm256_xor_si256(a0, _mm256_load_si256(v + k));
             a1 = _mm256_xor_si256(a1, _mm256_load_si256(v + k + 1));

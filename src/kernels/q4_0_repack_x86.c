@@ -35,6 +35,7 @@
 
 #include "formats/repack.h"
 #include "kernels/cpu.h"
+#include "kernels/prefetch_x86.h"
 
 #define LB_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define INLINE LB_AVX2 static inline __attribute__((always_inline))
@@ -200,17 +201,8 @@ INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_sr
     for (int64_t b = 0; b < nb; b++) {
         if (LB_GEMV_PREFETCH && mr == 1) {
             /* decode streams each weight byte once: ask for it early */
-            const char *pa = (const char *)w->ga + (b + LB_GEMV_PREFETCH) * w->xbs;
-            const char *pb = (const char *)w->gb + (b + LB_GEMV_PREFETCH) * w->xbs;
-            for (size_t o = 0; o < w->xbs; o += 64) {
-                if (pf_l2) { /* L2 on AMD (kernels/cpu.h) */
-                    _mm_prefetch(pa + o, _MM_HINT_T1);
-                    if (lay != L88) _mm_prefetch(pb + o, _MM_HINT_T1);
-                } else {
-                    _mm_prefetch(pa + o, _MM_HINT_T0);
-                    if (lay != L88) _mm_prefetch(pb + o, _MM_HINT_T0);
-                }
-            }
+            lb_prefetch_span((const char *)w->ga + (b + LB_GEMV_PREFETCH) * w->xbs, w->xbs, pf_l2);
+            if (lay != L88) lb_prefetch_span((const char *)w->gb + (b + LB_GEMV_PREFETCH) * w->xbs, w->xbs, pf_l2);
         }
         __m256i wv[2][4];
 #pragma GCC unroll 2

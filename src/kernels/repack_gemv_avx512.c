@@ -6,6 +6,7 @@
 
 #if LB_HAVE_X86_KERNELS
 #include "kernels/repack_avx512_impl.h"
+#include "kernels/prefetch_x86.h"
 
 /* Decode prefetch distance in blocks, by where the prefetches put the lines
  * (lb_cpu_prefetch_l2): into L1 12 (measured best on Intel); into L2 (AMD)
@@ -40,11 +41,7 @@ INLINE void gemv_tile(int wt, int NV, int MR, const geom *G, const __m512i *idx,
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++) {
             const ptrdiff_t pf = (ptrdiff_t)((b + dist) * G->xbs) + (b + dist >= nb ? jump : 0);
-            for (int i = 0; i < 16 / G->R; i++)
-                for (size_t o = 0; o < G->xbs; o += 64) {
-                    if (pf_l2) _mm_prefetch((const char *)r[v].g[i] + pf + o, _MM_HINT_T1);
-                    else _mm_prefetch((const char *)r[v].g[i] + pf + o, _MM_HINT_T0);
-                }
+            for (int i = 0; i < 16 / G->R; i++) lb_prefetch_span((const char *)r[v].g[i] + pf, G->xbs, pf_l2);
             __m512i w[8];
             decode16(wt, 0, G, idx, &r[v], b, w);
             const __m512 dw = scales16(G, &r[v], b);

@@ -1,0 +1,19 @@
+/* Software prefetch of a span of streamed weights, into L2 (prefetcht1) or
+ * L1 (prefetcht0): the choice is lb_cpu_prefetch_l2 (kernels/cpu.h). x86
+ * kernel files only. */
+#ifndef LB_PREFETCH_X86_H
+#define LB_PREFETCH_X86_H
+
+#include <immintrin.h>
+#include <stddef.h>
+
+/* Every 64-byte line of [p, p + n); the hint must be an immediate, hence two loops. */
+static inline __attribute__((always_inline)) void lb_prefetch_span(const void *p, size_t n, int l2) {
+    const char *c = (const char *)p;
+    if (l2)
+        for (size_t o = 0; o < n; o += 64) _mm_prefetch(c + o, _MM_HINT_T1);
+    else
+        for (size_t o = 0; o < n; o += 64) _mm_prefetch(c + o, _MM_HINT_T0);
+}
+
+#endif
