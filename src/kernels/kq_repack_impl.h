@@ -271,7 +271,10 @@ INLINE void q2k_nibble_planes(const uint8_t *np, __m512i out[4]) {
 /* Bits 2t, 2t + 1 of every byte, as 0..3 (one GF(2) affine map each). */
 INLINE __m512i q2_bits(__m512i q, int t) {
     if (t == 0) return _mm512_and_si512(q, _mm512_set1_epi8(3));
-    /* output bit i of a byte = parity(matrix byte 7 - i & input byte) */
+    /* output bit i of a byte = parity(matrix byte 7 - i & input byte); the
+     * matrix as gf2_matrix would build it, written out: through gf2_matrix
+     * gcc does not fold it to a constant and the GEMV gained a vpbroadcastq
+     * per use (twice the affine + broadcast instructions) */
     const uint64_t A = ((uint64_t)(1u << (2 * t)) << 56) | ((uint64_t)(1u << (2 * t + 1)) << 48);
     return _mm512_gf2p8affine_epi64_epi8(q, _mm512_set1_epi64((long long)A), 0);
 }
