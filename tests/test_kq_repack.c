@@ -6,7 +6,7 @@
  *           repack -> unpack restores the bytes (plain tail when N % 16);
  *           group to_float == the base dequantization.
  *  acts:    lb_quantize_q8_Kx4_ref == lb_quantize_row_q8_K_ref per row (d,
- *           qs, both bsum forms); each level's 4-row quantizer == the ref.
+ *           qs, the bsum forms); each level's 4-row quantizer == the ref.
  *  ref:     the scalar reference GEMV / GEMM on repacked rows == the plain
  *           reference dot on the unpacked rows, bit for bit.
  *  exact:   unit scales (Q2_K d = dmin = 1; CB d = 1) and integer
@@ -299,7 +299,9 @@ static void test_acts(void) {
             }
             if (m >= 4) continue;
             ok &= r[b].d[m] == q[b].d && !memcmp(r[b].qs[m], q[b].qs, 256);
-            for (int j = 0; j < 16; j++) ok &= r[b].b64[m][j] == -64 * q[b].bsums[j];
+            int all = 0;
+            for (int j = 0; j < 16; j++) ok &= r[b].b64[m][j] == -64 * q[b].bsums[j], all += q[b].bsums[j];
+            ok &= r[b].b128[m] == -128 * all;
             for (int p = 0; p < 8; p++) {
                 const int lo = p + 4 * (p / 4);
                 ok &= r[b].bsp[m][2 * p] == 16 * q[b].bsums[lo] && r[b].bsp[m][2 * p + 1] == q[b].bsums[lo + 4];
@@ -442,7 +444,8 @@ static void extreme_case(int t) {
             lb_block_q8_Kx4 *g = a4 + (m / 4) * (K / 256) + b;
             g->d[m % 4] = q->d;
             memcpy(g->qs[m % 4], q->qs, 256);
-            for (int j = 0; j < 16; j++) g->b64[m % 4][j] = -64 * q->bsums[j];
+            g->b128[m % 4] = 0;
+            for (int j = 0; j < 16; j++) g->b64[m % 4][j] = -64 * q->bsums[j], g->b128[m % 4] -= 128 * q->bsums[j];
             for (int p = 0; p < 8; p++) {
                 const int lo = p + 4 * (p / 4);
                 g->bsp[m % 4][2 * p] = (int16_t)(16 * q->bsums[lo]);

@@ -122,18 +122,20 @@ static_assert(sizeof(lb_block_q8_0x16) == 576, "lb_block_q8_0x16 size");
 
 /* Activations for their GEMM: 4 rows quantized as Q8_K (bit-identical to
  * lb_quantize_row_q8_K_ref per row), the 256 bytes of each row in order,
- * d as is, and the bsums in the two forms the kernels start from:
+ * d as is, and the bsums in the forms the kernels start from:
+ * b128[m] = -128 * (sum of bsums) (CB, narrow books: s c + 128 unsigned),
  * b64[m][j] = -64 * bsums[j] (CB: centroids + 64 are unsigned) and
  * bsp[m][2p], bsp[m][2p + 1] = 16 * bsums[lo], bsums[lo + 4] with
  * lo = p + 4 * (p / 4) (Q2_K's mins, as int16 pairs against MP0 / MP1).
- * 1424 bytes per block of 4 x 256; transient, never in a file. */
+ * 1440 bytes per block of 4 x 256; transient, never in a file. */
 typedef struct {
     float d[4];
+    int32_t b128[4];
     int32_t b64[4][16];
     int16_t bsp[4][16];
     int8_t qs[4][256];
 } lb_block_q8_Kx4;
-static_assert(sizeof(lb_block_q8_Kx4) == 1424, "lb_block_q8_Kx4 size");
+static_assert(sizeof(lb_block_q8_Kx4) == 1440, "lb_block_q8_Kx4 size");
 
 /* Activations for their AMX GEMM (kernels/kq_repack_amx.c): 16 rows
  * quantized as Q8_K (bit-identical to lb_quantize_row_q8_K_ref per row),
@@ -200,9 +202,10 @@ void lb_unpack_kq_tensor(const lb_repack_layout *L, const void *packed, void *pl
 /* 4 fp32 rows -> k/256 lb_block_q8_Kx4; 16 rows -> k/256 lb_block_q8_Kx16. */
 void lb_quantize_q8_Kx4_ref(const float *x, size_t ldx, void *y, int64_t k);
 void lb_quantize_q8_Kx16_ref(const float *x, size_t ldx, void *y, int64_t k);
-/* The two bsum forms of lb_block_q8_Kx4 (b64: -64 * bsum; bsp: the
- * (16 bsum_lo, bsum_hi) int16 pairs) from one Q8_K block's bsums. */
-void lb_q8_K_bsum_forms(const int16_t *bsums, int32_t b64[16], int16_t bsp[16]);
+/* The bsum forms of lb_block_q8_Kx4 (b64: -64 * bsum; bsp: the
+ * (16 bsum_lo, bsum_hi) int16 pairs; *b128: -128 * the sum of all) from
+ * one Q8_K block's bsums. */
+void lb_q8_K_bsum_forms(const int16_t *bsums, int32_t b64[16], int16_t bsp[16], int32_t *b128);
 /* The bf16 digit pairs of lb_block_q8_Kx16 from one Q8_K block's bsums. */
 void lb_q8_K_bsum_digits(const int16_t *bsums, uint16_t bsd[32]);
 /* Scalar references (lb_gemm_fn): gemv on plain Q8_K rows, gemm on

@@ -266,8 +266,10 @@ const lb_type_traits *lb_repack_kq_traits(int type) {
 
 /* ---- activations ---- */
 
-void lb_q8_K_bsum_forms(const int16_t *bsums, int32_t b64[16], int16_t bsp[16]) {
-    for (int j = 0; j < 16; j++) b64[j] = -64 * bsums[j];
+void lb_q8_K_bsum_forms(const int16_t *bsums, int32_t b64[16], int16_t bsp[16], int32_t *b128) {
+    int32_t all = 0;
+    for (int j = 0; j < 16; j++) b64[j] = -64 * bsums[j], all += bsums[j];
+    *b128 = -128 * all;
     for (int p = 0; p < 8; p++) {
         const int lo = p + 4 * (p / 4);
         bsp[2 * p] = (int16_t)(16 * bsums[lo]);
@@ -283,7 +285,7 @@ void lb_quantize_q8_Kx4_ref(const float *x, size_t ldx, void *vy, int64_t k) {
             lb_quantize_row_q8_K_ref(x + m * ldx + b * QK_K, &blk, QK_K);
             y[b].d[m] = blk.d;
             memcpy(y[b].qs[m], blk.qs, QK_K);
-            lb_q8_K_bsum_forms(blk.bsums, y[b].b64[m], y[b].bsp[m]);
+            lb_q8_K_bsum_forms(blk.bsums, y[b].b64[m], y[b].bsp[m], &y[b].b128[m]);
         }
 }
 

@@ -282,7 +282,8 @@ INLINE void gemv(int wt, int NG, const gemv_fns *fns, int64_t K, const void *W, 
                     acts.d[m][b] = row[b].d;
                     int32_t b64[16];
                     int16_t bsp[16];
-                    lb_q8_K_bsum_forms(row[b].bsums, b64, bsp);
+                    int32_t b128;
+                    lb_q8_K_bsum_forms(row[b].bsums, b64, bsp, &b128);
                     if (wt == WQ2K) memcpy(acts.pre[m][b], bsp, sizeof bsp);
                     else memcpy(acts.pre[m][b], b64, sizeof b64);
                 }

@@ -75,15 +75,6 @@ INLINE_AMX void cb_split(__m512i cv, __m512i s16, __m512i *h, __m512i *l) {
     *l = _mm512_and_si512(_mm512_mask_blend_epi8(odd, pe, _mm512_slli_epi16(po, 8)), _mm512_set1_epi8(31));
 }
 
-/* CB, narrow books: the bytes s c (they fit int8). The low byte of a word
- * product depends only on the operands' low bytes, so one vpmullw gives the
- * even bytes and one on the odd bytes (as word highs) the odd ones. */
-INLINE_AMX __m512i cb_scaled(__m512i cv, __m512i s16) {
-    const __m512i pe = _mm512_mullo_epi16(cv, s16);
-    const __m512i po = _mm512_mullo_epi16(_mm512_and_si512(cv, _mm512_set1_epi16((short)0xFF00)), s16);
-    return _mm512_mask_blend_epi8(0xAAAAAAAAAAAAAAAAull, pe, po);
-}
-
 INLINE_AMX void amx_decode(int wt, int cbits, int wide, int nar, const uint8_t *xb, const consts *c, amx_buf *buf,
                            int b) {
     __m512i p[4];
@@ -100,8 +91,7 @@ INLINE_AMX void amx_decode(int wt, int cbits, int wide, int nar, const uint8_t *
     __m512i s1q = _mm512_setzero_si512();
     for (int j = 0; j < 16; j++) {
         if (j % 4 == 0) s1q = cb_s1_quadrant(wt, cbits, xb, j / 4, c);
-        /* (s, s) words: byte j % 4 of each dword, + 1 */
-        const __m512i s16 = _mm512_add_epi16(_mm512_shuffle_epi8(s1q, c->pair[j % 4]), _mm512_set1_epi16(1));
+        const __m512i s16 = cb_s16(s1q, j, c);
         __m512i u[4];
         decode_sub(wt, wide, xb, j, p, c, u);
         for (int t = 0; t < 4; t++) {

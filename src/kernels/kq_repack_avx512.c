@@ -28,10 +28,15 @@
  *         float: fma(cvt(t_j), d * s_j, acc). That is 2 float ops per 16
  *         weights where Q2_K has ~0.3: the price of codebooks with integer
  *         scales on VNNI (measured in docs/codebooks.md).
- *   CB, narrow books (formats/cb.h, C <= 8: |c| <= 15, what discovery
- *         makes for CB2): t_j = sum c a fits int16, so it is scaled by
- *         vpdpwssd with s_j as Q2_K's sub-group sums are, and the super-block
- *         is one exact int32, scaled in float once.
+ *   CB, narrow books (formats/cb.h: every |s c| <= 127, what discovery
+ *         makes for CB2): in the GEMV, t_j = sum c a fits int16 (C <= 8), so
+ *         it is scaled by vpdpwssd with s_j as Q2_K's sub-group sums are. In
+ *         the GEMM, whose decode is paid once per 48 rows and every
+ *         activation group, the decode multiplies the signed centroid bytes
+ *         by s (two vpmullw) and stores s c + 128: the super-block is then
+ *         one exact int32 started at -128 * (sum of its activations), scaled
+ *         in float once, with no min term: fewer operations per weight than
+ *         Q2_K (pp512 on Zen 4 went from 0.92x to ~1.08x Q2_K's).
  * CB3 adds one shift and one vpternlogd for the third index bit.
  *
  * GEMV (decode, M < 4 plain Q8_K rows; kq_gemv_avx512_impl.h, one file per
@@ -53,6 +58,7 @@ LB_VBMI void lb_quantize_q8_Kx4_avx512(const float *x, size_t ldx, void *vy, int
         for (int m = 0; m < 4; m++) {
             const __m512i bs = q8k_block(x + m * ldx + b * QK_K, y[b].qs[m], &y[b].d[m]);
             q8k_forms_x4(bs, y[b].b64[m], y[b].bsp[m]);
+            y[b].b128[m] = -128 * _mm512_reduce_add_epi32(bs);
         }
 }
 
@@ -62,25 +68,31 @@ enum { GKC = 2, GNV = 3 };
 
 typedef struct {
     __m512i u[GKC][GNV][64]; /* [block][16-row third][4j + t] weight bytes */
-    __m512 s[GKC][GNV][16];  /* CB: d * s_j; Q2_K: [0] d, [1] dmin / 16 */
+    __m512 s[GKC][GNV][16];  /* CB: d * s_j (narrow books: [0] d); Q2_K: [0] d, [1] dmin / 16 */
     __m512i mp[GKC][GNV][8]; /* Q2_K: min pairs */
 } gemm_buf;
 
-INLINE void gemm_decode(int wt, int cbits, int wide, const uint8_t *xb, const consts *c, gemm_buf *buf, int b,
-                        int v) {
+INLINE void gemm_decode(int wt, int cbits, int wide, int nar, const uint8_t *xb, const consts *c, gemm_buf *buf,
+                        int b, int v) {
     __m512i p[4];
     sel_planes(wt, xb, c, p);
     const __m512 dv = fp16x16(xb + d_off(wt));
     __m512i s1q = _mm512_setzero_si512();
     for (int j = 0; j < 16; j++) {
-        decode_sub(wt, wide, xb, j, p, c, &buf->u[b][v][4 * j]);
-        if (wt != WQ2K) {
-            if (j % 4 == 0) s1q = cb_s1_quadrant(wt, cbits, xb, j / 4, c);
+        __m512i *u = &buf->u[b][v][4 * j];
+        decode_sub(wt, wide, xb, j, p, c, u);
+        if (wt == WQ2K) continue;
+        if (j % 4 == 0) s1q = cb_s1_quadrant(wt, cbits, xb, j / 4, c);
+        if (nar) { /* s c + 128: consts hold signed centroids */
+            const __m512i s16 = cb_s16(s1q, j, c);
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) u[t] = _mm512_xor_si512(cb_scaled(u[t], s16), _mm512_set1_epi8((char)0x80));
+        } else {
             buf->s[b][v][j] = cb_scale(s1q, j, dv, c);
         }
     }
+    if (wt == WQ2K || nar) buf->s[b][v][0] = dv; /* one float scale per super-block */
     if (wt == WQ2K) {
-        buf->s[b][v][0] = dv;
         buf->s[b][v][1] = _mm512_mul_ps(fp16x16(xb + Q2K_DMIN_OFF), _mm512_set1_ps(1.0f / 16.0f));
         for (int pp = 0; pp < 8; pp++) buf->mp[b][v][pp] = q2k_min_pair(xb, pp, c);
     }
@@ -88,8 +100,8 @@ INLINE void gemm_decode(int wt, int cbits, int wide, const uint8_t *xb, const co
 
 /* Y rows [0, 4) (one activation group) x 16 NV columns: += or = the kc
  * blocks of buf. */
-INLINE void gemm_tile(int wt, int NV, const gemm_buf *buf, int64_t kc, const lb_block_q8_Kx4 *ab, float *Y,
-                      size_t ldy, int add) {
+INLINE void gemm_tile(int wt, int nar, int NV, const gemm_buf *buf, int64_t kc, const lb_block_q8_Kx4 *ab,
+                      float *Y, size_t ldy, int add) {
     __m512 acc[GNV][4];
 #pragma GCC unroll 3
     for (int v = 0; v < NV; v++)
@@ -97,8 +109,8 @@ INLINE void gemm_tile(int wt, int NV, const gemm_buf *buf, int64_t kc, const lb_
         for (int m = 0; m < 4; m++) acc[v][m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < kc; b++) {
         const lb_block_q8_Kx4 *a = ab + b;
-        if (wt == WQ2K) {
-            {
+        if (wt == WQ2K || nar) {
+            if (wt == WQ2K) {
                 __m512i ms[GNV][4];
 #pragma GCC unroll 3
                 for (int v = 0; v < NV; v++)
@@ -123,7 +135,8 @@ INLINE void gemm_tile(int wt, int NV, const gemm_buf *buf, int64_t kc, const lb_
 #pragma GCC unroll 3
             for (int v = 0; v < NV; v++)
 #pragma GCC unroll 4
-                for (int m = 0; m < 4; m++) is[v][m] = _mm512_setzero_si512();
+                for (int m = 0; m < 4; m++) /* CB: removes the +128 of s c + 128 */
+                    is[v][m] = wt == WQ2K ? _mm512_setzero_si512() : _mm512_set1_epi32(a->b128[m]);
             for (int j = 0; j < 16; j++)
 #pragma GCC unroll 4
                 for (int t = 0; t < 4; t++)
@@ -181,10 +194,10 @@ INLINE void gemm_tile(int wt, int NV, const gemm_buf *buf, int64_t kc, const lb_
         }
 }
 
-INLINE void gemm(int wt, int cbits, int wide, int64_t K, const void *W, size_t wrs, int n0, int n1, const void *A,
-                 size_t ars, int M, float *Y, size_t ldy) {
+INLINE void gemm(int wt, int cbits, int wide, int nar, int64_t K, const void *W, size_t wrs, int n0, int n1,
+                 const void *A, size_t ars, int M, float *Y, size_t ldy) {
     consts c;
-    consts_init(wt, 0, &c);
+    consts_init(wt, nar, &c);
     const int64_t nb = K / QK_K;
     const size_t xbs = xb_size(wt);
     gemm_buf bufs __attribute__((aligned(64)));
@@ -196,15 +209,15 @@ INLINE void gemm(int wt, int cbits, int wide, int64_t K, const void *W, size_t w
             for (int64_t b = 0; b < kc; b++)
                 for (int v = 0; v < nv; v++) {
                     const uint8_t *xb = (const uint8_t *)W + (size_t)((n + 16 * v) / 16) * 16 * wrs + (size_t)(b0 + b) * xbs;
-                    gemm_decode(wt, cbits, wide, xb, &c, buf, (int)b, v);
+                    gemm_decode(wt, cbits, wide, nar, xb, &c, buf, (int)b, v);
                 }
             /* M is a multiple of 4: whole activation groups */
             for (int m = 0; m < M; m += 4) {
                 const lb_block_q8_Kx4 *ab = (const lb_block_q8_Kx4 *)((const char *)A + (size_t)(m / 4) * ars) + b0;
                 float *y = Y + (size_t)m * ldy + n;
-                if (nv == 3) gemm_tile(wt, 3, buf, kc, ab, y, ldy, b0 > 0);
-                else if (nv == 2) gemm_tile(wt, 2, buf, kc, ab, y, ldy, b0 > 0);
-                else gemm_tile(wt, 1, buf, kc, ab, y, ldy, b0 > 0);
+                if (nv == 3) gemm_tile(wt, nar, 3, buf, kc, ab, y, ldy, b0 > 0);
+                else if (nv == 2) gemm_tile(wt, nar, 2, buf, kc, ab, y, ldy, b0 > 0);
+                else gemm_tile(wt, nar, 1, buf, kc, ab, y, ldy, b0 > 0);
             }
         }
     }
@@ -215,17 +228,21 @@ INLINE void gemm(int wt, int cbits, int wide, int64_t K, const void *W, size_t w
 
 LB_VBMI void lb_gemm_q2_Kx16_q8_Kx4_16x4_avx512vbmi(int64_t K, const void *W, size_t wrs, int n0, int n1,
                                                     const void *A, size_t ars, int M, float *Y, size_t ldy) {
-    gemm(WQ2K, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy);
+    gemm(WQ2K, 0, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy);
 }
 
 #define CB_GEMM(w, WT, TYPE, KBITS)                                                                             \
     LB_VBMI void lb_gemm_##w##x16_q8_Kx4_16x4_avx512vbmi(int64_t K, const void *W, size_t wrs, int n0, int n1, \
                                                          const void *A, size_t ars, int M, float *Y,            \
                                                          size_t ldy) {                                          \
-        switch (lb_cb_current(TYPE)->cbits) {                                                                    \
-        case 2: gemm(WT, 2, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                                     \
-        case 3: gemm(WT, 3, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                                     \
-        default: gemm(WT, 4, KBITS + 4 > 6, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                        \
+        const lb_cb_set *set = lb_cb_current(TYPE);                                                              \
+        switch (set->cbits | set->narrow << 3) {                                                                 \
+        case 2: gemm(WT, 2, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                                  \
+        case 3: gemm(WT, 3, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                                  \
+        case 4: gemm(WT, 4, KBITS + 4 > 6, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                      \
+        case 2 | 8: gemm(WT, 2, 0, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                              \
+        case 3 | 8: gemm(WT, 3, 0, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                              \
+        default: gemm(WT, 4, KBITS + 4 > 6, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                     \
         }                                                                                                        \
     }
 CB_GEMM(cb2, WCB2, LB_TYPE_CB2, 2)

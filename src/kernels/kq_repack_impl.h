@@ -248,6 +248,22 @@ INLINE __m512 cb_scale(__m512i s1q, int j, __m512 dv, const consts *c) {
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_shuffle_epi8(s1q, c->ext[j % 4])), dv, dv);
 }
 
+/* The scales s of sub-group j of the 16 rows as words (s, s) per row: byte
+ * j % 4 of each dword of the quadrant, + 1. */
+INLINE __m512i cb_s16(__m512i s1q, int j, const consts *c) {
+    return _mm512_add_epi16(_mm512_shuffle_epi8(s1q, c->pair[j % 4]), _mm512_set1_epi16(1));
+}
+
+/* CB, narrow books: the bytes s c of signed centroid bytes cv (they fit
+ * int8). The low byte of a word product depends only on the operands' low
+ * bytes, so one vpmullw gives the even bytes and one on the odd bytes (as
+ * word highs) the odd ones. */
+INLINE __m512i cb_scaled(__m512i cv, __m512i s16) {
+    const __m512i pe = _mm512_mullo_epi16(cv, s16);
+    const __m512i po = _mm512_mullo_epi16(_mm512_and_si512(cv, _mm512_set1_epi16((short)0xFF00)), s16);
+    return _mm512_mask_blend_epi8(0xAAAAAAAAAAAAAAAAull, pe, po);
+}
+
 INLINE __m512 fp16x16(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 
 /* Q2_K mins pair vector p (0..7): int16 (m_lo, 16 m_hi) per row. */
