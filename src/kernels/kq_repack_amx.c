@@ -208,18 +208,12 @@ LB_KQ_AMX void lb_gemm_q2_Kx16_q8_Kx16_16x4_amx(int64_t K, const void *W, size_t
     amx_gemm(WQ2K, 0, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy);
 }
 
+#define AMX_CASE(cbits, wide, nar) amx_gemm(wt, cbits, wide, nar, K, W, wrs, n0, n1, A, ars, M, Y, ldy)
 #define CB_AMX(w, WT, TYPE, KBITS)                                                                              \
     LB_KQ_AMX void lb_gemm_##w##x16_q8_Kx16_16x4_amx(int64_t K, const void *W, size_t wrs, int n0, int n1,      \
                                                      const void *A, size_t ars, int M, float *Y, size_t ldy) { \
-        const lb_cb_set *set = lb_cb_current(TYPE);                                                            \
-        switch (set->cbits | set->narrow << 3) {                                                               \
-        case 2: amx_gemm(WT, 2, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                            \
-        case 3: amx_gemm(WT, 3, 0, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                            \
-        case 4: amx_gemm(WT, 4, KBITS + 4 > 6, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                \
-        case 8 | 2: amx_gemm(WT, 2, 0, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                        \
-        case 8 | 3: amx_gemm(WT, 3, 0, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;                        \
-        default: amx_gemm(WT, 4, KBITS + 4 > 6, 1, K, W, wrs, n0, n1, A, ars, M, Y, ldy); break;               \
-        }                                                                                                      \
+        const int wt = WT;                                                                                     \
+        LB_CB_BOOK_CASES(TYPE, KBITS, AMX_CASE);                                                               \
     }
 CB_AMX(cb2, WCB2, LB_TYPE_CB2, 2)
 CB_AMX(cb3, WCB3, LB_TYPE_CB3, 3)

@@ -117,6 +117,23 @@ static void cb_table(const lb_cb_set *set, int kbits, int offset, uint8_t T[128]
     for (int i = 0; i < 128; i++) T[i] = (uint8_t)(set->books.v[(i >> kbits) & mask][i & (k - 1)] + offset);
 }
 
+/* The GEMMs' (AVX-512, AMX) instantiation for the books in force for CB
+ * type TYPE (KBITS index bits): CASE(cbits, wide, nar) with constants;
+ * wide: 16 books of 8 centroids, the 128-entry table; nar: narrow books
+ * (formats/cb.h), whose scales the decode folds into the weight bytes. */
+#define LB_CB_BOOK_CASES(TYPE, KBITS, CASE)                  \
+    do {                                                     \
+        const lb_cb_set *set_ = lb_cb_current(TYPE);         \
+        switch (set_->cbits | set_->narrow << 3) {           \
+        case 2: CASE(2, 0, 0); break;                        \
+        case 3: CASE(3, 0, 0); break;                        \
+        case 4: CASE(4, (KBITS) + 4 > 6, 0); break;          \
+        case 8 | 2: CASE(2, 0, 1); break;                    \
+        case 8 | 3: CASE(3, 0, 1); break;                    \
+        default: CASE(4, (KBITS) + 4 > 6, 1); break;         \
+        }                                                    \
+    } while (0)
+
 /* sgn: CB tables of the signed centroids (AMX) instead of centroid + 64. */
 INLINE void consts_init(int wt, int sgn, consts *c) {
     c->pf_l2 = lb_cpu_prefetch_l2();
