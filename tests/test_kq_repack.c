@@ -444,13 +444,7 @@ static void extreme_case(int t) {
             lb_block_q8_Kx4 *g = a4 + (m / 4) * (K / 256) + b;
             g->d[m % 4] = q->d;
             memcpy(g->qs[m % 4], q->qs, 256);
-            g->b128[m % 4] = 0;
-            for (int j = 0; j < 16; j++) g->b64[m % 4][j] = -64 * q->bsums[j], g->b128[m % 4] -= 128 * q->bsums[j];
-            for (int p = 0; p < 8; p++) {
-                const int lo = p + 4 * (p / 4);
-                g->bsp[m % 4][2 * p] = (int16_t)(16 * q->bsums[lo]);
-                g->bsp[m % 4][2 * p + 1] = q->bsums[lo + 4];
-            }
+            lb_q8_K_bsum_forms(q->bsums, g->b64[m % 4], g->bsp[m % 4], &g->b128[m % 4]); /* checked in test_acts */
             lb_block_q8_Kx16 *g16 = a16 + (m / 16) * (K / 256) + b;
             g16->d[m % 16] = q->d;
             memcpy(g16->qs[m % 16], q->qs, 256);
