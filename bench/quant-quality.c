@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "formats/cb_gguf.h"
-#include "kernels/cb_x86.h"
+#include "kernels/x86/cb_x86.h"
 #include "kernels/dispatch.h"
 #include "model/imatrix.h"
 

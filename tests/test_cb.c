@@ -6,7 +6,7 @@
 #include "test_util.h"
 
 #include "formats/cb_gguf.h"
-#include "kernels/cb_x86.h"
+#include "kernels/x86/cb_x86.h"
 #include "kernels/cpu.h"
 #include "kernels/dispatch.h"
 #include "model/imatrix.h"

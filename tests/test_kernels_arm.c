@@ -28,7 +28,7 @@
 
 #include "formats/float.h"
 #include "formats/repack.h"
-#include "kernels/arm_kernels.h"
+#include "kernels/arm/arm_kernels.h"
 #include "kernels/dispatch.h"
 
 #if !LB_HAVE_ARM_KERNELS

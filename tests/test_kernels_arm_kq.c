@@ -40,7 +40,7 @@
 
 #include "formats/cb.h"
 #include "formats/kquants.h"
-#include "kernels/arm_kernels.h"
+#include "kernels/arm/arm_kernels.h"
 #include "kernels/dispatch.h"
 
 #if !LB_HAVE_ARM_KERNELS

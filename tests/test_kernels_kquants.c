@@ -12,7 +12,7 @@
 
 #include "formats/kquants.h"
 #include "kernels/dispatch.h"
-#include "kernels/kquants_x86.h"
+#include "kernels/x86/kquants_x86.h"
 
 static const int kTypes[] = {LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K,
                              LB_TYPE_Q5_K, LB_TYPE_Q6_K, LB_TYPE_IQ4_NL};

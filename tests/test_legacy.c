@@ -19,7 +19,7 @@
 #include "formats/legacy.h"
 #include "gguf/gguf.h"
 #include "kernels/dispatch.h"
-#include "kernels/legacy_x86.h"
+#include "kernels/x86/legacy_x86.h"
 
 #define MAX_N 8192
 #define REF_TOL 2e-6

@@ -7,7 +7,7 @@
 
 #include "core/common.h"
 #include "kernels/attention_impl.h"
-#include "kernels/attention_x86.h"
+#include "kernels/x86/attention_x86.h"
 
 int lb_attn_ctx_pad(int n_ctx) { return (n_ctx + LB_ATTN_KB - 1) / LB_ATTN_KB * LB_ATTN_KB; }
 int lb_attn_hd_pad(int head_dim) { return (head_dim + LB_ATTN_VPAD - 1) / LB_ATTN_VPAD * LB_ATTN_VPAD; }

@@ -1,18 +1,18 @@
 #include "kernels/dispatch.h"
 
 #include "formats/float.h"
-#include "kernels/kernels_x86.h"
-#include "kernels/kquants_x86.h"
+#include "kernels/x86/kernels_x86.h"
+#include "kernels/x86/kquants_x86.h"
 #include "formats/legacy.h"
-#include "kernels/legacy_x86.h"
+#include "kernels/x86/legacy_x86.h"
 #include "kernels/repack_kernels.h"
-#include "kernels/q4_0_repack_x86.h"
-#include "kernels/repack_avx512.h"
-#include "kernels/repack_amx.h"
-#include "kernels/arm_kernels.h"
+#include "kernels/x86/q4_0_repack_x86.h"
+#include "kernels/x86/repack_avx512.h"
+#include "kernels/x86/repack_amx.h"
+#include "kernels/arm/arm_kernels.h"
 #include "formats/cb.h"
-#include "kernels/cb_x86.h"
-#include "kernels/kq_repack_avx512.h"
+#include "kernels/x86/cb_x86.h"
+#include "kernels/x86/kq_repack_avx512.h"
 
 /* Entries name the first seven lb_kernel fields; the fields appended later
  * (gemv, act_rows, ...) default to zero for them. */

@@ -10,7 +10,7 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include "kernels/prefetch_x86.h"
+#include "kernels/x86/prefetch_x86.h"
 /* pf bytes ahead into L1 (prefetcht0), or with l2 into L2 (prefetcht1: on
  * AMD Zen 4 the faster of the two, kernels/cpu.h) */
 __attribute__((target("avx2"))) static uint64_t read_slice(const uint8_t *p, size_t n, size_t pf, int l2) {

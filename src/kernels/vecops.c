@@ -5,7 +5,7 @@
 
 #include <math.h>
 
-#include "kernels/vecops_x86.h"
+#include "kernels/x86/vecops_x86.h"
 #include "kernels/vmath.h"
 
 static void rmsnorm_scalar(float *y, const float *x, const float *w, int n, float eps) {

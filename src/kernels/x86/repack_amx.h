@@ -1,0 +1,50 @@
+/* AMX-INT8 GEMM for the interleaved layouts of formats/repack.h (Q4_0,
+ * IQ4_NL and Q8_0 in 4x4, 4x8 and 8x8), plus its 16-row activation
+ * quantizer. Names: lb_gemm_<weights>x<R>_q8_0x16_<R>x<C>_amx. The entries
+ * pair the AMX GEMM (16-row activation groups, lb_block_q8_0x16) with the
+ * AVX-512 VNNI GEMV for decode and for the rows past a multiple of 16. */
+#ifndef LB_REPACK_AMX_H
+#define LB_REPACK_AMX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/x86/repack_avx512.h"
+
+#if LB_HAVE_X86_KERNELS
+/* Bit-identical to lb_quantize_q8_0x16_ref. */
+void lb_quantize_q8_0x16_avx512(const float *x, size_t ldx, void *y, int64_t k);
+
+#define LB_REPACK_AMX_DECL(w, R, C)                                                                   \
+    void lb_gemm_##w##x##R##_q8_0x16_##R##x##C##_amx(int64_t K, const void *W, size_t w_row_size,     \
+                                                     int n0, int n1, const void *A, size_t a_row_size, \
+                                                     int M, float *Y, size_t ldy);
+LB_REPACK_AMX_DECL(q4_0, 4, 4)
+LB_REPACK_AMX_DECL(q4_0, 4, 8)
+LB_REPACK_AMX_DECL(q4_0, 8, 8)
+LB_REPACK_AMX_DECL(iq4_nl, 4, 4)
+LB_REPACK_AMX_DECL(iq4_nl, 4, 8)
+LB_REPACK_AMX_DECL(iq4_nl, 8, 8)
+LB_REPACK_AMX_DECL(q8_0, 4, 4)
+LB_REPACK_AMX_DECL(q8_0, 4, 8)
+LB_REPACK_AMX_DECL(q8_0, 8, 8)
+
+/* lb_kernel_list entries (field order: see kernels/repack_kernels.h) */
+#define LB_REPACK_AMX_ENTRY(T, w, R, C)                                                                  \
+    {T, LB_TYPE_Q8_0, LB_ISA_AMX, #w "x" #R "_q8_0x16_" #R "x" #C "_amx", lb_quantize_row_q8_0_avx2, NULL, \
+     lb_gemm_##w##x##R##_q8_0x16_##R##x##C##_amx, lb_gemv_##w##x##R##_q8_0_##R##x##C##_avx512vnni, 16,     \
+     lb_quantize_q8_0x16_avx512, sizeof(lb_block_q8_0x16), 0, 1}
+
+#define LB_REPACK_AMX_KERNELS                                  \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_Q4_0_4X4, q4_0, 4, 4),         \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_Q4_0_4X8, q4_0, 4, 8),         \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_Q4_0_8X8, q4_0, 8, 8),         \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_IQ4_NL_4X4, iq4_nl, 4, 4),     \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_IQ4_NL_4X8, iq4_nl, 4, 8),     \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_IQ4_NL_8X8, iq4_nl, 8, 8),     \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4),         \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8),         \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8)
+#endif
+
+#endif
