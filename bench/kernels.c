@@ -106,6 +106,13 @@ static const bench_type all_types[] = {
     {LB_TYPE_Q8_0_4X4, "Q8_0_4X4"}, {LB_TYPE_Q8_0_4X8, "Q8_0_4X8"},     {LB_TYPE_Q8_0_8X8, "Q8_0_8X8"},
     {LB_TYPE_Q2_K, "Q2_K"},         {LB_TYPE_Q2_K_16X4, "Q2_K_16X4"},   {LB_TYPE_CB2, "CB2"},
     {LB_TYPE_CB2_16X4, "CB2_16X4"}, {LB_TYPE_CB3, "CB3"},               {LB_TYPE_CB3_16X4, "CB3_16X4"},
+    /* the other formats of K-quant mixes and their 16-row layouts (formats/repack_kx.h) */
+    {LB_TYPE_Q3_K, "Q3_K"},         {LB_TYPE_Q3_K_16X4, "Q3_K_16X4"},   {LB_TYPE_Q4_K, "Q4_K"},
+    {LB_TYPE_Q4_K_16X4, "Q4_K_16X4"}, {LB_TYPE_Q5_K, "Q5_K"},           {LB_TYPE_Q5_K_16X4, "Q5_K_16X4"},
+    {LB_TYPE_Q6_K, "Q6_K"},         {LB_TYPE_Q6_K_16X4, "Q6_K_16X4"},   {LB_TYPE_IQ4_XS, "IQ4_XS"},
+    {LB_TYPE_IQ4_XS_16X4, "IQ4_XS_16X4"}, {LB_TYPE_Q4_1, "Q4_1"},       {LB_TYPE_Q4_1_16X4, "Q4_1_16X4"},
+    {LB_TYPE_Q5_0, "Q5_0"},         {LB_TYPE_Q5_0_16X4, "Q5_0_16X4"},   {LB_TYPE_Q5_1, "Q5_1"},
+    {LB_TYPE_Q5_1_16X4, "Q5_1_16X4"},
 };
 enum { N_ALL = sizeof all_types / sizeof all_types[0] };
 
@@ -116,12 +123,17 @@ static void fill_plain(int base, uint8_t *w, size_t bytes) {
         const uint64_t r = next_rand();
         memcpy(w + i, &r, LB_MIN((size_t)8, bytes - i));
     }
-    /* where the fp16 scales are: first (Q4_0, IQ4_NL, Q8_0), last (CB), d and dmin last (Q2_K) */
-    const size_t doff = base == LB_TYPE_Q2_K ? bs - 4 : base == LB_TYPE_CB2 || base == LB_TYPE_CB3 ? bs - 2 : 0;
+    /* where the fp16 scales are: first (Q4_0, IQ4_NL, Q8_0, Q5_0, IQ4_XS), last (CB, Q3_K, Q6_K), d and
+     * dmin first (Q4_K, Q5_K, Q4_1, Q5_1: d and m) or last (Q2_K) */
+    const int last = base == LB_TYPE_Q2_K || base == LB_TYPE_CB2 || base == LB_TYPE_CB3 || base == LB_TYPE_Q3_K ||
+                     base == LB_TYPE_Q6_K;
+    const int two = base == LB_TYPE_Q2_K || base == LB_TYPE_Q4_K || base == LB_TYPE_Q5_K || base == LB_TYPE_Q4_1 ||
+                    base == LB_TYPE_Q5_1;
+    const size_t doff = !last ? 0 : two ? bs - 4 : bs - 2;
     for (size_t b = 0; b < bytes / bs; b++) {
         const lb_fp16 d = lb_f32_to_fp16(0.001f * (float)(1 + next_rand() % 16));
         memcpy(w + b * bs + doff, &d, 2);
-        if (base == LB_TYPE_Q2_K) memcpy(w + b * bs + doff + 2, &d, 2);
+        if (two) memcpy(w + b * bs + doff + 2, &d, 2);
     }
 }
 

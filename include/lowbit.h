@@ -50,6 +50,7 @@ typedef enum {
     LB_TYPE_Q6_K = 14,
     LB_TYPE_Q8_K = 15,
     LB_TYPE_IQ4_NL = 20,
+    LB_TYPE_IQ4_XS = 23,
     LB_TYPE_I8 = 24,
     LB_TYPE_I16 = 25,
     LB_TYPE_I32 = 26,
@@ -76,6 +77,16 @@ typedef enum {
     LB_TYPE_Q2_K_16X4 = 1012,
     LB_TYPE_CB2_16X4 = 1013,
     LB_TYPE_CB3_16X4 = 1014,
+    /* lowbit-only: the other formats of llama.cpp's K-quant mixes, 16 rows
+     * interleaved the same way (src/formats/repack_kx.h) */
+    LB_TYPE_Q3_K_16X4 = 1015,
+    LB_TYPE_Q4_K_16X4 = 1016,
+    LB_TYPE_Q5_K_16X4 = 1017,
+    LB_TYPE_Q6_K_16X4 = 1018,
+    LB_TYPE_IQ4_XS_16X4 = 1019,
+    LB_TYPE_Q4_1_16X4 = 1020,
+    LB_TYPE_Q5_0_16X4 = 1021,
+    LB_TYPE_Q5_1_16X4 = 1022,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */

@@ -1,4 +1,4 @@
-/* K-quants (Q2_K..Q6_K, Q8_K) and IQ4_NL reference routines:
+/* K-quants (Q2_K..Q6_K, Q8_K), IQ4_NL and IQ4_XS reference routines:
  *  - traits (block size, bytes, bits per weight, activation type);
  *  - dequantization of hand-built blocks against a decoder written here
  *    straight from the documented bit layouts (random bytes, exact scales);
@@ -87,12 +87,19 @@ static double decode_one(int type, const void *blk, int w) {
         const block_iq4_nl *b = blk;
         return (double)lb_fp16_to_f32(b->d) * lb_kvalues_iq4nl[bits(b->qs, w % 16, 4 * (w / 16), 4)];
     }
+    case LB_TYPE_IQ4_XS: { /* 6-bit scale of block w/32: nibble, then 2 bits of scales_h */
+        const block_iq4_xs *b = blk;
+        const int ib = w / 32;
+        const int ls = bits(b->scales_l, ib / 2, 4 * (ib % 2), 4) | (((b->scales_h >> 2 * ib) & 3) << 4);
+        const int q = bits(b->qs, 16 * ib + w % 16, 4 * ((w % 32) / 16), 4);
+        return (double)lb_fp16_to_f32(b->d) * (ls - 32) * lb_kvalues_iq4nl[q];
+    }
     }
     return NAN;
 }
 
 static const int TYPES[] = {LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K, LB_TYPE_Q5_K,
-                            LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_TYPE_IQ4_NL};
+                            LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS};
 #define NTYPES ((int)(sizeof TYPES / sizeof TYPES[0]))
 
 static void test_traits(void) {
@@ -104,6 +111,7 @@ static void test_traits(void) {
         {LB_TYPE_Q6_K, "Q6_K", 256, 210, 6.5625, LB_TYPE_Q8_K},
         {LB_TYPE_Q8_K, "Q8_K", 256, 292, 9.125, LB_TYPE_Q8_K},
         {LB_TYPE_IQ4_NL, "IQ4_NL", 32, 18, 4.5, LB_TYPE_Q8_0},
+        {LB_TYPE_IQ4_XS, "IQ4_XS", 256, 136, 4.25, LB_TYPE_Q8_K},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const lb_type_traits *t = lb_traits(want[i].type);
@@ -141,6 +149,7 @@ static void test_hand_built_blocks(void) {
             case LB_TYPE_Q6_K: ((block_q6_K *)blk)->d = d; break;
             case LB_TYPE_Q8_K: ((block_q8_K *)blk)->d = lb_fp16_to_f32(d); break;
             case LB_TYPE_IQ4_NL: ((block_iq4_nl *)blk)->d = d; break;
+            case LB_TYPE_IQ4_XS: ((block_iq4_xs *)blk)->d = d; break;
             }
             t->to_float(blk, out, t->blck);
             int bad = 0;
@@ -189,6 +198,23 @@ static void test_hand_built_blocks(void) {
     for (int i = 0; i < 16; i++) nl.qs[i] = (uint8_t)(i | (i << 4));
     lb_dequantize_row_iq4_nl(&nl, y, QK4_NL);
     for (int i = 0; i < 32; i++) CHECK(y[i] == 2.0f * lb_kvalues_iq4nl[i % 16]);
+
+    /* IQ4_XS: d=0.5, block ib's 6-bit scale 32+ib-4 (so -4..3; 0 for ib 4),
+     * every byte 0xF0 -> weights 0..15 of a block index 0 (-127), 16..31
+     * index 15 (113). */
+    block_iq4_xs xs;
+    xs.d = lb_f32_to_fp16(0.5f);
+    xs.scales_h = 0;
+    for (int ib = 0; ib < 8; ib++) {
+        const int ls = 32 + ib - 4;
+        if (ib % 2 == 0) xs.scales_l[ib / 2] = (uint8_t)(ls & 0xF);
+        else xs.scales_l[ib / 2] |= (uint8_t)((ls & 0xF) << 4);
+        xs.scales_h |= (uint16_t)((ls >> 4) << 2 * ib);
+    }
+    memset(xs.qs, 0xF0, sizeof xs.qs);
+    lb_dequantize_row_iq4_xs(&xs, y, QK_K);
+    for (int w = 0; w < QK_K; w++)
+        CHECK(y[w] == 0.5f * (float)(w / 32 - 4) * (w % 32 < 16 ? -127.0f : 113.0f));
 }
 
 /* Quantize -> dequantize; returns the error RMS relative to the data RMS. */
@@ -210,16 +236,16 @@ static double rel_rmse(int type, const float *x, int64_t n) {
 
 static void test_roundtrip_error(void) {
     /* Measured relative RMSE (N(0, 0.02^2) / 0.02 * Student-t nu=5, 64 blocks):
-     *           Q2_K  Q3_K  Q4_K  Q5_K   Q6_K   Q8_K   IQ4_NL
-     * gaussian  .302  .152  .0718 .0364  .0181  .0071  .0763
-     * student   .331  .177  .0831 .0420  .0213  .0114  .0884
+     *           Q2_K  Q3_K  Q4_K  Q5_K   Q6_K   Q8_K   IQ4_NL IQ4_XS
+     * gaussian  .302  .152  .0718 .0364  .0181  .0071  .0763  .0769
+     * student   .331  .177  .0831 .0420  .0213  .0114  .0884  .0893
      * The bounds give ~20% margin. These are the format's (and ggml's) own
      * errors: our quantizers produce llama.cpp's bytes (see test_interop). */
     static const struct { int type; double gauss, student; } bound[] = {
         {LB_TYPE_Q2_K, 0.37, 0.40},    {LB_TYPE_Q3_K, 0.185, 0.215},
         {LB_TYPE_Q4_K, 0.088, 0.10},   {LB_TYPE_Q5_K, 0.045, 0.052},
         {LB_TYPE_Q6_K, 0.022, 0.026},  {LB_TYPE_Q8_K, 0.0088, 0.014},
-        {LB_TYPE_IQ4_NL, 0.093, 0.108},
+        {LB_TYPE_IQ4_NL, 0.093, 0.108},    {LB_TYPE_IQ4_XS, 0.093, 0.108},
     };
     float *g = malloc(N * sizeof(float)), *st = malloc(N * sizeof(float));
     uint64_t s = 7;

@@ -12,12 +12,12 @@ static void help(void) {
            "Matrices whose row length is not a multiple of TYPE's block keep a wider type.\n\n"
            "  -t, --threads N   threads (default: all cores)\n"
            "  -h, --help        this help\n"
-           "      --imatrix F   importance matrix from lowbit imatrix (CB2, CB3, Q2_K, Q3_K use it)\n"
+           "      --imatrix F   importance matrix from lowbit imatrix (CB2, CB3, Q2_K, Q3_K, IQ4_XS use it)\n"
            "      --codebooks F CB2/CB3: codebooks from lowbit codebooks (default: discover them\n"
            "                    from IN, with --count N books (4, 8, 16; default 8) and --seed S)\n\n"
            "types:");
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
-                         LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL,
+                         LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS,
                          LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K,
                          LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0_8X8, LB_TYPE_IQ4_NL_4X4,
                          LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8, LB_TYPE_Q8_0_4X4, LB_TYPE_Q8_0_4X8,

@@ -166,7 +166,7 @@ void lb_quantize_row_cb_imp(int type, const float *x, void *y, int64_t k, const 
 /* Importance-weighted quantizers (formats/kquants_imat.c): Q2_K and Q3_K as
  * llama.cpp's imatrix path (ordinary blocks), and the dispatcher the file
  * quantizer uses: quantizes k weights with importance imp[k] and returns 1
- * for CB2, CB3, Q2_K and Q3_K; returns 0 (and writes nothing) for others. */
+ * for CB2, CB3, Q2_K, Q3_K and IQ4_XS; returns 0 (and writes nothing) for others. */
 void lb_quantize_row_q2_K_imat(const float *x, void *y, int64_t k, const float *imp);
 void lb_quantize_row_q3_K_imat(const float *x, void *y, int64_t k, const float *imp);
 int lb_quantize_row_weighted(int type, const float *x, void *y, int64_t k, const float *imp);

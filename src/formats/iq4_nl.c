@@ -17,7 +17,7 @@ const int8_t lb_kvalues_iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 
 /* Index of the codebook value nearest to x; a tie goes to the larger value.
  * Comparing 2x with the sum of two neighbours keeps the midpoint exact. */
-static int best_index_iq4nl(float x) {
+int lb_iq4nl_best_index(float x) {
     const float x2 = x + x;
     int idx = 0;
     for (int step = 8; step > 0; step >>= 1) {
@@ -27,57 +27,62 @@ static int best_index_iq4nl(float x) {
     return idx;
 }
 
-/* One block, as ggml's quantize_row_iq4_nl_impl with no importance matrix:
- * weights x^2, a first scale mapping the largest magnitude to -127, then 15
- * inverse scales around it, keeping the weighted least-squares best. */
-static void quantize_block_iq4_nl(const float *xb, block_iq4_nl *y) {
+/* The per-block search of ggml's quantize_row_iq4_nl_impl (ntry 7), which
+ * IQ4_NL and IQ4_XS both run on every 32 weights: a first scale mapping the
+ * largest magnitude to -127, then 15 inverse scales around it, keeping the
+ * weighted least-squares best. */
+float lb_iq4nl_block_scale(const float *xb, const float *weight) {
     const int ntry = 7;
     const int8_t *values = lb_kvalues_iq4nl;
-    float weight[QK4_NL];
-    uint8_t L[QK4_NL];
-
-    for (int j = 0; j < QK4_NL; j++) weight[j] = xb[j] * xb[j];
     float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < QK4_NL; j++) {
+    for (int j = 0; j < 32; j++) {
         const float ax = fabsf(xb[j]);
         if (ax > amax) {
             amax = ax;
             max = xb[j];
         }
     }
-    float scale = 0.0f;
-    if (amax >= 1e-15f) {
-        float d = -max / (float)values[0];
-        float id = 1.0f / d;
-        float sumqx = 0.0f, sumq2 = 0.0f;
-        for (int j = 0; j < QK4_NL; j++) {
-            const float q = values[best_index_iq4nl(id * xb[j])];
+    if (amax < 1e-15f) return 0.0f; /* ggml's GROUP_MAX_EPS */
+    float d = -max / (float)values[0];
+    float id = 1.0f / d;
+    float sumqx = 0.0f, sumq2 = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        const float q = values[lb_iq4nl_best_index(id * xb[j])];
+        const float w = weight[j];
+        sumqx += w * q * xb[j];
+        sumq2 += w * q * q;
+    }
+    /* ggml divides unguarded; sumq2 is 0 only when every weight is (an
+     * imatrix can say so), where its NaN scale and this 0 encode alike. */
+    d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
+    float best = d * sumqx;
+    for (int itry = -ntry; itry <= ntry; itry++) {
+        id = (float)(itry + values[0]) / max;
+        sumqx = sumq2 = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            const float q = values[lb_iq4nl_best_index(id * xb[j])];
             const float w = weight[j];
             sumqx += w * q * xb[j];
             sumq2 += w * q * q;
         }
-        d = sumq2 > 0.0f ? sumqx / sumq2 : 0.0f;
-        float best = d * sumqx;
-        for (int itry = -ntry; itry <= ntry; itry++) {
-            id = (float)(itry + values[0]) / max;
-            sumqx = sumq2 = 0.0f;
-            for (int j = 0; j < QK4_NL; j++) {
-                const float q = values[best_index_iq4nl(id * xb[j])];
-                const float w = weight[j];
-                sumqx += w * q * xb[j];
-                sumq2 += w * q * q;
-            }
-            if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
-                d = sumqx / sumq2;
-                best = d * sumqx;
-            }
+        if (sumq2 > 0.0f && sumqx * sumqx > best * sumq2) {
+            d = sumqx / sumq2;
+            best = d * sumqx;
         }
-        scale = d;
     }
+    return d;
+}
+
+/* One block, as ggml's quantize_iq4_nl with no importance matrix: weights x^2. */
+static void quantize_block_iq4_nl(const float *xb, block_iq4_nl *y) {
+    float weight[QK4_NL];
+    uint8_t L[QK4_NL];
+    for (int j = 0; j < QK4_NL; j++) weight[j] = xb[j] * xb[j];
+    const float scale = lb_iq4nl_block_scale(xb, weight);
     y->d = lb_f32_to_fp16(scale);
     /* Final indices against the unrounded scale, as ggml. */
     const float id = scale != 0.0f ? 1.0f / scale : 0.0f;
-    for (int j = 0; j < QK4_NL; j++) L[j] = (uint8_t)best_index_iq4nl(id * xb[j]);
+    for (int j = 0; j < QK4_NL; j++) L[j] = (uint8_t)lb_iq4nl_best_index(id * xb[j]);
     for (int j = 0; j < QK4_NL / 2; j++) y->qs[j] = (uint8_t)(L[j] | (L[j + QK4_NL / 2] << 4));
 }
 

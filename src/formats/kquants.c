@@ -1,5 +1,5 @@
-/* Shared K-quant scale searches and the traits of the K-quant and IQ4_NL
- * types. The searches follow ggml's make_qx_quants / make_q3_quants /
+/* Shared K-quant scale searches and the traits of the K-quant, IQ4_NL and
+ * IQ4_XS types. The searches follow ggml's make_qx_quants / make_q3_quants /
  * make_qkx2_quants operation for operation: the float evaluation order is what
  * makes a quantized block byte-identical to llama.cpp's, so every expression
  * keeps ggml's association and conversion points. */
@@ -222,6 +222,9 @@ static const lb_type_traits traits_q8_K = {"Q8_K", QK_K, sizeof(block_q8_K), 1, 
 static const lb_type_traits traits_iq4_nl = {"IQ4_NL", QK4_NL, sizeof(block_iq4_nl), 1,
     LB_TYPE_Q8_0, lb_dequantize_row_iq4_nl, lb_quantize_row_iq4_nl_ref,
     lb_vec_dot_iq4_nl_q8_0_ref};
+static const lb_type_traits traits_iq4_xs = {"IQ4_XS", QK_K, sizeof(block_iq4_xs), 1,
+    LB_TYPE_Q8_K, lb_dequantize_row_iq4_xs, lb_quantize_row_iq4_xs_ref,
+    lb_vec_dot_iq4_xs_q8_K_ref};
 
 const lb_type_traits *lb_kquant_traits(int type) {
     switch (type) {
@@ -232,6 +235,7 @@ const lb_type_traits *lb_kquant_traits(int type) {
     case LB_TYPE_Q6_K: return &traits_q6_K;
     case LB_TYPE_Q8_K: return &traits_q8_K;
     case LB_TYPE_IQ4_NL: return &traits_iq4_nl;
+    case LB_TYPE_IQ4_XS: return &traits_iq4_xs;
     default: return NULL;
     }
 }

@@ -1,4 +1,4 @@
-/* K-quants (Q2_K..Q6_K, Q8_K) and IQ4_NL: llama.cpp-compatible blocks with
+/* K-quants (Q2_K..Q6_K, Q8_K), IQ4_NL and IQ4_XS: llama.cpp-compatible blocks with
  * scalar reference dequantize / quantize / dot.
  *
  * K-quants store 256 weights per super-block with one or two fp16 super-scales
@@ -115,6 +115,30 @@ void lb_vec_dot_q8_K_q8_K_ref(int64_t n, float *s, const void *w, const void *a)
 void lb_quantize_row_iq4_nl_ref(const float *x, void *y, int64_t k);
 void lb_dequantize_row_iq4_nl(const void *x, float *y, int64_t k);
 void lb_vec_dot_iq4_nl_q8_0_ref(int64_t n, float *s, const void *w, const void *a);
+
+/* 4.25 bits per weight: IQ4_NL's codebook in super-blocks of 256, with one
+ * fp16 super-scale and a signed 6-bit scale per 32 weights (stored +32, low
+ * 4 bits in scales_l, nibble ib%2 of byte ib/2; top 2 bits at bit 2*ib of
+ * scales_h): value = d * (ls - 32) * kvalues_iq4nl[index]. */
+typedef struct {
+    lb_fp16 d;
+    uint16_t scales_h;
+    uint8_t scales_l[QK_K / 64];
+    uint8_t qs[QK_K / 2]; /* per 32 weights: 16 bytes, low nibbles 0..15, high 16..31 */
+} block_iq4_xs;
+static_assert(sizeof(block_iq4_xs) == 136, "block_iq4_xs size");
+
+/* What llama-quantize writes for IQ4_XS without an importance matrix
+ * (ggml's quantize_iq4_xs); with one, imp[k] as llama-quantize --imatrix. */
+void lb_quantize_row_iq4_xs_ref(const float *x, void *y, int64_t k);
+void lb_quantize_row_iq4_xs_imat(const float *x, void *y, int64_t k, const float *imp);
+void lb_dequantize_row_iq4_xs(const void *x, float *y, int64_t k);
+void lb_vec_dot_iq4_xs_q8_K_ref(int64_t n, float *s, const void *w, const void *a);
+
+/* Shared by IQ4_NL and IQ4_XS (formats/iq4_nl.c): the nearest codebook
+ * index, and the weighted scale search of one block of 32 (0 if all ~zero). */
+int lb_iq4nl_best_index(float x);
+float lb_iq4nl_block_scale(const float *xb, const float *weight);
 
 /* ---- helpers shared by the K-quant files (formats/kquants.c) ---- */
 

@@ -3,7 +3,9 @@
  * llama-quantize is given --imatrix: every weight's error counts
  * qw[i] * sqrt(sigma2 + x[i]^2), the sub-block scales (and Q2_K's mins) are
  * searched with those weights, and the 4-/6-bit scale codes are themselves
- * fitted by a weighted search. The blocks are ordinary Q2_K / Q3_K. */
+ * fitted by a weighted search. The blocks are ordinary Q2_K / Q3_K. IQ4_XS's
+ * weighted form lives with its format (formats/iq4_xs.c); the dispatcher at
+ * the end routes it. */
 #include <math.h>
 
 #include "formats/cb.h"
@@ -170,6 +172,7 @@ int lb_quantize_row_weighted(int type, const float *x, void *y, int64_t k, const
     case LB_TYPE_CB3: lb_quantize_row_cb_imp(type, x, y, k, imp); return 1;
     case LB_TYPE_Q2_K: lb_quantize_row_q2_K_imat(x, y, k, imp); return 1;
     case LB_TYPE_Q3_K: lb_quantize_row_q3_K_imat(x, y, k, imp); return 1;
+    case LB_TYPE_IQ4_XS: lb_quantize_row_iq4_xs_imat(x, y, k, imp); return 1; /* formats/iq4_xs.c */
     default: return 0;
     }
 }

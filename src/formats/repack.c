@@ -7,6 +7,8 @@
 
 #include <omp.h>
 
+#include "formats/repack_kx.h"
+
 static const lb_repack_layout layouts[] = {
     {LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0, 4, 4},     {LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0, 4, 8},
     {LB_TYPE_Q4_0_8X8, LB_TYPE_Q4_0, 8, 8},     {LB_TYPE_IQ4_NL_4X4, LB_TYPE_IQ4_NL, 4, 4},
@@ -16,6 +18,11 @@ static const lb_repack_layout layouts[] = {
     /* super-block formats, 16 rows (formats/repack_kq.c); keep these last */
     {LB_TYPE_Q2_K_16X4, LB_TYPE_Q2_K, 16, 4},   {LB_TYPE_CB2_16X4, LB_TYPE_CB2, 16, 4},
     {LB_TYPE_CB3_16X4, LB_TYPE_CB3, 16, 4},
+    /* the other K-quant mix formats, 16 rows (formats/repack_kx.c) */
+    {LB_TYPE_Q3_K_16X4, LB_TYPE_Q3_K, 16, 4},   {LB_TYPE_Q4_K_16X4, LB_TYPE_Q4_K, 16, 4},
+    {LB_TYPE_Q5_K_16X4, LB_TYPE_Q5_K, 16, 4},   {LB_TYPE_Q6_K_16X4, LB_TYPE_Q6_K, 16, 4},
+    {LB_TYPE_IQ4_XS_16X4, LB_TYPE_IQ4_XS, 16, 4}, {LB_TYPE_Q4_1_16X4, LB_TYPE_Q4_1, 16, 4},
+    {LB_TYPE_Q5_0_16X4, LB_TYPE_Q5_0, 16, 4},   {LB_TYPE_Q5_1_16X4, LB_TYPE_Q5_1, 16, 4},
 };
 enum { N_LAYOUTS = sizeof layouts / sizeof layouts[0] };
 
@@ -107,6 +114,10 @@ void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int6
         lb_repack_kq_tensor(L, plain, packed, K, N);
         return;
     }
+    if (lb_repack_is_kx(L->base)) {
+        lb_repack_kx_tensor(L, plain, packed, K, N);
+        return;
+    }
     const int64_t nb = K / 32, groups = N / L->rows;
     const size_t row_size = (size_t)nb * base_block_size(L), gsize = row_size * (size_t)L->rows;
 #pragma omp parallel for schedule(static) if (groups * nb > 4096)
@@ -121,6 +132,10 @@ void lb_unpack_tensor(int type, const void *packed, void *plain, int64_t K, int6
     if (!L) return;
     if (lb_repack_is_kq(L->base)) {
         lb_unpack_kq_tensor(L, packed, plain, K, N);
+        return;
+    }
+    if (lb_repack_is_kx(L->base)) {
+        lb_unpack_kx_tensor(L, packed, plain, K, N);
         return;
     }
     const int64_t nb = K / 32, groups = N / L->rows;
@@ -177,6 +192,8 @@ static const lb_type_traits repack_traits[N_LAYOUTS] = {
 const lb_type_traits *lb_repack_traits(int type) {
     const lb_type_traits *kq = lb_repack_kq_traits(type);
     if (kq) return kq;
+    const lb_type_traits *kx = lb_repack_kx_traits(type);
+    if (kx) return kx;
     for (int i = 0; i < N_LAYOUTS; i++)
         if (layouts[i].type == type) return &repack_traits[i];
     return NULL;

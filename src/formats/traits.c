@@ -69,6 +69,7 @@ int lb_type_fallback(int type, int64_t ne0) {
     int sub = -1;
     switch (type) {
     case LB_TYPE_Q2_K: case LB_TYPE_Q3_K: sub = LB_TYPE_IQ4_NL; break;
+    case LB_TYPE_IQ4_XS: sub = LB_TYPE_IQ4_NL; break; /* same codebook, blocks of 32 */
     case LB_TYPE_CB2: case LB_TYPE_CB3: sub = LB_TYPE_IQ4_NL; break; /* as Q2_K / Q3_K */
     case LB_TYPE_Q4_K: sub = LB_TYPE_Q5_0; break;
     case LB_TYPE_Q5_K: sub = LB_TYPE_Q5_1; break;

@@ -43,7 +43,7 @@ static inline uint64_t lb_row_size(int type, int64_t ne0) {
 /* Whether ne0 (row length) can be stored in type. */
 int lb_type_fits_row(int type, int64_t ne0);
 /* The type a tensor falls back to when its rows don't fit `type`: K-quants
- * as llama-quantize (Q2_K/Q3_K -> IQ4_NL, Q4_K -> Q5_0, Q5_K -> Q5_1,
+ * as llama-quantize (Q2_K/Q3_K/IQ4_XS -> IQ4_NL, Q4_K -> Q5_0, Q5_K -> Q5_1,
  * Q6_K -> Q8_0), other quantized types -> Q8_0; F16 if that doesn't fit either. */
 int lb_type_fallback(int type, int64_t ne0);
 

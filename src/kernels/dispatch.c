@@ -13,6 +13,8 @@
 #include "formats/cb.h"
 #include "kernels/x86/cb_x86.h"
 #include "kernels/x86/kq_repack_avx512.h"
+#include "kernels/kx_kernels.h"
+#include "kernels/x86/kx_avx512.h"
 
 /* Entries name the first seven lb_kernel fields; the fields appended later
  * (gemv, act_rows, ...) default to zero for them. */
@@ -36,6 +38,7 @@ static const lb_kernel lb_kernel_list[] = {
     /* interleaved (repacked) types, kernels/repack_kernels.h */
     LB_REPACK_REF_KERNELS,
     LB_KQ_REPACK_REF_KERNELS, /* Q2_K / CB2 / CB3 16-row layouts, kernels/kq_repack_avx512.h */
+    LB_KX_REF_KERNELS, /* Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 16-row layouts, kernels/kx_kernels.h */
 #if LB_HAVE_ARM_KERNELS
     LB_ARM_KERNELS, /* kernels/arm_kernels.h: neon, dotprod, i8mm */
     LB_ARM_KQ_KERNELS, /* kernels/arm_kq.h: Q2_K, CB2, CB3 at neon, dotprod, i8mm */
@@ -46,6 +49,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_REPACK_AVX512_KERNELS, /* kernels/repack_avx512.h */
     LB_REPACK_AMX_KERNELS, /* kernels/repack_amx.h */
     LB_KQ_REPACK_AVX512_KERNELS, /* kernels/kq_repack_avx512.h (need VBMI) */
+    LB_KX_AVX512_KERNELS, /* kernels/x86/kx_avx512.h: Q3_K..Q6_K, IQ4_XS */
     {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
     {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},

@@ -62,6 +62,40 @@ __attribute__((target("avx2"))) static double run_avx2(void) {
     lb_peak_sink_ = _mm256_extract_epi32(s, 0);
     return 32.0 * CHAINS * ITERS;
 }
+/* AMX: tdpbssd on tiles that never leave the tile unit, 4 accumulators
+ * (16 x 16 int32) fed by 2 A tiles and 2 B tiles (16 x 64 int8): each
+ * tdpbssd is 16 x 16 x 64 multiply-adds. Every thread configures its own
+ * tiles (the state is per thread; Linux granted it at detection). */
+#include "kernels/x86/amx_config.h"
+enum { AMX_ITERS = 1 << 17 };
+static const lb_amx_config peak_cfg __attribute__((aligned(64))) = {
+    1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
+__attribute__((target("amx-tile,amx-int8,avx512f"))) static double run_amx(void) {
+    static const int8_t src[16][64] __attribute__((aligned(64))) = {{3}};
+    int32_t out[16][16] __attribute__((aligned(64)));
+    _tile_loadconfig(&peak_cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, src, 64);
+    _tile_loadd(5, src, 64);
+    _tile_loadd(6, src, 64);
+    _tile_loadd(7, src, 64);
+    for (long i = 0; i < AMX_ITERS; i++) {
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+    }
+    _tile_stored(0, out, 64);
+    long long s = out[0][0];
+    _tile_stored(3, out, 64);
+    s += out[15][15];
+    _tile_release();
+    lb_peak_sink_ = s;
+    return 4.0 * 16 * 16 * 64 * AMX_ITERS;
+}
 #elif defined(__aarch64__)
 #include <arm_neon.h>
 __attribute__((target("arch=armv8.2-a+dotprod"))) static double run_dotprod(void) {
@@ -87,6 +121,7 @@ static peak_fn pick(const char **what) {
     const lb_isa l = lb_cpu_level();
     *what = "";
 #if defined(__x86_64__)
+    if (l == LB_ISA_AMX) { *what = "AMX tdpbssd"; return run_amx; }
     if (l == LB_ISA_AVX512) { *what = "zmm vpdpbusd"; return run_avx512; }
     if (l == LB_ISA_AVX2 && (lb_cpu_extra_features() & LB_CPU_AVXVNNI)) { *what = "ymm vpdpbusd (AVX-VNNI)"; return run_avxvnni; }
     if (l == LB_ISA_AVX2) { *what = "ymm vpmaddubsw + vpmaddwd"; return run_avx2; }

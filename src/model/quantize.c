@@ -25,6 +25,7 @@ static int ftype_of(int type) {
     case LB_TYPE_Q5_K: return 16;
     case LB_TYPE_Q6_K: return 18;
     case LB_TYPE_IQ4_NL: return 25;
+    case LB_TYPE_IQ4_XS: return 30;
     case LB_TYPE_BF16: return 32;
     default: return -1;
     }

@@ -12,7 +12,8 @@ static void say_progress(void *user, const char *what, int done, int total) {
 }
 
 static int takes_importance(int type) {
-    return type == LB_TYPE_CB2 || type == LB_TYPE_CB3 || type == LB_TYPE_Q2_K || type == LB_TYPE_Q3_K;
+    return type == LB_TYPE_CB2 || type == LB_TYPE_CB3 || type == LB_TYPE_Q2_K || type == LB_TYPE_Q3_K ||
+           type == LB_TYPE_IQ4_XS;
 }
 
 /* The output's books: from o->codebooks, else discovered from the input. */

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "formats/repack.h"
+#include "formats/repack_kx.h"
 
 enum { MODE_UNSET = -1, MODE_OFF, MODE_AUTO, MODE_4X4, MODE_4X8, MODE_8X8 };
 static int repack_mode = MODE_UNSET;
@@ -53,13 +54,14 @@ static const int prefs_i8mm[][2] = {{4, 8}, {8, 8}, {4, 4}};
 static const int prefs_dotprod[][2] = {{4, 4}, {4, 8}, {8, 8}};
 
 int lb_repack_target(int type) {
-    const int kq = type == LB_TYPE_Q2_K || type == LB_TYPE_CB2 || type == LB_TYPE_CB3;
+    const int kq = lb_repack_is_kq(type) || lb_repack_is_kx(type);
     if (type != LB_TYPE_Q4_0 && type != LB_TYPE_IQ4_NL && type != LB_TYPE_Q8_0 && !kq) return type;
     const int mode = mode_in_force();
     if (mode == MODE_OFF) return type;
     if (kq) {
-        /* the super-block formats have one layout, 16 rows (formats/repack.h),
-         * used in every mode but off where a non-scalar kernel exists (the
+        /* the super-block formats (and the legacy types of K-quant mixes)
+         * have one layout, 16 rows (formats/repack.h, repack_kx.h), used in
+         * every mode but off where a non-scalar kernel exists (Q2_K's
          * AVX-512 one needs VBMI; without it the plain AVX2 kernels stay) */
         const int t = lb_repack_find(type, 16, 4);
         const lb_kernel *k = t >= 0 ? lb_kernel_get(t) : NULL;
@@ -129,8 +131,12 @@ lb_status lb_model_repack(lb_model *m) {
     if (s) return s;
     if (mode_in_force() == MODE_OFF) return LB_OK;
     const double t0 = lb_time_s();
-    static const int bases[6] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_TYPE_Q2_K, LB_TYPE_CB2, LB_TYPE_CB3};
-    tally t[6] = {{0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}};
+    static const int bases[] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_TYPE_Q2_K, LB_TYPE_CB2,
+                                LB_TYPE_CB3,  LB_TYPE_Q3_K,   LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K,
+                                LB_TYPE_IQ4_XS, LB_TYPE_Q4_1, LB_TYPE_Q5_0, LB_TYPE_Q5_1};
+    enum { NB = sizeof bases / sizeof bases[0] };
+    tally t[NB];
+    for (int i = 0; i < NB; i++) t[i] = (tally){0, 0, -1};
     /* One buffer per layer (and one for the output): its 2 MiB pages are
      * huge pages (lb_malloc_huge), which most single matrices are too
      * small to fill, and at most one layer's plain and repacked copies are
@@ -166,7 +172,7 @@ lb_status lb_model_repack(lb_model *m) {
             /* a tied output gets its own copy: the embedding keeps plain rows */
             repack_matrix(m, w, to[i], w->data != m->tok_embd.data, buf + off[i]);
             int bi = 0;
-            while (bi < 5 && bases[bi] != from) bi++;
+            while (bi < NB - 1 && bases[bi] != from) bi++;
             tally *c = &t[bi];
             c->n++;
             c->bytes += w->row_size * (uint64_t)w->N;
@@ -174,7 +180,7 @@ lb_status lb_model_repack(lb_model *m) {
         }
     }
     if (s) return s;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < NB; i++)
         if (t[i].n)
             lb_log(1, "repacked %d %s matrices (%.1f MiB) to %s for kernel %s in %.2f s\n", t[i].n,
                    lb_type_name(lb_type_base(t[i].to_type)), t[i].bytes / 1048576.0, lb_type_name(t[i].to_type),

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "formats/kquants.h"
+#include "formats/repack.h"
 
 #define LB_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define LB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
@@ -563,5 +564,16 @@ LB_AVX512 void lb_vec_dot_iq4_nl_q8_0_avx512(int64_t n, float *s, const void *vw
     float sum = hsum512_ps(acc);
     for (; b < nb; b++) sum += iq4nl_tail_avx2(&x[b], &y[b]);
     *s = sum;
+}
+LB_AVX2 void lb_quantize_q8_Kx4_avx2(const float *x, size_t ldx, void *vy, int64_t k) {
+    lb_block_q8_Kx4 *y = vy;
+    block_q8_K blk;
+    for (int64_t b = 0; b < k / QK_K; b++)
+        for (int m = 0; m < 4; m++) {
+            lb_quantize_row_q8_K_avx2(x + m * ldx + b * QK_K, &blk, QK_K);
+            y[b].d[m] = blk.d;
+            memcpy(y[b].qs[m], blk.qs, QK_K);
+            lb_q8_K_bsum_forms(blk.bsums, y[b].b64[m], y[b].bsp[m], &y[b].b128[m]);
+        }
 }
 #endif

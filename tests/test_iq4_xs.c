@@ -1,0 +1,288 @@
+/* IQ4_XS against llama.cpp, with the fixture in tests/data/iq4_xs (how it
+ * was made: tests/data/README.md, scripts/make-iq4xs-fixture.sh):
+ *  - dequantizing llama-quantize's blk.0.attn_q / blk.0.ffn_down gives
+ *    llama.cpp's own floats bit for bit (first rows stored, all by SHA-256);
+ *  - our quantizer on ../shared/interop/tiny-F32.gguf reproduces the bytes of
+ *    all 21 tensors of llama-quantize --pure's IQ4_XS file (SHA-256 each),
+ *    through the row quantizer and through lb_quantize_file, whose output
+ *    then loads and runs;
+ *  - bytes llama.cpp writes for an all-zero super-block, a negative maximum,
+ *    the IQ4_XS -> IQ4_NL fallback and the importance-weighted path. */
+#include <math.h>
+
+#include "core/common.h"
+#include "formats/cb.h"
+#include "formats/kquants.h"
+#include "gguf/gguf.h"
+#include "test_util.h"
+
+/* ---- SHA-256 (FIPS 180-4), enough to compare with sha256sum ---- */
+static uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+static void sha256_block(uint32_t h[8], const uint8_t *p) {
+    static const uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+    uint32_t w[64], v[8];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++)
+        w[i] = w[i - 16] + (ror(w[i - 15], 7) ^ ror(w[i - 15], 18) ^ (w[i - 15] >> 3)) + w[i - 7] +
+               (ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10));
+    memcpy(v, h, sizeof v);
+    for (int i = 0; i < 64; i++) {
+        const uint32_t t1 = v[7] + (ror(v[4], 6) ^ ror(v[4], 11) ^ ror(v[4], 25)) + ((v[4] & v[5]) ^ (~v[4] & v[6])) + k[i] + w[i];
+        const uint32_t t2 = (ror(v[0], 2) ^ ror(v[0], 13) ^ ror(v[0], 22)) + ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
+        memmove(v + 1, v, 7 * sizeof v[0]);
+        v[4] += t1;
+        v[0] = t1 + t2;
+    }
+    for (int i = 0; i < 8; i++) h[i] += v[i];
+}
+
+/* Lower-case hex digest of n bytes into hex[65]. */
+static void sha256_hex(const void *data, size_t n, char hex[65]) {
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    const uint8_t *p = data;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) sha256_block(h, p + i);
+    uint8_t tail[128] = {0};
+    const size_t r = n - i, len = r < 56 ? 64 : 128;
+    memcpy(tail, p + i, r);
+    tail[r] = 0x80;
+    for (int b = 0; b < 8; b++) tail[len - 1 - b] = (uint8_t)(((uint64_t)n * 8) >> (8 * b));
+    for (size_t j = 0; j < len; j += 64) sha256_block(h, tail + j);
+    for (int j = 0; j < 8; j++) snprintf(hex + 8 * j, 9, "%08x", h[j]);
+}
+
+/* ---- the fixture ---- */
+static const char *data_path(const char *name) { /* tests/data/iq4_xs beside this file */
+    static char buf[4][4096];
+    static int k = 0;
+    k = (k + 1) % 4;
+    const char *f = __FILE__, *slash = strrchr(f, '/');
+    snprintf(buf[k], sizeof buf[k], "%.*sdata/iq4_xs/%s", slash ? (int)(slash - f + 1) : 0, f, name);
+    return buf[k];
+}
+
+/* The digest listed for `name` in a sha256sum-style manifest; 0 if absent. */
+static int manifest_sha(const char *manifest, const char *name, char hex[65]) {
+    char *text = NULL;
+    size_t len = 0;
+    if (lb_read_file(data_path(manifest), &text, &len)) return 0;
+    int found = 0;
+    for (char *line = text; line && *line && !found;) {
+        char *end = strchr(line, '\n');
+        if (end) *end = 0;
+        char h[65], nm[256];
+        if (sscanf(line, "%64s %255s", h, nm) == 2 && !strcmp(nm, name)) found = 1, memcpy(hex, h, 65);
+        line = end ? end + 1 : NULL;
+    }
+    free(text);
+    return found;
+}
+
+static int64_t n_elements(const gguf_tensor *t) {
+    int64_t n = 1;
+    for (int d = 0; d < t->n_dims; d++) n *= t->ne[d];
+    return n;
+}
+
+/* llama.cpp's dequantization of the two stored tensors, bit for bit. */
+static void test_fixture_dequant(void) {
+    static const char *const names[2][2] = {{"blk.0.attn_q.weight", "attn_q.head.f32"},
+                                            {"blk.0.ffn_down.weight", "ffn_down.head.f32"}};
+    gguf_file *g = NULL;
+    CHECK_OK(gguf_open(data_path("tiny-IQ4_XS-2t.gguf"), &g));
+    if (!g) return;
+    uint32_t ft = 0;
+    CHECK(gguf_get_u32(g, "general.file_type", &ft) && ft == 30); /* LLAMA_FTYPE_MOSTLY_IQ4_XS */
+    for (int k = 0; k < 2; k++) {
+        const gguf_tensor *t = gguf_find_tensor(g, names[k][0]);
+        CHECK_MSG(t && t->type == LB_TYPE_IQ4_XS, "%s missing or not IQ4_XS", names[k][0]);
+        if (!t || t->type != LB_TYPE_IQ4_XS) continue;
+        const int64_t n = n_elements(t);
+        float *y = malloc((size_t)n * sizeof *y);
+        lb_traits(LB_TYPE_IQ4_XS)->to_float(t->data, y, n);
+        char *head = NULL;
+        size_t head_len = 0;
+        CHECK_OK(lb_read_file(data_path(names[k][1]), &head, &head_len));
+        CHECK(head_len > 0 && head_len % (t->ne[0] * 4) == 0 && head_len <= (size_t)n * 4);
+        if (head && head_len <= (size_t)n * 4) {
+            int64_t n_diff = 0;
+            for (size_t i = 0; i < head_len / 4; i++) n_diff += memcmp(head + 4 * i, &y[i], 4) != 0;
+            CHECK_MSG(n_diff == 0, "%s: %lld of the first %zu values differ from llama.cpp's", names[k][0],
+                      (long long)n_diff, head_len / 4);
+        }
+        char want[65] = "", got[65];
+        CHECK(manifest_sha("dequant.sha256", names[k][0], want));
+        sha256_hex(y, (size_t)n * 4, got);
+        CHECK_MSG(!strcmp(want, got), "%s: dequantization's SHA-256 %s, llama.cpp's %s", names[k][0], got, want);
+        free(head);
+        free(y);
+    }
+    gguf_close(g);
+}
+
+/* Our row quantizer on every tensor of tiny-F32 against the digests of
+ * llama-quantize's bytes; the two stored tensors are compared per block too. */
+static void test_requantize(const gguf_file *f32) {
+    gguf_file *fix = NULL;
+    CHECK_OK(gguf_open(data_path("tiny-IQ4_XS-2t.gguf"), &fix));
+    int n_checked = 0;
+    for (int64_t i = 0; i < gguf_n_tensors(f32); i++) {
+        const gguf_tensor *t = gguf_tensor_at(f32, i);
+        char name[256], want[65] = "", got[65];
+        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+        CHECK_MSG(manifest_sha("tensors.sha256", name, want), "%s not in tensors.sha256", name);
+        const int64_t n = n_elements(t);
+        if (t->type != LB_TYPE_F32 || !want[0]) continue;
+        if (t->n_dims < 2) { /* norms stay F32: the same bytes */
+            sha256_hex(t->data, t->size, got);
+            CHECK_MSG(!strcmp(want, got), "%s: F32 copy differs", name);
+            continue;
+        }
+        float *x = malloc((size_t)n * sizeof *x);
+        uint8_t *q = malloc((size_t)(n / QK_K) * sizeof(block_iq4_xs));
+        memcpy(x, t->data, (size_t)n * sizeof *x); /* the mapping may be unaligned */
+        for (int64_t r = 0; r < n / t->ne[0]; r++)
+            lb_quantize_row_iq4_xs_ref(x + r * t->ne[0], q + r * (t->ne[0] / QK_K) * sizeof(block_iq4_xs), t->ne[0]);
+        const size_t nbytes = (size_t)(n / QK_K) * sizeof(block_iq4_xs);
+        sha256_hex(q, nbytes, got);
+        CHECK_MSG(!strcmp(want, got), "%s: requantized bytes differ from llama-quantize's", name);
+        const gguf_tensor *ft = fix ? gguf_find_tensor(fix, name) : NULL;
+        if (ft && ft->size == nbytes) {
+            int64_t n_same = 0;
+            for (size_t b = 0; b < nbytes / sizeof(block_iq4_xs); b++)
+                n_same += !memcmp(q + b * sizeof(block_iq4_xs), (const uint8_t *)ft->data + b * sizeof(block_iq4_xs),
+                                  sizeof(block_iq4_xs));
+            CHECK_MSG(n_same == (int64_t)(nbytes / sizeof(block_iq4_xs)), "%s: %lld of %zu blocks identical", name,
+                      (long long)n_same, nbytes / sizeof(block_iq4_xs));
+        }
+        n_checked++;
+        free(x);
+        free(q);
+    }
+    CHECK(n_checked == 16);
+    printf("requantized %d matrices of tiny-F32: every byte as llama-quantize --pure IQ4_XS\n", n_checked);
+    if (fix) gguf_close(fix);
+}
+
+/* lb_quantize_file writes llama-quantize's tensor bytes; the file loads and runs. */
+static void test_quantize_file_and_run(void) {
+    char out[4200];
+    snprintf(out, sizeof out, "%s", lb_test_tmp("tiny-lowbit-IQ4_XS.gguf"));
+    lb_quantize_params qp = {LB_TYPE_IQ4_XS, 2, NULL, NULL};
+    lb_quantize_stats st;
+    CHECK_OK(lb_quantize_file(lb_test_shared("interop/tiny-F32.gguf"), out, &qp, &st));
+    CHECK(st.n_quantized == 16 && st.n_fallback == 0);
+    gguf_file *g = NULL;
+    CHECK_OK(gguf_open(out, &g));
+    if (g) {
+        int n_same = 0;
+        for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+            const gguf_tensor *t = gguf_tensor_at(g, i);
+            char name[256], want[65] = "", got[65];
+            snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
+            sha256_hex(t->data, t->size, got);
+            n_same += manifest_sha("tensors.sha256", name, want) && !strcmp(want, got);
+        }
+        CHECK_MSG(n_same == 21 && gguf_n_tensors(g) == 21, "%d of 21 tensors as llama-quantize's", n_same);
+        uint32_t ft = 0;
+        CHECK(gguf_get_u32(g, "general.file_type", &ft) && ft == 30);
+        gguf_close(g);
+    }
+    lb_model *m = NULL;
+    lb_context *ctx = NULL;
+    lb_context_params cp = lb_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    CHECK_OK(lb_model_load(out, NULL, &m));
+    if (m) CHECK_OK(lb_context_new(m, &cp, &ctx));
+    if (ctx) {
+        const int nv = lb_model_n_vocab(m);
+        int32_t toks[16];
+        for (int i = 0; i < 16; i++) toks[i] = (int32_t)((i * 37 + 1) % nv);
+        float *logits = malloc((size_t)16 * nv * sizeof *logits);
+        CHECK_OK(lb_eval(ctx, toks, 16, 0, logits, 1));
+        int finite = 1;
+        for (int64_t i = 0; i < (int64_t)16 * nv; i++) finite &= isfinite(logits[i]) != 0;
+        CHECK_MSG(finite, "IQ4_XS model gives non-finite logits");
+        free(logits);
+    }
+    lb_context_free(ctx);
+    lb_model_free(m);
+    remove(out);
+}
+
+/* Cases checked against llama.cpp's quantize_iq4_xs when this was written. */
+static void test_edges(void) {
+    float x[QK_K], y[QK_K];
+    block_iq4_xs b;
+    /* All zero: ggml stores d = -0 (0x8000), every scale -32+32 = 0 in 6 bits
+     * as 32 (scales_h 0b10 per block), and index 8 (value 1) everywhere. */
+    memset(x, 0, sizeof x);
+    lb_quantize_row_iq4_xs_ref(x, &b, QK_K);
+    CHECK(b.d == 0x8000 && b.scales_h == 0xAAAA);
+    int ok = 1;
+    for (int i = 0; i < 4; i++) ok &= b.scales_l[i] == 0;
+    for (int i = 0; i < 128; i++) ok &= b.qs[i] == 0x88;
+    CHECK_MSG(ok, "all-zero super-block not as llama.cpp writes it");
+    lb_dequantize_row_iq4_xs(&b, y, QK_K);
+    for (int i = 0; i < QK_K; i++) ok &= y[i] == 0.0f;
+    CHECK(ok);
+
+    /* A negative maximum far above the rest decodes within fp16's rounding
+     * of itself. The codebook's long end (-127) fits it with a positive block
+     * scale, the largest, which becomes -32 steps of a negative d. */
+    uint64_t s = 3;
+    for (int i = 0; i < QK_K; i++) x[i] = 0.01f * lb_test_randf(&s);
+    x[200] = -1000.0f;
+    lb_quantize_row_iq4_xs_ref(x, &b, QK_K);
+    lb_dequantize_row_iq4_xs(&b, y, QK_K);
+    CHECK_MSG(fabsf(y[200] + 1000.0f) < 1.0f, "outlier -1000 decodes to %g", (double)y[200]);
+    CHECK(lb_fp16_to_f32(b.d) < 0.0f && ((b.scales_l[3] & 0xF) | (((b.scales_h >> 12) & 3) << 4)) == 0); /* block 6 */
+
+    /* Rows that don't fit 256 fall back as llama-quantize: IQ4_NL, else F16. */
+    CHECK(lb_type_fallback(LB_TYPE_IQ4_XS, 512) == LB_TYPE_IQ4_XS);
+    CHECK(lb_type_fallback(LB_TYPE_IQ4_XS, 288) == LB_TYPE_IQ4_NL);
+    CHECK(lb_type_fallback(LB_TYPE_IQ4_XS, 48) == LB_TYPE_F16);
+
+    /* Importance: weighting the even weights x100 lowers their error. */
+    enum { K = 64 * QK_K };
+    float *w = malloc(K * sizeof *w), *imp = malloc(K * sizeof *imp), *yd = malloc(K * sizeof *yd);
+    uint8_t *q = malloc((K / QK_K) * sizeof(block_iq4_xs));
+    for (int i = 0; i < K; i++) w[i] = lb_test_randf(&s) + 0.3f * lb_test_randf(&s) * lb_test_randf(&s);
+    for (int i = 0; i < K; i++) imp[i] = i % 2 ? 1.0f : 100.0f;
+    double err[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) CHECK(lb_quantize_row_weighted(LB_TYPE_IQ4_XS, w, q, K, imp) == 1);
+        else lb_quantize_row_iq4_xs_ref(w, q, K);
+        lb_dequantize_row_iq4_xs(q, yd, K);
+        for (int i = 0; i < K; i += 2) err[pass] += ((double)yd[i] - w[i]) * ((double)yd[i] - w[i]);
+    }
+    printf("IQ4_XS error on the weighted half: %.4g plain, %.4g with importance\n", err[0], err[1]);
+    CHECK(err[1] < 0.9 * err[0]);
+    free(w), free(imp), free(yd), free(q);
+}
+
+int main(void) {
+    test_fixture_dequant();
+    test_edges();
+    if (!lb_test_have(lb_test_shared("interop/tiny-F32.gguf"))) {
+        printf("no %s: requantization and model checks skipped\n", lb_test_shared("interop/tiny-F32.gguf"));
+        return lb_test_result("test_iq4_xs");
+    }
+    gguf_file *f32 = NULL;
+    CHECK_OK(gguf_open(lb_test_shared("interop/tiny-F32.gguf"), &f32));
+    if (f32) test_requantize(f32);
+    if (f32) gguf_close(f32);
+    test_quantize_file_and_run();
+    return lb_test_result("test_iq4_xs");
+}
