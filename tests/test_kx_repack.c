@@ -135,6 +135,15 @@ static float *int_acts(int64_t K, int M, uint64_t *seed) {
     return x;
 }
 
+/* Every activation at +-127 with one sign per 16 (alternating by row): the
+ * Q8_K block sums reach +-2032 and the int16/int32 partial sums their limits. */
+static float *extreme_acts(int64_t K, int M) {
+    float *x = malloc(sizeof(float) * K * M);
+    for (int m = 0; m < M; m++)
+        for (int64_t k = 0; k < K; k++) x[m * K + k] = ((k / 16 + m) & 1) ? -127.0f : 127.0f;
+    return x;
+}
+
 static float *rand_acts(int64_t K, int M, uint64_t *seed) {
     float *x = malloc(sizeof(float) * K * M);
     for (int64_t i = 0; i < K * M; i++) x[i] = lb_test_randf(seed) * (i % 61 == 0 ? 8.0f : 1.0f);
@@ -314,6 +323,9 @@ static void test_kernels(void) {
             uint8_t *plain = unit_rows(base, K, N, &seed);
             float *x = int_acts(K, 37, &seed);
             run_case(base, plain, K, N, x, 37, 1, "unit scales");
+            free(x);
+            x = extreme_acts(K, 18);
+            run_case(base, plain, K, N, x, 18, 1, "extreme activations");
             free(plain);
             free(x);
         }
@@ -351,5 +363,14 @@ int main(void) {
     test_act_quantizers();
     test_kernels();
     test_dispatch();
+    if (lb_cpu_extra_features() & LB_CPU_AVXVNNI) {
+        /* once more without AVX-VNNI: the plain AVX2 products at the avx2 level */
+        printf("again without AVX-VNNI\n");
+        lb_cpu_disable_features(LB_CPU_AVXVNNI);
+        test_act_quantizers();
+        test_kernels();
+        test_dispatch();
+        lb_cpu_disable_features(0);
+    }
     return lb_test_result("test_kx_repack");
 }
