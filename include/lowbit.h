@@ -123,8 +123,8 @@ int lb_model_n_vocab(const lb_model *m);
 int lb_model_n_ctx_train(const lb_model *m);
 int lb_model_n_embd(const lb_model *m);
 int lb_model_n_layer(const lb_model *m);
-int64_t lb_model_n_params(const lb_model *m);
-uint64_t lb_model_size_bytes(const lb_model *m);   /* bytes of weights */
+int64_t lb_model_n_params(const lb_model *m);  /* every tensor of the file, as llama.cpp counts */
+uint64_t lb_model_size_bytes(const lb_model *m);   /* bytes of every tensor in the file (llama_model_size) */
 const char *lb_model_arch(const lb_model *m);
 const char *lb_model_desc(const lb_model *m);       /* e.g. "llama 260K Q8_0" */
 /* Which kernel serves each weight type, one line per type. */

@@ -48,4 +48,24 @@ expect_fail "bad thread list" "bad thread list" "$LOWBIT" bench --synthetic stor
 need_shared models/stories260K-f32.gguf
 "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 32 -n 8 -r 3 -t 2 > "$WORK/file.log" 2>&1 \
   && rows_ok "$WORK/file.log" 2 && ok "model file: pp32 and tg8 rows" || bad "model file: $(tail -n 2 "$WORK/file.log")"
+
+# The model column names the file type as llama.cpp does: from general.file_type
+# (this llama.cpp-written file says 15), else guessed from the tensors (the
+# stories file has no key and only F32 tensors). Size and params as llama-bench
+# prints them: every tensor counted (info's "MiB of tensors"), in MiB / M.
+row_of() { grep -m1 -E '\| tg2 \|' "$1"; }
+grep -qE '^\| llama [0-9.]+[KMB] all F32 \(guessed\) \| [0-9]+\.[0-9]{2} MiB \| [0-9]+\.[0-9]{2} M \|' "$WORK/file.log" \
+  && ok "no general.file_type: 'all F32 (guessed)'" || bad "stories260K row: $(grep -m1 pp32 "$WORK/file.log")"
+synth_row=$(grep -m1 -E '\| pp16 \|' "$WORK/bench.log")
+grep -qE '^\| llama [0-9.]+M Q4_0 \(synthetic stories15m\) \| [0-9.]+ MiB \| [0-9.]+ M \|' <<<"$synth_row" \
+  && ok "synthetic model named by its type" || bad "synthetic row: $synth_row"
+need_shared interop/tiny-Q4_K_M.gguf
+tiny=$SHARED/interop/tiny-Q4_K_M.gguf
+"$LOWBIT" bench -m "$tiny" -p 8 -n 2 -r 1 -t 1 --no-roofline > "$WORK/q4km.log" 2>&1
+row=$(row_of "$WORK/q4km.log")
+grep -qE '^\| llama [0-9.]+[KMB] Q4_K - Medium \| ' <<<"$row" && ok "file_type 15: 'Q4_K - Medium'" \
+  || bad "tiny-Q4_K_M row: ${row:-$(tail -n 2 "$WORK/q4km.log")}"
+mib=$("$LOWBIT" info "$tiny" 2>/dev/null | sed -n 's/^bits per weight: .*(\([0-9.]*\) MiB of tensors)$/\1/p')
+[ -n "$mib" ] && grep -qF "| $mib MiB |" <<<"$row" && ok "size column counts every tensor ($mib MiB)" \
+  || bad "size column of '$row' is not info's ${mib:-?} MiB of tensors"
 finish

@@ -1,6 +1,8 @@
 /* lowbit bench: prompt processing (ppN: N tokens in one batch) and text
  * generation (tgN: N tokens one at a time) speed, as llama-bench reports them:
- * mean +/- standard deviation over repetitions, after one warm-up. */
+ * mean +/- standard deviation over repetitions, after one warm-up. Like
+ * llama-bench, every pass ends in the output head: pp computes the logits of
+ * its last token, tg those of every token. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,10 @@
 
 static void help(void) {
     /* CLI_COMMON_HELP less its -t line: bench's -t takes a list (below) */
-    printf("usage: lowbit bench (-m MODEL | --synthetic SHAPE [--type TYPE]) [options]\n\n");
+    printf("usage: lowbit bench (-m MODEL | --synthetic SHAPE [--type TYPE]) [options]\n\n"
+           "Tokens/s of prompt processing (ppN: one batch of N) and generation (tgN: N\n"
+           "tokens one at a time) as llama-bench measures them: pp ends in the logits of\n"
+           "its last token, tg computes every token's.\n\n");
     for (const char *p = CLI_COMMON_HELP, *nl; *p; p = nl + 1) {
         nl = strchr(p, '\n');
         if (!nl) break;
@@ -66,10 +71,12 @@ static void stats(const double *v, int n, double *mean, double *sd) {
 /* Per token, over every matrix product (the embedding table is only read a
  * row from, attention is left out): weight bytes a decoded token streams
  * (macs = 0: the bandwidth roofline of tg), or weight multiply-adds (macs =
- * 1: the int8 roofline of pp). */
-static double per_token(const lb_model *m, int macs) {
+ * 1: the int8 roofline of pp). The output head counts with head_share: 1 for
+ * tg, 1/n for ppN (logits of its last token only). A tied head is counted
+ * here, once, as output: the embedding table is m->output's data then. */
+static double per_token(const lb_model *m, int macs, double head_share) {
     const lb_matrix *out = &m->output;
-    double v = macs ? (double)out->K * (double)out->N : (double)out->row_size * (double)out->N;
+    double v = head_share * (macs ? (double)out->K * (double)out->N : (double)out->row_size * (double)out->N);
     for (int il = 0; il < m->hp.n_layer; il++) {
         const lb_layer *l = &m->layers[il];
         const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
@@ -87,15 +94,18 @@ static int int8_weights(const lb_model *m) {
     return t != LB_TYPE_F32 && t != LB_TYPE_F16 && t != LB_TYPE_BF16;
 }
 
-/* tokens/s of one run: pp = one batch, tg = n single-token passes */
-static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int is_pp, double *tps) {
+/* tokens/s of one run: pp = one batch, tg = n single-token passes, each
+ * with the logits into `logits` (n_vocab floats) as llama-bench has them:
+ * without, the pass would skip the output head, a large share of a small
+ * model (170 of gemma-3-270m's 235 MiB) */
+static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int is_pp, float *logits, double *tps) {
     double t0 = lb_time_s();
     lb_status s;
     if (is_pp) {
-        s = lb_eval(ctx, toks, n, 0, NULL, 0);
+        s = lb_eval(ctx, toks, n, 0, logits, 0);
     } else {
         s = LB_OK;
-        for (int i = 0; i < n && s == LB_OK; i++) s = lb_eval(ctx, toks + i, 1, i, NULL, 0);
+        for (int i = 0; i < n && s == LB_OK; i++) s = lb_eval(ctx, toks + i, 1, i, logits, 0);
     }
     double dt = lb_time_s() - t0;
     *tps = n / (dt > 0 ? dt : 1e-9);
@@ -164,17 +174,27 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < n_tg; i++) max_tok = LB_MAX(max_tok, tg[i]);
     int32_t *toks = malloc((size_t)max_tok * sizeof *toks);
     double *runs = malloc((size_t)reps * sizeof *runs);
-    if (!toks || !runs) { free(toks); free(runs); lb_model_free(m); return CLI_FAIL; }
+    float *logits = malloc((size_t)lb_model_n_vocab(m) * sizeof *logits);
+    if (!toks || !runs || !logits) {
+        fprintf(stderr, "lowbit bench: out of memory\n");
+        free(toks); free(runs); free(logits); lb_model_free(m);
+        return CLI_FAIL;
+    }
     uint64_t r = 12345;
     for (int i = 0; i < max_tok; i++) {
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         toks[i] = (int32_t)((r >> 33) % (uint64_t)lb_model_n_vocab(m));
     }
 
-    char size[32];
-    const double bytes = (double)lb_model_size_bytes(m);
-    if (bytes < 0.01 * 1073741824.0) snprintf(size, sizeof size, "%.2f MiB", bytes / 1048576.0);
+    /* size and params as llama-bench prints them: every tensor of the file
+     * (lb_model_size_bytes counts as llama_model_size does), MiB below 1 GiB,
+     * parameters in M below 1e9 */
+    char size[32], params[32];
+    const double bytes = (double)lb_model_size_bytes(m), np = (double)lb_model_n_params(m);
+    if (bytes < 1073741824.0) snprintf(size, sizeof size, "%.2f MiB", bytes / 1048576.0);
     else snprintf(size, sizeof size, "%.2f GiB", bytes / 1073741824.0);
+    if (np < 1e9) snprintf(params, sizeof params, "%.2f M", np / 1e6);
+    else snprintf(params, sizeof params, "%.2f B", np / 1e9);
     printf("| model | size | params | isa | threads | test | t/s |\n");
     printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
     int rc = CLI_OK, bw_threads = 0, pk_threads = 0;
@@ -193,23 +213,20 @@ int cmd_bench(int argc, char **argv) {
                 cp.n_threads = th[ti];
                 if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("bench", s); rc = CLI_FAIL; break; }
                 double warm;
-                run_test(ctx, toks, kind == 0 ? n : LB_MIN(n, 4), kind == 0, &warm);
+                run_test(ctx, toks, kind == 0 ? n : LB_MIN(n, 4), kind == 0, logits, &warm);
                 for (int i = 0; i < reps && rc == CLI_OK; i++) {
                     if (lb_cancel_requested()) rc = 130;
-                    else if ((s = run_test(ctx, toks, n, kind == 0, &runs[i]))) { cli_error("bench", s); rc = CLI_FAIL; }
+                    else if ((s = run_test(ctx, toks, n, kind == 0, logits, &runs[i]))) { cli_error("bench", s); rc = CLI_FAIL; }
                 }
                 if (rc == CLI_OK) {
                     double mean, sd;
                     stats(runs, reps, &mean, &sd);
-                    /* parameters like llama-bench (1.10 B), in M below 0.01 B */
-                    const double np = (double)lb_model_n_params(m);
-                    printf("| %s | %s | %.2f %s | %s | %d | %s%d | %.2f ± %.2f |\n", lb_model_desc(m), size,
-                           np < 1e7 ? np / 1e6 : np / 1e9, np < 1e7 ? "M" : "B", lb_isa_name(lb_cpu_level()),
-                           lb_context_threads(ctx),
+                    printf("| %s | %s | %s | %s | %d | %s%d | %.2f ± %.2f |\n", lb_model_desc(m), size,
+                           params, lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
                            kind == 0 ? "pp" : "tg", n, mean, sd);
                     fflush(stdout);
                     if (kind == 0) {
-                        const double ops = 2.0 * per_token(m, 1), gops = ops * mean / 1e9;
+                        const double ops = 2.0 * per_token(m, 1, 1.0 / n), gops = ops * mean / 1e9;
                         const int i8 = int8_weights(m);
                         fprintf(stderr, "  pp%d: %.2f G weight multiply-adds per token: %.0f %sGOPS", n, ops / 2e9, gops,
                                 i8 ? "int8 " : "");
@@ -224,7 +241,7 @@ int cmd_bench(int argc, char **argv) {
                         fprintf(stderr, "\n");
                     }
                     if (kind == 1) {
-                        const double wb = per_token(m, 0), gbs = wb * mean / 1e9;
+                        const double wb = per_token(m, 0, 1.0), gbs = wb * mean / 1e9;
                         fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s", n, wb / 1048576.0, gbs);
                         /* the roofline: read bandwidth measured now, on as many threads
                          * (once per thread count: tg sizes share it) */
@@ -244,6 +261,7 @@ int cmd_bench(int argc, char **argv) {
     }
     free(toks);
     free(runs);
+    free(logits);
     lb_model_free(m);
     return rc;
 }

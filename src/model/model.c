@@ -2,14 +2,87 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formats/repack.h"
 #include "model/model.h"
 #include "model/repack.h"
 
-static void count_matrix(lb_model *m, const lb_matrix *w, uint64_t *bytes_by_type, int64_t *params) {
+static void count_matrix(const lb_matrix *w, uint64_t *bytes_by_type, int64_t *params) {
     if (!w->data) return;
     *params += w->K * w->N;
     bytes_by_type[w->type] += (uint64_t)w->row_size * (uint64_t)w->N;
-    (void)m;
+}
+
+/* llama.cpp's name of a general.file_type value (LLAMA_FTYPE_*, as its
+ * llama_model_ftype_name), so desc reads like llama-bench's model column. */
+static const char *ftype_name(uint32_t ft) {
+    static const char *const names[] = {
+        [0] = "all F32", [1] = "F16", [2] = "Q4_0", [3] = "Q4_1", [7] = "Q8_0", [8] = "Q5_0", [9] = "Q5_1",
+        [10] = "Q2_K - Medium", [11] = "Q3_K - Small", [12] = "Q3_K - Medium", [13] = "Q3_K - Large",
+        [14] = "Q4_K - Small", [15] = "Q4_K - Medium", [16] = "Q5_K - Small", [17] = "Q5_K - Medium",
+        [18] = "Q6_K", [19] = "IQ2_XXS - 2.0625 bpw", [20] = "IQ2_XS - 2.3125 bpw", [21] = "Q2_K - Small",
+        [22] = "IQ3_XS - 3.3 bpw", [23] = "IQ3_XXS - 3.0625 bpw", [24] = "IQ1_S - 1.5625 bpw",
+        [25] = "IQ4_NL - 4.5 bpw", [26] = "IQ3_S - 3.4375 bpw", [27] = "IQ3_S mix - 3.66 bpw",
+        [28] = "IQ2_S - 2.5 bpw", [29] = "IQ2_M - 2.7 bpw", [30] = "IQ4_XS - 4.25 bpw",
+        [31] = "IQ1_M - 1.75 bpw", [32] = "BF16", [36] = "TQ1_0 - 1.69 bpw ternary",
+        [37] = "TQ2_0 - 2.06 bpw ternary"};
+    return ft < sizeof names / sizeof *names ? names[ft] : NULL;
+}
+
+/* The file type llama.cpp guesses from a tensor type when general.file_type
+ * is absent (a K-quant is taken for its _M mix); -1 for types it lacks. */
+static int ftype_of_type(int t) {
+    switch (lb_type_base(t)) {
+    case LB_TYPE_F32: return 0;
+    case LB_TYPE_F16: return 1;
+    case LB_TYPE_BF16: return 32;
+    case LB_TYPE_Q4_0: return 2;
+    case LB_TYPE_Q4_1: return 3;
+    case LB_TYPE_Q5_0: return 8;
+    case LB_TYPE_Q5_1: return 9;
+    case LB_TYPE_Q8_0: return 7;
+    case LB_TYPE_Q2_K: return 10;
+    case LB_TYPE_Q3_K: return 12;
+    case LB_TYPE_Q4_K: return 15;
+    case LB_TYPE_Q5_K: return 17;
+    case LB_TYPE_Q6_K: return 18;
+    case LB_TYPE_IQ4_NL: return 25;
+    case LB_TYPE_IQ4_XS: return 30;
+    default: return -1;
+    }
+}
+
+/* From the file, as llama.cpp counts: size and parameters over every tensor
+ * (llama_model_size / llama_model_n_params: norms and biases included, a
+ * tied output counted once as it is stored once), and the file type from
+ * general.file_type, else guessed from the type most tensors have. */
+static lb_status from_file(lb_model *m, const gguf_file *g) {
+    enum { NT = 2048 };
+    int *count = calloc(NT, sizeof *count);
+    if (!count) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    uint64_t bytes = 0;
+    int64_t params = 0;
+    int top = -1, top_count = 0;
+    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
+        const gguf_tensor *t = gguf_tensor_at(g, i);
+        int64_t n = 1;
+        for (int d = 0; d < t->n_dims; d++) n *= t->ne[d];
+        params += n;
+        bytes += t->size;
+        if (t->type < NT && ++count[t->type] > top_count) { top_count = count[t->type]; top = (int)t->type; }
+    }
+    free(count);
+    m->n_params = params;
+    m->weight_bytes = bytes;
+    uint32_t ft;
+    if (gguf_get_u32(g, "general.file_type", &ft)) {
+        if (ftype_name(ft)) snprintf(m->ftype_name, sizeof m->ftype_name, "%s", ftype_name(ft));
+        else snprintf(m->ftype_name, sizeof m->ftype_name, "file type %u (unknown)", ft);
+    } else if (top >= 0) {
+        const int gf = ftype_of_type(top);
+        snprintf(m->ftype_name, sizeof m->ftype_name, "%s (guessed)",
+                 gf >= 0 ? ftype_name((uint32_t)gf) : lb_type_name(top) ? lb_type_name(top) : "?");
+    }
+    return LB_OK;
 }
 
 lb_status lb_model_finish(lb_model *m) {
@@ -21,18 +94,16 @@ lb_status lb_model_finish(lb_model *m) {
     if (!bytes) return lb_fail(LB_ERR_NOMEM, "out of memory");
     int64_t params = 0;
     const lb_hparams *hp = &m->hp;
-    count_matrix(m, &m->tok_embd, bytes, &params);
-    if (!tied) count_matrix(m, &m->output, bytes, &params);
+    count_matrix(&m->tok_embd, bytes, &params);
+    if (!tied) count_matrix(&m->output, bytes, &params);
     for (int il = 0; il < hp->n_layer; il++) {
         const lb_layer *l = &m->layers[il];
         const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (int i = 0; i < 7; i++) count_matrix(m, ws[i], bytes, &params);
+        for (int i = 0; i < 7; i++) count_matrix(ws[i], bytes, &params);
         params += 2 * (int64_t)hp->n_embd; /* norms */
     }
     params += hp->n_embd;
     uint64_t total = 0;
-    int main_type = -1;
-    uint64_t main_bytes = 0;
     size_t cap = 4096, len = 0;
     char *sum = malloc(cap);
     if (!sum) { free(bytes); return lb_fail(LB_ERR_NOMEM, "out of memory"); }
@@ -40,23 +111,23 @@ lb_status lb_model_finish(lb_model *m) {
     for (int t = 0; t < NT; t++) {
         if (!bytes[t]) continue;
         total += bytes[t];
-        if (bytes[t] > main_bytes) { main_bytes = bytes[t]; main_type = t; }
         const lb_kernel *k = lb_kernel_get(t);
         len += (size_t)snprintf(sum + len, cap - len, "  %-6s weights: %8.2f MiB, kernel %s (%s)\n",
                                 lb_type_name(t), bytes[t] / 1048576.0, k ? k->name : "none",
                                 lb_isa_name(lb_cpu_level()));
         if (len >= cap - 200) break;
     }
-    free(bytes);
     m->kernel_summary = sum;
+    /* a model built in memory: its matrices plus the F32 norms a file of it would hold */
     m->n_params = params;
-    m->weight_bytes = total;
+    m->weight_bytes = total + 4 * (uint64_t)hp->n_embd * (2 * (uint64_t)hp->n_layer + 1);
+    free(bytes);
+    if (m->gguf && (rs = from_file(m, m->gguf)) != LB_OK) return rs;
     char size[32];
-    if (params >= 1000000000) snprintf(size, sizeof size, "%.1fB", params / 1e9);
-    else if (params >= 1000000) snprintf(size, sizeof size, "%.0fM", params / 1e6);
-    else snprintf(size, sizeof size, "%.0fK", params / 1e3);
-    snprintf(m->desc, sizeof m->desc, "%s %s %s", hp->arch_name, size,
-             main_type >= 0 ? lb_type_name(main_type) : "?");
+    if (m->n_params >= 1000000000) snprintf(size, sizeof size, "%.1fB", m->n_params / 1e9);
+    else if (m->n_params >= 1000000) snprintf(size, sizeof size, "%.0fM", m->n_params / 1e6);
+    else snprintf(size, sizeof size, "%.0fK", m->n_params / 1e3);
+    snprintf(m->desc, sizeof m->desc, "%s %s %s", hp->arch_name, size, m->ftype_name[0] ? m->ftype_name : "?");
     return LB_OK;
 }
 

@@ -52,6 +52,9 @@ struct lb_model {
     lb_tokenizer *tok;        /* NULL for synthetic models */
     int n_threads;
     char desc[128];
+    /* the type part of desc when the builder knows it (synthetic: its type);
+     * empty: lb_model_finish names it from the file's general.file_type */
+    char ftype_name[40];
     char *kernel_summary;
     int64_t n_params;
     uint64_t weight_bytes;

@@ -142,6 +142,9 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
             {&l->w_gate, d, ff}, {&l->w_up, d, ff}, {&l->w_down, ff, d}};
         for (int i = 0; i < 7 && s == LB_OK; i++) s = random_matrix(m, type, mats[i].K, mats[i].N, seed++, mats[i].w);
     }
+    /* no file type to name: the type asked for (matrices that don't fit its
+     * block keep a wider one, as in a file llama-quantize writes) */
+    snprintf(m->ftype_name, sizeof m->ftype_name, "%s", lb_type_name(type));
     if (s == LB_OK) s = lb_model_finish(m);
     if (s != LB_OK) {
         lb_model_free(m);
