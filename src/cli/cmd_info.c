@@ -137,9 +137,15 @@ int cmd_info(int argc, char **argv) {
                count_by_type[t], (long long)params_by_type[t], bytes_by_type[t] / 1048576.0,
                params_by_type[t] ? 8.0 * bytes_by_type[t] / params_by_type[t] : 0.0, k ? k->name : "none (cannot compute)");
         const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */
-        if (rt != t)
-            printf("  %-8s matrices repacked at load to %s (token_embd stays), kernel: %s\n", "", lb_type_name(rt),
+        if (rt != t) {
+            /* the embedding keeps its plain rows for lookups; a tied head
+             * (no output.weight) multiplies by a repacked copy of it */
+            const gguf_tensor *te = gguf_find_tensor(g, "token_embd.weight");
+            const int tied = !gguf_find_tensor(g, "output.weight") && te && (int)te->type == t;
+            printf("  %-8s matrices repacked at load to %s (token_embd keeps its rows%s), kernel: %s\n", "",
+                   lb_type_name(rt), tied ? "; the tied output head gets a repacked copy" : "",
                    lb_kernel_get(rt)->name);
+        }
     }
     printf("\nparameters: %lld (%.3f M)\n", (long long)total_params, total_params / 1e6);
     printf("bits per weight: %.3f overall (%.2f MiB of tensors)\n",
