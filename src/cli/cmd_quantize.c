@@ -22,7 +22,9 @@ static void help(void) {
                          LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0_8X8, LB_TYPE_IQ4_NL_4X4,
                          LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8, LB_TYPE_Q8_0_4X4, LB_TYPE_Q8_0_4X8,
                          LB_TYPE_Q8_0_8X8, LB_TYPE_CB2, LB_TYPE_CB3, LB_TYPE_Q2_K_16X4, LB_TYPE_CB2_16X4,
-                         LB_TYPE_CB3_16X4};
+                         LB_TYPE_CB3_16X4, LB_TYPE_Q3_K_16X4, LB_TYPE_Q4_K_16X4, LB_TYPE_Q5_K_16X4,
+                         LB_TYPE_Q6_K_16X4, LB_TYPE_IQ4_XS_16X4, LB_TYPE_Q4_1_16X4, LB_TYPE_Q5_0_16X4,
+                         LB_TYPE_Q5_1_16X4};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const lb_type_traits *t = lb_traits(types[i]);
         if (t && lb_traits(lb_type_base(types[i]))->from_float) printf(" %s (%.2f bpw)", t->name, lb_type_bits_per_weight(types[i]));
