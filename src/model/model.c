@@ -28,9 +28,11 @@ static const char *ftype_name(uint32_t ft) {
     return ft < sizeof names / sizeof *names ? names[ft] : NULL;
 }
 
-/* The file type llama.cpp guesses from a tensor type when general.file_type
- * is absent (a K-quant is taken for its _M mix); -1 for types it lacks. */
-static int ftype_of_type(int t) {
+/* llama.cpp's general.file_type (LLAMA_FTYPE_*) for a file of type t (its
+ * base type): mixed = 0, every matrix is t, as lowbit quantize writes it
+ * (Q4_K, Q5_K: the _S names); mixed = 1, t is the type most tensors have, as
+ * llama.cpp guesses when the key is absent (_M). -1 for types it lacks. */
+int lb_llama_ftype(int t, int mixed) {
     switch (lb_type_base(t)) {
     case LB_TYPE_F32: return 0;
     case LB_TYPE_F16: return 1;
@@ -42,8 +44,8 @@ static int ftype_of_type(int t) {
     case LB_TYPE_Q8_0: return 7;
     case LB_TYPE_Q2_K: return 10;
     case LB_TYPE_Q3_K: return 12;
-    case LB_TYPE_Q4_K: return 15;
-    case LB_TYPE_Q5_K: return 17;
+    case LB_TYPE_Q4_K: return mixed ? 15 : 14;
+    case LB_TYPE_Q5_K: return mixed ? 17 : 16;
     case LB_TYPE_Q6_K: return 18;
     case LB_TYPE_IQ4_NL: return 25;
     case LB_TYPE_IQ4_XS: return 30;
@@ -78,7 +80,7 @@ static lb_status from_file(lb_model *m, const gguf_file *g) {
         if (ftype_name(ft)) snprintf(m->ftype_name, sizeof m->ftype_name, "%s", ftype_name(ft));
         else snprintf(m->ftype_name, sizeof m->ftype_name, "file type %u (unknown)", ft);
     } else if (top >= 0) {
-        const int gf = ftype_of_type(top);
+        const int gf = lb_llama_ftype(top, 1);
         snprintf(m->ftype_name, sizeof m->ftype_name, "%s (guessed)",
                  gf >= 0 ? ftype_name((uint32_t)gf) : lb_type_name(top) ? lb_type_name(top) : "?");
     }

@@ -85,6 +85,9 @@ struct lb_context {
 /* Register a buffer to be freed with the model. Returns p (NULL on OOM). */
 void *lb_model_own(lb_model *m, void *p);
 
+/* llama.cpp's general.file_type for a file of type t (model.c); -1 if none. */
+int lb_llama_ftype(int t, int mixed);
+
 /* Fills kernel_summary, desc, counts, once weights are in place. */
 lb_status lb_model_finish(lb_model *m);
 

@@ -5,31 +5,10 @@
 #include <stdlib.h>
 
 #include "formats/repack.h"
+#include "model/model.h"
 #include "model/quantize_extras.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
-
-/* llama.cpp's general.file_type values for the types we write */
-static int ftype_of(int type) {
-    switch (type) {
-    case LB_TYPE_F32: return 0;
-    case LB_TYPE_F16: return 1;
-    case LB_TYPE_Q4_0: return 2;
-    case LB_TYPE_Q4_1: return 3;
-    case LB_TYPE_Q5_0: return 8;
-    case LB_TYPE_Q5_1: return 9;
-    case LB_TYPE_Q8_0: return 7;
-    case LB_TYPE_Q2_K: return 10;
-    case LB_TYPE_Q3_K: return 12;
-    case LB_TYPE_Q4_K: return 14;
-    case LB_TYPE_Q5_K: return 16;
-    case LB_TYPE_Q6_K: return 18;
-    case LB_TYPE_IQ4_NL: return 25;
-    case LB_TYPE_IQ4_XS: return 30;
-    case LB_TYPE_BF16: return 32;
-    default: return -1;
-    }
-}
 
 /* Which tensors take the target type: matrices, not norms or 1-D vectors. */
 static int is_quantizable(const gguf_tensor *t) {
@@ -134,7 +113,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (!w || !types) { s = lb_fail(LB_ERR_NOMEM, "out of memory"); goto done; }
     for (int64_t i = 0; i < gguf_n_kv(in) && s == LB_OK; i++) s = gguf_writer_copy_kv(w, gguf_kv_at(in, i));
     if (s == LB_OK) {
-        int ft = ftype_of(target_base);
+        int ft = lb_llama_ftype(target_base, 0);
         s = ft >= 0 ? gguf_writer_set_u32(w, "general.file_type", (uint32_t)ft)
                     : gguf_find_kv(in, "general.file_type") ? gguf_writer_remove_kv(w, "general.file_type") : LB_OK;
     }
