@@ -36,6 +36,7 @@
 #include "formats/repack.h"
 #include "kernels/cpu.h"
 #include "kernels/x86/prefetch_x86.h"
+#include "kernels/x86/q8_block_avx2.h"
 
 #define LB_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define INLINE LB_AVX2 static inline __attribute__((always_inline))
@@ -52,15 +53,6 @@ enum { L44, L48, L88 };   /* layout */
 
 /* ---- activations: 4 rows quantized and interleaved in one pass ---- */
 
-/* roundf semantics (ties away from zero), as the reference quantizer. */
-INLINE __m256i round_away(__m256 x) {
-    const __m256 sign = _mm256_and_ps(x, _mm256_set1_ps(-0.0f));
-    const __m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    const __m256 frac = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_sub_ps(x, t));
-    const __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-    return _mm256_cvttps_epi32(_mm256_add_ps(t, _mm256_and_ps(up, _mm256_or_ps(_mm256_set1_ps(1.0f), sign))));
-}
-
 INLINE int32_t hsum_epi32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
@@ -71,24 +63,12 @@ INLINE int32_t hsum_epi32(__m256i v) {
 /* One Q8_0 block of 32 floats, as lb_quantize_row_q8_0_ref: quants in
  * order, the scale (fp16-rounded, widened) and 8x the quant sum. */
 INLINE __m256i quantize_block(const float *x, float *d_out, int32_t *s_out) {
-    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    const __m256 v0 = _mm256_loadu_ps(x), v1 = _mm256_loadu_ps(x + 8);
-    const __m256 v2 = _mm256_loadu_ps(x + 16), v3 = _mm256_loadu_ps(x + 24);
-    const __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_and_ps(v0, absmask), _mm256_and_ps(v1, absmask)),
-                                   _mm256_max_ps(_mm256_and_ps(v2, absmask), _mm256_and_ps(v3, absmask)));
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float d = _mm_cvtss_f32(m4) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    float d;
+    int32_t sum;
+    const __m256i q = lb_q8_block32_avx2(x, &d, &sum);
     *d_out = _cvtsh_ss(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    const __m256 vid = _mm256_set1_ps(id);
-    const __m256i i0 = round_away(_mm256_mul_ps(v0, vid)), i1 = round_away(_mm256_mul_ps(v1, vid));
-    const __m256i i2 = round_away(_mm256_mul_ps(v2, vid)), i3 = round_away(_mm256_mul_ps(v3, vid));
-    *s_out = 8 * hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
-    /* packs interleave 128-bit lanes; the permute restores element order */
-    const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    *s_out = 8 * sum;
+    return q;
 }
 
 LB_AVX2 void lb_quantize_q8_0x4_c8_avx2(const float *x, size_t ldx, void *vy, int64_t k) {
