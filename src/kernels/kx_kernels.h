@@ -24,14 +24,18 @@
     {T, LB_KX_ACT_##a, LB_ISA_SCALAR, #w "x16_" #a "_16x4_ref", LB_KX_QACT_##a, NULL,                     \
      lb_gemm_##w##x16_##a##x4_16x4_ref, lb_gemv_##w##x16_##a##_16x4_ref, 4, LB_KX_X4_##a}
 
-#define LB_KX_REF_KERNELS                                        \
-    LB_KX_REF_ENTRY(LB_TYPE_Q3_K_16X4, q3_K, q8_K),              \
-    LB_KX_REF_ENTRY(LB_TYPE_Q4_K_16X4, q4_K, q8_K),              \
-    LB_KX_REF_ENTRY(LB_TYPE_Q5_K_16X4, q5_K, q8_K),              \
-    LB_KX_REF_ENTRY(LB_TYPE_Q6_K_16X4, q6_K, q8_K),              \
-    LB_KX_REF_ENTRY(LB_TYPE_IQ4_XS_16X4, iq4_xs, q8_K),          \
-    LB_KX_REF_ENTRY(LB_TYPE_Q4_1_16X4, q4_1, q8_1),              \
-    LB_KX_REF_ENTRY(LB_TYPE_Q5_0_16X4, q5_0, q8_0),              \
-    LB_KX_REF_ENTRY(LB_TYPE_Q5_1_16X4, q5_1, q8_1)
+/* The eight layouts as (type, weight name, activation name), for the
+ * per-level entry lists: LB_KX_TYPE_LIST(ENTRY) gives ENTRY(T, w, a), ... */
+#define LB_KX_TYPE_LIST(E)                         \
+    E(LB_TYPE_Q3_K_16X4, q3_K, q8_K),              \
+    E(LB_TYPE_Q4_K_16X4, q4_K, q8_K),              \
+    E(LB_TYPE_Q5_K_16X4, q5_K, q8_K),              \
+    E(LB_TYPE_Q6_K_16X4, q6_K, q8_K),              \
+    E(LB_TYPE_IQ4_XS_16X4, iq4_xs, q8_K),          \
+    E(LB_TYPE_Q4_1_16X4, q4_1, q8_1),              \
+    E(LB_TYPE_Q5_0_16X4, q5_0, q8_0),              \
+    E(LB_TYPE_Q5_1_16X4, q5_1, q8_1)
+
+#define LB_KX_REF_KERNELS LB_KX_TYPE_LIST(LB_KX_REF_ENTRY)
 
 #endif

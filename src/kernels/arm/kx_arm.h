@@ -55,15 +55,7 @@ LB_KX_ARM_DECL(q5_1, q8_1)
     {T, LB_KX_ACT_##a, LB_ISA_I8MM, #w "x16_" #a "_16x4_i8mm", LB_KX_QACT_##a, NULL,                           \
      lb_gemm_##w##x16_##a##_16x4_i8mm, NULL}
 
-#define LB_KX_ARM_KERNELS                                   \
-    LB_KX_ARM_ENTRIES(LB_TYPE_Q3_K_16X4, q3_K, q8_K),       \
-    LB_KX_ARM_ENTRIES(LB_TYPE_Q4_K_16X4, q4_K, q8_K),       \
-    LB_KX_ARM_ENTRIES(LB_TYPE_Q5_K_16X4, q5_K, q8_K),       \
-    LB_KX_ARM_ENTRIES(LB_TYPE_Q6_K_16X4, q6_K, q8_K),       \
-    LB_KX_ARM_ENTRIES(LB_TYPE_IQ4_XS_16X4, iq4_xs, q8_K),   \
-    LB_KX_ARM_ENTRIES(LB_TYPE_Q4_1_16X4, q4_1, q8_1),       \
-    LB_KX_ARM_ENTRIES(LB_TYPE_Q5_0_16X4, q5_0, q8_0),       \
-    LB_KX_ARM_ENTRIES(LB_TYPE_Q5_1_16X4, q5_1, q8_1)
+#define LB_KX_ARM_KERNELS LB_KX_TYPE_LIST(LB_KX_ARM_ENTRIES)
 
 #endif
 #endif

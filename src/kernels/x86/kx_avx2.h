@@ -56,17 +56,8 @@ LB_KX_AVX2_DECL(q5_1, q8_1)
 #define LB_KX_AVX2_ENTRY(T, w, a) LB_KX_AVX2_ENTRY_ISA(T, w, a, avx2, 0)
 #define LB_KX_AVXVNNI_ENTRY(T, w, a) LB_KX_AVX2_ENTRY_ISA(T, w, a, avxvnni, LB_CPU_AVXVNNI)
 
-#define LB_KX_AVX2_LIST(E)                         \
-    E(LB_TYPE_Q3_K_16X4, q3_K, q8_K),              \
-    E(LB_TYPE_Q4_K_16X4, q4_K, q8_K),              \
-    E(LB_TYPE_Q5_K_16X4, q5_K, q8_K),              \
-    E(LB_TYPE_Q6_K_16X4, q6_K, q8_K),              \
-    E(LB_TYPE_IQ4_XS_16X4, iq4_xs, q8_K),          \
-    E(LB_TYPE_Q4_1_16X4, q4_1, q8_1),              \
-    E(LB_TYPE_Q5_0_16X4, q5_0, q8_0),              \
-    E(LB_TYPE_Q5_1_16X4, q5_1, q8_1)
-#define LB_KX_AVX2_KERNELS LB_KX_AVX2_LIST(LB_KX_AVX2_ENTRY)
-#define LB_KX_AVXVNNI_KERNELS LB_KX_AVX2_LIST(LB_KX_AVXVNNI_ENTRY)
+#define LB_KX_AVX2_KERNELS LB_KX_TYPE_LIST(LB_KX_AVX2_ENTRY)
+#define LB_KX_AVXVNNI_KERNELS LB_KX_TYPE_LIST(LB_KX_AVXVNNI_ENTRY)
 #endif
 
 #endif
