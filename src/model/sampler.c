@@ -70,8 +70,9 @@ static int by_logit_desc(const void *a, const void *b) {
 }
 
 /* The largest of l[0..n), n a multiple of LANES: independent lanes, so the
- * compiler emits vector max instructions (a vocabulary of 262144 logits is
- * scanned every token; one dependent compare per logit took ~0.2 ms). */
+ * compiler emits vector max instructions (gemma-3-270m scans 262144 logits
+ * a token: the scalar scan with a reloaded best, after a copy of them, cost
+ * about 1.3 ms of its 7.9 ms per generated token). */
 enum { LANES = 16 };
 static float max_of(const float *l, int n) {
     float m[LANES];
