@@ -87,6 +87,20 @@ typedef enum {
     LB_TYPE_Q4_1_16X4 = 1020,
     LB_TYPE_Q5_0_16X4 = 1021,
     LB_TYPE_Q5_1_16X4 = 1022,
+    /* lowbit-only: GPTQ's group-wise uniform storage, b bits per weight and
+     * one fp16 scale + integer zero point per g weights (src/formats/gq.h) */
+    LB_TYPE_GQ4_G128 = 1030,
+    LB_TYPE_GQ4_G64 = 1031,
+    LB_TYPE_GQ4_G32 = 1032,
+    LB_TYPE_GQ4_G16 = 1033,
+    LB_TYPE_GQ3_G128 = 1034,
+    LB_TYPE_GQ3_G64 = 1035,
+    LB_TYPE_GQ3_G32 = 1036,
+    LB_TYPE_GQ3_G16 = 1037,
+    LB_TYPE_GQ2_G128 = 1038,
+    LB_TYPE_GQ2_G64 = 1039,
+    LB_TYPE_GQ2_G32 = 1040,
+    LB_TYPE_GQ2_G16 = 1041,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */
@@ -194,6 +208,7 @@ typedef struct {
     uint64_t bytes_in, bytes_out;
     double bpw_out;          /* bits per weight of all tensors in the output */
     int n_tensors, n_quantized, n_fallback; /* fallback: kept a wider type */
+    int n_gptq;              /* matrices rounded with GPTQ (lb_quantize_options.gptq) */
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
@@ -209,6 +224,13 @@ typedef struct {
     /* importance matrix from `lowbit imatrix` (NULL: none); used by CB2,
      * CB3, Q2_K and Q3_K */
     const char *imatrix;
+    /* GPTQ: a calibration file from `lowbit calibrate` (NULL: none). Every
+     * matrix with a Hessian there is rounded with GPTQ's error feedback onto
+     * the output type's grid (model/gptq.h); the rest quantize as usual */
+    const char *gptq;
+    float gptq_damp;         /* dampening, a fraction of the mean diagonal (0: 0.01) */
+    int gptq_act_order;      /* columns in descending Hessian diagonal, static groups */
+    int gptq_block;          /* lazy-batch columns (0: 128) */
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

@@ -525,7 +525,7 @@ static void test_model_path(void) {
         snprintf(out2, sizeof out2, "%s", lb_test_tmp(t ? "cb_tiny_CB3_file.gguf" : "cb_tiny_CB2_file.gguf"));
         snprintf(out3, sizeof out3, "%s", lb_test_tmp(t ? "cb_tiny_CB3_imat.gguf" : "cb_tiny_CB2_imat.gguf"));
         lb_quantize_params qp = {type, 2, NULL, NULL};
-        lb_quantize_options o = {NULL, 8, 7, NULL};
+        lb_quantize_options o = {.cb_count = 8, .cb_seed = 7};
         lb_quantize_stats st;
         CHECK_OK(lb_quantize_file_ex(f32, out, &qp, &o, &st));
         CHECK(st.n_quantized == 16 && st.n_fallback == 0);
@@ -594,7 +594,7 @@ static void test_imatrix_fallback(void) {
     const int targets[4] = {LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_CB2, LB_TYPE_CB3};
     for (int i = 0; i < 4; i++) {
         lb_quantize_params qp = {targets[i], 1, NULL, NULL};
-        lb_quantize_options o = {NULL, 4, 1, imat};
+        lb_quantize_options o = {.cb_count = 4, .cb_seed = 1, .imatrix = imat};
         lb_quantize_stats st;
         CHECK_OK(lb_quantize_file_ex(model, lb_test_tmp("cb_fallback_out.gguf"), &qp, &o, &st));
         CHECK(st.n_quantized == 1 && st.n_fallback == 1);

@@ -59,5 +59,6 @@ int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_codebooks(int argc, char **argv);
 int cmd_imatrix(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 #endif

@@ -14,7 +14,12 @@ static void help(void) {
            "  -h, --help        this help\n"
            "      --imatrix F   importance matrix from lowbit imatrix (CB2, CB3, Q2_K, Q3_K, IQ4_XS use it)\n"
            "      --codebooks F CB2/CB3: codebooks from lowbit codebooks (default: discover them\n"
-           "                    from IN, with --count N books (4, 8, 16; default 8) and --seed S)\n\n"
+           "                    from IN, with --count N books (4, 8, 16; default 8) and --seed S)\n"
+           "      --gptq F      GPTQ: round every matrix with a Hessian in F (lowbit calibrate) with\n"
+           "                    GPTQ's error feedback onto TYPE's grid (same file format, better weights)\n"
+           "      --damp X      GPTQ dampening, a fraction of the mean Hessian diagonal (default 0.01)\n"
+           "      --act-order   GPTQ: columns in descending Hessian diagonal (static groups)\n"
+           "      --gptq-block N  GPTQ lazy-batch columns (default 128)\n\n"
            "types:");
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
                          LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS,
@@ -24,7 +29,9 @@ static void help(void) {
                          LB_TYPE_Q8_0_8X8, LB_TYPE_CB2, LB_TYPE_CB3, LB_TYPE_Q2_K_16X4, LB_TYPE_CB2_16X4,
                          LB_TYPE_CB3_16X4, LB_TYPE_Q3_K_16X4, LB_TYPE_Q4_K_16X4, LB_TYPE_Q5_K_16X4,
                          LB_TYPE_Q6_K_16X4, LB_TYPE_IQ4_XS_16X4, LB_TYPE_Q4_1_16X4, LB_TYPE_Q5_0_16X4,
-                         LB_TYPE_Q5_1_16X4};
+                         LB_TYPE_Q5_1_16X4, LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,
+                         LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16, LB_TYPE_GQ2_G128,
+                         LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const lb_type_traits *t = lb_traits(types[i]);
         if (t && lb_traits(lb_type_base(types[i]))->from_float) printf(" %s (%.2f bpw)", t->name, lb_type_bits_per_weight(types[i]));
@@ -44,6 +51,10 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--codebooks", NULL)) opt.codebooks = cli_value(&a);
         else if (cli_flag(&a, "--count", NULL)) opt.cb_count = cli_int(&a, 4, 16);
         else if (cli_flag(&a, "--seed", NULL)) opt.cb_seed = cli_u64(&a);
+        else if (cli_flag(&a, "--gptq", NULL)) opt.gptq = cli_value(&a);
+        else if (cli_flag(&a, "--damp", NULL)) opt.gptq_damp = cli_float(&a, 1e-6f, 10.0f);
+        else if (cli_flag(&a, "--act-order", NULL)) opt.gptq_act_order = 1;
+        else if (cli_flag(&a, "--gptq-block", NULL)) opt.gptq_block = cli_int(&a, 16, 4096);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
         else { fprintf(stderr, "lowbit quantize: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
@@ -71,6 +82,7 @@ int cmd_quantize(int argc, char **argv) {
     printf("quantized %s -> %s (%s) in %.1f s\n", pos[0], pos[1], lb_type_name(type), lb_time_s() - t0);
     printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
            lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);
+    if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
     printf("  size: %.2f MiB -> %.2f MiB, %lld parameters, %.3f bits per weight\n", st.bytes_in / 1048576.0,
            st.bytes_out / 1048576.0, (long long)st.n_params, st.bpw_out);
     return CLI_OK;

@@ -18,6 +18,7 @@ static void usage(FILE *f) {
             "  quantize    convert a GGUF model to another weight type\n"
             "  codebooks   learn the CB2/CB3 codebooks of a model\n"
             "  imatrix     importance matrix (squared activations) from calibration text\n"
+            "  calibrate   layer-input Hessians from calibration text (for quantize --gptq)\n"
             "  info        metadata, tensors and bits per weight of a GGUF model\n"
             "  convert     import llama2.c checkpoints or Hugging Face directories to GGUF\n");
 }
@@ -164,6 +165,7 @@ int main(int argc, char **argv) {
     if (!strcmp(sub, "convert")) return cmd_convert(argc - 1, argv + 1);
     if (!strcmp(sub, "codebooks")) return cmd_codebooks(argc - 1, argv + 1);
     if (!strcmp(sub, "imatrix")) return cmd_imatrix(argc - 1, argv + 1);
+    if (!strcmp(sub, "calibrate")) return cmd_calibrate(argc - 1, argv + 1);
     fprintf(stderr, "lowbit: unknown subcommand '%s'\n\n", sub);
     usage(stderr);
     return CLI_USAGE;

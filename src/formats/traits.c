@@ -7,6 +7,7 @@
 #include "formats/legacy.h"
 #include "formats/repack.h"
 #include "formats/cb.h"
+#include "formats/gq.h"
 
 static const lb_type_traits traits_f32 = {"F32", 1, 4, 0, LB_TYPE_F32,
     lb_f32_to_float, lb_f32_from_float, lb_vec_dot_f32_ref};
@@ -32,6 +33,10 @@ const lb_type_traits *lb_traits(int type) {
     case LB_TYPE_Q8_1: return lb_legacy_traits(type);
     case LB_TYPE_CB2:
     case LB_TYPE_CB3: return lb_cb_traits(type);
+    case LB_TYPE_GQ4_G128: case LB_TYPE_GQ4_G64: case LB_TYPE_GQ4_G32: case LB_TYPE_GQ4_G16:
+    case LB_TYPE_GQ3_G128: case LB_TYPE_GQ3_G64: case LB_TYPE_GQ3_G32: case LB_TYPE_GQ3_G16:
+    case LB_TYPE_GQ2_G128: case LB_TYPE_GQ2_G64: case LB_TYPE_GQ2_G32: case LB_TYPE_GQ2_G16:
+        return lb_gq_traits(type);
     default: return type >= 1000 ? lb_repack_traits(type) : lb_kquant_traits(type);
     }
 }
@@ -74,6 +79,10 @@ int lb_type_fallback(int type, int64_t ne0) {
     case LB_TYPE_Q4_K: sub = LB_TYPE_Q5_0; break;
     case LB_TYPE_Q5_K: sub = LB_TYPE_Q5_1; break;
     case LB_TYPE_Q6_K: sub = LB_TYPE_Q8_0; break;
+    case LB_TYPE_GQ4_G128: case LB_TYPE_GQ4_G64: case LB_TYPE_GQ4_G32: case LB_TYPE_GQ4_G16:
+    case LB_TYPE_GQ3_G128: case LB_TYPE_GQ3_G64: case LB_TYPE_GQ3_G32: case LB_TYPE_GQ3_G16:
+    case LB_TYPE_GQ2_G128: case LB_TYPE_GQ2_G64: case LB_TYPE_GQ2_G32: case LB_TYPE_GQ2_G16:
+        sub = LB_TYPE_Q8_0; break; /* GPTQ's groups: rows not a multiple of 128 keep 8 bits */
     }
     if (sub >= 0) return lb_type_fits_row(sub, ne0) ? sub : LB_TYPE_F16;
     /* Other quantized rows that don't fit: the closest wider type that does. */

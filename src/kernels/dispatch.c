@@ -12,6 +12,7 @@
 #include "kernels/arm/arm_kernels.h"
 #include "kernels/arm/kx_arm.h"
 #include "formats/cb.h"
+#include "formats/gq.h"
 #include "kernels/x86/cb_x86.h"
 #include "kernels/x86/kq_repack_avx512.h"
 #include "kernels/kx_kernels.h"
@@ -37,6 +38,12 @@ static const lb_kernel lb_kernel_list[] = {
     /* codebook formats (formats/cb.h) */
     {LB_TYPE_CB2, LB_TYPE_Q8_K, LB_ISA_SCALAR, "cb2_q8_K_ref", lb_quantize_row_q8_K_ref, lb_vec_dot_cb2_q8_K_ref, NULL},
     {LB_TYPE_CB3, LB_TYPE_Q8_K, LB_ISA_SCALAR, "cb3_q8_K_ref", lb_quantize_row_q8_K_ref, lb_vec_dot_cb3_q8_K_ref, NULL},
+    /* GPTQ's group-wise uniform types (formats/gq.h): the scalar reference
+     * only, gq4_g128_q8_0_ref ... gq2_g16_q8_0_ref */
+#define GQ_REF_KERNEL(name, NAME, B, G) \
+    {LB_TYPE_##NAME, LB_TYPE_Q8_0, LB_ISA_SCALAR, #name "_q8_0_ref", lb_quantize_row_q8_0_ref, lb_vec_dot_##name##_q8_0_ref, NULL},
+    LB_GQ_LIST(GQ_REF_KERNEL)
+#undef GQ_REF_KERNEL
     /* interleaved (repacked) types, kernels/repack_kernels.h */
     LB_REPACK_REF_KERNELS,
     LB_KQ_REPACK_REF_KERNELS, /* Q2_K / CB2 / CB3 16-row layouts, kernels/kq_repack_avx512.h */

@@ -40,7 +40,8 @@ lb_status lb_imatrix_load(const char *path, lb_imatrix **out) {
         return lb_fail(LB_ERR_NOMEM, "out of memory");
     }
     const char *type = gguf_get_str(g, "general.type");
-    if (type && strcmp(type, "imatrix"))
+    /* a calibration file (model/calib.h) carries the same per-matrix sums */
+    if (type && strcmp(type, "imatrix") && strcmp(type, "calibration"))
         s = lb_fail(LB_ERR_FORMAT, "%s: general.type is '%s', not 'imatrix'", path, type);
     for (int64_t i = 0; i < nt && s == LB_OK; i++) {
         const gguf_tensor *t = gguf_tensor_at(g, i);

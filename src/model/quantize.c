@@ -26,7 +26,7 @@ typedef struct {
     int *types;
     int n_threads;
     lb_status err;
-    const lb_quant_extras *ex; /* codebooks and importance (model/quantize_extras.h) */
+    lb_quant_extras *ex; /* codebooks, importance, GPTQ (model/quantize_extras.h) */
 } qctx;
 
 /* Row by row from src (plain rows of src_type) into dst (plain rows of out_type). */
@@ -73,16 +73,27 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
         src_type = lb_type_base(src_type);
     }
     const float *imp = lb_quant_extras_importance(q->ex, t);
-    if (imp && out_base == out_type && src_type != out_type) {
-        s = lb_quant_extras_convert(imp, src, src_type, dst, out_type, K, rows, q->n_threads);
-    } else if (out_base == out_type) {
-        s = src_type == out_type ? (memcpy(dst, src, nbytes), LB_OK) : convert_rows(src, src_type, dst, out_type, K, rows, q->n_threads);
-    } else if (src_type == out_base) {
-        lb_repack_tensor(out_type, src, dst, K, rows);
-    } else if (!(plain = malloc(nbytes))) {
-        s = lb_fail(LB_ERR_NOMEM, "out of memory");
-    } else if ((s = convert_rows(src, src_type, plain, out_base, K, rows, q->n_threads)) == LB_OK) {
-        lb_repack_tensor(out_type, plain, dst, K, rows);
+    int gptq_done = 0;
+    if (q->ex->calib && src_type != out_base) {
+        /* GPTQ writes plain rows: straight into dst, or via `plain` for an interleaved output */
+        void *to = out_base == out_type ? dst : (plain = malloc(nbytes));
+        s = to ? lb_quant_extras_gptq(q->ex, t, src, src_type, to, out_base, K, rows, q->n_threads, &gptq_done)
+               : lb_fail(LB_ERR_NOMEM, "out of memory");
+        if (s == LB_OK && gptq_done && to != dst) lb_repack_tensor(out_type, plain, dst, K, rows);
+    }
+    if (s == LB_OK && !gptq_done) {
+        if (imp && out_base == out_type && src_type != out_type) {
+            s = lb_quant_extras_convert(imp, src, src_type, dst, out_type, K, rows, q->n_threads);
+        } else if (out_base == out_type) {
+            s = src_type == out_type ? (memcpy(dst, src, nbytes), LB_OK)
+                                     : convert_rows(src, src_type, dst, out_type, K, rows, q->n_threads);
+        } else if (src_type == out_base) {
+            lb_repack_tensor(out_type, src, dst, K, rows);
+        } else if (!plain && !(plain = malloc(nbytes))) {
+            s = lb_fail(LB_ERR_NOMEM, "out of memory");
+        } else if ((s = convert_rows(src, src_type, plain, out_base, K, rows, q->n_threads)) == LB_OK) {
+            lb_repack_tensor(out_type, plain, dst, K, rows);
+        }
     }
     free(plain);
     free(unpacked);
@@ -155,6 +166,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         qctx q = {in, types, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex};
         s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
     }
+    st.n_gptq = ex.n_gptq;
     if (s == LB_OK && stats) *stats = st;
 done:
     lb_quant_extras_end(&ex);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "formats/cb_gguf.h"
+#include "formats/grid.h"
 #include "formats/repack.h"
 #include "model/quantize_extras.h"
 
@@ -83,7 +84,52 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
                 lb_log(1, "importance matrix %s: %d matrices\n", o->imatrix, lb_imatrix_count(x->imatrix));
         }
     }
+    if (s == LB_OK && o->gptq) {
+        s = lb_calib_load(o->gptq, &x->calib);
+        x->gptq = lb_gptq_default_params();
+        if (o->gptq_damp > 0.0f) x->gptq.damp = o->gptq_damp;
+        if (o->gptq_block > 0) x->gptq.block = o->gptq_block;
+        x->gptq.act_order = o->gptq_act_order;
+        x->gptq.n_threads = p->n_threads;
+        if (s == LB_OK && !lb_grid_get(lb_type_base(p->type)))
+            lb_log(0, "warning: GPTQ cannot round onto %s; quantizing without it\n", lb_type_name(p->type));
+        else if (s == LB_OK)
+            lb_log(1, "GPTQ: %d Hessians from %s (damp %g, block %d%s)\n", lb_calib_count(x->calib), o->gptq,
+                   (double)x->gptq.damp, x->gptq.block, x->gptq.act_order ? ", act-order" : "");
+    }
     if (s) lb_quant_extras_end(x);
+    return s;
+}
+
+lb_status lb_quant_extras_gptq(lb_quant_extras *x, const gguf_tensor *t, const void *src, int src_type, void *dst,
+                               int out_type, int64_t K, int64_t rows, int n_threads, int *done) {
+    *done = 0;
+    if (!x->calib || !lb_grid_get(out_type)) return LB_OK;
+    float *H = malloc((size_t)K * (size_t)K * sizeof *H), *W = NULL;
+    if (!H) return lb_fail(LB_ERR_NOMEM, "out of memory (a %lld x %lld Hessian)", (long long)K, (long long)K);
+    if (!lb_calib_hessian(x->calib, t->name.ptr, t->name.len, K, H)) {
+        free(H);
+        return LB_OK;
+    }
+    lb_status s = LB_OK;
+    if (!(W = malloc((size_t)K * (size_t)rows * sizeof *W))) s = lb_fail(LB_ERR_NOMEM, "out of memory");
+    const lb_type_traits *st = lb_traits(src_type);
+    const size_t in_row = lb_row_size(src_type, K);
+    if (s == LB_OK) {
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+        for (int64_t r = 0; r < rows; r++) st->to_float((const char *)src + (size_t)r * in_row, W + (size_t)r * K, K);
+        double loss = 0.0;
+        s = lb_gptq_quantize(out_type, W, rows, K, H, &x->gptq, dst, &loss);
+        if (s) s = lb_fail_prefix(s, "%.*s", (int)t->name.len, t->name.ptr);
+        else {
+            *done = 1;
+            x->n_gptq++;
+            x->gptq_loss += loss;
+            lb_log(2, "%.*s: GPTQ objective %.6g\n", (int)t->name.len, t->name.ptr, loss);
+        }
+    }
+    free(W);
+    free(H);
     return s;
 }
 
@@ -117,5 +163,6 @@ void lb_quant_extras_end(lb_quant_extras *x) {
     if (x->out_cb_type) lb_cb_release(x->out_cb_type);
     lb_cb_release_held(x->in_held);
     lb_imatrix_free(x->imatrix);
+    lb_calib_free(x->calib);
     memset(x, 0, sizeof *x);
 }

@@ -6,12 +6,18 @@
 #define LB_QUANTIZE_EXTRAS_H
 
 #include "gguf/gguf.h"
+#include "model/calib.h"
+#include "model/gptq.h"
 #include "model/imatrix.h"
 
 typedef struct {
     int out_cb_type;     /* CB2/CB3 whose books are held for the output, else 0 */
     int in_held;         /* books the input's CB tensors need (formats/cb_gguf.h) */
     lb_imatrix *imatrix;
+    lb_calib *calib;     /* GPTQ's Hessians, NULL without --gptq */
+    lb_gptq_params gptq;
+    int n_gptq;          /* matrices quantized with GPTQ so far */
+    double gptq_loss;    /* their summed GPTQ objective */
 } lb_quant_extras;
 
 /* o may be NULL (no codebook file, no imatrix, default discovery). */
@@ -24,6 +30,11 @@ const float *lb_quant_extras_importance(const lb_quant_extras *x, const gguf_ten
  * (CB2, CB3, Q2_K, Q3_K), plainly if not (e.g. a fallback type). */
 lb_status lb_quant_extras_convert(const float *imp, const void *src, int src_type, void *dst, int out_type, int64_t K,
                                   int64_t rows, int n_threads);
+/* GPTQ for tensor t when the calibration file has its Hessian and out_type
+ * a grid: rows of src (plain src_type) into dst (plain out_type). *done = 0
+ * (and nothing written) when GPTQ does not apply. */
+lb_status lb_quant_extras_gptq(lb_quant_extras *x, const gguf_tensor *t, const void *src, int src_type, void *dst,
+                               int out_type, int64_t K, int64_t rows, int n_threads, int *done);
 void lb_quant_extras_end(lb_quant_extras *x);
 
 #endif

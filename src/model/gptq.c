@@ -1,0 +1,152 @@
+/* GPTQ (model/gptq.h). The steps, as in the paper's Algorithm 1:
+ *   1. dead columns (H_ii = 0) get H_ii = 1 and weight 0;
+ *   2. act-order: columns sorted by descending H_ii, every group's
+ *      parameters fixed from the original weights first (static groups);
+ *   3. H += λ I with λ = damp * mean(diag H);
+ *   4. U = the upper Cholesky factor of H⁻¹ (kernels/linalg.h);
+ *   5. in lazy batches of B columns: each column is rounded, its error
+ *      e = (w - q) / U_ii corrects the batch's later columns at once
+ *      (w_j -= e U_ij), and the batch's errors correct every column after
+ *      it in one GEMM: W[:, i2:] -= E U[i1:i2, i2:]. */
+#include <omp.h>
+#include <stdlib.h>
+
+#include "formats/grid.h"
+#include "formats/types.h"
+#include "kernels/linalg.h"
+#include "kernels/sgemm.h"
+#include "model/gptq.h"
+
+lb_gptq_params lb_gptq_default_params(void) { return (lb_gptq_params){0.01f, 128, 0, 0}; }
+
+static float *row_of(float *A, int64_t K, int64_t r) { return A + (size_t)r * (size_t)K; }
+
+/* Descending H_ii; ties keep the column order (qsort is not stable). */
+static const float *sort_diag;
+static int by_diag_desc(const void *a, const void *b) {
+    const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
+    if (sort_diag[i] != sort_diag[j]) return sort_diag[i] > sort_diag[j] ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* Column i of the permuted W is column perm[i] of W (dir 1) or back (dir -1). */
+static lb_status permute_columns(float *W, int64_t N, int64_t K, const int64_t *perm, int dir, int nt) {
+    int oom = 0;
+#pragma omp parallel num_threads(nt)
+    {
+        float *tmp = malloc((size_t)K * sizeof *tmp);
+        if (!tmp) oom = 1;
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < N; r++) {
+            if (!tmp) continue;
+            float *w = row_of(W, K, r);
+            for (int64_t i = 0; i < K; i++) {
+                if (dir > 0) tmp[i] = w[perm[i]];
+                else tmp[perm[i]] = w[i];
+            }
+            memcpy(w, tmp, (size_t)K * sizeof *w);
+        }
+        free(tmp);
+    }
+    return oom ? lb_fail(LB_ERR_NOMEM, "out of memory") : LB_OK;
+}
+
+/* The lazy batches (step 5). U: K x K upper factor in the working order;
+ * perm: the column of the file for each working column (NULL: the same). */
+static double quantize_batches(const lb_grid *g, const lb_type_traits *tt, float *W, int64_t N, int64_t K,
+                               const float *U, const int64_t *perm, const float *imp, int B, float *E, char *dst,
+                               int nt) {
+    double loss = 0.0;
+    const size_t rs = (size_t)(K / tt->blck) * tt->type_size;
+    for (int64_t i1 = 0; i1 < K; i1 += B) {
+        const int64_t i2 = LB_MIN(i1 + B, K);
+#pragma omp parallel for schedule(static) reduction(+ : loss) num_threads(nt)
+        for (int64_t r = 0; r < N; r++) {
+            float *w = row_of(W, K, r), *e = E + (size_t)r * (size_t)B;
+            char *row = dst + (size_t)r * rs;
+            for (int64_t i = i1; i < i2; i++) {
+                const int64_t col = perm ? perm[i] : i;
+                void *blk = row + (size_t)(col / tt->blck) * tt->type_size;
+                const int in_blk = (int)(col % tt->blck);
+                if (!perm && i % g->width == 0) g->fix(blk, in_blk, w + i, imp ? imp + i : NULL);
+                const float q = g->round(blk, in_blk, w[i]);
+                const float *u = row_of((float *)U, K, i);
+                const float d = u[i], err = w[i] - q, ei = err / d;
+                loss += 0.5 * (double)err * err / ((double)d * d);
+                w[i] = q;
+                for (int64_t j = i + 1; j < i2; j++) w[j] -= ei * u[j];
+                e[i - i1] = ei;
+            }
+        }
+        if (i2 < K)
+            lb_sgemm(0, 0, N, K - i2, i2 - i1, -1.0f, E, (size_t)B, row_of((float *)U, K, i1) + i2, (size_t)K, 1.0f,
+                     W + i2, (size_t)K, nt);
+    }
+    return loss;
+}
+
+lb_status lb_gptq_quantize(int type, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *pp, void *dst,
+                           double *loss) {
+    const lb_gptq_params p = pp ? *pp : lb_gptq_default_params();
+    const int nt = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
+    const lb_grid *g = lb_grid_get(type);
+    const lb_type_traits *tt = lb_traits(type);
+    if (!g || !tt) return lb_fail(LB_ERR_UNSUPPORTED, "GPTQ cannot round onto type %s", lb_type_name(type) ? lb_type_name(type) : "?");
+    if (N <= 0 || K <= 0 || K % tt->blck)
+        return lb_fail(LB_ERR_SHAPE, "GPTQ: rows of %lld are not whole %s blocks of %d", (long long)K, tt->name, tt->blck);
+    int B = p.block > 0 ? p.block : 128;
+    B = (B + g->width - 1) / g->width * g->width;
+
+    float *diag = malloc((size_t)K * sizeof *diag), *E = malloc((size_t)N * (size_t)B * sizeof *E), *Hp = NULL;
+    int64_t *perm = NULL;
+    lb_status s = diag && E ? LB_OK : lb_fail(LB_ERR_NOMEM, "out of memory");
+    double mean = 0.0;
+    for (int64_t i = 0; i < K && s == LB_OK; i++) {
+        float *h = &row_of(H, K, i)[i];
+        diag[i] = *h > 0.0f ? *h : 0.0f;
+        if (!(*h > 0.0f)) { /* never activated: nothing to preserve */
+            *h = 1.0f;
+            for (int64_t r = 0; r < N; r++) row_of(W, K, r)[i] = 0.0f;
+        }
+        mean += *h;
+    }
+    mean /= (double)K;
+    if (s == LB_OK && p.act_order) {
+        /* static groups: every group's parameters from the original weights */
+        const size_t rs = lb_row_size(type, K);
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t c = 0; c < K; c += g->width)
+                g->fix((char *)dst + (size_t)r * rs + (size_t)(c / tt->blck) * tt->type_size, (int)(c % tt->blck),
+                       row_of(W, K, r) + c, diag + c);
+        perm = malloc((size_t)K * sizeof *perm);
+        Hp = malloc((size_t)K * (size_t)K * sizeof *Hp);
+        if (!perm || !Hp) s = lb_fail(LB_ERR_NOMEM, "out of memory (act-order copy of a %lld x %lld Hessian)", (long long)K, (long long)K);
+        if (s == LB_OK) {
+            for (int64_t i = 0; i < K; i++) perm[i] = i;
+            sort_diag = diag;
+            qsort(perm, (size_t)K, sizeof *perm, by_diag_desc);
+#pragma omp parallel for schedule(static) num_threads(nt)
+            for (int64_t i = 0; i < K; i++)
+                for (int64_t j = 0; j < K; j++) row_of(Hp, K, i)[j] = row_of(H, K, perm[i])[perm[j]];
+            H = Hp;
+            s = permute_columns(W, N, K, perm, 1, nt);
+        }
+    }
+    if (s == LB_OK) {
+        const float lambda = (float)(p.damp * mean);
+        for (int64_t i = 0; i < K; i++) row_of(H, K, i)[i] += lambda;
+        s = lb_chol_inverse_upper(H, K, (size_t)K, nt);
+        if (s) s = lb_fail_prefix(s, "GPTQ (damp %g)", (double)p.damp);
+    }
+    if (s == LB_OK) {
+        const double l = quantize_batches(g, tt, W, N, K, H, perm, p.act_order ? NULL : diag, B, E, dst, nt);
+        if (loss) *loss = l;
+        if (perm) s = permute_columns(W, N, K, perm, -1, nt);
+    }
+    free(Hp);
+    free(perm);
+    free(E);
+    free(diag);
+    return s;
+}
