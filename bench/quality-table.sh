@@ -4,6 +4,13 @@
 #   bench/quality-table.sh MODEL.gguf [--chunks N] [--ctx 512] [--threads 2]
 #                          [--out docs/quality.md] [--types "Q8_0 Q4_0 ..."]
 #                          [--text FILE] [--lowbit BIN] [--workdir DIR]
+#                          [--variant "NAME:QUANTIZE ARGS"]... [--no-plain] [--no-bench]
+#
+# A variant adds a row per type quantized with extra `lowbit quantize` flags,
+# e.g. --variant "GPTQ:--gptq calib.gguf" --variant "imatrix:--imatrix calib.gguf"
+# gives rows "Q4_K", "Q4_K + imatrix", "Q4_K + GPTQ" (--no-plain drops the
+# first); --no-bench leaves the speed columns empty (the weights of a variant
+# are the same type, so the same speed).
 #
 # The baseline is MODEL dequantized to F32 (real models arrive quantized, so
 # F32 of what we have is the reference). Each type is quantized from that
@@ -30,14 +37,15 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 chunks=20 ctx=512 threads=2 out=$root/docs/quality.md types="" workdir=""
+variants=() plain=1 do_bench=1
 text=$root/../shared/data/wiki.test.raw
 lowbit=${LOWBIT:-$root/build/lowbit}
 model=""
 
-usage() { sed -n '4,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
-    --chunks|--ctx|--threads|--out|--types|--text|--lowbit|--workdir)
+    --chunks|--ctx|--threads|--out|--types|--text|--lowbit|--workdir|--variant)
       [ $# -ge 2 ] || { echo "quality-table: $1 needs a value" >&2; usage; } ;;
   esac
   case $1 in
@@ -49,6 +57,11 @@ while [ $# -gt 0 ]; do
     --text) text=$2; shift 2 ;;
     --lowbit) lowbit=$2; shift 2 ;;
     --workdir) workdir=$2; shift 2 ;;
+    --variant)
+      [[ $2 == ?*:* ]] || { echo "quality-table: --variant wants NAME:ARGS, got '$2'" >&2; exit 2; }
+      variants+=("$2"); shift 2 ;;
+    --no-plain) plain=0; shift ;;
+    --no-bench) do_bench=0; shift ;;
     -h|--help) usage ;;
     -*) echo "quality-table: unknown option $1" >&2; usage ;;
     *) [ -z "$model" ] || usage; model=$1; shift ;;
@@ -95,6 +108,7 @@ tps_of() { awk -F'|' -v t="$2" '$7 ~ "^ *"t" *$" { gsub(/ /, "", $8); split($8, 
 mib() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
 bench() { # file -> "pp tg"
+  [ "$do_bench" = 1 ] || { echo "- -"; return; }
   "$lowbit" bench -m "$1" -p 128 -n 32 -r 2 -t "$threads" > "$work/bench.log" 2>&1 || { echo "? ?"; return; }
   echo "$(tps_of "$work/bench.log" pp128) $(tps_of "$work/bench.log" tg32)"
 }
@@ -140,13 +154,15 @@ src_bpw=$("$lowbit" info "$model" 2>/dev/null | sed -n 's/^bits per weight: \([0
 src_ftype=$("$lowbit" info "$model" 2>/dev/null | sed -n 's/^ *general.file_type *= *\([0-9]*\).*/\1/p')
 score "source file$([ -n "$src_ftype" ] && echo " (file_type $src_ftype)")" "$model" "${src_bpw:-?}" "-"
 
-for t in $types; do
-  log "$t: quantizing"
-  if ! "$lowbit" quantize -t "$threads" "$work/base.gguf" "$work/$t.gguf" "$t" > "$work/q.log" 2>&1; then
+quantize_and_score() { # type row-name [quantize flags...]
+  local t=$1 name=$2; shift 2
+  log "$name: quantizing"
+  if ! "$lowbit" quantize -t "$threads" "$@" "$work/base.gguf" "$work/$t.gguf" "$t" > "$work/q.log" 2>&1; then
     tail -n 3 "$work/q.log" >&2
-    add_row "$t" "" "" "" "quantize failed" "" "" "" "" ""
-    continue
+    add_row "$name" "" "" "" "quantize failed" "" "" "" "" ""
+    return
   fi
+  local q bpw n_wide kinds wider
   q=$(tr '\r' '\n' < "$work/q.log")
   bpw=$(sed -n 's/.*, \([0-9.]*\) bits per weight.*/\1/p' <<< "$q")
   # "N kept a wider type" and which: "...; keeping Q5_0" per tensor
@@ -155,8 +171,16 @@ for t in $types; do
           awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')
   wider=${n_wide:-?}
   [ -n "$kinds" ] && wider="$kinds"
-  score "$t" "$work/$t.gguf" "$bpw" "$wider"
+  score "$name" "$work/$t.gguf" "$bpw" "$wider"
   rm -f "$work/$t.gguf"
+}
+
+for t in $types; do
+  [ "$plain" = 1 ] && quantize_and_score "$t" "$t"
+  for v in "${variants[@]}"; do
+    read -r -a vargs <<< "${v#*:}"
+    quantize_and_score "$t" "$t + ${v%%:*}" "${vargs[@]}"
+  done
 done
 
 info=$("$lowbit" info "$model" 2>/dev/null || true)
@@ -178,6 +202,7 @@ sha=$(sha256sum "$model" | cut -c1-16)
   echo "- KLD: KL(baseline ‖ type) per scored token, mean and 99th percentile; top-1: how often both pick the same next token."
   echo "- Sizes in MiB of the whole file; bits per weight over all tensors (token embeddings included)."
   echo "- Wider: matrices whose rows don't fit the type's block and keep a wider type (llama-quantize's fallbacks)."
+  for v in "${variants[@]}"; do echo "- \"+ ${v%%:*}\": \`lowbit quantize ${v#*:} BASE OUT TYPE\`."; done
   echo "- Speed: \`lowbit bench -p 128 -n 32 -r 2 -t $threads\` (prompt pp128, generation tg32, tokens/s) on $cpu;" \
        "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; the machine is shared (load average $load_at_start at the start), so timings are indicative."
   echo
@@ -185,7 +210,7 @@ sha=$(sha256sum "$model" | cut -c1-16)
   echo "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
   # baseline and source first, then the types by bits per weight, widest first
   printf '%s\n' "${rows[@]:0:2}"
-  [ ${#rows[@]} -le 2 ] || printf '%s\n' "${rows[@]:2}" | sort -t'|' -k3,3 -g -r
+  [ ${#rows[@]} -le 2 ] || printf '%s\n' "${rows[@]:2}" | sort -s -t'|' -k3,3 -g -r
   echo
   echo "Total time: $(( ($(date +%s) - t_start) / 60 )) min."
 } > "$work/table.md"

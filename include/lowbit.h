@@ -195,6 +195,17 @@ lb_status lb_convert_llama2c(const char *model_bin, const char *tokenizer_bin, c
                              int out_type, lb_progress_fn progress, void *user);
 lb_status lb_convert_hf(const char *hf_dir, const char *out_gguf, int out_type,
                         lb_progress_fn progress, void *user);
+/* GPTQ checkpoints (AutoGPTQ / GPTQModel: qweight, qzeros, scales, g_idx)
+ * keep their codes as GQ{b}_G{g} tensors, whatever out_type says; matrices
+ * no GQ type holds (act-order g_idx, group_size -1, 8 bits, ...) are refused
+ * unless gptq_dequantize, which writes every GPTQ matrix as out_type floats
+ * instead (exact with F32). docs/gptq-import.md. */
+typedef struct {
+    int out_type;            /* F32, F16, BF16, Q8_0 or Q4_0 */
+    int gptq_dequantize;
+} lb_convert_hf_options;
+lb_status lb_convert_hf_ex(const char *hf_dir, const char *out_gguf, const lb_convert_hf_options *o,
+                           lb_progress_fn progress, void *user);
 
 typedef struct {
     int type;                /* target type for the big matrices */
@@ -231,6 +242,7 @@ typedef struct {
     float gptq_damp;         /* dampening, a fraction of the mean diagonal (0: 0.01) */
     int gptq_act_order;      /* columns in descending Hessian diagonal, static groups */
     int gptq_block;          /* lazy-batch columns (0: 128) */
+    int sym;                 /* GQ types: symmetric groups, z = 2^(b-1) (rounding and GPTQ) */
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

@@ -36,6 +36,17 @@ for t in Q4_0 Q4_K Q2_K GQ4_G128 GQ2_G32; do
 done
 "$LOWBIT" quantize -t 2 --gptq "$WORK/calib.gguf" --act-order --damp 0.05 "$F32" "$WORK/gptq-ao.gguf" Q4_K \
   > /dev/null 2>&1 && ok "quantize --gptq --act-order --damp" || bad "quantize --act-order"
+# symmetric GQ groups, plain and with GPTQ
+"$LOWBIT" quantize -t 2 --sym "$F32" "$WORK/rtn-sym.gguf" GQ4_G128 > /dev/null 2>&1 || bad "quantize --sym"
+"$LOWBIT" quantize -t 2 --sym --gptq "$WORK/calib.gguf" "$F32" "$WORK/gptq-sym.gguf" GQ4_G128 > /dev/null 2>&1 \
+  || bad "quantize --sym --gptq"
+r=$(kld "$WORK/rtn-sym.gguf"); g=$(kld "$WORK/gptq-sym.gguf")
+if [ -n "$r" ] && [ -n "$g" ] && awk -v g="$g" -v r="$r" 'BEGIN { exit !(g < r) }'; then
+  ok "GQ4_G128 --sym: KLD GPTQ $g < round-to-nearest $r"
+else
+  bad "GQ4_G128 --sym: KLD GPTQ '$g' not below round-to-nearest '$r'"
+fi
+expect_fail "--sym on a llama.cpp type" "GQ types only" "$LOWBIT" quantize --sym "$F32" "$WORK/y.gguf" Q4_0
 # an interleaved output goes through GPTQ on its base type, then the repack
 "$LOWBIT" quantize -t 2 --gptq "$WORK/calib.gguf" "$F32" "$WORK/gptq-x.gguf" Q4_K_16X4 > "$WORK/x.log" 2>&1 \
   && grep -q 'GPTQ: 14 matrices' "$WORK/x.log" && ok "GPTQ into Q4_K_16X4" || bad "GPTQ into Q4_K_16X4: $(cat "$WORK/x.log")"

@@ -228,6 +228,29 @@ static void test_gptq_beats_rtn(void) {
                 printf("%-9s act %d: output error GPTQ %.4g RTN %.4g (%.2fx)\n", t->name, act, e, e_rtn, e_rtn / e);
         }
     }
+    /* GQ's symmetric groups: GPTQ against symmetric rounding */
+    for (int type = LB_GQ_FIRST; type <= LB_GQ_LAST; type += 3) {
+        const size_t rs = lb_row_size(type, K);
+        for (int r = 0; r < N; r++) {
+            lb_gq_quantize_row(type, W + (size_t)r * K, buf + r * rs, K, 1);
+            lb_traits(type)->to_float(buf + r * rs, R + (size_t)r * K, K);
+        }
+        memcpy(Wq, W, sizeof(float) * N * K);
+        memcpy(H, H0, sizeof(float) * K * K);
+        lb_gptq_params p = lb_gptq_default_params();
+        p.sym = 1;
+        CHECK_OK(lb_gptq_quantize(type, Wq, N, K, H, &p, buf, NULL));
+        int zsym = 1;
+        for (int r = 0; r < N; r++)
+            for (int b = 0; b < K / QK_GQ; b++) {
+                const unsigned char *blk = buf + r * rs + (size_t)b * lb_traits(type)->type_size;
+                const int bits = lb_gq_bits(type), ng = QK_GQ / lb_gq_group(type);
+                for (int gi = 0; gi < ng; gi++) zsym &= blk[LB_GQ_Z_OFF(bits, lb_gq_group(type)) + gi] == 1 << (bits - 1);
+            }
+        const double e = output_error(W, Wq, X, N, K, n), e_rtn = output_error(W, R, X, N, K, n);
+        CHECK_MSG(zsym, "%s: symmetric GPTQ wrote a zero point other than 2^(b-1)", lb_type_name(type));
+        CHECK_MSG(e < e_rtn, "%s symmetric: GPTQ %.4g, RTN %.4g", lb_type_name(type), e, e_rtn);
+    }
     /* a type without a grid: a clear error */
     memcpy(H, H0, sizeof(float) * K * K);
     CHECK(lb_gptq_quantize(LB_TYPE_F16, Wq, N, K, H, NULL, buf, NULL) == LB_ERR_UNSUPPORTED);

@@ -3,6 +3,7 @@
 
 #include "cli/cli.h"
 #include "core/common.h"
+#include "formats/gq.h"
 #include "formats/repack.h"
 #include "formats/types.h"
 
@@ -19,7 +20,8 @@ static void help(void) {
            "                    GPTQ's error feedback onto TYPE's grid (same file format, better weights)\n"
            "      --damp X      GPTQ dampening, a fraction of the mean Hessian diagonal (default 0.01)\n"
            "      --act-order   GPTQ: columns in descending Hessian diagonal (static groups)\n"
-           "      --gptq-block N  GPTQ lazy-batch columns (default 128)\n\n"
+           "      --gptq-block N  GPTQ lazy-batch columns (default 128)\n"
+           "      --sym         GQ types: symmetric groups (zero point 2^(b-1)), plain or with --gptq\n\n"
            "types:");
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
                          LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS,
@@ -54,6 +56,7 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--gptq", NULL)) opt.gptq = cli_value(&a);
         else if (cli_flag(&a, "--damp", NULL)) opt.gptq_damp = cli_float(&a, 1e-6f, 10.0f);
         else if (cli_flag(&a, "--act-order", NULL)) opt.gptq_act_order = 1;
+        else if (cli_flag(&a, "--sym", NULL)) opt.sym = 1;
         else if (cli_flag(&a, "--gptq-block", NULL)) opt.gptq_block = cli_int(&a, 16, 4096);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
@@ -64,6 +67,10 @@ int cmd_quantize(int argc, char **argv) {
     int type = lb_type_from_name(pos[2]);
     if (type < 0 || !lb_traits(lb_type_base(type))->from_float) { /* interleaved: via the base type */
         fprintf(stderr, "lowbit quantize: unknown or unsupported type '%s' (see --help)\n", pos[2]);
+        return CLI_USAGE;
+    }
+    if (opt.sym && !lb_gq_bits(lb_type_base(type))) {
+        fprintf(stderr, "lowbit quantize: --sym applies to the GQ types only (%s has one fixed convention)\n", pos[2]);
         return CLI_USAGE;
     }
     if (!strcmp(pos[0], pos[1])) { fprintf(stderr, "lowbit quantize: output must differ from input\n"); return CLI_USAGE; }

@@ -124,8 +124,8 @@ static void vec_dot(int bits, int group, int64_t n, float *out, const void *vw, 
 
 /* ---- GPTQ hook (formats/grid.h) ---- */
 
-static void grid_fix(int bits, int group, void *blk, int col, const float *x) {
-    quantize_group(blk, bits, group, (col % QK_GQ) / group, x, 0);
+static void grid_fix(int bits, int group, void *blk, int col, const float *x, int sym) {
+    quantize_group(blk, bits, group, (col % QK_GQ) / group, x, sym);
 }
 
 static float grid_round(int bits, int group, void *blk, int col, float x) {
@@ -147,7 +147,11 @@ static float grid_round(int bits, int group, void *blk, int col, float x) {
     }                                                                                              \
     static void fix_##name(void *blk, int col, const float *x, const float *imp) {                \
         (void)imp;                                                                                 \
-        grid_fix(B, G, blk, col, x);                                                               \
+        grid_fix(B, G, blk, col, x, 0);                                                            \
+    }                                                                                              \
+    static void fix_sym_##name(void *blk, int col, const float *x, const float *imp) {            \
+        (void)imp;                                                                                 \
+        grid_fix(B, G, blk, col, x, 1);                                                            \
     }                                                                                              \
     static float round_##name(void *blk, int col, float x) { return grid_round(B, G, blk, col, x); }
 LB_GQ_LIST(GQ_DEFINE)
@@ -156,13 +160,13 @@ LB_GQ_LIST(GQ_DEFINE)
 static const struct {
     int type, bits, group;
     lb_type_traits traits;
-    lb_grid grid;
+    lb_grid grid, grid_sym;
 } gq_types[] = {
 #define GQ_ENTRY(name, NAME, B, G)                                                                 \
     {LB_TYPE_##NAME, B, G,                                                                         \
      {#NAME, QK_GQ, sizeof(block_##name), 1, LB_TYPE_Q8_0, lb_dequantize_row_##name,               \
       lb_quantize_row_##name##_ref, lb_vec_dot_##name##_q8_0_ref},                                 \
-     {G, fix_##name, round_##name}},
+     {G, fix_##name, round_##name}, {G, fix_sym_##name, round_##name}},
     LB_GQ_LIST(GQ_ENTRY)
 #undef GQ_ENTRY
 };
@@ -200,6 +204,11 @@ const lb_type_traits *lb_gq_traits(int type) {
 const lb_grid *lb_gq_grid(int type) {
     const int i = index_of(type);
     return i < 0 ? NULL : &gq_types[i].grid;
+}
+
+const lb_grid *lb_gq_grid_sym(int type) {
+    const int i = index_of(type);
+    return i < 0 ? NULL : &gq_types[i].grid_sym;
 }
 
 void lb_gq_quantize_row(int type, const float *x, void *y, int64_t k, int sym) {

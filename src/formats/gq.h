@@ -154,5 +154,7 @@ static inline void lb_gq_set_code(void *blk, int bits, int j, int q) {
  * value dequantization gives. col: the column within the row or within the
  * block (only col % 128 is used). */
 const lb_grid *lb_gq_grid(int type);
+/* The same with GPTQ's symmetric quantizer fixing each group (z = 2^(b-1)). */
+const lb_grid *lb_gq_grid_sym(int type);
 
 #endif

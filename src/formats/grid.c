@@ -285,3 +285,5 @@ const lb_grid *lb_grid_get(int type) {
     default: return lb_gq_grid(type);
     }
 }
+
+const lb_grid *lb_grid_get_sym(int type) { return lb_gq_grid_sym(type); }

@@ -29,5 +29,9 @@ typedef struct {
 
 /* NULL: the type has no GPTQ rounding (floats, interleaved layouts). */
 const lb_grid *lb_grid_get(int type);
+/* A grid whose fix() uses the symmetric variant of the type's quantizer
+ * (the GQ types: z = 2^(b-1)); NULL for types that have none (llama.cpp's
+ * types each have one fixed convention). */
+const lb_grid *lb_grid_get_sym(int type);
 
 #endif

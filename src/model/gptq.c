@@ -17,7 +17,7 @@
 #include "kernels/sgemm.h"
 #include "model/gptq.h"
 
-lb_gptq_params lb_gptq_default_params(void) { return (lb_gptq_params){0.01f, 128, 0, 0}; }
+lb_gptq_params lb_gptq_default_params(void) { return (lb_gptq_params){0.01f, 128, 0, 0, 0}; }
 
 static float *row_of(float *A, int64_t K, int64_t r) { return A + (size_t)r * (size_t)K; }
 
@@ -89,9 +89,11 @@ lb_status lb_gptq_quantize(int type, float *W, int64_t N, int64_t K, float *H, c
                            double *loss) {
     const lb_gptq_params p = pp ? *pp : lb_gptq_default_params();
     const int nt = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
-    const lb_grid *g = lb_grid_get(type);
+    const lb_grid *g = p.sym ? lb_grid_get_sym(type) : lb_grid_get(type);
     const lb_type_traits *tt = lb_traits(type);
-    if (!g || !tt) return lb_fail(LB_ERR_UNSUPPORTED, "GPTQ cannot round onto type %s", lb_type_name(type) ? lb_type_name(type) : "?");
+    if (!g || !tt)
+        return lb_fail(LB_ERR_UNSUPPORTED, "GPTQ cannot round onto type %s%s",
+                       lb_type_name(type) ? lb_type_name(type) : "?", p.sym ? " symmetrically" : "");
     if (N <= 0 || K <= 0 || K % tt->blck)
         return lb_fail(LB_ERR_SHAPE, "GPTQ: rows of %lld are not whole %s blocks of %d", (long long)K, tt->name, tt->blck);
     int B = p.block > 0 ? p.block : 128;

@@ -18,6 +18,7 @@ typedef struct {
     int block;      /* lazy-batch columns (default 128; rounded up to a multiple of the grid width) */
     int act_order;  /* columns in descending diag(H), with static groups */
     int n_threads;  /* <= 0: all cores */
+    int sym;        /* symmetric groups (types with lb_grid_get_sym: GQ) */
 } lb_gptq_params;
 
 lb_gptq_params lb_gptq_default_params(void);

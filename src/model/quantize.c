@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "formats/gq.h"
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/quantize_extras.h"
@@ -27,11 +28,12 @@ typedef struct {
     int n_threads;
     lb_status err;
     lb_quant_extras *ex; /* codebooks, importance, GPTQ (model/quantize_extras.h) */
+    int sym;             /* GQ outputs: symmetric groups */
 } qctx;
 
 /* Row by row from src (plain rows of src_type) into dst (plain rows of out_type). */
 static lb_status convert_rows(const void *src, int src_type, void *dst, int out_type, int64_t K, int64_t rows,
-                              int n_threads) {
+                              int n_threads, int sym) {
     const lb_type_traits *st = lb_traits(src_type), *dt = lb_traits(out_type);
     const size_t in_row = lb_row_size(src_type, K), out_row = lb_row_size(out_type, K);
     int oom = 0;
@@ -43,7 +45,8 @@ static lb_status convert_rows(const void *src, int src_type, void *dst, int out_
         for (int64_t r = 0; r < rows; r++) {
             if (!buf) continue;
             st->to_float((const char *)src + (size_t)r * in_row, buf, K);
-            dt->from_float(buf, (char *)dst + (size_t)r * out_row, K);
+            if (sym && lb_gq_bits(out_type)) lb_gq_quantize_row(out_type, buf, (char *)dst + (size_t)r * out_row, K, 1);
+            else dt->from_float(buf, (char *)dst + (size_t)r * out_row, K);
         }
         free(buf);
     }
@@ -82,16 +85,16 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
         if (s == LB_OK && gptq_done && to != dst) lb_repack_tensor(out_type, plain, dst, K, rows);
     }
     if (s == LB_OK && !gptq_done) {
-        if (imp && out_base == out_type && src_type != out_type) {
+        if (imp && out_base == out_type && src_type != out_type && !(q->sym && lb_gq_bits(out_type))) {
             s = lb_quant_extras_convert(imp, src, src_type, dst, out_type, K, rows, q->n_threads);
         } else if (out_base == out_type) {
             s = src_type == out_type ? (memcpy(dst, src, nbytes), LB_OK)
-                                     : convert_rows(src, src_type, dst, out_type, K, rows, q->n_threads);
+                                     : convert_rows(src, src_type, dst, out_type, K, rows, q->n_threads, q->sym);
         } else if (src_type == out_base) {
             lb_repack_tensor(out_type, src, dst, K, rows);
         } else if (!plain && !(plain = malloc(nbytes))) {
             s = lb_fail(LB_ERR_NOMEM, "out of memory");
-        } else if ((s = convert_rows(src, src_type, plain, out_base, K, rows, q->n_threads)) == LB_OK) {
+        } else if ((s = convert_rows(src, src_type, plain, out_base, K, rows, q->n_threads, q->sym)) == LB_OK) {
             lb_repack_tensor(out_type, plain, dst, K, rows);
         }
     }
@@ -163,7 +166,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     st.n_tensors = (int)nt;
     st.bpw_out = st.n_params ? 8.0 * (double)st.bytes_out / (double)st.n_params : 0;
     if (s == LB_OK) {
-        qctx q = {in, types, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex};
+        qctx q = {in, types, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex, o ? o->sym : 0};
         s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
     }
     st.n_gptq = ex.n_gptq;

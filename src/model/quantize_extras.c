@@ -91,6 +91,7 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
         if (o->gptq_block > 0) x->gptq.block = o->gptq_block;
         x->gptq.act_order = o->gptq_act_order;
         x->gptq.n_threads = p->n_threads;
+        x->gptq.sym = o->sym;
         if (s == LB_OK && !lb_grid_get(lb_type_base(p->type)))
             lb_log(0, "warning: GPTQ cannot round onto %s; quantizing without it\n", lb_type_name(p->type));
         else if (s == LB_OK)
@@ -104,7 +105,7 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
 lb_status lb_quant_extras_gptq(lb_quant_extras *x, const gguf_tensor *t, const void *src, int src_type, void *dst,
                                int out_type, int64_t K, int64_t rows, int n_threads, int *done) {
     *done = 0;
-    if (!x->calib || !lb_grid_get(out_type)) return LB_OK;
+    if (!x->calib || !(x->gptq.sym ? lb_grid_get_sym(out_type) : lb_grid_get(out_type))) return LB_OK;
     float *H = malloc((size_t)K * (size_t)K * sizeof *H), *W = NULL;
     if (!H) return lb_fail(LB_ERR_NOMEM, "out of memory (a %lld x %lld Hessian)", (long long)K, (long long)K);
     if (!lb_calib_hessian(x->calib, t->name.ptr, t->name.len, K, H)) {
