@@ -25,6 +25,7 @@ lb_status imp_plan_init(imp_plan *p, int want_type) {
 }
 
 void imp_plan_free(imp_plan *p) {
+    for (int64_t i = 0; i < p->n; i++) free(p->t[i].ctx);
     gguf_writer_free(p->w);
     free(p->t);
     memset(p, 0, sizeof *p);
@@ -46,14 +47,26 @@ int64_t imp_permuted_src_row(int64_t r, int64_t rows_per_head) {
     return head * rows_per_head + (k % 2) * half + k / 2;
 }
 
+static lb_status add_checked(imp_plan *p, const imp_tensor *t);
+
 lb_status imp_plan_add(imp_plan *p, const imp_tensor *t) {
-    if (t->n_dims < 1 || t->n_dims > 2 || t->ne[0] <= 0 || (t->n_dims == 2 && t->ne[1] <= 0) ||
+    lb_status s = add_checked(p, t);
+    if (s != LB_OK) free(t->ctx); /* not added: ctx was handed over all the same */
+    return s;
+}
+
+static lb_status add_checked(imp_plan *p, const imp_tensor *t) {
+    if (t->fill) {
+        if (t->n_dims < 1 || t->n_dims > 2 || t->ne[0] <= 0 || (t->n_dims == 2 && t->ne[1] <= 0) ||
+            (t->keep_type && !lb_traits((int)t->out_type)))
+            return lb_fail(LB_ERR_ARG, "importer: bad shape or type for tensor %s", t->name);
+    } else if (t->n_dims < 1 || t->n_dims > 2 || t->ne[0] <= 0 || (t->n_dims == 2 && t->ne[1] <= 0) ||
         t->src_row_len <= 0 || t->ne[0] % t->src_row_len != 0)
         return lb_fail(LB_ERR_ARG, "importer: bad shape for tensor %s", t->name);
     int64_t rows = t->n_dims == 2 ? t->ne[1] : 1;
-    if (t->n_src_rows * t->src_row_len != rows * t->ne[0])
+    if (!t->fill && t->n_src_rows * t->src_row_len != rows * t->ne[0])
         return lb_fail(LB_ERR_ARG, "importer: tensor %s source size does not match its shape", t->name);
-    if (t->permute_heads > 0 && (t->n_src_rows % (2 * t->permute_heads)) != 0)
+    if (!t->fill && t->permute_heads > 0 && (t->n_src_rows % (2 * t->permute_heads)) != 0)
         return lb_fail(LB_ERR_SHAPE, "tensor %s: %lld rows cannot be split into %d heads of even size",
                        t->name, (long long)t->n_src_rows, t->permute_heads);
     if (p->n == p->cap) {
@@ -65,18 +78,21 @@ lb_status imp_plan_add(imp_plan *p, const imp_tensor *t) {
     }
     imp_tensor *d = &p->t[p->n];
     *d = *t;
-    d->out_type = LB_TYPE_F32;
-    if (t->n_dims == 2) {
+    if (t->keep_type) {
+        /* the caller chose it */
+    } else if (t->n_dims == 1) {
+        d->out_type = LB_TYPE_F32;
+    } else {
         d->out_type = (uint32_t)lb_type_fallback(p->want_type, t->ne[0]);
         if ((int)d->out_type != p->want_type) p->n_fallback++;
     }
     lb_status s = gguf_writer_add_tensor(p->w, d->name, d->out_type, d->n_dims, d->ne, NULL);
-    if (s != LB_OK) return s;
+    if (s != LB_OK) return s; /* not counted: imp_plan_add frees ctx */
     p->n++;
     return LB_OK;
 }
 
-static lb_status read_at(int fd, void *buf, size_t n, uint64_t off, const char *name) {
+lb_status imp_read_at(int fd, void *buf, size_t n, uint64_t off, const char *name) {
     char *b = buf;
     while (n) {
         ssize_t got = pread(fd, b, n, (off_t)off);
@@ -108,7 +124,7 @@ static lb_status read_rows(const imp_tensor *t, int64_t r0, int64_t n, float *ds
             int64_t src = imp_permuted_src_row(r0 + r, per_head);
             float *out = dst + r * t->src_row_len;
             if (t->mem) { memcpy(out, t->mem + src * t->src_row_len, row_bytes); continue; }
-            lb_status s = read_at(t->fd, raw, row_bytes, t->offset + (uint64_t)src * row_bytes, t->name);
+            lb_status s = imp_read_at(t->fd, raw, row_bytes, t->offset + (uint64_t)src * row_bytes, t->name);
             if (s != LB_OK) return s;
             to_f32(t->src_type, raw, out, t->src_row_len);
         }
@@ -118,7 +134,7 @@ static lb_status read_rows(const imp_tensor *t, int64_t r0, int64_t n, float *ds
         memcpy(dst, t->mem + r0 * t->src_row_len, (size_t)(n * t->src_row_len) * sizeof(float));
         return LB_OK;
     }
-    lb_status s = read_at(t->fd, raw, (size_t)n * row_bytes, t->offset + (uint64_t)r0 * row_bytes, t->name);
+    lb_status s = imp_read_at(t->fd, raw, (size_t)n * row_bytes, t->offset + (uint64_t)r0 * row_bytes, t->name);
     if (s == LB_OK) to_f32(t->src_type, raw, dst, n * t->src_row_len);
     return s;
 }
@@ -138,6 +154,7 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     uint64_t out_row = lb_row_size((int)t->out_type, t->ne[0]);
     if (!tr || out_row * (uint64_t)rows != nbytes)
         return lb_fail(LB_ERR_ARG, "importer: size mismatch writing tensor %s", t->name);
+    if (t->fill) return t->fill(t->ctx, t, dst, nbytes);
     /* Output rows per chunk: whole GGUF rows, about IMP_READ_CHUNK bytes of input. */
     int64_t per_chunk = (int64_t)(c->cap / (size_t)t->ne[0]);
     int64_t src_per_row = t->ne[0] / t->src_row_len;

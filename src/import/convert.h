@@ -10,7 +10,13 @@
 #include "core/common.h"
 #include "gguf/gguf.h"
 
-typedef struct {
+typedef struct imp_tensor imp_tensor;
+
+/* A source that writes a whole output tensor itself, in its out_type (GPTQ
+ * matrices: import/gptq.h). ctx belongs to the tensor's plan. */
+typedef lb_status (*imp_fill_fn)(void *ctx, const imp_tensor *t, void *dst, uint64_t nbytes);
+
+struct imp_tensor {
     char name[64];
     int n_dims;             /* 1 or 2 */
     int64_t ne[2];          /* GGUF shape: ne[0] is the row length */
@@ -25,7 +31,13 @@ typedef struct {
      * this many heads and are written in GGUF's interleaved-pair order */
     int permute_heads;
     const float *mem;       /* if set, an in-memory F32 source instead of fd */
-} imp_tensor;
+    /* if set, fill(ctx, ...) produces the tensor instead of the fields above
+     * (only name, n_dims and ne are used); imp_plan_add takes ctx over (freed
+     * with free() by imp_plan_free, or at once if adding fails) */
+    imp_fill_fn fill;
+    void *ctx;
+    int keep_type;          /* out_type is the caller's, not chosen by the plan */
+};
 
 typedef struct {
     gguf_writer *w;
@@ -40,11 +52,15 @@ lb_status imp_plan_init(imp_plan *p, int want_type);
 void imp_plan_free(imp_plan *p);
 
 /* Appends a tensor (copied) and registers it with the writer. 2-D tensors get
- * want_type (or lb_type_fallback when their rows don't fit it); 1-D stay F32. */
+ * want_type (or lb_type_fallback when their rows don't fit it); 1-D stay F32;
+ * keep_type tensors keep the out_type they came with. */
 lb_status imp_plan_add(imp_plan *p, const imp_tensor *t);
 
 /* Writes the GGUF (temp file + rename; nothing left behind on failure). */
 lb_status imp_plan_write(imp_plan *p, const char *path, lb_progress_fn progress, void *user);
+
+/* Reads n bytes at file offset off (errors name the tensor). */
+lb_status imp_read_at(int fd, void *buf, size_t n, uint64_t off, const char *name);
 
 /* llama.cpp's general.file_type (LLAMA_FTYPE_*) for a target type. */
 uint32_t imp_file_type(int want_type);

@@ -4,11 +4,14 @@
  *    HF's rotate-half RoPE layout back to Meta's interleaved pairs;
  *  - qwen2: GGUF arch "qwen2" (NeoX RoPE, so nothing is permuted), with
  *    q/k/v biases.
- * Tensors stream one at a time from the shards (F32/F16/BF16 sources). */
+ * Tensors stream one at a time from the shards (F32/F16/BF16 sources).
+ * GPTQ checkpoints (qweight/qzeros/scales/g_idx per linear layer, with a
+ * GPTQ quantization config) keep their codes as GQ types: import/gptq.h. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "import/convert.h"
+#include "import/gptq.h"
 #include "import/hf.h"
 #include "import/safetensors.h"
 
@@ -31,6 +34,8 @@ typedef struct {
     st_file **files;
     int n_files;
     float *rope_freqs;       /* llama3 rope scaling factors, if any */
+    const gptq_config *gptq; /* GPTQ checkpoint: its quantization config, else NULL */
+    int n_gq;                /* matrices kept as GQ types */
 } hf_weights;
 
 lb_status hf_read_json(const char *dir, const char *name, int optional, json_doc **doc) {
@@ -219,6 +224,17 @@ static lb_status open_weights(const char *dir, hf_weights *h) {
         char path[4096];
         snprintf(path, sizeof path, "%s/model.safetensors", dir);
         FILE *probe = fopen(path, "rb");
+        if (!probe && h->gptq && h->gptq->base_name[0]) { /* AutoGPTQ's own file name */
+            char file[300];
+            snprintf(file, sizeof file, "%s.safetensors", h->gptq->base_name);
+            snprintf(path, sizeof path, "%s/%s", dir, file);
+            if ((probe = fopen(path, "rb")) != NULL) {
+                fclose(probe);
+                return open_shard(h, dir, file);
+            }
+            return lb_fail(LB_ERR_IO, "%s has neither model.safetensors, model.safetensors.index.json nor %s "
+                           "(quantize_config.json's model_file_base_name)", dir, file);
+        }
         if (!probe)
             return lb_fail(LB_ERR_IO, "%s has neither model.safetensors nor model.safetensors.index.json "
                            "(PyTorch .bin checkpoints are not supported)", dir);
@@ -249,8 +265,19 @@ static lb_status open_weights(const char *dir, hf_weights *h) {
 }
 
 /* Tensors we convert or knowingly drop; anything else is an error rather
- * than silently lost weights. Returns 1 known, 0 unknown. */
-static int known_name(const hf_config *c, const char *name) {
+ * than silently lost weights. Returns 1 known, 0 unknown. With gptq, a
+ * linear layer (a *_proj or lm_head matrix) may also come as GPTQ tensors
+ * and a bias. */
+static int known_name(const hf_config *c, const char *name, int gptq) {
+    size_t n = strlen(name), suf = gptq_suffix_len(name);
+    if (gptq && !suf && n > 5 && !strcmp(name + n - 5, ".bias")) suf = 5;
+    if (gptq && suf && n - suf < 200) {
+        char w[220];
+        snprintf(w, sizeof w, "%.*s.weight", (int)(n - suf), name);
+        size_t wn = strlen(w);
+        int matrix = !strcmp(w, "lm_head.weight") || (wn > 12 && !strcmp(w + wn - 12, "_proj.weight"));
+        return matrix && known_name(c, w, 0);
+    }
     static const char *top[] = {"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"};
     static const char *layer[] = {
         "input_layernorm.weight", "post_attention_layernorm.weight", "self_attn.q_proj.weight",
@@ -273,10 +300,16 @@ static int known_name(const hf_config *c, const char *name) {
 
 static lb_status check_all_known(const hf_weights *h, const hf_config *c) {
     for (int i = 0; i < h->n_files; i++)
-        for (int64_t k = 0; k < h->files[i]->n_tensors; k++)
-            if (!known_name(c, h->files[i]->tensors[k].name))
-                return lb_fail(LB_ERR_UNSUPPORTED, "%s: unexpected tensor \"%s\" for a %s model with %lld layers",
-                               h->files[i]->path, h->files[i]->tensors[k].name, c->arch, (long long)c->n_layer);
+        for (int64_t k = 0; k < h->files[i]->n_tensors; k++) {
+            const char *name = h->files[i]->tensors[k].name;
+            if (known_name(c, name, h->gptq != NULL)) continue;
+            if (!h->gptq && gptq_suffix_len(name))
+                return lb_fail(LB_ERR_FORMAT, "%s: tensor \"%s\" looks like a GPTQ checkpoint, but neither "
+                               "config.json's \"quantization_config\" nor quantize_config.json describes one",
+                               h->files[i]->path, name);
+            return lb_fail(LB_ERR_UNSUPPORTED, "%s: unexpected tensor \"%s\" for a %s model with %lld layers",
+                           h->files[i]->path, name, c->arch, (long long)c->n_layer);
+        }
     return LB_OK;
 }
 
@@ -356,37 +389,131 @@ static lb_status add_rope_freqs(imp_plan *p, hf_weights *h, const hf_config *c) 
     return imp_plan_add(p, &it);
 }
 
+/* Whether a bias vector of `rows` elements is all zeros (-0 counts). */
+static lb_status bias_is_zero(const st_file *f, const st_tensor *t, int64_t rows, int *zero) {
+    *zero = 0;
+    if ((t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16) || t->n_dims != 1 || t->shape[0] != rows)
+        return lb_fail(LB_ERR_FORMAT, "tensor \"%s\" must be an F32, F16 or BF16 vector of %lld elements", t->name,
+                       (long long)rows);
+    unsigned char *b = malloc(t->nbytes ? (size_t)t->nbytes : 1);
+    if (!b) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    lb_status s = imp_read_at(fileno(f->f), b, (size_t)t->nbytes, t->offset, t->name);
+    int nz = 0;
+    for (int64_t i = 0; s == LB_OK && i < rows && !nz; i++) {
+        uint32_t u;
+        if (t->dtype == ST_F32) memcpy(&u, b + 4 * i, 4);
+        else {
+            uint16_t v;
+            memcpy(&v, b + 2 * i, 2);
+            u = (uint32_t)v << 16; /* only the sign may be set in a zero of either 16-bit type */
+        }
+        nz = (u & 0x7fffffffu) != 0;
+    }
+    free(b);
+    *zero = !nz;
+    return s;
+}
+
+enum { BIAS_ARCH, BIAS_ADD, BIAS_NONE }; /* see add_linear */
+
+/* A linear layer: PREFIX.weight, or in a GPTQ checkpoint PREFIX.qweight and
+ * its companions (import/gptq.h). A GPTQ checkpoint's PREFIX.bias, which
+ * AutoGPTQ saves (as zeros) even for layers without one: BIAS_ARCH, the
+ * architecture's own bias, added elsewhere; BIAS_ADD, added as gguf_bias
+ * unless all zero; BIAS_NONE, the model has no place for it: dropped when all
+ * zero, refused otherwise. *found as in add_hf. */
+static lb_status add_linear(imp_plan *p, hf_weights *h, const char *prefix, const char *gguf_name, int64_t rows,
+                            int64_t cols, int permute_heads, int optional, int bias, const char *gguf_bias,
+                            int *found) {
+    char name[200];
+    lb_status s;
+    if (found) *found = 0;
+    if (h->gptq) {
+        static const char *part_names[] = {"qweight", "qzeros", "scales", "g_idx"};
+        gptq_matrix m;
+        memset(&m, 0, sizeof m);
+        gptq_part *parts[] = {&m.qweight, &m.qzeros, &m.scales, &m.g_idx};
+        const gptq_part *any = NULL;
+        for (int i = 0; i < 4; i++) {
+            snprintf(name, sizeof name, "%s.%s", prefix, part_names[i]);
+            if ((s = find_in(h, name, &parts[i]->file, &parts[i]->t)) != LB_OK) return s;
+            if (!any && parts[i]->t) any = parts[i];
+        }
+        snprintf(name, sizeof name, "%s.weight", prefix);
+        const st_file *wf;
+        const st_tensor *wt;
+        if ((s = find_in(h, name, &wf, &wt)) != LB_OK) return s;
+        if (any && wt)
+            return lb_fail(LB_ERR_FORMAT, "tensor \"%s\" and GPTQ tensor \"%s\" both hold layer %s", name,
+                           any->t->name, prefix);
+        if (any) {
+            m.prefix = prefix;
+            m.n_out = rows;
+            m.n_in = cols;
+            m.permute_heads = permute_heads;
+            if ((s = gptq_add_matrix(p, h->gptq, &m, gguf_name)) != LB_OK) return s;
+            if (!h->gptq->dequantize) h->n_gq++;
+            if (found) *found = 1;
+        } else {
+            int f;
+            if ((s = add_hf(p, h, name, gguf_name, rows, cols, permute_heads, optional, &f)) != LB_OK) return s;
+            if (found) *found = f;
+        }
+        if (bias == BIAS_ARCH) return LB_OK;
+        snprintf(name, sizeof name, "%s.bias", prefix);
+        const st_file *bf;
+        const st_tensor *bt;
+        if ((s = find_in(h, name, &bf, &bt)) != LB_OK || !bt) return s;
+        int zero;
+        if ((s = bias_is_zero(bf, bt, rows, &zero)) != LB_OK || zero) return s;
+        if (bias == BIAS_ADD) return add_hf(p, h, name, gguf_bias, rows, 0, permute_heads, 0, NULL);
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor \"%s\" is not all zeros, and the model has no bias there", name);
+    }
+    snprintf(name, sizeof name, "%s.weight", prefix);
+    return add_hf(p, h, name, gguf_name, rows, cols, permute_heads, optional, found);
+}
+
 static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int64_t n_vocab) {
     int64_t q_dim = c->n_head * c->head_dim, kv_dim = c->n_head_kv * c->head_dim;
     int pq = c->permute_qk ? (int)c->n_head : 0, pk = c->permute_qk ? (int)c->n_head_kv : 0;
     lb_status s = add_hf(p, h, "model.embed_tokens.weight", "token_embd.weight", n_vocab, c->n_embd, 0, 0, NULL);
+    const int qkv = c->qkv_bias ? BIAS_ARCH : BIAS_ADD;
     for (int64_t l = 0; l < c->n_layer && s == LB_OK; l++) {
-        char hf[128], gg[64];
+        char hf[128], gg[64], gb[64];
 #define T(hfs, ggs, rows, cols, perm, opt)                                              \
         if (s == LB_OK) {                                                             \
             snprintf(hf, sizeof hf, "model.layers.%lld.%s", (long long)l, hfs);        \
             snprintf(gg, sizeof gg, "blk.%lld.%s", (long long)l, ggs);                 \
             s = add_hf(p, h, hf, gg, rows, cols, perm, opt, NULL);                     \
         }
+#define M(hfs, ggs, rows, cols, perm, bias)                                             \
+        if (s == LB_OK) {                                                             \
+            snprintf(hf, sizeof hf, "model.layers.%lld.%s", (long long)l, hfs);        \
+            snprintf(gg, sizeof gg, "blk.%lld.%s.weight", (long long)l, ggs);          \
+            snprintf(gb, sizeof gb, "blk.%lld.%s.bias", (long long)l, ggs);            \
+            s = add_linear(p, h, hf, gg, rows, cols, perm, 0, bias, gb, NULL);         \
+        }
         T("input_layernorm.weight", "attn_norm.weight", c->n_embd, 0, 0, 0);
-        T("self_attn.q_proj.weight", "attn_q.weight", q_dim, c->n_embd, pq, 0);
-        T("self_attn.k_proj.weight", "attn_k.weight", kv_dim, c->n_embd, pk, 0);
-        T("self_attn.v_proj.weight", "attn_v.weight", kv_dim, c->n_embd, 0, 0);
+        M("self_attn.q_proj", "attn_q", q_dim, c->n_embd, pq, qkv);
+        M("self_attn.k_proj", "attn_k", kv_dim, c->n_embd, pk, qkv);
+        M("self_attn.v_proj", "attn_v", kv_dim, c->n_embd, 0, qkv);
         if (c->qkv_bias) {
             T("self_attn.q_proj.bias", "attn_q.bias", q_dim, 0, pq, 0);
             T("self_attn.k_proj.bias", "attn_k.bias", kv_dim, 0, pk, 0);
             T("self_attn.v_proj.bias", "attn_v.bias", kv_dim, 0, 0, 0);
         }
-        T("self_attn.o_proj.weight", "attn_output.weight", c->n_embd, q_dim, 0, 0);
+        M("self_attn.o_proj", "attn_output", c->n_embd, q_dim, 0, BIAS_NONE);
         T("post_attention_layernorm.weight", "ffn_norm.weight", c->n_embd, 0, 0, 0);
-        T("mlp.gate_proj.weight", "ffn_gate.weight", c->n_ff, c->n_embd, 0, 0);
-        T("mlp.up_proj.weight", "ffn_up.weight", c->n_ff, c->n_embd, 0, 0);
-        T("mlp.down_proj.weight", "ffn_down.weight", c->n_embd, c->n_ff, 0, 0);
+        M("mlp.gate_proj", "ffn_gate", c->n_ff, c->n_embd, 0, BIAS_NONE);
+        M("mlp.up_proj", "ffn_up", c->n_ff, c->n_embd, 0, BIAS_NONE);
+        M("mlp.down_proj", "ffn_down", c->n_embd, c->n_ff, 0, BIAS_NONE);
+#undef M
 #undef T
     }
     if (s == LB_OK) s = add_hf(p, h, "model.norm.weight", "output_norm.weight", c->n_embd, 0, 0, 0, NULL);
     /* No lm_head (or a tied one): the loader uses token_embd as the classifier. */
-    if (s == LB_OK && !c->tied) s = add_hf(p, h, "lm_head.weight", "output.weight", n_vocab, c->n_embd, 0, 1, NULL);
+    if (s == LB_OK && !c->tied)
+        s = add_linear(p, h, "lm_head", "output.weight", n_vocab, c->n_embd, 0, 1, BIAS_NONE, NULL, NULL);
     if (s == LB_OK && c->rope_llama3) s = add_rope_freqs(p, h, c);
     return s;
 }
@@ -436,7 +563,14 @@ static char *dir_name(const char *dir) {
 
 lb_status lb_convert_hf(const char *hf_dir, const char *out_gguf, int out_type, lb_progress_fn progress,
                         void *user) {
-    if (!hf_dir || !out_gguf) return lb_fail(LB_ERR_ARG, "lb_convert_hf: missing path");
+    lb_convert_hf_options o = {out_type, 0};
+    return lb_convert_hf_ex(hf_dir, out_gguf, &o, progress, user);
+}
+
+lb_status lb_convert_hf_ex(const char *hf_dir, const char *out_gguf, const lb_convert_hf_options *o,
+                           lb_progress_fn progress, void *user) {
+    if (!hf_dir || !out_gguf || !o) return lb_fail(LB_ERR_ARG, "lb_convert_hf: missing path or options");
+    const int out_type = o->out_type;
     imp_plan plan;
     lb_status s = imp_plan_init(&plan, out_type);
     if (s != LB_OK) return s;
@@ -444,11 +578,15 @@ lb_status lb_convert_hf(const char *hf_dir, const char *out_gguf, int out_type, 
     json_doc *cfg_doc = NULL;
     char *name = NULL;
     hf_config c;
+    gptq_config gcfg;
+    int is_gptq = 0;
     if ((s = hf_read_json(hf_dir, "config.json", 0, &cfg_doc)) != LB_OK) goto done;
-    if ((s = parse_config(json_root(cfg_doc), &c)) != LB_OK) {
+    if ((s = parse_config(json_root(cfg_doc), &c)) != LB_OK ||
+        (s = gptq_read_config(hf_dir, json_root(cfg_doc), o->gptq_dequantize, &gcfg, &is_gptq)) != LB_OK) {
         lb_fail_prefix(s, "%s", hf_dir);
         goto done;
     }
+    h.gptq = is_gptq ? &gcfg : NULL;
     if ((s = open_weights(hf_dir, &h)) != LB_OK || (s = check_all_known(&h, &c)) != LB_OK) goto done;
     const st_file *ef;
     const st_tensor *emb;
@@ -470,6 +608,8 @@ lb_status lb_convert_hf(const char *hf_dir, const char *out_gguf, int out_type, 
         lb_fail_prefix(s, "%s", hf_dir);
         goto done;
     }
+    /* GQ types have no llama.cpp file type (docs/gq.md) */
+    if (h.n_gq && (s = gguf_writer_remove_kv(plan.w, "general.file_type")) != LB_OK) goto done;
     s = imp_plan_write(&plan, out_gguf, progress, user);
 done:
     json_free(cfg_doc);
