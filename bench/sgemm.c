@@ -247,8 +247,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const bench_case *b = &cases[i];
         if (quick && b->N > 2048) continue;
-        const size_t a_n = (size_t)(b->syrk ? b->N : b->M) * (size_t)b->K, b_n = (size_t)b->K * (size_t)b->N;
-        float *A = random_floats(a_n), *B = random_floats(b_n), *C = random_floats((size_t)(b->syrk ? b->N : b->M) * (size_t)b->N);
+        const size_t rows = (size_t)(b->syrk ? b->N : b->M);
+        float *A = random_floats(rows * (size_t)b->K), *B = random_floats((size_t)b->K * (size_t)b->N);
+        float *C = random_floats(rows * (size_t)b->N);
         printf("%-44s", b->name);
         for (int t = 0; t < (nt_max > 1 ? 2 : 1); t++) {
             printf(" %7.1f GF/s", time_case(b, A, B, C, threads[t]));

@@ -177,11 +177,22 @@ static void check_degenerate(void) {
     CHECK(s[0] == 0.5f && s[1] == 1.0f && s[2] == SENTINEL && s[3] == 1.5f);
 }
 
-/* The problem at every level the CPU has (the reference is computed once). */
+/* The problem at every level the CPU has (the reference is computed once).
+ * A level whose kernel a lower level already ran (Arm dotprod and i8mm run
+ * the NEON kernel) takes only the problems with variants: its dispatch is
+ * checked without repeating the same arithmetic (qemu runs are slow). */
 static int level_failures[LB_ISA_COUNT];
+
+static int kernel_seen_below(int level) {
+    const lb_sgemm_kernel *k = lb_sgemm_kernel_at((lb_isa)level);
+    for (int l = 0; l < level; l++)
+        if (lb_cpu_force_level((lb_isa)l) == (lb_isa)l && lb_sgemm_kernel_at((lb_isa)l) == k) return 1;
+    return 0;
+}
 
 static void run_levels(const problem *p, int syrk, int variants, uint64_t *rng) {
     for (int l = 0; l < LB_ISA_COUNT; l++) {
+        if (!variants && kernel_seen_below(l)) continue;
         if (lb_cpu_force_level((lb_isa)l) != (lb_isa)l) continue;
         const int before = lb_test_failures;
         run_problem(p, syrk, variants, rng);

@@ -22,8 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int KCX(void){const char*e=getenv("XKC");return e?atoi(e):256;}
-#define KC_MAX 512        /* K block: the mr x kc strip of A stays in L1 */
+#define KC_MAX 256        /* K block: the mr x kc strip of A stays in L1 */
 #define KC_SMALL 128      /* stack fallback: K block and ... */
 #define NB_SMALL 128      /* ... B block width (64 KiB of stack) */
 #define UNIT_ROWS_MAX 1024 /* rows of a unit: each B block serves all of them */
@@ -266,9 +265,9 @@ static int64_t active_units(const job *g) {
  * the syrk's triangle and the edges). */
 static void plan_units(job *g, int64_t kc, int n_threads) {
     const lb_sgemm_kernel *kr = g->kr;
-    int64_t nb_cache = (int64_t)(lb_cpu_l2_bytes() / (getenv("XL2")?atoi(getenv("XL2")):2) / ((size_t)kc * sizeof(float)));
+    int64_t nb_cache = (int64_t)(lb_cpu_l2_bytes() / 2 / ((size_t)kc * sizeof(float)));
     if (nb_cache < kr->nr) nb_cache = kr->nr;
-    g->mu = balanced(g->M, getenv("XMU")?atoi(getenv("XMU")):UNIT_ROWS_MAX, kr->mr);
+    g->mu = balanced(g->M, UNIT_ROWS_MAX, kr->mr);
     g->nu = balanced(g->N, nb_cache, kr->nr);
     for (;;) {
         g->units_m = (g->M + g->mu - 1) / g->mu;
@@ -303,7 +302,7 @@ static void run_job(job *g, int n_threads) {
     int nt = n_threads > 0 ? n_threads : omp_get_num_procs();
     /* below a few MFLOP, waking threads costs more than it saves */
     if ((double)g->M * (double)g->N * (double)g->K < (double)(1 << 21)) nt = 1;
-    const int64_t kc = balanced(g->K, KCX(), 1);
+    const int64_t kc = balanced(g->K, KC_MAX, 1);
     plan_units(g, kc, nt);
     const int64_t n_units = g->units_m * g->units_n, active = active_units(g);
     if (nt > active) nt = (int)active;
@@ -311,7 +310,7 @@ static void run_job(job *g, int n_threads) {
     /* one packed B block per thread, 64-byte aligned (aligned_alloc wants a multiple of it) */
     const size_t per = ((size_t)kc * (size_t)g->nu * sizeof(float) + 63) / 64 * 64;
     float *heap = force_stack ? NULL : aligned_alloc(64, per * (size_t)nt);
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
         float *bp = heap ? (float *)((char *)heap + per * (size_t)omp_get_thread_num()) : NULL;
 #pragma omp for schedule(dynamic, 1)
