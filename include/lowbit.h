@@ -101,6 +101,21 @@ typedef enum {
     LB_TYPE_GQ2_G64 = 1039,
     LB_TYPE_GQ2_G32 = 1040,
     LB_TYPE_GQ2_G16 = 1041,
+    /* lowbit-only: the GQ types with 16 rows interleaved (32-bit words of 16
+     * rows side by side, scales and zeros next to them) for the kernels QIGen
+     * generates (src/formats/repack_qg.h, src/kernels/qigen.h); repacked at load */
+    LB_TYPE_GQ4_G128_QG = 1042,
+    LB_TYPE_GQ4_G64_QG = 1043,
+    LB_TYPE_GQ4_G32_QG = 1044,
+    LB_TYPE_GQ4_G16_QG = 1045,
+    LB_TYPE_GQ3_G128_QG = 1046,
+    LB_TYPE_GQ3_G64_QG = 1047,
+    LB_TYPE_GQ3_G32_QG = 1048,
+    LB_TYPE_GQ3_G16_QG = 1049,
+    LB_TYPE_GQ2_G128_QG = 1050,
+    LB_TYPE_GQ2_G64_QG = 1051,
+    LB_TYPE_GQ2_G32_QG = 1052,
+    LB_TYPE_GQ2_G16_QG = 1053,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */

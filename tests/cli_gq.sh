@@ -1,7 +1,8 @@
 # The GQ types (GPTQ's group-wise uniform format, formats/gq.h) through the
 # CLI: quantize tiny-F32 (dim 256: every matrix fits the 128-weight blocks)
 # to GQ4_G128, GQ2_G32 and GQ4_G32, `info` shows the types, their bits per
-# weight and the reference kernel, `run` generates, `perplexity` gives KL
+# weight and the reference kernel (repacked at load to GQ*_QG for the
+# generated QIGen kernels where the level has them), `run` generates, `perplexity` gives KL
 # divergences against F32 in the expected order, a GQ file requantizes, and
 # stories260K (dim 64) falls back to Q8_0 everywhere and still runs.
 . "$(dirname "$0")/lib_cli.sh"
@@ -56,7 +57,8 @@ if [ -f "$SHARED/models/stories260K-f32.gguf" ]; then
 fi
 
 "$LOWBIT" bench --synthetic stories15m --type GQ2_G32 -p 8 -n 2 -r 1 -t 2 > "$WORK/bench.out" 2> "$WORK/bench.err" \
-  && grep -q 'llama 15M GQ2_G32' "$WORK/bench.out" && grep -q 'GQ2_G32 weights:.*gq2_g32_q8_0_ref' "$WORK/bench.err" \
+  && grep -q 'llama 15M GQ2_G32' "$WORK/bench.out" \
+  && grep -qE 'GQ2_G32 weights:.*gq2_g32_q8_0_ref|GQ2_G32_QG weights:.*gq2_g32_qg_' "$WORK/bench.err" \
   && ok "bench --synthetic --type GQ2_G32" || { bad "bench --synthetic GQ2_G32"; cat "$WORK/bench.out" "$WORK/bench.err"; }
 
 expect_fail "quantize to GQ4_G8" "unknown or unsupported type" "$LOWBIT" quantize "$F32" "$WORK/x.gguf" GQ4_G8

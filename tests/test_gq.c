@@ -88,7 +88,9 @@ static void test_geometry(void) {
     CHECK(lb_gq_bits(LB_TYPE_Q4_0) == 0 && lb_gq_group(LB_TYPE_CB2) == 0 && lb_gq_bits(1029) == 0 &&
           lb_gq_bits(1042) == 0);
     CHECK(lb_gq_traits(1029) == NULL && lb_gq_traits(1042) == NULL && lb_gq_grid(LB_TYPE_Q4_0) == NULL);
-    CHECK(lb_traits(1023) == NULL && lb_traits(1029) == NULL && lb_traits(1042) == NULL);
+    CHECK(lb_traits(1023) == NULL && lb_traits(1029) == NULL && lb_traits(1054) == NULL);
+    /* 1042-1053: the interleaved _QG layouts (formats/repack_qg.h), not GQ types themselves */
+    CHECK(lb_traits(1042) != NULL && lb_gq_bits(1053) == 0);
     /* not GQ: lb_gq_quantize_row leaves the output alone */
     float x[128] = {1.0f};
     uint8_t y[68];
@@ -495,9 +497,9 @@ static void test_gguf(void) {
     CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "past end"), "short data: %s", lb_last_error());
     gguf_close(g);
     g = NULL;
-    one_tensor(&b, 1042, 256, 1, 256); /* the id after the last GQ type */
+    one_tensor(&b, 1054, 256, 1, 256); /* the id after the last GQ type's _QG layout */
     s = gguf_open_memory(b.p, b.n, &g);
-    CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "unknown type 1042"), "id 1042: %s", lb_last_error());
+    CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "unknown type 1054"), "id 1054: %s", lb_last_error());
     gguf_close(g);
 }
 

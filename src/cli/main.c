@@ -19,6 +19,7 @@ static void usage(FILE *f) {
             "  codebooks   learn the CB2/CB3 codebooks of a model\n"
             "  imatrix     importance matrix (squared activations) from calibration text\n"
             "  calibrate   layer-input Hessians from calibration text (for quantize --gptq)\n"
+            "  tune        time the generated GQ kernels on this CPU, keep the fastest (QIGen)\n"
             "  info        metadata, tensors and bits per weight of a GGUF model\n"
             "  convert     import llama2.c checkpoints or Hugging Face directories to GGUF\n");
 }
@@ -166,6 +167,7 @@ int main(int argc, char **argv) {
     if (!strcmp(sub, "codebooks")) return cmd_codebooks(argc - 1, argv + 1);
     if (!strcmp(sub, "imatrix")) return cmd_imatrix(argc - 1, argv + 1);
     if (!strcmp(sub, "calibrate")) return cmd_calibrate(argc - 1, argv + 1);
+    if (!strcmp(sub, "tune")) return cmd_tune(argc - 1, argv + 1);
     fprintf(stderr, "lowbit: unknown subcommand '%s'\n\n", sub);
     usage(stderr);
     return CLI_USAGE;

@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include "formats/repack_kx.h"
+#include "formats/repack_qg.h"
 
 static const lb_repack_layout layouts[] = {
     {LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0, 4, 4},     {LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0, 4, 8},
@@ -23,6 +24,10 @@ static const lb_repack_layout layouts[] = {
     {LB_TYPE_Q5_K_16X4, LB_TYPE_Q5_K, 16, 4},   {LB_TYPE_Q6_K_16X4, LB_TYPE_Q6_K, 16, 4},
     {LB_TYPE_IQ4_XS_16X4, LB_TYPE_IQ4_XS, 16, 4}, {LB_TYPE_Q4_1_16X4, LB_TYPE_Q4_1, 16, 4},
     {LB_TYPE_Q5_0_16X4, LB_TYPE_Q5_0, 16, 4},   {LB_TYPE_Q5_1_16X4, LB_TYPE_Q5_1, 16, 4},
+    /* the GQ types for the QIGen kernels, 16 rows of 32-bit words (formats/repack_qg.c) */
+#define QG_LAYOUT(name, NAME, B, G) {LB_TYPE_##NAME##_QG, LB_TYPE_##NAME, 16, 4},
+    LB_GQ_LIST(QG_LAYOUT)
+#undef QG_LAYOUT
 };
 enum { N_LAYOUTS = sizeof layouts / sizeof layouts[0] };
 
@@ -114,6 +119,10 @@ void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int6
         lb_repack_kq_tensor(L, plain, packed, K, N);
         return;
     }
+    if (lb_repack_is_qg(L->base)) {
+        lb_repack_qg_tensor(L, plain, packed, K, N);
+        return;
+    }
     if (lb_repack_is_kx(L->base)) {
         lb_repack_kx_tensor(L, plain, packed, K, N);
         return;
@@ -132,6 +141,10 @@ void lb_unpack_tensor(int type, const void *packed, void *plain, int64_t K, int6
     if (!L) return;
     if (lb_repack_is_kq(L->base)) {
         lb_unpack_kq_tensor(L, packed, plain, K, N);
+        return;
+    }
+    if (lb_repack_is_qg(L->base)) {
+        lb_unpack_qg_tensor(L, packed, plain, K, N);
         return;
     }
     if (lb_repack_is_kx(L->base)) {
@@ -194,6 +207,8 @@ const lb_type_traits *lb_repack_traits(int type) {
     if (kq) return kq;
     const lb_type_traits *kx = lb_repack_kx_traits(type);
     if (kx) return kx;
+    const lb_type_traits *qg = lb_repack_qg_traits(type);
+    if (qg) return qg;
     for (int i = 0; i < N_LAYOUTS; i++)
         if (layouts[i].type == type) return &repack_traits[i];
     return NULL;

@@ -18,6 +18,7 @@
 #include "kernels/kx_kernels.h"
 #include "kernels/x86/kx_avx512.h"
 #include "kernels/x86/kx_avx2.h"
+#include "kernels/qigen.h"
 
 /* Entries name the first seven lb_kernel fields; the fields appended later
  * (gemv, act_rows, ...) default to zero for them. */
@@ -48,10 +49,12 @@ static const lb_kernel lb_kernel_list[] = {
     LB_REPACK_REF_KERNELS,
     LB_KQ_REPACK_REF_KERNELS, /* Q2_K / CB2 / CB3 16-row layouts, kernels/kq_repack_avx512.h */
     LB_KX_REF_KERNELS, /* Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 16-row layouts, kernels/kx_kernels.h */
+    LB_QG_REF_KERNELS /* the GQ*_QG layouts (kernels/qigen.h) */
 #if LB_HAVE_ARM_KERNELS
     LB_ARM_KERNELS, /* kernels/arm_kernels.h: neon, dotprod, i8mm */
     LB_ARM_KQ_KERNELS, /* kernels/arm_kq.h: Q2_K, CB2, CB3 at neon, dotprod, i8mm */
     LB_KX_ARM_KERNELS, /* kernels/arm/kx_arm.h: Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 16X4 at neon, dotprod, i8mm */
+    LB_QG_ARM_KERNELS /* the GQ*_QG layouts: generated NEON GEMV (kernels/qigen.h) */
 #endif
 #if LB_HAVE_X86_KERNELS
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */
@@ -61,6 +64,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_KQ_REPACK_AVX512_KERNELS, /* kernels/kq_repack_avx512.h (need VBMI) */
     LB_KX_AVX512_KERNELS, /* kernels/x86/kx_avx512.h: Q3_K..Q6_K, IQ4_XS */
     LB_KX_AVX2_KERNELS, LB_KX_AVXVNNI_KERNELS, /* kernels/x86/kx_avx2.h: the 16-row layouts at AVX2 (+ AVX-VNNI) */
+    LB_QG_X86_KERNELS /* the GQ*_QG layouts: generated AVX2 / AVX-512 GEMV (kernels/qigen.h) */
     {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
     {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},

@@ -13,6 +13,7 @@
 
 #include "formats/repack.h"
 #include "formats/repack_kx.h"
+#include "formats/repack_qg.h"
 
 enum { MODE_UNSET = -1, MODE_OFF, MODE_AUTO, MODE_4X4, MODE_4X8, MODE_8X8 };
 static int repack_mode = MODE_UNSET;
@@ -54,13 +55,14 @@ static const int prefs_i8mm[][2] = {{4, 8}, {8, 8}, {4, 4}};
 static const int prefs_dotprod[][2] = {{4, 4}, {4, 8}, {8, 8}};
 
 int lb_repack_target(int type) {
-    const int kq = lb_repack_is_kq(type) || lb_repack_is_kx(type);
+    const int kq = lb_repack_is_kq(type) || lb_repack_is_kx(type) || lb_repack_is_qg(type);
     if (type != LB_TYPE_Q4_0 && type != LB_TYPE_IQ4_NL && type != LB_TYPE_Q8_0 && !kq) return type;
     const int mode = mode_in_force();
     if (mode == MODE_OFF) return type;
     if (kq) {
-        /* the super-block formats (and the legacy types of K-quant mixes)
-         * have one layout, 16 rows (formats/repack.h, repack_kx.h), used in
+        /* the super-block formats (and the legacy types of K-quant mixes,
+         * and the GQ types: formats/repack_qg.h) have one layout, 16 rows
+         * (formats/repack.h, repack_kx.h), used in
          * every mode but off where a non-scalar kernel exists (Q2_K's
          * AVX-512 one needs VBMI; without it the plain AVX2 kernels stay) */
         const int t = lb_repack_find(type, 16, 4);
@@ -133,7 +135,10 @@ lb_status lb_model_repack(lb_model *m) {
     const double t0 = lb_time_s();
     static const int bases[] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_TYPE_Q2_K, LB_TYPE_CB2,
                                 LB_TYPE_CB3,  LB_TYPE_Q3_K,   LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K,
-                                LB_TYPE_IQ4_XS, LB_TYPE_Q4_1, LB_TYPE_Q5_0, LB_TYPE_Q5_1};
+                                LB_TYPE_IQ4_XS, LB_TYPE_Q4_1, LB_TYPE_Q5_0, LB_TYPE_Q5_1,
+                                LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,
+                                LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16,
+                                LB_TYPE_GQ2_G128, LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16};
     enum { NB = sizeof bases / sizeof bases[0] };
     tally t[NB];
     for (int i = 0; i < NB; i++) t[i] = (tally){0, 0, -1};
