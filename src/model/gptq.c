@@ -21,12 +21,16 @@ lb_gptq_params lb_gptq_default_params(void) { return (lb_gptq_params){0.01f, 128
 
 static float *row_of(float *A, int64_t K, int64_t r) { return A + (size_t)r * (size_t)K; }
 
-/* Descending H_ii; ties keep the column order (qsort is not stable). */
-static const float *sort_diag;
+/* Act-order: descending H_ii; ties keep the column order (qsort is not
+ * stable). The key travels with the column so no global state is needed. */
+typedef struct {
+    float h;
+    int64_t col;
+} diag_col;
 static int by_diag_desc(const void *a, const void *b) {
-    const int64_t i = *(const int64_t *)a, j = *(const int64_t *)b;
-    if (sort_diag[i] != sort_diag[j]) return sort_diag[i] > sort_diag[j] ? -1 : 1;
-    return (i > j) - (i < j);
+    const diag_col *x = a, *y = b;
+    if (x->h != y->h) return x->h > y->h ? -1 : 1;
+    return (x->col > y->col) - (x->col < y->col);
 }
 
 /* Column i of the permuted W is column perm[i] of W (dir 1) or back (dir -1). */
@@ -123,17 +127,20 @@ lb_status lb_gptq_quantize(int type, float *W, int64_t N, int64_t K, float *H, c
                        row_of(W, K, r) + c, diag + c);
         perm = malloc((size_t)K * sizeof *perm);
         Hp = malloc((size_t)K * (size_t)K * sizeof *Hp);
-        if (!perm || !Hp) s = lb_fail(LB_ERR_NOMEM, "out of memory (act-order copy of a %lld x %lld Hessian)", (long long)K, (long long)K);
+        diag_col *order = malloc((size_t)K * sizeof *order);
+        if (!perm || !Hp || !order)
+            s = lb_fail(LB_ERR_NOMEM, "out of memory (act-order copy of a %lld x %lld Hessian)", (long long)K, (long long)K);
         if (s == LB_OK) {
-            for (int64_t i = 0; i < K; i++) perm[i] = i;
-            sort_diag = diag;
-            qsort(perm, (size_t)K, sizeof *perm, by_diag_desc);
+            for (int64_t i = 0; i < K; i++) order[i] = (diag_col){diag[i], i};
+            qsort(order, (size_t)K, sizeof *order, by_diag_desc);
+            for (int64_t i = 0; i < K; i++) perm[i] = order[i].col;
 #pragma omp parallel for schedule(static) num_threads(nt)
             for (int64_t i = 0; i < K; i++)
                 for (int64_t j = 0; j < K; j++) row_of(Hp, K, i)[j] = row_of(H, K, perm[i])[perm[j]];
             H = Hp;
             s = permute_columns(W, N, K, perm, 1, nt);
         }
+        free(order);
     }
     if (s == LB_OK) {
         const float lambda = (float)(p.damp * mean);
