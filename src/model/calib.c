@@ -17,11 +17,17 @@ static const char *const slot_names[N_SLOTS] = {"attn_qkv", "attn_output", "ffn_
 static inline size_t tri_at(int64_t K, int64_t i) { return (size_t)(i * K - i * (i - 1) / 2); }
 static inline size_t tri_size(int64_t K) { return (size_t)(K * (K + 1) / 2); }
 
+/* Every layer matrix and the input it reads: the reader maps a matrix name to
+ * its Hessian, the writer names each slot's imatrix tensors. */
+static const struct {
+    const char *m;
+    int slot;
+} matrices[] = {{"attn_q", SLOT_QKV},           {"attn_k", SLOT_QKV},        {"attn_v", SLOT_QKV},
+                {"attn_output", SLOT_ATTN_OUT}, {"ffn_gate", SLOT_GATE_UP}, {"ffn_up", SLOT_GATE_UP},
+                {"ffn_down", SLOT_DOWN}};
+#define N_MATRICES (sizeof matrices / sizeof matrices[0])
+
 int lb_calib_slot_name(const char *name, size_t len, char *out, size_t cap) {
-    static const struct { const char *m; int slot; } map[] = {
-        {"attn_q", SLOT_QKV},           {"attn_k", SLOT_QKV},        {"attn_v", SLOT_QKV},
-        {"attn_output", SLOT_ATTN_OUT}, {"ffn_gate", SLOT_GATE_UP}, {"ffn_up", SLOT_GATE_UP},
-        {"ffn_down", SLOT_DOWN}};
     int layer, used = 0;
     char mid[32];
     char buf[128];
@@ -29,8 +35,9 @@ int lb_calib_slot_name(const char *name, size_t len, char *out, size_t cap) {
     memcpy(buf, name, len);
     buf[len] = 0;
     if (sscanf(buf, "blk.%d.%31[a-z_].weight%n", &layer, mid, &used) != 2 || (size_t)used != len) return 0;
-    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-        if (!strcmp(mid, map[i].m)) return snprintf(out, cap, "blk.%d.%s.hessian", layer, slot_names[map[i].slot]) < (int)cap;
+    for (size_t i = 0; i < N_MATRICES; i++)
+        if (!strcmp(mid, matrices[i].m))
+            return snprintf(out, cap, "blk.%d.%s.hessian", layer, slot_names[matrices[i].slot]) < (int)cap;
     return 0;
 }
 
@@ -156,10 +163,8 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
 
 lb_status lb_calib_collector_write(const lb_calib_collector *col, const char *path, int chunks, int chunk_size,
                                    const char *dataset, lb_progress_fn progress, void *progress_user) {
-    static const char *const members[N_SLOTS][3] = {
-        {"attn_q", "attn_k", "attn_v"}, {"attn_output"}, {"ffn_gate", "ffn_up"}, {"ffn_down"}};
     gguf_writer *w = gguf_writer_new();
-    const int cap = col->n * 7 + 1;
+    const int cap = col->n * (int)(2 * N_MATRICES + 1) + 1;
     write_ctx wc = {col, calloc((size_t)cap, sizeof(int64_t)), calloc((size_t)cap, 1)};
     lb_status s = w && wc.slot_of && wc.what ? LB_OK : lb_fail(LB_ERR_NOMEM, "out of memory");
     int64_t tokens = 0;
@@ -181,11 +186,12 @@ lb_status lb_calib_collector_write(const lb_calib_collector *col, const char *pa
         const int64_t ne_h[1] = {(int64_t)tri_size(a->K)}, ne_k[1] = {a->K}, ne_1[1] = {1};
         wc.slot_of[nt] = i, wc.what[nt++] = 0;
         s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, 1, ne_h, NULL);
-        for (int m = 0; m < 3 && members[a->slot][m] && s == LB_OK; m++) {
-            snprintf(name, sizeof name, "blk.%d.%s.weight.in_sum2", a->layer, members[a->slot][m]);
+        for (size_t m = 0; m < N_MATRICES && s == LB_OK; m++) {
+            if (matrices[m].slot != a->slot) continue;
+            snprintf(name, sizeof name, "blk.%d.%s.weight.in_sum2", a->layer, matrices[m].m);
             wc.slot_of[nt] = i, wc.what[nt++] = 1;
             s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, 1, ne_k, NULL);
-            snprintf(name, sizeof name, "blk.%d.%s.weight.counts", a->layer, members[a->slot][m]);
+            snprintf(name, sizeof name, "blk.%d.%s.weight.counts", a->layer, matrices[m].m);
             wc.slot_of[nt] = i, wc.what[nt++] = 2;
             if (s == LB_OK) s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, 1, ne_1, NULL);
         }
