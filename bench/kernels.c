@@ -45,21 +45,7 @@
 #include "kernels/membw.h"
 #include "kernels/peak.h"
 
-static int use_cpu_time; /* --cpu */
-static double now(void) {
-    if (!use_cpu_time) return lb_time_s();
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
+#include "bench_util.h"
 
 /* ---- memory bandwidth ---- */
 

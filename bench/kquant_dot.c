@@ -16,21 +16,9 @@
 #include "formats/kquants.h"
 #include "kernels/dispatch.h"
 
+#include "bench_util.h"
+
 enum { ROWS = 4096, COLS = 4096 };
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-}
 
 /* Byte offsets of a block's fp16 scale fields (-1: none). */
 static void scale_fields(int type, int *d, int *dmin) {
@@ -62,15 +50,15 @@ static void fill_weights(int type, uint8_t *w, size_t bytes) {
 static double time_matvec(const lb_kernel *k, const uint8_t *w, size_t row_size, const void *act,
                           float *y, double budget) {
     double best = 1e30;
-    const double start = now_s();
+    const double start = now();
     int reps = 0;
     do {
-        const double t0 = now_s();
+        const double t0 = now();
         for (int r = 0; r < ROWS; r++) k->vec_dot(COLS, &y[r], w + (size_t)r * row_size, act);
-        const double dt = now_s() - t0;
+        const double dt = now() - t0;
         if (dt < best) best = dt;
         reps++;
-    } while (reps < 3 || now_s() - start < budget);
+    } while (reps < 3 || now() - start < budget);
     return best;
 }
 

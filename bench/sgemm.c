@@ -44,13 +44,7 @@ static float *random_floats(size_t n) {
     return x;
 }
 
-static int use_cpu_time; /* --cpu */
-static double now(void) {
-    if (!use_cpu_time) return lb_time_s();
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "bench_util.h"
 
 /* ---- the machine ---- */
 
