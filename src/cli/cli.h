@@ -46,6 +46,9 @@ int cli_common_flag(cli_args *a, cli_common *c);
 int cli_common_apply(const cli_common *c);
 lb_status cli_load_model(const cli_common *c, lb_model **m);
 void cli_error(const char *cmd, lb_status s);
+/* Reads a text file and tokenizes it as the model does (BOS by its default);
+ * *toks is malloc'd (free it), NULL on failure. */
+lb_status cli_tokenize_file(lb_model *m, const char *path, int32_t **toks, int *n_tok);
 void cli_install_sigint(void);
 void cli_progress(void *user, const char *what, int done, int total);
 /* Default context for run: the training length, capped so the KV cache stays modest. */

@@ -48,16 +48,12 @@ int cmd_calibrate(int argc, char **argv) {
     lb_model *m = NULL;
     lb_context *ctx = NULL;
     lb_calib_collector *col = NULL;
-    char *text = NULL;
     int32_t *toks = NULL;
     lb_status s;
     if ((s = cli_load_model(&co, &m))) { cli_error("calibrate", s); goto done; }
     if (!lb_model_has_vocab(m)) { fprintf(stderr, "lowbit calibrate: %s has no vocabulary\n", co.model); goto done; }
-    size_t len;
-    if ((s = lb_read_file(file, &text, &len))) { cli_error("calibrate", s); goto done; }
-    int cap = (int)LB_MIN(len + 16, (size_t)1 << 30), n_tok = 0;
-    if (!(toks = malloc((size_t)cap * sizeof *toks))) { fprintf(stderr, "lowbit calibrate: out of memory\n"); goto done; }
-    if ((s = lb_tokenize(m, text, len, lb_add_bos_default(m), toks, cap, &n_tok))) { cli_error("calibrate", s); goto done; }
+    int n_tok = 0;
+    if ((s = cli_tokenize_file(m, file, &toks, &n_tok))) { cli_error("calibrate", s); goto done; }
     int n_chunk = n_tok / n_ctx - skip;
     if (max_chunks > 0 && max_chunks < n_chunk) n_chunk = max_chunks;
     if (n_chunk < 1) {
@@ -100,6 +96,5 @@ done:
     lb_context_free(ctx);
     lb_model_free(m);
     free(toks);
-    free(text);
     return rc;
 }

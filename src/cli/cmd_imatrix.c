@@ -46,17 +46,13 @@ int cmd_imatrix(int argc, char **argv) {
     lb_model *m = NULL;
     lb_context *ctx = NULL;
     lb_imatrix_collector *col = NULL;
-    char *text = NULL;
     int32_t *toks = NULL;
     float *logits = NULL;
     lb_status s;
     if ((s = cli_load_model(&co, &m))) { cli_error("imatrix", s); goto done; }
     if (!lb_model_has_vocab(m)) { fprintf(stderr, "lowbit imatrix: %s has no vocabulary\n", co.model); goto done; }
-    size_t len;
-    if ((s = lb_read_file(file, &text, &len))) { cli_error("imatrix", s); goto done; }
-    int cap = (int)LB_MIN(len + 16, (size_t)1 << 30), n_tok = 0;
-    if (!(toks = malloc((size_t)cap * sizeof *toks))) goto done;
-    if ((s = lb_tokenize(m, text, len, lb_add_bos_default(m), toks, cap, &n_tok))) { cli_error("imatrix", s); goto done; }
+    int n_tok = 0;
+    if ((s = cli_tokenize_file(m, file, &toks, &n_tok))) { cli_error("imatrix", s); goto done; }
     int n_chunk = n_tok / n_ctx;
     if (max_chunks > 0 && max_chunks < n_chunk) n_chunk = max_chunks;
     if (n_chunk < 1) {
@@ -96,6 +92,5 @@ done:
     lb_model_free(m);
     free(logits);
     free(toks);
-    free(text);
     return rc;
 }

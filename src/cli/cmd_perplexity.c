@@ -71,7 +71,6 @@ int cmd_perplexity(int argc, char **argv) {
     int rc = CLI_FAIL;
     lb_model *m = NULL;
     lb_context *ctx = NULL;
-    char *text = NULL;
     int32_t *toks = NULL;
     float *logits = NULL, *lp = NULL, *lp_base = NULL;
     uint16_t *qbuf = NULL;
@@ -109,13 +108,8 @@ int cmd_perplexity(int argc, char **argv) {
         for (int i = 0; i < n_tok; i++)
             if (toks[i] < 0 || toks[i] >= V) { fprintf(stderr, "lowbit perplexity: %s is damaged (token id %d)\n", kld_file, toks[i]); goto done; }
     } else {
-        size_t len;
-        if ((s = lb_read_file(file, &text, &len))) { cli_error("perplexity", s); goto done; }
         double t0 = lb_time_s();
-        int cap = (int)LB_MIN(len + 16, (size_t)1 << 30);
-        toks = malloc((size_t)cap * sizeof *toks);
-        if (!toks) goto done;
-        if ((s = lb_tokenize(m, text, len, lb_add_bos_default(m), toks, cap, &n_tok))) { cli_error("perplexity", s); goto done; }
+        if ((s = cli_tokenize_file(m, file, &toks, &n_tok))) { cli_error("perplexity", s); goto done; }
         fprintf(stderr, "tokenized %s: %d tokens in %.2f s\n", file, n_tok, lb_time_s() - t0);
     }
 
@@ -241,7 +235,6 @@ int cmd_perplexity(int argc, char **argv) {
 done:
     if (out.f) lb_outfile_abort(&out);
     if (kf) fclose(kf);
-    free(text);
     free(toks);
     free(logits);
     free(lp);

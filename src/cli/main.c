@@ -112,6 +112,24 @@ lb_status cli_load_model(const cli_common *c, lb_model **m) {
     return lb_model_load(c->model, &mp, m);
 }
 
+lb_status cli_tokenize_file(lb_model *m, const char *path, int32_t **toks, int *n_tok) {
+    *toks = NULL;
+    *n_tok = 0;
+    char *text = NULL;
+    size_t len;
+    lb_status s = lb_read_file(path, &text, &len);
+    if (s) return s;
+    const int cap = (int)LB_MIN(len + 16, (size_t)1 << 30);
+    if (!(*toks = malloc((size_t)cap * sizeof **toks))) s = lb_fail(LB_ERR_NOMEM, "out of memory tokenizing %s", path);
+    if (s == LB_OK) s = lb_tokenize(m, text, len, lb_add_bos_default(m), *toks, cap, n_tok);
+    free(text);
+    if (s) {
+        free(*toks);
+        *toks = NULL;
+    }
+    return s;
+}
+
 void cli_error(const char *cmd, lb_status s) {
     fprintf(stderr, "lowbit %s: error: %s (%s)\n", cmd, lb_last_error(), lb_status_name(s));
 }
