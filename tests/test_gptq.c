@@ -169,6 +169,38 @@ static void test_linalg(void) {
         CHECK(lb_chol_inverse_upper(H, K, K, 1) == LB_ERR_ARG);
         free(X), free(H), free(H0);
     }
+    /* past the triangular inverse's 2048-column chunks (K = 2200: 18 blocks):
+     * H = D R D with R[i][j] = 0.9^|i-j| (positive definite), checked as
+     * U H Uᵀ = I on a few columns j (U H Uᵀ = I iff Uᵀ U = H⁻¹) */
+    {
+        const int K = 2200;
+        float *H = malloc(sizeof(float) * K * K), *H0 = malloc(sizeof(float) * K * K);
+        double *v = malloc(sizeof(double) * K);
+        for (int i = 0; i < K; i++)
+            for (int j = 0; j < K; j++) {
+                const double di = 0.5 + (i * 37 % 101) / 50.0, dj = 0.5 + (j * 37 % 101) / 50.0;
+                H[i * K + j] = (float)(di * dj * pow(0.9, abs(i - j)));
+            }
+        memcpy(H0, H, sizeof(float) * K * K);
+        CHECK_OK(lb_chol_inverse_upper(H, K, K, 2));
+        static const int cols[] = {0, 1000, 2047, 2048, 2100, 2199};
+        double maxe = 0.0;
+        for (size_t c = 0; c < sizeof cols / sizeof cols[0]; c++) {
+            const int j = cols[c];
+            for (int l = 0; l < K; l++) { /* v = H u_jᵀ, u_j = row j of U (zero left of j) */
+                double t = 0.0;
+                for (int k = j; k < K; k++) t += (double)H0[l * K + k] * H[j * K + k];
+                v[l] = t;
+            }
+            for (int i = 0; i < K; i++) {
+                double t = 0.0;
+                for (int l = i; l < K; l++) t += (double)H[i * K + l] * v[l];
+                maxe = fmax(maxe, fabs(t - (i == j)));
+            }
+        }
+        CHECK_MSG(maxe < 2e-3, "K = %d: U H U^T - I: max %g", K, maxe);
+        free(H), free(H0), free(v);
+    }
 }
 
 /* sum over rows of |(W - Q) xᵀ|² over the calibration rows */

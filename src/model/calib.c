@@ -261,7 +261,14 @@ int lb_calib_hessian(const lb_calib *c, const char *name, size_t len, int64_t K,
         const float *r = p + tri_at(K, i) - i;
         float *hi = H + (size_t)i * (size_t)K;
         for (int64_t j = i; j < K; j++) hi[j] = r[j];
-        for (int64_t j = 0; j < i; j++) hi[j] = H[(size_t)j * (size_t)K + (size_t)i];
     }
+    /* the lower triangle mirrors the upper by 64 x 64 tiles: a column walk
+     * of a 8960-wide matrix would miss the cache on every read */
+    enum { TB = 64 };
+    for (int64_t i0 = 0; i0 < K; i0 += TB)
+        for (int64_t j0 = 0; j0 <= i0; j0 += TB)
+            for (int64_t i = i0; i < LB_MIN(i0 + TB, K); i++)
+                for (int64_t j = j0; j < LB_MIN(LB_MIN(j0 + TB, K), i); j++)
+                    H[(size_t)i * (size_t)K + (size_t)j] = H[(size_t)j * (size_t)K + (size_t)i];
     return 1;
 }
