@@ -49,8 +49,9 @@
  * Dot product: activations are Q8_0 (blocks of 32, fp16 d, int8 values); per
  * 32 activations and group the sum of (q - z) * a is exact in int32, then
  * scaled by s * d in float (a block of 32 spans two groups when g = 16).
- * Only the scalar reference exists so far; the fast kernels QIGen generates
- * (seed 001) come later. docs/gq.md has the whole story. */
+ * This is the reference; the fast kernels are QIGen's generated GEMVs on
+ * the GQ*_QG layouts (kernels/qigen.h, docs/qigen.md). docs/gq.md has the
+ * whole story. */
 #ifndef LB_GQ_H
 #define LB_GQ_H
 
