@@ -1,0 +1,193 @@
+/* MX tiles: reference quantize / dequantize / dot, eq. (9) and (10)
+ * (formats/mx.h has the layouts). */
+#include "formats/mx.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/fp16.h"
+
+/* round(v) clamped to [lo, hi]; NaN gives lo */
+static int code_of(float v, int lo, int hi) {
+    if (!(v > (float)lo)) return lo;
+    if (v >= (float)hi) return hi;
+    return (int)lrintf(v);
+}
+
+static float finite_or_0(float x) { return isfinite(x) ? x : 0.0f; }
+
+static float s2_of(const block_mx2 *b, int h) {
+    lb_fp16 v;
+    memcpy(&v, b->s2 + 2 * h, sizeof v);
+    return lb_fp16_to_f32(v);
+}
+
+static int mx2_q(const block_mx2 *b, int r, int c) { return (b->qs[8 * r + c / 4] >> (2 * (c % 4))) & 3; }
+static int mx2_z1(const block_mx2 *b, int h, int r) {
+    const int i = 16 * h + r;
+    return (b->z1[i / 4] >> (2 * (i % 4))) & 3;
+}
+static int mx2_c(const block_mx2 *b, int h, int r) {
+    const int i = 16 * h + r;
+    return (b->s1[i / 2] >> (4 * (i % 2))) & 15;
+}
+
+float lb_mx2_scale(const block_mx2 *b, int h, int r) {
+    return s2_of(b, h) * (float)(mx2_c(b, h, r) + ((b->z2 >> (4 * h)) & 15));
+}
+
+/* The best 2-bit zero (0..3) and codes of 16 weights for the scale s, by
+ * the importance-weighted squared error; returns that error. */
+static double fit_group2(const float *w, const float *imp, float s, int *z_out, int q[16]) {
+    double best = INFINITY;
+    *z_out = 0;
+    for (int z = 0; z < 4; z++) {
+        double e = 0.0;
+        int qz[16];
+        for (int c = 0; c < 16; c++) {
+            qz[c] = s > 0.0f ? code_of(w[c] / s + (float)z, 0, 3) : z;
+            const double d = (double)w[c] - (double)s * (qz[c] - z);
+            e += (imp ? imp[c] : 1.0) * d * d;
+        }
+        if (e < best) {
+            best = e;
+            *z_out = z;
+            memcpy(q, qz, sizeof qz);
+        }
+    }
+    return best;
+}
+
+void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx2 *b) {
+    memset(b, 0, sizeof *b);
+    for (int h = 0; h < 2; h++) {
+        float w[16][16], ideal[16], smax = 0.0f;
+        const float *ih = imp ? imp + 16 * h : NULL;
+        for (int r = 0; r < 16; r++) {
+            float mn = 0.0f, mx = 0.0f; /* 0 kept in range, as GPTQ's quantizer */
+            for (int c = 0; c < 16; c++) {
+                w[r][c] = finite_or_0(W[(size_t)r * ldw + 16 * h + c]);
+                mn = fminf(mn, w[r][c]);
+                mx = fmaxf(mx, w[r][c]);
+            }
+            ideal[r] = (mx - mn) / 3.0f;
+            smax = fmaxf(smax, ideal[r]);
+        }
+        if (!(smax > 0.0f) || !isfinite(smax)) continue; /* all zero (or overflow): zeros */
+        /* second order: the top scale lands on code 15 + z2; every z2 is
+         * tried against the tile's weighted reconstruction error */
+        double best = INFINITY;
+        lb_fp16 best_s2 = 0;
+        int best_z2 = 0;
+        for (int z2 = 0; z2 < 16; z2++) {
+            const lb_fp16 s2h = lb_f32_to_fp16(smax / (float)(15 + z2));
+            const float s2 = lb_fp16_to_f32(s2h);
+            if (!(s2 > 0.0f)) continue;
+            double e = 0.0;
+            for (int r = 0; r < 16 && e < best; r++) {
+                const int c = code_of(ideal[r] / s2 - (float)z2, 0, 15);
+                int z1, q[16];
+                e += fit_group2(w[r], ih, s2 * (float)(c + z2), &z1, q);
+            }
+            if (e < best) best = e, best_s2 = s2h, best_z2 = z2;
+        }
+        memcpy(b->s2 + 2 * h, &best_s2, sizeof best_s2);
+        b->z2 |= (uint8_t)(best_z2 << (4 * h));
+        const float s2 = lb_fp16_to_f32(best_s2);
+        for (int r = 0; r < 16; r++) {
+            const int c = s2 > 0.0f ? code_of(ideal[r] / s2 - (float)best_z2, 0, 15) : 0;
+            const int i = 16 * h + r;
+            b->s1[i / 2] |= (uint8_t)(c << (4 * (i % 2)));
+            int z1, q[16];
+            fit_group2(w[r], ih, s2 * (float)(c + best_z2), &z1, q);
+            b->z1[i / 4] |= (uint8_t)(z1 << (2 * (i % 4)));
+            for (int k = 0; k < 16; k++) {
+                const int col = 16 * h + k;
+                b->qs[8 * r + col / 4] |= (uint8_t)(q[k] << (2 * (col % 4)));
+            }
+        }
+    }
+}
+
+void lb_mx4_quantize_tile(const float *W, size_t ldw, block_mx4 *b) {
+    memset(b, 0, sizeof *b);
+    for (int r = 0; r < 16; r++) {
+        float w[32], mn = 0.0f, mx = 0.0f;
+        for (int c = 0; c < 32; c++) {
+            w[c] = finite_or_0(W[(size_t)r * ldw + c]);
+            mn = fminf(mn, w[c]);
+            mx = fmaxf(mx, w[c]);
+        }
+        float s = (mx - mn) / 15.0f;
+        lb_fp16 sh = lb_f32_to_fp16(s);
+        if (lb_fp16_to_f32(sh) < s && sh < 0x7bff) sh++; /* round up: the grid still spans [mn, mx] */
+        s = lb_fp16_to_f32(sh);
+        if (!(s > 0.0f) || !isfinite(s)) continue; /* all zero: s = 0, z = 0 */
+        b->s[r] = sh;
+        const int z = code_of(-mn / s, 0, 15);
+        b->z[r / 2] |= (uint8_t)(z << (4 * (r % 2)));
+        for (int c = 0; c < 32; c++)
+            b->qs[16 * r + c / 2] |= (uint8_t)(code_of(w[c] / s + (float)z, 0, 15) << (4 * (c % 2)));
+    }
+}
+
+void lb_mx2_dequantize_tile(const block_mx2 *b, float *Y, size_t ldy) {
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 32; c++) {
+            const int h = c / 16;
+            Y[(size_t)r * ldy + c] = lb_mx2_scale(b, h, r) * (float)(mx2_q(b, r, c) - mx2_z1(b, h, r));
+        }
+}
+
+void lb_mx4_dequantize_tile(const block_mx4 *b, float *Y, size_t ldy) {
+    for (int r = 0; r < 16; r++) {
+        const float s = lb_fp16_to_f32(b->s[r]);
+        const int z = (b->z[r / 2] >> (4 * (r % 2))) & 15;
+        for (int c = 0; c < 32; c++)
+            Y[(size_t)r * ldy + c] = s * (float)(((b->qs[16 * r + c / 2] >> (4 * (c % 2))) & 15) - z);
+    }
+}
+
+void lb_mx2_dot_tile_ref(const block_mx2 *b, const block_q8_0 *a, float *y) {
+    const float d = lb_fp16_to_f32(a->d);
+    for (int r = 0; r < 16; r++) {
+        float acc = 0.0f;
+        for (int h = 0; h < 2; h++) {
+            const int z1 = mx2_z1(b, h, r);
+            int32_t sum = 0;
+            for (int c = 16 * h; c < 16 * h + 16; c++) sum += (mx2_q(b, r, c) - z1) * a->qs[c];
+            acc += lb_mx2_scale(b, h, r) * (float)sum;
+        }
+        y[r] += d * acc;
+    }
+}
+
+void lb_mx4_dot_tile_ref(const block_mx4 *b, const block_q8_0 *a, float *y) {
+    const float d = lb_fp16_to_f32(a->d);
+    for (int r = 0; r < 16; r++) {
+        const int z = (b->z[r / 2] >> (4 * (r % 2))) & 15;
+        int32_t sum = 0;
+        for (int c = 0; c < 32; c++) sum += (((b->qs[16 * r + c / 2] >> (4 * (c % 2))) & 15) - z) * a->qs[c];
+        y[r] += d * lb_fp16_to_f32(b->s[r]) * (float)sum;
+    }
+}
+
+void lb_mx_sensitivity(const float *W, int64_t N, int64_t K, int M, const float *hinv_diag, double *S) {
+    for (int64_t i = 0; i < K / M; i++) S[i] = 0.0;
+    for (int64_t j = 0; j < N; j++)
+        for (int64_t k = 0; k < K / M * M; k++) {
+            const double w = W[(size_t)j * (size_t)K + (size_t)k], h = hinv_diag[k];
+            S[k / M] += w * w / (h * h);
+        }
+}
+
+double lb_mx_bpw_eq10(double alpha, int g1, int g2, int Ns) {
+    return alpha * (2.0 + (double)(2 + Ns) / g1 + (double)(Ns + 16) / ((double)g1 * g2)) + (1.0 - alpha) * 4.0;
+}
+
+uint64_t lb_mx_bits(int64_t N, int64_t K, int64_t n_hi, int64_t n_out) {
+    const int64_t groups = K / LB_MX_M, tiles = N / LB_MX_ROWS;
+    const uint64_t tile_bits = (uint64_t)tiles * ((uint64_t)(groups - n_hi) * sizeof(block_mx2) +
+                                                  (uint64_t)n_hi * sizeof(block_mx4)) * 8u;
+    return tile_bits + (uint64_t)groups + (uint64_t)n_out * 32u + (uint64_t)(N + 1) * 32u;
+}

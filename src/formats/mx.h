@@ -1,0 +1,111 @@
+/* MX: seed 002's intra-matrix 2/4-bit mixed precision (2/4/16), the tiles
+ * and their reference arithmetic. docs/mixed.md has the design; this file is
+ * its first layer: the blocks, reference quantize / dequantize / dot, the
+ * sensitivity of eq. (9) and the bits per weight of eq. (10). The matrix
+ * container (a group map and CSR outliers beside the tiles), the loader and
+ * the kernels are built on it.
+ *
+ * A matrix W (N output rows x K inputs, a GGUF row per output) is cut into
+ * input-channel groups of LB_MX_M = 32 columns across all rows; the most
+ * sensitive groups (eq. (9)) are stored in 4 bits, the rest in 2 bits. Both
+ * kinds of group are stored in tiles of 16 rows x 32 columns, so a kernel
+ * walking 16 rows reads each group's tile in one pass:
+ *
+ * block_mx2 (2-bit tile, 157 bytes, 2.453125 bpw, exactly eq. (10) for
+ * g1 = 16, g2 = 16, Ns = 4): per row r and half h (columns 16h..16h+15), a
+ * first-order group of g1 = 16 weights,
+ *
+ *     w = s1[h][r] * (q - z1[h][r])          q, z1 in 0..3 (2 bits each)
+ *
+ * and the 16 first-order scales of a half (one per row: g2 = 16 along the
+ * output dimension) quantized to 4 bits against a second-order scale and
+ * zero shared by the tile half,
+ *
+ *     s1[h][r] = s2[h] * (c[h][r] + z2[h])   c, z2 in 0..15, s2 fp16
+ *
+ * (scales are positive, so the 4-bit zero is an offset up from 0: the codes
+ * cover [z2 s2, (z2 + 15) s2], a narrow band when a tile's scales are alike).
+ *   qs[128]  q of (r, c) at byte 8r + c/4, bits 2(c%4)
+ *   z1[8]    z1 of (h, r), i = 16h + r: byte i/4, bits 2(i%4)
+ *   s1[16]   c of (h, r), i = 16h + r: byte i/2, low nibble for even i
+ *   s2[4]    the two fp16 s2 (little-endian bytes, no alignment)
+ *   z2       z2 of half 0 in the low nibble, half 1 in the high one
+ * Bits: 128*8 + 8*8 + 16*8 + 4*8 + 8 = 1256 per 512 weights = 2 + 6/16 + 20/256.
+ *
+ * block_mx4 (4-bit tile, 296 bytes, 4.625 bpw): plain group-wise 4-bit, one
+ * group of 32 per row,
+ *
+ *     w = s[r] * (q - z[r])                  q, z in 0..15, s fp16
+ *   qs[256]  q of (r, c) at byte 16r + c/2, low nibble for even c
+ *   s[16]    fp16 per row
+ *   z[8]     z of row r: byte r/2, low nibble for even r
+ *
+ * Dot products: activations are Q8_0 (one block of 32 per tile width); per
+ * row and first-order group the sum of (q - z) * a is exact in int32, then
+ * scaled by the group's float scale times the block's d. */
+#ifndef LB_MX_H
+#define LB_MX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/types.h"
+
+#define LB_MX_ROWS 16 /* rows of a tile (g2: second-order group along the outputs) */
+#define LB_MX_M 32    /* columns of a tile: one input-channel group */
+#define LB_MX_G1 16   /* first-order group of the 2-bit tile */
+
+typedef struct {
+    uint8_t qs[LB_MX_ROWS * LB_MX_M / 4];
+    uint8_t z1[2 * LB_MX_ROWS / 4];
+    uint8_t s1[2 * LB_MX_ROWS / 2];
+    uint8_t s2[4];
+    uint8_t z2;
+} block_mx2;
+static_assert(sizeof(block_mx2) == 157, "block_mx2 size");
+
+typedef struct {
+    uint8_t qs[LB_MX_ROWS * LB_MX_M / 2];
+    lb_fp16 s[LB_MX_ROWS];
+    uint8_t z[LB_MX_ROWS / 2];
+} block_mx4;
+static_assert(sizeof(block_mx4) == 296, "block_mx4 size");
+
+/* Quantizes the tile W[r * ldw + c] (r < 16, c < 32) by rounding, as the
+ * comment above says: first-order min/max groups (0 kept in range, as
+ * GPTQ's quantizer), then (mx2) the scales to 4 bits, then the codes again
+ * against the scales as stored. imp (32 per-column weights, or NULL) makes
+ * the second-order fit weight each row's scale error by its group's
+ * importance-weighted energy. */
+void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx2 *b);
+void lb_mx4_quantize_tile(const float *W, size_t ldw, block_mx4 *b);
+
+/* Y[r * ldy + c] = the tile's weights. */
+void lb_mx2_dequantize_tile(const block_mx2 *b, float *Y, size_t ldy);
+void lb_mx4_dequantize_tile(const block_mx4 *b, float *Y, size_t ldy);
+
+/* The float scale of first-order group (h, r) of a 2-bit tile. */
+float lb_mx2_scale(const block_mx2 *b, int h, int r);
+
+/* y[r] += the dot of row r of the tile with the 32 activations of a (r < 16). */
+void lb_mx2_dot_tile_ref(const block_mx2 *b, const block_q8_0 *a, float *y);
+void lb_mx4_dot_tile_ref(const block_mx4 *b, const block_q8_0 *a, float *y);
+
+/* Eq. (9): S[i] = sum over the M columns of group i and all N rows of
+ * W[j][Mi+m]^2 / hinv_diag[Mi+m]^2, for the K / M groups (K % M == 0);
+ * hinv_diag: the diagonal of H^-1 (GPTQ's, after damping). W row-major N x K. */
+void lb_mx_sensitivity(const float *W, int64_t N, int64_t K, int M, const float *hinv_diag, double *S);
+
+/* Eq. (10), the paper's average bits per weight: alpha the fraction of
+ * weights in 2-bit groups, first- and second-order groups g1, g2, Ns bits
+ * per first-order scale (and second-order zero). It counts the 4-bit
+ * groups at 4 bits flat; lb_mx_bits counts what a matrix stores. */
+double lb_mx_bpw_eq10(double alpha, int g1, int g2, int Ns);
+
+/* Bits a matrix of N x K stores with n_hi of its K / 32 groups in 4 bits
+ * and n_out outliers: the tiles, the group map (one bit per group), the
+ * outliers in CSR (16-bit column + fp16 value each, a 32-bit row pointer per
+ * row plus one). N % 16 == 0, K % 32 == 0. */
+uint64_t lb_mx_bits(int64_t N, int64_t K, int64_t n_hi, int64_t n_out);
+
+#endif

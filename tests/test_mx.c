@@ -1,0 +1,191 @@
+/* MX tiles (formats/mx.h), seed 002's first layer:
+ *  - eq. (10) and the stored bits against hand-computed values, and the
+ *    2-bit tile's size equal to eq. (10) exactly;
+ *  - eq. (9) on a hand-computed case;
+ *  - dequantization of hand-packed tiles (layout written out here from the
+ *    header's description), exact;
+ *  - quantize: random tiles within a stated error, the 4-bit second-order
+ *    scales costing at most 1.3x the squared error of fp32 first-order
+ *    ones, second-order zeros in use, all-zero and non-finite tiles;
+ *  - the dot with Q8_0 against a double dot of both sides dequantized. */
+#include <math.h>
+
+#include "core/fp16.h"
+#include "formats/mx.h"
+#include "test_util.h"
+
+static void test_bits(void) {
+    /* eq. (10), g1 = g2 = 16, Ns = 4: 2 + 6/16 + 20/256 = 2.453125; 25 % in 4 bits: 0.75 * 2.453125 + 1 */
+    CHECK(lb_mx_bpw_eq10(1.0, 16, 16, 4) == 2.453125);
+    CHECK(lb_mx_bpw_eq10(0.75, 16, 16, 4) == 2.83984375);
+    CHECK(lb_mx_bpw_eq10(0.0, 16, 16, 4) == 4.0);
+    /* the 2-bit tile is eq. (10) to the bit */
+    CHECK(sizeof(block_mx2) * 8.0 / (LB_MX_ROWS * LB_MX_M) == lb_mx_bpw_eq10(1.0, 16, 16, 4));
+    CHECK(sizeof(block_mx4) * 8.0 / (LB_MX_ROWS * LB_MX_M) == 4.625);
+    /* N = 16, K = 64, one group of two in 4 bits, 3 outliers:
+     * 157*8 + 296*8 tiles + 2 map bits + 3*32 outliers + 17*32 row pointers */
+    CHECK(lb_mx_bits(16, 64, 1, 3) == 1256 + 2368 + 2 + 96 + 544);
+    CHECK(lb_mx_bits(32, 64, 0, 0) == 2 * 2 * 1256 + 2 + 33 * 32);
+}
+
+static void test_sensitivity(void) {
+    /* N = 2, K = 4, M = 2: S0 = 1/1 + 4/4 + 0 + 1/4 = 2.25, S1 = 9/0.25 + 16/1 + 0 + 4/1 = 56 */
+    const float W[8] = {1, 2, 3, 4, 0, 1, 0, -2}, hinv[4] = {1, 2, 0.5f, 1};
+    double S[2];
+    lb_mx_sensitivity(W, 2, 4, 2, hinv, S);
+    CHECK_MSG(S[0] == 2.25 && S[1] == 56.0, "S = %g %g", S[0], S[1]);
+}
+
+/* ---- hand packing, from the layout in mx.h ---- */
+static void put2(uint8_t *p, int i, int v) { p[i / 4] |= (uint8_t)(v << (2 * (i % 4))); }
+static void put4(uint8_t *p, int i, int v) { p[i / 2] |= (uint8_t)(v << (4 * (i % 2))); }
+
+static void test_hand_tiles(void) {
+    block_mx2 b;
+    memset(&b, 0, sizeof b);
+    const lb_fp16 s2a = lb_f32_to_fp16(0.25f), s2b = lb_f32_to_fp16(0.5f);
+    memcpy(b.s2, &s2a, 2);
+    memcpy(b.s2 + 2, &s2b, 2);
+    b.z2 = 3 | (1 << 4); /* z2 = 3 (half 0), 1 (half 1) */
+    for (int r = 0; r < 16; r++)
+        for (int h = 0; h < 2; h++) {
+            put4(b.s1, 16 * h + r, (r + h) % 16);
+            put2(b.z1, 16 * h + r, (r + 2 * h) % 4);
+        }
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 32; c++) put2(b.qs, 32 * r + c, (r * 3 + c) % 4);
+    float Y[16 * 32];
+    lb_mx2_dequantize_tile(&b, Y, 32);
+    int bad = 0;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 32; c++) {
+            const int h = c / 16;
+            const float s1 = (h ? 0.5f : 0.25f) * (float)((r + h) % 16 + (h ? 1 : 3));
+            const float want = s1 * (float)((r * 3 + c) % 4 - (r + 2 * h) % 4);
+            bad += Y[r * 32 + c] != want;
+        }
+    CHECK_MSG(bad == 0, "mx2 hand tile: %d of 512 differ", bad);
+
+    block_mx4 b4;
+    memset(&b4, 0, sizeof b4);
+    for (int r = 0; r < 16; r++) {
+        b4.s[r] = lb_f32_to_fp16(0.125f * (float)(r + 1));
+        put4(b4.z, r, (r * 5) % 16);
+        for (int c = 0; c < 32; c++) put4(b4.qs, 32 * r + c, (r + 7 * c) % 16);
+    }
+    lb_mx4_dequantize_tile(&b4, Y, 32);
+    bad = 0;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 32; c++)
+            bad += Y[r * 32 + c] != 0.125f * (float)(r + 1) * (float)((r + 7 * c) % 16 - (r * 5) % 16);
+    CHECK_MSG(bad == 0, "mx4 hand tile: %d of 512 differ", bad);
+}
+
+static void random_tile(uint64_t *seed, float *W, int kind) {
+    for (int r = 0; r < 16; r++) {
+        const float row_scale = kind == 1 ? 1.0f : 0.2f + 3.0f * (float)((r * 7) % 16) / 16.0f;
+        for (int c = 0; c < 32; c++) W[r * 32 + c] = row_scale * lb_test_randf(seed);
+    }
+    if (kind == 2) W[5 * 32 + 9] = 25.0f; /* one large weight */
+}
+
+static void test_quantize_and_dot(void) {
+    uint64_t seed = 7;
+    float W[16 * 32], Y[16 * 32], Y2[16 * 32];
+    double worst2 = 0.0, worst4 = 0.0;
+    double worst_ratio = 0.0;
+    int second_order_used = 0, dot_bad = 0;
+    for (int t = 0; t < 300; t++) {
+        random_tile(&seed, W, t % 3);
+        block_mx2 b;
+        lb_mx2_quantize_tile(W, 32, NULL, &b);
+        lb_mx2_dequantize_tile(&b, Y, 32);
+        /* per first-order group: error against the group's range / 3 (the
+         * ideal scale); the 4-bit scale codes may round it down by up to a
+         * 15th of the tile's top scale, which clips the group's extremes
+         * (kind 2, one weight 25x the rest, pushes the others' scales to
+         * the bottom codes: that is what the outliers are kept out for) */
+        double e2 = 0.0, e1 = 0.0;
+        for (int r = 0; r < 16; r++)
+            for (int h = 0; h < 2; h++) {
+                float mn = 0, mx = 0, e = 0;
+                for (int c = 16 * h; c < 16 * h + 16; c++) {
+                    mn = fminf(mn, W[r * 32 + c]), mx = fmaxf(mx, W[r * 32 + c]);
+                    e = fmaxf(e, fabsf(W[r * 32 + c] - Y[r * 32 + c]));
+                }
+                if (t % 3 != 2) worst2 = fmax(worst2, e / ((mx - mn) / 3.0f));
+                /* first order only (fp32 scale, no 4-bit codes) for comparison */
+                const float sc = (mx - mn) / 3.0f;
+                const int z = (int)lrintf(-mn / sc);
+                for (int c = 16 * h; c < 16 * h + 16; c++) {
+                    int q = (int)lrintf(W[r * 32 + c] / sc) + z;
+                    q = q < 0 ? 0 : q > 3 ? 3 : q;
+                    const double d1 = W[r * 32 + c] - sc * (q - z), d2 = W[r * 32 + c] - Y[r * 32 + c];
+                    e1 += d1 * d1, e2 += d2 * d2;
+                }
+            }
+        if (t % 3 != 2) worst_ratio = fmax(worst_ratio, e2 / e1);
+        second_order_used += (b.z2 & 15) != 0 || (b.z2 >> 4) != 0;
+
+        block_mx4 b4;
+        lb_mx4_quantize_tile(W, 32, &b4);
+        lb_mx4_dequantize_tile(&b4, Y2, 32);
+        for (int r = 0; r < 16; r++) {
+            const float s = lb_fp16_to_f32(b4.s[r]);
+            for (int c = 0; c < 32; c++) worst4 = fmax(worst4, fabsf(W[r * 32 + c] - Y2[r * 32 + c]) / s);
+        }
+
+        /* dots against Q8_0 activations */
+        block_q8_0 a;
+        a.d = lb_f32_to_fp16(0.01f + 0.02f * (float)(t % 5));
+        for (int c = 0; c < 32; c++) a.qs[c] = (int8_t)((t * 31 + c * 17) % 255 - 127);
+        float y2[16] = {0}, y4[16] = {0};
+        lb_mx2_dot_tile_ref(&b, &a, y2);
+        lb_mx4_dot_tile_ref(&b4, &a, y4);
+        for (int r = 0; r < 16; r++) {
+            double w2 = 0.0, w4 = 0.0, n2 = 0.0, n4 = 0.0;
+            for (int c = 0; c < 32; c++) {
+                const double av = (double)lb_fp16_to_f32(a.d) * a.qs[c];
+                w2 += (double)Y[r * 32 + c] * av, n2 += fabs((double)Y[r * 32 + c] * av);
+                w4 += (double)Y2[r * 32 + c] * av, n4 += fabs((double)Y2[r * 32 + c] * av);
+            }
+            dot_bad += fabs(y2[r] - w2) > 1e-5 * (n2 + 1e-6) || fabs(y4[r] - w4) > 1e-5 * (n4 + 1e-6);
+        }
+    }
+    /* single weights of small-scale rows can be off by more than their own
+     * ideal scale (the 4-bit codes step by s2, set by the tile's top row):
+     * bounded loosely, the squared error above is the measure */
+    CHECK_MSG(worst2 <= 4.0, "mx2: worst error %.3f of the ideal scale", worst2);
+    CHECK_MSG(worst4 <= 0.5 + 1e-4, "mx4: worst error %.4f of s", worst4);
+    CHECK_MSG(second_order_used > 0, "second-order zero never above 0");
+    CHECK_MSG(worst_ratio <= 1.3, "mx2: squared error %.3fx that of fp32 first-order scales", worst_ratio);
+    CHECK_MSG(dot_bad == 0, "%d row dots differ from the dequantized double dot", dot_bad);
+    printf("mx2 worst error %.3f of the group's ideal scale, squared error up to %.3fx that of fp32 scales; "
+           "mx4 %.4f of s\n", worst2, worst_ratio, worst4);
+
+    /* all zero and non-finite: finite zeros, no crash */
+    for (int i = 0; i < 512; i++) W[i] = 0.0f;
+    block_mx2 b;
+    block_mx4 b4;
+    lb_mx2_quantize_tile(W, 32, NULL, &b);
+    lb_mx2_dequantize_tile(&b, Y, 32);
+    int nz = 0;
+    for (int i = 0; i < 512; i++) nz += Y[i] != 0.0f;
+    W[3] = NAN, W[40] = INFINITY, W[100] = -INFINITY, W[200] = 1.0f;
+    lb_mx2_quantize_tile(W, 32, NULL, &b);
+    lb_mx2_dequantize_tile(&b, Y, 32);
+    lb_mx4_quantize_tile(W, 32, &b4);
+    lb_mx4_dequantize_tile(&b4, Y2, 32);
+    int nonfinite = 0;
+    for (int i = 0; i < 512; i++) nonfinite += !isfinite(Y[i]) || !isfinite(Y2[i]);
+    CHECK(nz == 0);
+    CHECK(nonfinite == 0);
+}
+
+int main(void) {
+    test_bits();
+    test_sensitivity();
+    test_hand_tiles();
+    test_quantize_and_dot();
+    return lb_test_result("test_mx");
+}
