@@ -108,4 +108,40 @@ double lb_mx_bpw_eq10(double alpha, int g1, int g2, int Ns);
  * row plus one). N % 16 == 0, K % 32 == 0. */
 uint64_t lb_mx_bits(int64_t N, int64_t K, int64_t n_hi, int64_t n_out);
 
+/* ---- one matrix (formats/mx_quant.c) ---- */
+
+/* N x K (N % 16 == 0, K % 32 == 0) in memory: the group map, the tiles of
+ * each kind by 16-row tile and group in input order, and the outliers in
+ * CSR. An outlier's position holds the 2-bit code of its group's zero
+ * (which dequantizes to 0), so dense part + outlier = the fp16 weight. */
+typedef struct {
+    int64_t N, K, n_hi, n_out;
+    uint8_t *map;      /* K/32 bits, 1 = the group is in 4 bits */
+    block_mx2 *lo;     /* (N/16) x (K/32 - n_hi) */
+    block_mx4 *hi;     /* (N/16) x n_hi */
+    uint32_t *row_ptr; /* N + 1 */
+    uint16_t *out_col; /* n_out */
+    lb_fp16 *out_val;  /* n_out */
+} lb_mx_matrix;
+
+typedef struct {
+    float hi_frac;      /* fraction of the K/32 groups in 4 bits (rounded to nearest) */
+    float outlier_frac; /* at most this fraction of all weights kept as fp16 outliers (in 2-bit groups) */
+} lb_mx_params;
+
+lb_mx_params lb_mx_default_params(void); /* 0.25, 0.002 */
+
+static inline int lb_mx_is_hi(const lb_mx_matrix *m, int64_t g) { return (m->map[g / 8] >> (g % 8)) & 1; }
+
+/* Quantizes W (row-major N x K) by rounding: groups ranked by eq. (9) with
+ * hinv_diag (the diagonal of H^-1; NULL: 1 for every column, i.e. by w^2),
+ * the top hi_frac in 4 bits; the 2-bit tiles quantized, the weights whose
+ * removal cuts the (imp-weighted, imp may be NULL) error most kept as
+ * outliers, and the tiles holding them quantized again without them. */
+lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv_diag, const float *imp,
+                         const lb_mx_params *p, lb_mx_matrix *out);
+/* W[r * K + c] = the matrix's weights. */
+void lb_mx_dequantize(const lb_mx_matrix *m, float *W);
+void lb_mx_free(lb_mx_matrix *m);
+
 #endif

@@ -1,0 +1,191 @@
+/* One MX matrix (formats/mx.h): group selection by eq. (9), the tiles, and
+ * the fp16 outliers of the 2-bit groups, by rounding. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "core/fp16.h"
+#include "formats/mx.h"
+
+lb_mx_params lb_mx_default_params(void) { return (lb_mx_params){0.25f, 0.002f}; }
+
+void lb_mx_free(lb_mx_matrix *m) {
+    if (!m) return;
+    free(m->map), free(m->lo), free(m->hi), free(m->row_ptr), free(m->out_col), free(m->out_val);
+    memset(m, 0, sizeof *m);
+}
+
+typedef struct {
+    double s;
+    int64_t g;
+} ranked;
+static int by_s_desc(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    if (x->s != y->s) return x->s > y->s ? -1 : 1;
+    return (x->g > y->g) - (x->g < y->g);
+}
+
+/* the k-th largest of v[0..n) (1 <= k <= n); v is reordered */
+static float kth_largest(float *v, int64_t n, int64_t k) {
+    int64_t lo = 0, hi = n - 1, want = k - 1;
+    while (lo < hi) {
+        const float pivot = v[lo + (hi - lo) / 2];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] > pivot) i++;
+            while (v[j] < pivot) j--;
+            if (i <= j) {
+                const float t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (want <= j) hi = j;
+        else if (want >= i) lo = i;
+        else return v[want];
+    }
+    return v[want];
+}
+
+/* Quantizes the 2-bit tiles (tile row t: rows 16t.., low groups in order)
+ * from W with the positions in `drop` (NULL: none) set to 0. */
+static void quantize_lo(const float *W, int64_t K, const int64_t *low, int64_t n_lo, const float *imp,
+                        const uint8_t *drop, int64_t t, block_mx2 *tiles) {
+    float tile[16 * 32];
+    for (int64_t l = 0; l < n_lo; l++) {
+        const int64_t c0 = low[l] * LB_MX_M;
+        for (int r = 0; r < 16; r++)
+            for (int c = 0; c < 32; c++) {
+                const size_t at = (size_t)(16 * t + r) * (size_t)K + (size_t)(c0 + c);
+                tile[r * 32 + c] = drop && drop[at] ? 0.0f : W[at];
+            }
+        lb_mx2_quantize_tile(tile, 32, imp ? imp + c0 : NULL, &tiles[t * n_lo + l]);
+    }
+}
+
+lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv_diag, const float *imp,
+                         const lb_mx_params *pp, lb_mx_matrix *out) {
+    const lb_mx_params p = pp ? *pp : lb_mx_default_params();
+    memset(out, 0, sizeof *out);
+    if (N <= 0 || K <= 0 || N % LB_MX_ROWS || K % LB_MX_M)
+        return lb_fail(LB_ERR_SHAPE, "MX: %lld x %lld is not whole tiles of 16 rows x 32 columns", (long long)N,
+                       (long long)K);
+    if (K > 65536) return lb_fail(LB_ERR_SHAPE, "MX: rows of %lld inputs (at most 65536: 16-bit outlier columns)", (long long)K);
+    if (!(p.hi_frac >= 0.0f && p.hi_frac <= 1.0f) || !(p.outlier_frac >= 0.0f && p.outlier_frac <= 0.5f))
+        return lb_fail(LB_ERR_ARG, "MX: 4-bit fraction %g (0..1) or outlier fraction %g (0..0.5) out of range",
+                       (double)p.hi_frac, (double)p.outlier_frac);
+    const int64_t G = K / LB_MX_M, T = N / LB_MX_ROWS;
+    out->N = N, out->K = K;
+    out->n_hi = (int64_t)lrint((double)p.hi_frac * (double)G);
+    const int64_t n_lo = G - out->n_hi;
+    double *S = malloc((size_t)G * sizeof *S);
+    float *ones = hinv_diag ? NULL : malloc((size_t)K * sizeof *ones);
+    ranked *rk = malloc((size_t)G * sizeof *rk);
+    int64_t *low = malloc((size_t)G * sizeof *low), *high = malloc((size_t)G * sizeof *high);
+    out->map = calloc((size_t)(G + 7) / 8, 1);
+    out->lo = malloc((size_t)(T * n_lo + 1) * sizeof *out->lo);
+    out->hi = malloc((size_t)(T * out->n_hi + 1) * sizeof *out->hi);
+    out->row_ptr = calloc((size_t)N + 1, sizeof *out->row_ptr);
+    lb_status s = S && (hinv_diag || ones) && rk && low && high && out->map && out->lo && out->hi && out->row_ptr
+                      ? LB_OK
+                      : lb_fail(LB_ERR_NOMEM, "out of memory");
+    if (s == LB_OK) {
+        if (ones)
+            for (int64_t k = 0; k < K; k++) ones[k] = 1.0f;
+        lb_mx_sensitivity(W, N, K, LB_MX_M, hinv_diag ? hinv_diag : ones, S);
+        for (int64_t g = 0; g < G; g++) rk[g] = (ranked){S[g], g};
+        qsort(rk, (size_t)G, sizeof *rk, by_s_desc);
+        for (int64_t i = 0; i < out->n_hi; i++) out->map[rk[i].g / 8] |= (uint8_t)(1u << (rk[i].g % 8));
+        int64_t nl = 0, nh = 0;
+        for (int64_t g = 0; g < G; g++) {
+            if (lb_mx_is_hi(out, g)) high[nh++] = g;
+            else low[nl++] = g;
+        }
+        float tile[16 * 32];
+        for (int64_t t = 0; t < T; t++) {
+            for (int64_t h = 0; h < nh; h++) {
+                for (int r = 0; r < 16; r++)
+                    memcpy(tile + r * 32, W + (size_t)(16 * t + r) * (size_t)K + (size_t)(high[h] * LB_MX_M),
+                           32 * sizeof *tile);
+                lb_mx4_quantize_tile(tile, 32, &out->hi[t * nh + h]);
+            }
+            quantize_lo(W, K, low, nl, imp, NULL, t, out->lo);
+        }
+    }
+    /* outliers: the 2-bit weights whose error (imp-weighted) is largest */
+    const int64_t want = s == LB_OK && n_lo > 0 ? (int64_t)((double)p.outlier_frac * (double)N * (double)K) : 0;
+    if (want > 0) {
+        const int64_t n_w = N * n_lo * LB_MX_M;
+        float *err = malloc((size_t)n_w * sizeof *err), *sel = malloc((size_t)n_w * sizeof *sel);
+        uint8_t *drop = calloc((size_t)N * (size_t)K, 1);
+        float deq[16 * 32];
+        if (!err || !sel || !drop) s = lb_fail(LB_ERR_NOMEM, "out of memory (MX outliers)");
+        for (int64_t t = 0; t < T && s == LB_OK; t++)
+            for (int64_t l = 0; l < n_lo; l++) {
+                lb_mx2_dequantize_tile(&out->lo[t * n_lo + l], deq, 32);
+                const int64_t c0 = low[l] * LB_MX_M;
+                for (int r = 0; r < 16; r++)
+                    for (int c = 0; c < 32; c++) {
+                        const float w = W[(size_t)(16 * t + r) * (size_t)K + (size_t)(c0 + c)];
+                        const float d = isfinite(w) ? w - deq[r * 32 + c] : 0.0f;
+                        err[((16 * t + r) * n_lo + l) * LB_MX_M + c] = (imp ? imp[c0 + c] : 1.0f) * d * d;
+                    }
+            }
+        if (s == LB_OK) {
+            memcpy(sel, err, (size_t)n_w * sizeof *sel);
+            const float thr = kth_largest(sel, n_w, LB_MIN(want, n_w));
+            int64_t taken = 0;
+            /* > thr first, then == thr up to the budget, in row order */
+            for (int pass = 0; pass < 2; pass++)
+                for (int64_t i = 0; i < n_w && taken < want; i++) {
+                    const int hit = pass == 0 ? err[i] > thr : err[i] == thr;
+                    if (!hit || !(err[i] > 0.0f)) continue;
+                    const int64_t row = i / (n_lo * LB_MX_M), l = i / LB_MX_M % n_lo, c = i % LB_MX_M;
+                    const size_t at = (size_t)row * (size_t)K + (size_t)(low[l] * LB_MX_M + c);
+                    if (!drop[at]) drop[at] = 1, taken++;
+                }
+            out->n_out = taken;
+            out->out_col = malloc((size_t)(taken + 1) * sizeof *out->out_col);
+            out->out_val = malloc((size_t)(taken + 1) * sizeof *out->out_val);
+            if (!out->out_col || !out->out_val) s = lb_fail(LB_ERR_NOMEM, "out of memory (MX outliers)");
+        }
+        if (s == LB_OK) {
+            int64_t o = 0;
+            for (int64_t r = 0; r < N; r++) {
+                out->row_ptr[r] = (uint32_t)o;
+                for (int64_t c = 0; c < K; c++)
+                    if (drop[(size_t)r * (size_t)K + (size_t)c]) {
+                        out->out_col[o] = (uint16_t)c;
+                        out->out_val[o++] = lb_f32_to_fp16(W[(size_t)r * (size_t)K + (size_t)c]);
+                    }
+            }
+            out->row_ptr[N] = (uint32_t)o;
+            /* the tiles holding outliers, again without them */
+            for (int64_t t = 0; t < T; t++)
+                if (out->row_ptr[16 * t + 16] > out->row_ptr[16 * t]) quantize_lo(W, K, low, n_lo, imp, drop, t, out->lo);
+        }
+        free(err), free(sel), free(drop);
+    }
+    free(S), free(ones), free(rk), free(low), free(high);
+    if (s) lb_mx_free(out);
+    return s;
+}
+
+void lb_mx_dequantize(const lb_mx_matrix *m, float *W) {
+    const int64_t G = m->K / LB_MX_M, n_lo = G - m->n_hi;
+    float tile[16 * 32];
+    for (int64_t t = 0; t < m->N / LB_MX_ROWS; t++) {
+        int64_t l = 0, h = 0;
+        for (int64_t g = 0; g < G; g++) {
+            if (lb_mx_is_hi(m, g)) lb_mx4_dequantize_tile(&m->hi[t * m->n_hi + h++], tile, 32);
+            else lb_mx2_dequantize_tile(&m->lo[t * n_lo + l++], tile, 32);
+            for (int r = 0; r < 16; r++)
+                memcpy(W + (size_t)(16 * t + r) * (size_t)m->K + (size_t)(g * LB_MX_M), tile + r * 32,
+                       32 * sizeof *tile);
+        }
+    }
+    for (int64_t r = 0; r < m->N; r++)
+        for (uint32_t o = m->row_ptr[r]; o < m->row_ptr[r + 1]; o++)
+            W[(size_t)r * (size_t)m->K + m->out_col[o]] += lb_fp16_to_f32(m->out_val[o]);
+}
