@@ -70,7 +70,17 @@ void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx
                 mn = fminf(mn, w[r][c]);
                 mx = fmaxf(mx, w[r][c]);
             }
-            ideal[r] = (mx - mn) / 3.0f;
+            /* the scale whose grid fits the group best: min/max's (mx - mn) / 3
+             * and 20 shrunk ones (at 2 bits clipping the extremes usually wins) */
+            const float s0 = (mx - mn) / 3.0f;
+            double best_e = INFINITY;
+            ideal[r] = s0;
+            for (int k = 0; k <= 20 && s0 > 0.0f; k++) {
+                const float sc = s0 * (1.0f - 0.025f * (float)k);
+                int z, q[16];
+                const double e = fit_group2(w[r], ih, sc, &z, q);
+                if (e < best_e) best_e = e, ideal[r] = sc;
+            }
             smax = fmaxf(smax, ideal[r]);
         }
         if (!(smax > 0.0f) || !isfinite(smax)) continue; /* all zero (or overflow): zeros */

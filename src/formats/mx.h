@@ -122,6 +122,7 @@ typedef struct {
     uint32_t *row_ptr; /* N + 1 */
     uint16_t *out_col; /* n_out */
     lb_fp16 *out_val;  /* n_out */
+    int64_t *slot;     /* K/32: a group's index among the 4-bit or among the 2-bit groups */
 } lb_mx_matrix;
 
 typedef struct {
@@ -140,6 +141,11 @@ static inline int lb_mx_is_hi(const lb_mx_matrix *m, int64_t g) { return (m->map
  * outliers, and the tiles holding them quantized again without them. */
 lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv_diag, const float *imp,
                          const lb_mx_params *p, lb_mx_matrix *out);
+/* Rounds x onto the grid already fitted at (row, col), stores its code in
+ * the tile (an outlier's position stores x itself as its fp16 value) and
+ * returns the value it dequantizes to: GPTQ's rounding step on MX
+ * (model/mx_gptq.c). Distinct rows touch distinct bytes. */
+float lb_mx_round_at(lb_mx_matrix *m, int64_t row, int64_t col, float x);
 /* W[r * K + c] = the matrix's weights. */
 void lb_mx_dequantize(const lb_mx_matrix *m, float *W);
 void lb_mx_free(lb_mx_matrix *m);

@@ -12,7 +12,7 @@ lb_mx_params lb_mx_default_params(void) { return (lb_mx_params){0.25f, 0.002f}; 
 
 void lb_mx_free(lb_mx_matrix *m) {
     if (!m) return;
-    free(m->map), free(m->lo), free(m->hi), free(m->row_ptr), free(m->out_col), free(m->out_val);
+    free(m->map), free(m->lo), free(m->hi), free(m->row_ptr), free(m->out_col), free(m->out_val), free(m->slot);
     memset(m, 0, sizeof *m);
 }
 
@@ -87,7 +87,9 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
     out->lo = malloc((size_t)(T * n_lo + 1) * sizeof *out->lo);
     out->hi = malloc((size_t)(T * out->n_hi + 1) * sizeof *out->hi);
     out->row_ptr = calloc((size_t)N + 1, sizeof *out->row_ptr);
-    lb_status s = S && (hinv_diag || ones) && rk && low && high && out->map && out->lo && out->hi && out->row_ptr
+    out->slot = malloc((size_t)G * sizeof *out->slot);
+    lb_status s = S && (hinv_diag || ones) && rk && low && high && out->map && out->lo && out->hi && out->row_ptr &&
+                          out->slot
                       ? LB_OK
                       : lb_fail(LB_ERR_NOMEM, "out of memory");
     if (s == LB_OK) {
@@ -99,8 +101,8 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
         for (int64_t i = 0; i < out->n_hi; i++) out->map[rk[i].g / 8] |= (uint8_t)(1u << (rk[i].g % 8));
         int64_t nl = 0, nh = 0;
         for (int64_t g = 0; g < G; g++) {
-            if (lb_mx_is_hi(out, g)) high[nh++] = g;
-            else low[nl++] = g;
+            if (lb_mx_is_hi(out, g)) out->slot[g] = nh, high[nh++] = g;
+            else out->slot[g] = nl, low[nl++] = g;
         }
         float tile[16 * 32];
         for (int64_t t = 0; t < T; t++) {
@@ -188,4 +190,48 @@ void lb_mx_dequantize(const lb_mx_matrix *m, float *W) {
     for (int64_t r = 0; r < m->N; r++)
         for (uint32_t o = m->row_ptr[r]; o < m->row_ptr[r + 1]; o++)
             W[(size_t)r * (size_t)m->K + m->out_col[o]] += lb_fp16_to_f32(m->out_val[o]);
+}
+
+static int code_near(float v, int hi) {
+    if (!(v > 0.0f)) return 0;
+    if (v >= (float)hi) return hi;
+    return (int)lrintf(v);
+}
+
+float lb_mx_round_at(lb_mx_matrix *m, int64_t row, int64_t col, float x) {
+    const int64_t g = col / LB_MX_M, t = row / LB_MX_ROWS, n_lo = m->K / LB_MX_M - m->n_hi;
+    const int r = (int)(row % LB_MX_ROWS), c = (int)(col % LB_MX_M);
+    if (!isfinite(x)) x = 0.0f;
+    if (lb_mx_is_hi(m, g)) {
+        block_mx4 *b = &m->hi[t * m->n_hi + m->slot[g]];
+        const float s = lb_fp16_to_f32(b->s[r]);
+        const int z = (b->z[r / 2] >> (4 * (r % 2))) & 15;
+        const int q = s > 0.0f ? code_near(x / s + (float)z, 15) : z;
+        uint8_t *p = &b->qs[16 * r + c / 2];
+        *p = (uint8_t)((*p & ~(15 << (4 * (c % 2)))) | (q << (4 * (c % 2))));
+        return s * (float)(q - z);
+    }
+    block_mx2 *b = &m->lo[t * n_lo + m->slot[g]];
+    const int h = c / 16, i = 16 * h + r;
+    const int z1 = (b->z1[i / 4] >> (2 * (i % 4))) & 3;
+    int q = z1;
+    float v = 0.0f;
+    /* an outlier keeps x (its code: the zero, which dequantizes to 0) */
+    uint32_t lo = m->row_ptr[row], hi = m->row_ptr[row + 1];
+    while (lo < hi) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (m->out_col[mid] < col) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < m->row_ptr[row + 1] && m->out_col[lo] == col) {
+        m->out_val[lo] = lb_f32_to_fp16(x);
+        v = lb_fp16_to_f32(m->out_val[lo]);
+    } else {
+        const float s1 = lb_mx2_scale(b, h, r);
+        q = s1 > 0.0f ? code_near(x / s1 + (float)z1, 3) : z1;
+        v = s1 * (float)(q - z1);
+    }
+    uint8_t *p = &b->qs[8 * r + c / 4];
+    *p = (uint8_t)((*p & ~(3 << (2 * (c % 4)))) | (q << (2 * (c % 4))));
+    return v;
 }

@@ -57,23 +57,39 @@ static lb_status permute_columns(float *W, int64_t N, int64_t K, const int64_t *
 
 /* The lazy batches (step 5). U: K x K upper factor in the working order;
  * perm: the column of the file for each working column (NULL: the same). */
-static double quantize_batches(const lb_grid *g, const lb_type_traits *tt, float *W, int64_t N, int64_t K,
-                               const float *U, const int64_t *perm, const float *imp, int B, float *E, char *dst,
-                               int nt) {
+/* The rounding of one weight: onto a type's grid (g, tt: parameters fixed
+ * by g->fix as columns come up, codes into dst) or through a caller's
+ * function onto a grid it fixed beforehand (rf). */
+typedef struct {
+    const lb_grid *g;
+    const lb_type_traits *tt;
+    char *dst;
+    lb_gptq_round_fn rf;
+    void *user;
+} rounder;
+
+static double quantize_batches(const rounder *rd, float *W, int64_t N, int64_t K, const float *U,
+                               const int64_t *perm, const float *imp, int B, float *E, int nt) {
     double loss = 0.0;
-    const size_t rs = (size_t)(K / tt->blck) * tt->type_size;
+    const lb_grid *g = rd->g;
+    const lb_type_traits *tt = rd->tt;
+    const size_t rs = tt ? (size_t)(K / tt->blck) * tt->type_size : 0;
     for (int64_t i1 = 0; i1 < K; i1 += B) {
         const int64_t i2 = LB_MIN(i1 + B, K);
 #pragma omp parallel for schedule(static) reduction(+ : loss) num_threads(nt)
         for (int64_t r = 0; r < N; r++) {
             float *w = row_of(W, K, r), *e = E + (size_t)r * (size_t)B;
-            char *row = dst + (size_t)r * rs;
             for (int64_t i = i1; i < i2; i++) {
                 const int64_t col = perm ? perm[i] : i;
-                void *blk = row + (size_t)(col / tt->blck) * tt->type_size;
-                const int in_blk = (int)(col % tt->blck);
-                if (!perm && i % g->width == 0) g->fix(blk, in_blk, w + i, imp ? imp + i : NULL);
-                const float q = g->round(blk, in_blk, w[i]);
+                float q;
+                if (rd->rf) {
+                    q = rd->rf(rd->user, r, col, w[i]);
+                } else {
+                    void *blk = rd->dst + (size_t)r * rs + (size_t)(col / tt->blck) * tt->type_size;
+                    const int in_blk = (int)(col % tt->blck);
+                    if (!perm && i % g->width == 0) g->fix(blk, in_blk, w + i, imp ? imp + i : NULL);
+                    q = g->round(blk, in_blk, w[i]);
+                }
                 const float *u = row_of((float *)U, K, i);
                 const float d = u[i], err = w[i] - q, ei = err / d;
                 loss += 0.5 * (double)err * err / ((double)d * d);
@@ -89,10 +105,12 @@ static double quantize_batches(const lb_grid *g, const lb_type_traits *tt, float
     return loss;
 }
 
+static lb_status gptq_run(const rounder *rd, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *pp,
+                          double *loss);
+
 lb_status lb_gptq_quantize(int type, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *pp, void *dst,
                            double *loss) {
     const lb_gptq_params p = pp ? *pp : lb_gptq_default_params();
-    const int nt = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
     const lb_grid *g = p.sym ? lb_grid_get_sym(type) : lb_grid_get(type);
     const lb_type_traits *tt = lb_traits(type);
     if (!g || !tt)
@@ -100,8 +118,28 @@ lb_status lb_gptq_quantize(int type, float *W, int64_t N, int64_t K, float *H, c
                        lb_type_name(type) ? lb_type_name(type) : "?", p.sym ? " symmetrically" : "");
     if (N <= 0 || K <= 0 || K % tt->blck)
         return lb_fail(LB_ERR_SHAPE, "GPTQ: rows of %lld are not whole %s blocks of %d", (long long)K, tt->name, tt->blck);
+    const rounder rd = {g, tt, dst, NULL, NULL};
+    return gptq_run(&rd, W, N, K, H, &p, loss);
+}
+
+lb_status lb_gptq_quantize_fixed(lb_gptq_round_fn round, void *user, float *W, int64_t N, int64_t K, float *H,
+                                 const lb_gptq_params *pp, double *loss) {
+    const lb_gptq_params p = pp ? *pp : lb_gptq_default_params();
+    if (N <= 0 || K <= 0) return lb_fail(LB_ERR_SHAPE, "GPTQ: empty matrix");
+    const rounder rd = {NULL, NULL, NULL, round, user};
+    return gptq_run(&rd, W, N, K, H, &p, loss);
+}
+
+static lb_status gptq_run(const rounder *rd, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *pp,
+                          double *loss) {
+    const lb_gptq_params p = *pp;
+    const int nt = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
+    const lb_grid *g = rd->g;
+    const lb_type_traits *tt = rd->tt;
+    void *dst = rd->dst;
+    const int width = g ? g->width : 1;
     int B = p.block > 0 ? p.block : 128;
-    B = (B + g->width - 1) / g->width * g->width;
+    B = (B + width - 1) / width * width;
 
     float *diag = malloc((size_t)K * sizeof *diag), *E = malloc((size_t)N * (size_t)B * sizeof *E), *Hp = NULL;
     int64_t *perm = NULL;
@@ -118,11 +156,12 @@ lb_status lb_gptq_quantize(int type, float *W, int64_t N, int64_t K, float *H, c
     }
     mean /= (double)K;
     if (s == LB_OK && p.act_order) {
-        /* static groups: every group's parameters from the original weights */
-        const size_t rs = lb_row_size(type, K);
+        /* static groups: every group's parameters from the original weights
+         * (a caller's fixed grid has them already) */
+        const size_t rs = tt ? (size_t)(K / tt->blck) * tt->type_size : 0;
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (int64_t r = 0; r < N; r++)
-            for (int64_t c = 0; c < K; c += g->width)
+            for (int64_t c = 0; g && c < K; c += g->width)
                 g->fix((char *)dst + (size_t)r * rs + (size_t)(c / tt->blck) * tt->type_size, (int)(c % tt->blck),
                        row_of(W, K, r) + c, diag + c);
         perm = malloc((size_t)K * sizeof *perm);
@@ -149,7 +188,7 @@ lb_status lb_gptq_quantize(int type, float *W, int64_t N, int64_t K, float *H, c
         if (s) s = lb_fail_prefix(s, "GPTQ (damp %g)", (double)p.damp);
     }
     if (s == LB_OK) {
-        const double l = quantize_batches(g, tt, W, N, K, H, perm, p.act_order ? NULL : diag, B, E, dst, nt);
+        const double l = quantize_batches(rd, W, N, K, H, perm, p.act_order ? NULL : diag, B, E, nt);
         if (loss) *loss = l;
         if (perm) s = permute_columns(W, N, K, perm, -1, nt);
     }

@@ -33,4 +33,13 @@ lb_gptq_params lb_gptq_default_params(void);
 lb_status lb_gptq_quantize(int type, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *p, void *dst,
                            double *loss);
 
+/* GPTQ onto a grid the caller fixed beforehand for every weight (e.g. the
+ * MX tiles, formats/mx.h): round(user, row, col, x) returns the grid value
+ * nearest x at (row, col) (col in the matrix's own order, act-order or not)
+ * and stores its code wherever the caller keeps it; rows run in parallel,
+ * each on one thread. Otherwise as lb_gptq_quantize. */
+typedef float (*lb_gptq_round_fn)(void *user, int64_t row, int64_t col, float x);
+lb_status lb_gptq_quantize_fixed(lb_gptq_round_fn round, void *user, float *W, int64_t N, int64_t K, float *H,
+                                 const lb_gptq_params *p, double *loss);
+
 #endif
