@@ -36,15 +36,19 @@
  *     GQ4_G16      88   5.5          GQ3_G16      72   4.5          GQ2_G16      56   3.5
  *
  * Reference quantizer (lb_gq_quantize_row; the traits' from_float is the
- * asymmetric one): round to nearest with GPTQ's min/max quantizer per group,
- * min <= 0 <= max forced, s = (max - min) / (2^b - 1), z = round(-min / s),
- * q = clamp(round(x / s) + z, 0, 2^b - 1), rounding half to even as torch.
- * Symmetric: amax = max(|min|, |max|), s = 2 amax / (2^b - 1), z = 2^(b-1).
- * One difference from GPTQ, which computes codes with the fp32 scale and
- * stores it as fp16 afterwards: s is rounded UP to the next fp16 and z and q
- * are computed from the stored value, so the grid still spans [min, max] and
- * every weight dequantizes within s/2 of its value. An all-zero group gets
- * s = 0 (z = 0, asymmetric; 2^(b-1), symmetric) and dequantizes to zeros.
+ * asymmetric one): round to nearest with GPTQ's quantizer per group and its
+ * `mse` range search: for the range [min, max] (min <= 0 <= max forced) and
+ * 15 shrunk ones (factors 0.96 .. 0.40), s = (max - min) / (2^b - 1),
+ * z = round(-min / s), q = clamp(round(x / s) + z, 0, 2^b - 1) (rounding
+ * half to even as torch), keeping the grid with the least squared error
+ * (weighted by the importance GPTQ's fix passes). Symmetric:
+ * amax = max(|min|, |max|) (shrunk alike), s = 2 amax / (2^b - 1),
+ * z = 2^(b-1). One difference from GPTQ, which computes codes with the fp32
+ * scale and stores it as fp16 afterwards: s is rounded UP to the next fp16
+ * and z and q are computed from the stored value, so a weight inside the
+ * grid's span dequantizes within s/2 of its value (one outside it, clipped
+ * by the search, to the span's end). An all-zero group gets s = 0 (z = 0,
+ * asymmetric; 2^(b-1), symmetric) and dequantizes to zeros.
  *
  * Dot product: activations are Q8_0 (blocks of 32, fp16 d, int8 values); per
  * 32 activations and group the sum of (q - z) * a is exact in int32, then
@@ -126,7 +130,7 @@ int lb_gq_type(int bits, int group);
 const lb_type_traits *lb_gq_traits(int type);
 
 /* Reference quantize k values (a multiple of 128) of a GQ type: sym = 0 the
- * asymmetric min/max quantizer (= from_float), else the symmetric one. Does
+ * asymmetric quantizer (= from_float), else the symmetric one. Does
  * nothing for other types. */
 void lb_gq_quantize_row(int type, const float *x, void *y, int64_t k, int sym);
 
@@ -150,7 +154,8 @@ static inline void lb_gq_set_code(void *blk, int bits, int j, int q) {
 }
 
 /* GPTQ's hook (formats/grid.h) for a GQ type, NULL for other types: width =
- * the group size; fix quantizes the group (asymmetric min/max, imp ignored);
+ * the group size; fix quantizes the group (asymmetric, its range search
+ * weighted by imp when given);
  * round rounds onto the group's stored s and z and returns s * (q - z), the
  * value dequantization gives. col: the column within the row or within the
  * block (only col % 128 is used). */
