@@ -3,10 +3,11 @@
  *    2-bit tile's size equal to eq. (10) exactly;
  *  - eq. (9) on a hand-computed case;
  *  - dequantization of hand-packed tiles (layout written out here from the
- *    header's description), exact;
- *  - quantize: random tiles within a stated error, the 4-bit second-order
- *    scales costing at most 1.3x the squared error of fp32 first-order
- *    ones, second-order zeros in use, all-zero and non-finite tiles;
+ *    header's description, half-step zeros included), exact;
+ *  - quantize: random tiles within a stated error, the whole 2-bit tile
+ *    (4-bit second-order scales, half-step zeros, range search) below the
+ *    squared error of fp32 first-order scales with integer zeros, second-
+ *    order zeros in use, all-zero and non-finite tiles;
  *  - the dot with Q8_0 against a double dot of both sides dequantized;
  *  - one matrix: shape and parameter errors, the 4-bit groups chosen by
  *    eq. (9) (with and without an H^-1 diagonal), no outliers = the tiles
@@ -65,7 +66,8 @@ static void test_hand_tiles(void) {
         for (int c = 0; c < 32; c++) {
             const int h = c / 16;
             const float s1 = (h ? 0.5f : 0.25f) * (float)((r + h) % 16 + (h ? 1 : 3));
-            const float want = s1 * (float)((r * 3 + c) % 4 - (r + 2 * h) % 4);
+            /* zero codes 0..3 mean z = 0.5, 1, 1.5, 2 */
+            const float want = s1 * ((float)((r * 3 + c) % 4) - 0.5f * (float)((r + 2 * h) % 4 + 1));
             bad += Y[r * 32 + c] != want;
         }
     CHECK_MSG(bad == 0, "mx2 hand tile: %d of 512 differ", bad);
@@ -162,7 +164,7 @@ static void test_quantize_and_dot(void) {
     CHECK_MSG(worst2 <= 4.0, "mx2: worst error %.3f of the ideal scale", worst2);
     CHECK_MSG(worst4 <= 0.5 + 1e-4, "mx4: worst error %.4f of s", worst4);
     CHECK_MSG(second_order_used > 0, "second-order zero never above 0");
-    CHECK_MSG(worst_ratio <= 1.3, "mx2: squared error %.3fx that of fp32 first-order scales", worst_ratio);
+    CHECK_MSG(worst_ratio <= 1.0, "mx2: squared error %.3fx that of fp32 first-order scales", worst_ratio);
     CHECK_MSG(dot_bad == 0, "%d row dots differ from the dequantized double dot", dot_bad);
     printf("mx2 worst error %.3f of the group's ideal scale, squared error up to %.3fx that of fp32 scales; "
            "mx4 %.4f of s\n", worst2, worst_ratio, worst4);
@@ -246,8 +248,9 @@ static void test_matrix(void) {
     lb_mx_free(&m);
 
     /* spikes (0.5 % of the 2-bit groups' weights, 10x) and 1 % outliers:
-     * within budget, only in 2-bit groups, each exactly its fp16 weight
-     * after dequantization, and less error than without */
+     * within budget, only in 2-bit groups, each its weight after
+     * dequantization (to fp16's rounding of the residual it stores), and
+     * less error than without */
     for (int64_t i = 0; i < N * K; i += 211)
         if ((i % K) / 32 != 3 && (i % K) / 32 != 7) W[i] *= 10.0f;
     p.outlier_frac = 0.0f;
@@ -263,7 +266,9 @@ static void test_matrix(void) {
     for (int64_t r = 0; r < N; r++)
         for (uint32_t o = m.row_ptr[r]; o < m.row_ptr[r + 1]; o++) {
             const int c = m.out_col[o];
-            out_bad += lb_mx_is_hi(&m, c / 32) || Y[r * K + c] != lb_fp16_to_f32(lb_f32_to_fp16(W[r * K + c])) ||
+            /* dense code + the fp16 of what it misses: within fp16's rounding of the residual */
+            const float res = lb_fp16_to_f32(m.out_val[o]);
+            out_bad += lb_mx_is_hi(&m, c / 32) || fabsf(Y[r * K + c] - W[r * K + c]) > 1e-3f * fabsf(res) + 1e-7f ||
                        (o > m.row_ptr[r] && c <= m.out_col[o - 1]);
         }
     CHECK_MSG(out_bad == 0, "%d outliers misplaced or not exact", out_bad);

@@ -22,6 +22,9 @@ static float s2_of(const block_mx2 *b, int h) {
     return lb_fp16_to_f32(v);
 }
 
+/* twice the 2-bit tile's first-order zero for each code: z in {0.5, 1, 1.5, 2} */
+static const int kZ2[4] = {1, 2, 3, 4};
+
 static int mx2_q(const block_mx2 *b, int r, int c) { return (b->qs[8 * r + c / 4] >> (2 * (c % 4))) & 3; }
 static int mx2_z1(const block_mx2 *b, int h, int r) {
     const int i = 16 * h + r;
@@ -31,6 +34,8 @@ static int mx2_c(const block_mx2 *b, int h, int r) {
     const int i = 16 * h + r;
     return (b->s1[i / 2] >> (4 * (i % 2))) & 15;
 }
+
+float lb_mx2_zero(const block_mx2 *b, int h, int r) { return 0.5f * (float)kZ2[mx2_z1(b, h, r)]; }
 
 float lb_mx2_scale(const block_mx2 *b, int h, int r) {
     return s2_of(b, h) * (float)(mx2_c(b, h, r) + ((b->z2 >> (4 * h)) & 15));
@@ -44,9 +49,10 @@ static double fit_group2(const float *w, const float *imp, float s, int *z_out, 
     for (int z = 0; z < 4; z++) {
         double e = 0.0;
         int qz[16];
+        const float zf = 0.5f * (float)kZ2[z];
         for (int c = 0; c < 16; c++) {
-            qz[c] = s > 0.0f ? code_of(w[c] / s + (float)z, 0, 3) : z;
-            const double d = (double)w[c] - (double)s * (qz[c] - z);
+            qz[c] = s > 0.0f ? code_of(w[c] / s + zf, 0, 3) : 0;
+            const double d = (double)w[c] - (double)s * ((float)qz[c] - zf);
             e += (imp ? imp[c] : 1.0) * d * d;
         }
         if (e < best) {
@@ -145,7 +151,7 @@ void lb_mx2_dequantize_tile(const block_mx2 *b, float *Y, size_t ldy) {
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 32; c++) {
             const int h = c / 16;
-            Y[(size_t)r * ldy + c] = lb_mx2_scale(b, h, r) * (float)(mx2_q(b, r, c) - mx2_z1(b, h, r));
+            Y[(size_t)r * ldy + c] = lb_mx2_scale(b, h, r) * ((float)mx2_q(b, r, c) - 0.5f * (float)kZ2[mx2_z1(b, h, r)]);
         }
 }
 
@@ -163,10 +169,10 @@ void lb_mx2_dot_tile_ref(const block_mx2 *b, const block_q8_0 *a, float *y) {
     for (int r = 0; r < 16; r++) {
         float acc = 0.0f;
         for (int h = 0; h < 2; h++) {
-            const int z1 = mx2_z1(b, h, r);
-            int32_t sum = 0;
-            for (int c = 16 * h; c < 16 * h + 16; c++) sum += (mx2_q(b, r, c) - z1) * a->qs[c];
-            acc += lb_mx2_scale(b, h, r) * (float)sum;
+            const int z2x = kZ2[mx2_z1(b, h, r)];
+            int32_t sum = 0; /* twice the sum of (q - z) a: exact with a half-step zero */
+            for (int c = 16 * h; c < 16 * h + 16; c++) sum += (2 * mx2_q(b, r, c) - z2x) * a->qs[c];
+            acc += 0.5f * lb_mx2_scale(b, h, r) * (float)sum;
         }
         y[r] += d * acc;
     }

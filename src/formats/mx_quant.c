@@ -157,15 +157,24 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
             for (int64_t r = 0; r < N; r++) {
                 out->row_ptr[r] = (uint32_t)o;
                 for (int64_t c = 0; c < K; c++)
-                    if (drop[(size_t)r * (size_t)K + (size_t)c]) {
-                        out->out_col[o] = (uint16_t)c;
-                        out->out_val[o++] = lb_f32_to_fp16(W[(size_t)r * (size_t)K + (size_t)c]);
-                    }
+                    if (drop[(size_t)r * (size_t)K + (size_t)c]) out->out_col[o++] = (uint16_t)c;
             }
             out->row_ptr[N] = (uint32_t)o;
-            /* the tiles holding outliers, again without them */
-            for (int64_t t = 0; t < T; t++)
-                if (out->row_ptr[16 * t + 16] > out->row_ptr[16 * t]) quantize_lo(W, K, low, n_lo, imp, drop, t, out->lo);
+            /* the tiles holding outliers, again without them; an outlier
+             * keeps what its (refitted) code misses, in fp16 */
+            for (int64_t t = 0; t < T; t++) {
+                if (out->row_ptr[16 * t + 16] == out->row_ptr[16 * t]) continue;
+                quantize_lo(W, K, low, n_lo, imp, drop, t, out->lo);
+                for (int64_t r = 16 * t; r < 16 * t + 16; r++)
+                    for (uint32_t k = out->row_ptr[r]; k < out->row_ptr[r + 1]; k++) {
+                        const int64_t c = out->out_col[k];
+                        const block_mx2 *b = &out->lo[t * n_lo + out->slot[c / LB_MX_M]];
+                        const int h = (int)(c % LB_MX_M) / 16, rr = (int)(r % 16), cc = (int)(c % LB_MX_M);
+                        const int q = (b->qs[8 * rr + cc / 4] >> (2 * (cc % 4))) & 3;
+                        const float dense = lb_mx2_scale(b, h, rr) * ((float)q - lb_mx2_zero(b, h, rr));
+                        out->out_val[k] = lb_f32_to_fp16(W[(size_t)r * (size_t)K + (size_t)c] - dense);
+                    }
+            }
         }
         free(err), free(sel), free(drop);
     }
@@ -212,11 +221,11 @@ float lb_mx_round_at(lb_mx_matrix *m, int64_t row, int64_t col, float x) {
         return s * (float)(q - z);
     }
     block_mx2 *b = &m->lo[t * n_lo + m->slot[g]];
-    const int h = c / 16, i = 16 * h + r;
-    const int z1 = (b->z1[i / 4] >> (2 * (i % 4))) & 3;
-    int q = z1;
-    float v = 0.0f;
-    /* an outlier keeps x (its code: the zero, which dequantizes to 0) */
+    const int h = c / 16;
+    const float s1 = lb_mx2_scale(b, h, r), z1 = lb_mx2_zero(b, h, r);
+    const int q = s1 > 0.0f ? code_near(x / s1 + z1, 3) : 0;
+    float v = s1 * ((float)q - z1);
+    /* an outlier keeps what the code misses of x, in fp16 */
     uint32_t lo = m->row_ptr[row], hi = m->row_ptr[row + 1];
     while (lo < hi) {
         const uint32_t mid = lo + (hi - lo) / 2;
@@ -224,12 +233,8 @@ float lb_mx_round_at(lb_mx_matrix *m, int64_t row, int64_t col, float x) {
         else hi = mid;
     }
     if (lo < m->row_ptr[row + 1] && m->out_col[lo] == col) {
-        m->out_val[lo] = lb_f32_to_fp16(x);
-        v = lb_fp16_to_f32(m->out_val[lo]);
-    } else {
-        const float s1 = lb_mx2_scale(b, h, r);
-        q = s1 > 0.0f ? code_near(x / s1 + (float)z1, 3) : z1;
-        v = s1 * (float)(q - z1);
+        m->out_val[lo] = lb_f32_to_fp16(x - v);
+        v += lb_fp16_to_f32(m->out_val[lo]);
     }
     uint8_t *p = &b->qs[8 * r + c / 4];
     *p = (uint8_t)((*p & ~(3 << (2 * (c % 4)))) | (q << (2 * (c % 4))));
