@@ -5,6 +5,8 @@
 #define LB_BENCH_UTIL_H
 
 #include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "core/common.h"
@@ -23,6 +25,17 @@ static inline uint64_t next_rand(void) {
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
+}
+
+/* A buffer on 2 MiB pages where the kernel grants them (every big buffer of
+ * the benches, as the model's repacked weights, model/repack.c). */
+static inline void *alloc_huge(size_t n) {
+    void *p = NULL;
+    if (posix_memalign(&p, (size_t)2 << 20, n ? n : 1)) return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, (n + 4095) & ~(size_t)4095, MADV_HUGEPAGE);
+#endif
+    return p;
 }
 
 #endif

@@ -51,18 +51,8 @@
 
 #define BW_BYTES ((size_t)1 << 30)
 
-/* Huge pages where the kernel allows (THP "madvise" mode): measured 5-15%
- * more streaming bandwidth here. Every big buffer of this program uses them,
- * as the model's repacked weights do (model/repack.c). */
-static void *alloc_huge(size_t n) {
-    void *p = NULL;
-    if (posix_memalign(&p, (size_t)2 << 20, n ? n : 1)) return NULL;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, (n + 4095) & ~(size_t)4095, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
+/* Huge pages where the kernel allows (THP "madvise" mode, alloc_huge in
+ * bench_util.h): measured 5-15% more streaming bandwidth here. */
 /* Read bandwidth: the library's kernel (kernels/membw.h), on this program's clock. */
 static double read_bw(const uint8_t *buf, size_t n, int nth, int reps) { return lb_read_bandwidth_of(buf, n, nth, reps, now); }
 

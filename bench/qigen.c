@@ -43,14 +43,6 @@
 
 #include "bench_util.h"
 
-static void *alloc_huge(size_t n) {
-    void *p = NULL;
-    if (posix_memalign(&p, (size_t)2 << 20, n ? n : 1)) return NULL;
-#ifdef MADV_HUGEPAGE
-    (void)madvise(p, (n + 4095) & ~(size_t)4095, MADV_HUGEPAGE);
-#endif
-    return p;
-}
 
 /* Random bytes with sane fp16 scales (speed does not depend on values). */
 static void fill_plain(int type, uint8_t *w, size_t bytes) {
