@@ -40,6 +40,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "formats/mx.h"
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
 #include "kernels/membw.h"
@@ -89,6 +90,8 @@ static const bench_type all_types[] = {
     {LB_TYPE_IQ4_XS_16X4, "IQ4_XS_16X4"}, {LB_TYPE_Q4_1, "Q4_1"},       {LB_TYPE_Q4_1_16X4, "Q4_1_16X4"},
     {LB_TYPE_Q5_0, "Q5_0"},         {LB_TYPE_Q5_0_16X4, "Q5_0_16X4"},   {LB_TYPE_Q5_1, "Q5_1"},
     {LB_TYPE_Q5_1_16X4, "Q5_1_16X4"},
+    /* seed 002's 2/4/16 mixed precision (formats/mx.h): 25 % of groups in 4 bits, 0.2 % outliers */
+    {LB_TYPE_MX, "MX"},
 };
 enum { N_ALL = sizeof all_types / sizeof all_types[0] };
 
@@ -130,7 +133,7 @@ static double bench_gemv(lb_matrix *copies, int n_copies, const float *x, float 
         if (dt < best) best = dt;
         passes++;
     } while (passes < 3 || now() - start < budget);
-    return (double)copies[0].row_size * (double)copies[0].N / best / 1e9;
+    return (double)lb_matrix_bytes(&copies[0]) / best / 1e9;
 }
 
 static double bench_gemm(const lb_matrix *W, const float *x, int M, float *y, void *scratch, int nth, double budget) {
@@ -219,14 +222,27 @@ int main(int argc, char **argv) {
         for (int t = 0; t < N_ALL; t++) {
             if (!use[t]) continue;
             const int type = all_types[t].type, base = lb_type_base(type);
-            const size_t row_size = lb_row_size(type, K), bytes = row_size * (size_t)N;
+            const lb_mx_params mxp = lb_mx_default_params();
+            const size_t row_size = lb_row_size(type, K);
+            const size_t bytes = type == LB_TYPE_MX ? lb_mx_random_size(N, K, &mxp) : row_size * (size_t)N;
             /* copies: 1 GiB together */
             const int n_copies = hot ? 1 : (int)LB_MAX((size_t)2, ((size_t)1 << 30) / bytes + 1);
             lb_matrix *copies = calloc((size_t)n_copies, sizeof *copies);
+            void **mx_views = calloc((size_t)n_copies, sizeof *mx_views), **mx_bufs = calloc((size_t)n_copies, sizeof *mx_bufs);
             uint8_t *plain = lb_malloc_aligned(bytes);
-            fill_plain(base, plain, bytes);
+            if (type != LB_TYPE_MX) fill_plain(base, plain, bytes);
             for (int c = 0; c < n_copies; c++) {
                 uint8_t *d = alloc_huge(bytes);
+                if (type == LB_TYPE_MX) {
+                    /* the weight pointer is a view of the pieces in d (freed after d below) */
+                    lb_mx_parts parts;
+                    lb_mx_view *v = NULL;
+                    lb_mx_random_pieces(N, K, &mxp, (uint64_t)c + 1, d, &parts);
+                    if (lb_mx_view_make(&parts, &v)) return 1;
+                    mx_views[c] = v, mx_bufs[c] = d;
+                    copies[c] = (lb_matrix){type, K, N, 0, v};
+                    continue;
+                }
                 if (c) memcpy(d, copies[0].data, bytes);
                 else if (type == base) memcpy(d, plain, bytes);
                 else lb_repack_tensor(type, plain, d, K, N);
@@ -251,8 +267,11 @@ int main(int argc, char **argv) {
                    lb_kernel_get(type)->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1], r.gemv_gbs[2],
                    100.0 * r.gemv_gbs[2] / rbw[2], r.gemm_gops[1], r.gemm_gops[2], ratio);
             fflush(stdout);
-            for (int c = 0; c < n_copies; c++) free((void *)copies[c].data);
-            free(copies);
+            for (int c = 0; c < n_copies; c++) {
+                if (mx_views[c]) free(mx_bufs[c]), lb_free_aligned(mx_views[c]);
+                else free((void *)copies[c].data);
+            }
+            free(copies), free(mx_views), free(mx_bufs);
             lb_free_aligned(plain);
             lb_free_aligned(scratch);
         }

@@ -17,7 +17,6 @@
 
 #include "formats/mx.h"
 #include "gguf/gguf.h"
-#include "kernels/linalg.h"
 #include "model/calib.h"
 #include "model/mx_gptq.h"
 
@@ -43,46 +42,17 @@ static int is_layer_matrix(const gguf_tensor *t) {
     return 0;
 }
 
-/* The matrix's calibration Hessian into H (K x K), and from a copy of it
- * diag(H^-1) and diag(H); 0 if there is none */
-static int hessian_of(const sim *S, const gguf_tensor *t, float *H, float *hinv, float *hdiag) {
-    const int64_t K = t->ne[0];
-    if (!S->calib || !lb_calib_hessian(S->calib, t->name.ptr, t->name.len, K, H)) return 0;
-    float *F = malloc((size_t)K * (size_t)K * sizeof *F);
-    if (!F) return 0;
-    memcpy(F, H, (size_t)K * (size_t)K * sizeof *F);
-    double mean = 0.0;
-    for (int64_t i = 0; i < K; i++) {
-        float *h = &F[(size_t)i * (size_t)K + (size_t)i];
-        if (!(*h > 0.0f)) *h = 1.0f; /* dead column, as GPTQ */
-        hdiag[i] = *h;
-        mean += *h;
-    }
-    for (int64_t i = 0; i < K; i++) F[(size_t)i * (size_t)K + (size_t)i] += (float)(0.01 * mean / (double)K);
-    int ok = lb_chol_inverse_upper(F, K, (size_t)K, S->nt) == LB_OK;
-    for (int64_t c = 0; c < K && ok; c++) { /* H^-1 = U^T U: column norms of U */
-        double d = 0.0;
-        for (int64_t k = 0; k <= c; k++) d += (double)F[(size_t)k * (size_t)K + (size_t)c] * F[(size_t)k * (size_t)K + (size_t)c];
-        hinv[c] = (float)d;
-    }
-    free(F);
-    return ok;
-}
-
 static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) {
     sim *S = user;
     const gguf_tensor *t = gguf_tensor_at(S->in, index);
     memcpy(dst, t->data, nbytes);
     if (!is_layer_matrix(t)) return LB_OK;
     const int64_t K = t->ne[0], N = t->ne[1];
-    float *hinv = malloc((size_t)K * sizeof *hinv), *hdiag = malloc((size_t)K * sizeof *hdiag),
-          *H = S->calib ? malloc((size_t)K * (size_t)K * sizeof *H) : NULL;
-    if (!hinv || !hdiag || (S->calib && !H))
-        return free(hinv), free(hdiag), free(H), lb_fail(LB_ERR_NOMEM, "out of memory");
-    const int have = hessian_of(S, t, H, hinv, hdiag);
+    float *H = S->calib ? malloc((size_t)K * (size_t)K * sizeof *H) : NULL;
+    if (S->calib && !H) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    const int have = H && lb_calib_hessian(S->calib, t->name.ptr, t->name.len, K, H);
     lb_mx_matrix m;
-    lb_status s = have && S->gptq ? lb_mx_quantize_gptq(t->data, N, K, H, hinv, hdiag, &S->p, &S->gp, &m, NULL)
-                                  : lb_mx_quantize(t->data, N, K, have ? hinv : NULL, have ? hdiag : NULL, &S->p, &m);
+    lb_status s = lb_mx_quantize_calibrated(t->data, N, K, have ? H : NULL, NULL, &S->p, &S->gp, S->gptq, &m, NULL);
     free(H);
     if (s == LB_OK) {
         lb_mx_dequantize(&m, dst);
@@ -94,7 +64,6 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
                 have ? (S->gptq ? "(eq. 9 with H^-1, GPTQ)" : "(eq. 9 with H^-1)") : "");
         lb_mx_free(&m);
     }
-    free(hinv), free(hdiag);
     return s;
 }
 
@@ -105,7 +74,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--calib") && i + 1 < argc) calib_path = argv[++i];
         else if (!strcmp(argv[i], "--hi") && i + 1 < argc) S.p.hi_frac = (float)atof(argv[++i]);
         else if (!strcmp(argv[i], "--outliers") && i + 1 < argc) S.p.outlier_frac = (float)atof(argv[++i]);
-        else if (!strcmp(argv[i], "-t") && i + 1 < argc) S.nt = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "-t") && i + 1 < argc) S.nt = S.p.n_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--gptq")) S.gptq = 1;
         else if (!strcmp(argv[i], "--act-order")) S.gp.act_order = 1;
         else if (argv[i][0] != '-' && !in_path) in_path = argv[i];

@@ -116,6 +116,15 @@ typedef enum {
     LB_TYPE_GQ2_G64_QG = 1051,
     LB_TYPE_GQ2_G32_QG = 1052,
     LB_TYPE_GQ2_G16_QG = 1053,
+    /* lowbit-only: seed 002's 2/4/16 mixed precision inside one matrix
+     * (src/formats/mx.h, docs/mixed.md). A file stores an MX matrix as
+     * several tensors: its 2-bit tiles (MX2: 16 rows x 32 columns in 157
+     * bytes), its 4-bit tiles (MX4: 296 bytes), a group map and fp16
+     * outliers. MX names the loaded matrix (and `quantize`'s target); it is
+     * never a tensor type in a file. */
+    LB_TYPE_MX2 = 1060,
+    LB_TYPE_MX4 = 1061,
+    LB_TYPE_MX = 1062,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */
@@ -235,6 +244,11 @@ typedef struct {
     double bpw_out;          /* bits per weight of all tensors in the output */
     int n_tensors, n_quantized, n_fallback; /* fallback: kept a wider type */
     int n_gptq;              /* matrices rounded with GPTQ (lb_quantize_options.gptq) */
+    /* MX (type LB_TYPE_MX): its matrices, the bits per weight they store
+     * (tiles, group maps, outliers with row pointers) and eq. (10)'s figure
+     * for them (seed 002: 2-bit share, outliers at 32 bits) */
+    int n_mx;
+    double mx_bpw, mx_bpw_eq10;
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
@@ -258,6 +272,15 @@ typedef struct {
     int gptq_act_order;      /* columns in descending Hessian diagonal, static groups */
     int gptq_block;          /* lazy-batch columns (0: 128) */
     int sym;                 /* GQ types: symmetric groups, z = 2^(b-1) (rounding and GPTQ) */
+    /* The embedding's and the output head's types, as llama-quantize's
+     * --token-embedding-type / --output-tensor-type, when *_set (else: the
+     * target type; with MX: Q4_K for the embedding, Q6_K for the head and
+     * for a tied embedding, which is the head too) */
+    int token_embd_type_set, token_embd_type, output_type_set, output_type;
+    /* MX: with mx_set, the share of each matrix's 32-column groups in 4 bits
+     * and the share of its weights kept as fp16 outliers (else 0.25, 0.002) */
+    int mx_set;
+    float mx_hi, mx_outliers;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

@@ -28,9 +28,10 @@ static void test_bits(void) {
     CHECK(sizeof(block_mx2) * 8.0 / (LB_MX_ROWS * LB_MX_M) == lb_mx_bpw_eq10(1.0, 16, 16, 4));
     CHECK(sizeof(block_mx4) * 8.0 / (LB_MX_ROWS * LB_MX_M) == 4.625);
     /* N = 16, K = 64, one group of two in 4 bits, 3 outliers:
-     * 157*8 + 296*8 tiles + 2 map bits + 3*32 outliers + 17*32 row pointers */
-    CHECK(lb_mx_bits(16, 64, 1, 3) == 1256 + 2368 + 2 + 96 + 544);
-    CHECK(lb_mx_bits(32, 64, 0, 0) == 2 * 2 * 1256 + 2 + 33 * 32);
+     * 157*8 + 296*8 tiles + 2 map bytes + 3*32 outliers + 17*32 row pointers */
+    CHECK(lb_mx_bits(16, 64, 1, 3) == 1256 + 2368 + 16 + 96 + 544);
+    /* no outliers: no row pointers either */
+    CHECK(lb_mx_bits(32, 64, 0, 0) == 2 * 2 * 1256 + 16);
 }
 
 static void test_sensitivity(void) {
@@ -58,7 +59,8 @@ static void test_hand_tiles(void) {
             put2(b.z1, 16 * h + r, (r + 2 * h) % 4);
         }
     for (int r = 0; r < 16; r++)
-        for (int c = 0; c < 32; c++) put2(b.qs, 32 * r + c, (r * 3 + c) % 4);
+        for (int c = 0; c < 32; c++) /* byte 64h + 4r + i, bits 2t for c = 16h + 4t + i */
+            b.qs[64 * (c / 16) + 4 * r + c % 4] |= (uint8_t)(((r * 3 + c) % 4) << (2 * (c % 16 / 4)));
     float Y[16 * 32];
     lb_mx2_dequantize_tile(&b, Y, 32);
     int bad = 0;
@@ -77,7 +79,8 @@ static void test_hand_tiles(void) {
     for (int r = 0; r < 16; r++) {
         b4.s[r] = lb_f32_to_fp16(0.125f * (float)(r + 1));
         put4(b4.z, r, (r * 5) % 16);
-        for (int c = 0; c < 32; c++) put4(b4.qs, 32 * r + c, (r + 7 * c) % 16);
+        for (int c = 0; c < 32; c++) /* byte 64v + 4r + i, low nibble c = 8v + i, high 8v + 4 + i */
+            b4.qs[64 * (c / 8) + 4 * r + c % 4] |= (uint8_t)(((r + 7 * c) % 16) << (4 * (c % 8 / 4)));
     }
     lb_mx4_dequantize_tile(&b4, Y, 32);
     bad = 0;
@@ -240,7 +243,7 @@ static void test_matrix(void) {
         }
     CHECK_MSG(tiles_bad == 0, "%d weights differ from tile-by-tile quantization", tiles_bad);
     const uint64_t bits0 = lb_mx_bits(N, K, m.n_hi, m.n_out);
-    CHECK(bits0 == (uint64_t)(N / 16) * (8 * 157 + 2 * 296) * 8 + (uint64_t)G + (uint64_t)(N + 1) * 32);
+    CHECK(bits0 == (uint64_t)(N / 16) * (8 * 157 + 2 * 296) * 8 + 8 * (uint64_t)G); /* no outliers, no row pointers */
     lb_mx_free(&m);
 
     CHECK_OK(lb_mx_quantize(W, N, K, hinv, NULL, &p, &m));
@@ -280,11 +283,99 @@ static void test_matrix(void) {
     free(W), free(Y), free(Y0), free(hinv);
 }
 
+/* ---- a file's pieces: every check of lb_mx_view_make, and the view's
+ * dequantization equal to the matrix's ---- */
+static int rejects(const lb_mx_parts *p, const char *want) {
+    lb_mx_view *v = NULL;
+    const lb_status s = lb_mx_view_make(p, &v);
+    const int ok = s == LB_ERR_FORMAT && !v && strstr(lb_last_error(), want) != NULL;
+    if (!ok) fprintf(stderr, "  want an error with '%s', got status %d: %s\n", want, (int)s, lb_last_error());
+    lb_free_aligned(v);
+    return ok;
+}
+
+static void test_pieces(void) {
+    uint64_t seed = 99;
+    const int64_t N = 32, K = 128, G = K / 32, T = N / 16;
+    float *W = malloc(sizeof(float) * N * K), *Y = malloc(sizeof(float) * N * K), *Z = malloc(sizeof(float) * N * K);
+    for (int64_t i = 0; i < N * K; i++) W[i] = lb_test_randf(&seed) * (i % 97 == 0 ? 8.0f : 1.0f);
+    lb_mx_matrix m;
+    lb_mx_params p = lb_mx_default_params();
+    p.hi_frac = 0.25f, p.outlier_frac = 0.01f;
+    CHECK_OK(lb_mx_quantize(W, N, K, NULL, NULL, &p, &m));
+    CHECK(m.n_hi == 1 && m.n_out > 0);
+    uint8_t map[4];
+    uint32_t *rows = malloc(4 * (N + 1)), *words = malloc(4 * (size_t)(m.n_out + 2));
+    lb_mx_map_bytes(&m, map);
+    memcpy(rows, m.row_ptr, 4 * (N + 1));
+    lb_mx_outlier_words(&m, words);
+    const lb_mx_parts good = {N, K, map, m.lo, m.hi, (uint64_t)(T * (G - 1)) * 157, (uint64_t)T * 296,
+                              rows, N + 1, words, m.n_out + 2};
+    lb_mx_view *v = NULL;
+    CHECK_OK(lb_mx_view_make(&good, &v));
+    if (v) {
+        CHECK(v->n_lo == 3 && v->n_hi == 1 && v->n_cap == m.n_out + 2);
+        lb_mx_view_dequantize(v, Y);
+        lb_mx_dequantize(&m, Z);
+        CHECK_MSG(!memcmp(Y, Z, sizeof(float) * N * K), "the view dequantizes as the matrix");
+        /* bytes: tiles, one map byte per group, row pointers and the outlier words with their capacity */
+        CHECK(v->bytes == (uint64_t)(T * 3 * 157 + T * 296 + G + 4 * (N + 1) + 4 * (m.n_out + 2)));
+        lb_free_aligned(v);
+    }
+    lb_mx_parts p2;
+    int rej = 0;
+    const int hi_g = map[0] ? 0 : map[1] ? 1 : map[2] ? 2 : 3, lo_g = hi_g ? 0 : 1;
+    p2 = good, p2.N = 24;
+    rej += rejects(&p2, "whole tiles");
+    map[lo_g] = 2, rej += rejects(&good, "group map entry"), map[lo_g] = 0;
+    {
+        uint8_t all[4] = {1, 1, 1, 1};
+        p2 = good, p2.map = all;
+        rej += rejects(&p2, "no 2-bit group");
+    }
+    p2 = good, p2.lo_bytes -= 157;
+    rej += rejects(&p2, "2-bit tiles");
+    p2 = good, p2.hi = NULL;
+    rej += rejects(&p2, "4-bit tiles");
+    p2 = good, p2.n_row_ptr = N;
+    rej += rejects(&p2, "row pointers for");
+    p2 = good, p2.row_ptr = NULL;
+    rej += rejects(&p2, "no row pointers");
+    rows[0] = 1, rej += rejects(&good, "first outlier row pointer"), rows[0] = 0;
+    p2 = good, p2.n_cap = rows[N] - 1;
+    rej += rejects(&p2, "past the");
+    /* a row whose pointers go backwards */
+    int64_t r1 = 0;
+    while (r1 < N && rows[r1 + 1] == rows[r1]) r1++;
+    const uint32_t keep = rows[r1 + 1];
+    rows[r1 + 1] = rows[r1] - 1;
+    if (rows[r1] > 0) rej += rejects(&good, "out of order");
+    else rej++;
+    rows[r1 + 1] = keep;
+    /* outlier words: a column past the row, in the 4-bit group, out of order, not finite */
+    const uint32_t w0 = words[rows[r1]];
+    words[rows[r1]] = (w0 & 0xffff0000u) | (uint32_t)K, rej += rejects(&good, "past the row's");
+    words[rows[r1]] = (w0 & 0xffff0000u) | (uint32_t)(hi_g * 32 + 3), rej += rejects(&good, "4-bit group");
+    words[rows[r1]] = (w0 & 0xffff0000u) | 0x7c00u << 16, rej += rejects(&good, "finite"); /* +inf in the value */
+    words[rows[r1]] = w0;
+    if (rows[r1 + 1] - rows[r1] >= 2) {
+        const uint32_t w1 = words[rows[r1] + 1];
+        words[rows[r1] + 1] = (w1 & 0xffff0000u) | (w0 & 0xffffu), rej += rejects(&good, "increasing column");
+        words[rows[r1] + 1] = w1;
+    } else rej++;
+    CHECK_MSG(rej == 14, "%d of 14 malformed piece sets rejected with their reason", rej);
+    CHECK_OK(lb_mx_view_make(&good, &v)); /* everything restored */
+    lb_free_aligned(v);
+    lb_mx_free(&m);
+    free(W), free(Y), free(Z), free(rows), free(words);
+}
+
 int main(void) {
     test_bits();
     test_sensitivity();
     test_hand_tiles();
     test_quantize_and_dot();
     test_matrix();
+    test_pieces();
     return lb_test_result("test_mx");
 }

@@ -76,12 +76,12 @@ static void stats(const double *v, int n, double *mean, double *sd) {
  * here, once, as output: the embedding table is m->output's data then. */
 static double per_token(const lb_model *m, int macs, double head_share) {
     const lb_matrix *out = &m->output;
-    double v = head_share * (macs ? (double)out->K * (double)out->N : (double)out->row_size * (double)out->N);
+    double v = head_share * (macs ? (double)out->K * (double)out->N : (double)lb_matrix_bytes(out));
     for (int il = 0; il < m->hp.n_layer; il++) {
         const lb_layer *l = &m->layers[il];
         const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
         for (int i = 0; i < 7; i++)
-            if (ws[i]->data) v += (macs ? (double)ws[i]->K : (double)ws[i]->row_size) * (double)ws[i]->N;
+            if (ws[i]->data) v += macs ? (double)ws[i]->K * (double)ws[i]->N : (double)lb_matrix_bytes(ws[i]);
     }
     return v;
 }

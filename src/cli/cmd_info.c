@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "formats/mx.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
@@ -90,9 +91,47 @@ int cmd_info(int argc, char **argv) {
     int64_t total_params = 0;
     uint64_t total_bytes = 0;
     int main_type = -1;
+    /* MX matrices (formats/mx.h): their tiles count as weights, their maps
+     * and outliers as bytes of the matrix, not parameters */
+    int n_mx = 0, mx_bad = 0;
+    int64_t mx_weights = 0, mx_hi_groups = 0, mx_groups = 0, mx_outliers = 0;
+    uint64_t mx_bytes = 0;
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
         const gguf_tensor *t = gguf_tensor_at(g, i);
         int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        const int side = (t->type == LB_TYPE_I8 || t->type == LB_TYPE_I32) && lb_mx_side_piece(t->name.ptr, t->name.len);
+        if (t->type == LB_TYPE_MX2 || t->type == LB_TYPE_MX4 || side) mx_bytes += t->size;
+        if (t->type == LB_TYPE_MX2 || t->type == LB_TYPE_MX4) mx_weights += n;
+        if (t->type == LB_TYPE_MX2) {
+            /* the matrix as the loader checks it */
+            char name[300];
+            snprintf(name, sizeof name, "%.*s", (int)LB_MIN(t->name.len, 250), t->name.ptr);
+            const gguf_tensor *map = gguf_find_tensor(g, (strcat(name, LB_MX_SFX_MAP), name));
+            name[t->name.len < 250 ? t->name.len : 250] = 0;
+            const gguf_tensor *hi = gguf_find_tensor(g, (strcat(name, LB_MX_SFX_HI), name));
+            name[t->name.len < 250 ? t->name.len : 250] = 0;
+            const gguf_tensor *rows = gguf_find_tensor(g, (strcat(name, LB_MX_SFX_ROWS), name));
+            name[t->name.len < 250 ? t->name.len : 250] = 0;
+            const gguf_tensor *outl = gguf_find_tensor(g, (strcat(name, LB_MX_SFX_OUT), name));
+            lb_mx_view *v = NULL;
+            if (map && map->type == LB_TYPE_I8 && (!hi || hi->type == LB_TYPE_MX4) && (!rows || rows->type == LB_TYPE_I32) &&
+                (!outl || outl->type == LB_TYPE_I32)) {
+                const lb_mx_parts p = {16 * t->ne[1], 32 * map->ne[0], map->data, t->data, hi ? hi->data : NULL, t->size,
+                                       hi ? hi->size : 0, rows ? rows->data : NULL, rows ? rows->ne[0] : 0,
+                                       outl ? outl->data : NULL, outl ? outl->ne[0] : 0};
+                if (lb_mx_view_make(&p, &v) != LB_OK) v = NULL;
+            }
+            if (v) {
+                n_mx++;
+                mx_groups += v->n_lo + v->n_hi, mx_hi_groups += v->n_hi;
+                mx_outliers += v->row_ptr ? v->row_ptr[v->N] : 0;
+                lb_free_aligned(v);
+            } else {
+                mx_bad++;
+                fprintf(stderr, "warning: MX matrix %.*s does not load: %s\n", (int)t->name.len, t->name.ptr, lb_last_error());
+            }
+        }
+        if (side) continue;
         if (t->type < NT) {
             params_by_type[t->type] += n;
             bytes_by_type[t->type] += t->size;
@@ -112,7 +151,7 @@ int cmd_info(int argc, char **argv) {
         char shape[64];
         int len = snprintf(shape, sizeof shape, "%lld", (long long)t->ne[0]);
         for (int d = 1; d < t->n_dims; d++) len += snprintf(shape + len, sizeof shape - (size_t)len, " x %lld", (long long)t->ne[d]);
-        const char *tn = lb_type_name((int)t->type);
+        const char *tn = gguf_type_label(t->type);
         const char *note = "";
         char why[160] = "";
         if (main_type >= 0 && t->n_dims >= 2 && (int)t->type != main_type) {
@@ -131,7 +170,7 @@ int cmd_info(int argc, char **argv) {
 
     printf("\ntypes:\n");
     for (int t = 0; t < NT; t++) {
-        if (!count_by_type[t]) continue;
+        if (!count_by_type[t] || ((t == LB_TYPE_MX2 || t == LB_TYPE_MX4) && n_mx)) continue; /* the MX line below */
         const lb_kernel *k = lb_traits(t) ? lb_kernel_get(t) : NULL;
         printf("  %-8s %4d tensors %14lld weights %10.2f MiB  %6.3f bpw  kernel: %s\n", lb_type_name(t) ? lb_type_name(t) : "?",
                count_by_type[t], (long long)params_by_type[t], bytes_by_type[t] / 1048576.0,
@@ -146,6 +185,17 @@ int cmd_info(int argc, char **argv) {
                    lb_type_name(rt), tied ? "; the tied output head gets a repacked copy" : "",
                    lb_kernel_get(rt)->name);
         }
+    }
+    if (n_mx || mx_bad) {
+        const lb_kernel *k = lb_kernel_get(LB_TYPE_MX);
+        const double alpha = mx_groups ? 1.0 - (double)mx_hi_groups / (double)mx_groups : 1.0;
+        printf("  %-8s %4d matrices %13lld weights %10.2f MiB  %6.3f bpw  kernel: %s\n", "MX", n_mx,
+               (long long)mx_weights, mx_bytes / 1048576.0, mx_weights ? 8.0 * mx_bytes / mx_weights : 0.0,
+               k ? k->name : "none");
+        printf("  %-8s %.1f %% of groups in 4 bits, %.3f %% of weights as outliers; eq. (10): %.4f bpw%s\n", "",
+               100.0 * (1.0 - alpha), mx_weights ? 100.0 * mx_outliers / mx_weights : 0.0,
+               lb_mx_bpw_eq10(alpha, LB_MX_G1, LB_MX_ROWS, 4) + (mx_weights ? 32.0 * mx_outliers / mx_weights : 0.0),
+               mx_bad ? " (some matrices do not load: see the warnings)" : "");
     }
     printf("\nparameters: %lld (%.3f M)\n", (long long)total_params, total_params / 1e6);
     printf("bits per weight: %.3f overall (%.2f MiB of tensors)\n",

@@ -21,8 +21,17 @@ static void help(void) {
            "      --damp X      GPTQ dampening, a fraction of the mean Hessian diagonal (default 0.01)\n"
            "      --act-order   GPTQ: columns in descending Hessian diagonal (static groups)\n"
            "      --gptq-block N  GPTQ lazy-batch columns (default 128)\n"
-           "      --sym         GQ types: symmetric groups (zero point 2^(b-1)), plain or with --gptq\n\n"
-           "types:");
+           "      --sym         GQ types: symmetric groups (zero point 2^(b-1)), plain or with --gptq\n"
+           "      --token-embedding-type T  the embedding's type (default: TYPE; MX: Q4_K, or Q6_K when\n"
+           "                    it is also the output head)\n"
+           "      --output-tensor-type T    the output head's type (default: TYPE; MX: Q6_K)\n"
+           "      --mx-hi F     MX: share of each matrix's 32-column groups in 4 bits (default 0.25)\n"
+           "      --mx-outliers F  MX: share of weights kept as fp16 outliers (default 0.002)\n\n"
+           "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
+           "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
+           "in 2 bits with 4-bit second-order scales, and a few fp16 outliers; with --gptq the\n"
+           "weights are rounded with GPTQ's error feedback. The embedding and head take the types above.\n\n"
+           "types: MX (2/4/16-bit mixed, ~2.9-3.1 bpw)");
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
                          LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS,
                          LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K,
@@ -46,6 +55,8 @@ int cmd_quantize(int argc, char **argv) {
     const char *pos[3] = {0};
     int n_pos = 0, threads = 0;
     lb_quantize_options opt = {0};
+    const char *embd_name = NULL, *out_name = NULL;
+    opt.mx_hi = 0.25f, opt.mx_outliers = 0.002f; /* the defaults, for a flag given alone */
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_flag(&a, "-t", "--threads")) threads = cli_int(&a, 1, 1024);
@@ -58,6 +69,10 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--act-order", NULL)) opt.gptq_act_order = 1;
         else if (cli_flag(&a, "--sym", NULL)) opt.sym = 1;
         else if (cli_flag(&a, "--gptq-block", NULL)) opt.gptq_block = cli_int(&a, 16, 4096);
+        else if (cli_flag(&a, "--token-embedding-type", NULL)) embd_name = cli_value(&a);
+        else if (cli_flag(&a, "--output-tensor-type", NULL)) out_name = cli_value(&a);
+        else if (cli_flag(&a, "--mx-hi", NULL)) opt.mx_set = 1, opt.mx_hi = (float)cli_float(&a, 0.0, 1.0);
+        else if (cli_flag(&a, "--mx-outliers", NULL)) opt.mx_set = 1, opt.mx_outliers = (float)cli_float(&a, 0.0, 0.5);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
         else { fprintf(stderr, "lowbit quantize: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
@@ -65,12 +80,28 @@ int cmd_quantize(int argc, char **argv) {
     if (a.bad) return CLI_USAGE;
     if (n_pos != 3) { fprintf(stderr, "lowbit quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n"); return CLI_USAGE; }
     int type = lb_type_from_name(pos[2]);
-    if (type < 0 || !lb_traits(lb_type_base(type))->from_float) { /* interleaved: via the base type */
+    if (type < 0 || (type != LB_TYPE_MX && !lb_traits(lb_type_base(type))->from_float)) { /* interleaved: via the base type */
         fprintf(stderr, "lowbit quantize: unknown or unsupported type '%s' (see --help)\n", pos[2]);
         return CLI_USAGE;
     }
     if (opt.sym && !lb_gq_bits(lb_type_base(type))) {
         fprintf(stderr, "lowbit quantize: --sym applies to the GQ types only (%s has one fixed convention)\n", pos[2]);
+        return CLI_USAGE;
+    }
+    const char *names[2] = {embd_name, out_name};
+    int *dst[2] = {&opt.token_embd_type, &opt.output_type}, *set[2] = {&opt.token_embd_type_set, &opt.output_type_set};
+    for (int i = 0; i < 2; i++) {
+        if (!names[i]) continue;
+        const int t = lb_type_from_name(names[i]);
+        if (t < 0 || t == LB_TYPE_MX || !lb_traits(lb_type_base(t))->from_float || lb_type_base(t) != t) {
+            fprintf(stderr, "lowbit quantize: --%s: unknown or unsupported type '%s' (a plain type: F16, Q4_K, Q6_K, ...)\n",
+                    i ? "output-tensor-type" : "token-embedding-type", names[i]);
+            return CLI_USAGE;
+        }
+        *dst[i] = t, *set[i] = 1;
+    }
+    if (opt.mx_set && type != LB_TYPE_MX) {
+        fprintf(stderr, "lowbit quantize: --mx-hi and --mx-outliers apply to TYPE MX only\n");
         return CLI_USAGE;
     }
     if (!strcmp(pos[0], pos[1])) { fprintf(stderr, "lowbit quantize: output must differ from input\n"); return CLI_USAGE; }
@@ -92,5 +123,8 @@ int cmd_quantize(int argc, char **argv) {
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
     printf("  size: %.2f MiB -> %.2f MiB, %lld parameters, %.3f bits per weight\n", st.bytes_in / 1048576.0,
            st.bytes_out / 1048576.0, (long long)st.n_params, st.bpw_out);
+    if (st.n_mx)
+        printf("  MX: %d matrices, %.4f bits per weight stored (tiles, group maps, outliers with row pointers); "
+               "eq. (10): %.4f\n", st.n_mx, st.mx_bpw, st.mx_bpw_eq10);
     return CLI_OK;
 }

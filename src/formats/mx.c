@@ -25,7 +25,6 @@ static float s2_of(const block_mx2 *b, int h) {
 /* twice the 2-bit tile's first-order zero for each code: z in {0.5, 1, 1.5, 2} */
 static const int kZ2[4] = {1, 2, 3, 4};
 
-static int mx2_q(const block_mx2 *b, int r, int c) { return (b->qs[8 * r + c / 4] >> (2 * (c % 4))) & 3; }
 static int mx2_z1(const block_mx2 *b, int h, int r) {
     const int i = 16 * h + r;
     return (b->z1[i / 4] >> (2 * (i % 4))) & 3;
@@ -119,7 +118,7 @@ void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx
             b->z1[i / 4] |= (uint8_t)(z1 << (2 * (i % 4)));
             for (int k = 0; k < 16; k++) {
                 const int col = 16 * h + k;
-                b->qs[8 * r + col / 4] |= (uint8_t)(q[k] << (2 * (col % 4)));
+                b->qs[lb_mx2_qs_byte(r, col)] |= (uint8_t)(q[k] << lb_mx2_qs_shift(col));
             }
         }
     }
@@ -143,7 +142,7 @@ void lb_mx4_quantize_tile(const float *W, size_t ldw, block_mx4 *b) {
         const int z = code_of(-mn / s, 0, 15);
         b->z[r / 2] |= (uint8_t)(z << (4 * (r % 2)));
         for (int c = 0; c < 32; c++)
-            b->qs[16 * r + c / 2] |= (uint8_t)(code_of(w[c] / s + (float)z, 0, 15) << (4 * (c % 2)));
+            b->qs[lb_mx4_qs_byte(r, c)] |= (uint8_t)(code_of(w[c] / s + (float)z, 0, 15) << lb_mx4_qs_shift(c));
     }
 }
 
@@ -151,7 +150,7 @@ void lb_mx2_dequantize_tile(const block_mx2 *b, float *Y, size_t ldy) {
     for (int r = 0; r < 16; r++)
         for (int c = 0; c < 32; c++) {
             const int h = c / 16;
-            Y[(size_t)r * ldy + c] = lb_mx2_scale(b, h, r) * ((float)mx2_q(b, r, c) - 0.5f * (float)kZ2[mx2_z1(b, h, r)]);
+            Y[(size_t)r * ldy + c] = lb_mx2_scale(b, h, r) * ((float)lb_mx2_q(b, r, c) - 0.5f * (float)kZ2[mx2_z1(b, h, r)]);
         }
 }
 
@@ -160,7 +159,7 @@ void lb_mx4_dequantize_tile(const block_mx4 *b, float *Y, size_t ldy) {
         const float s = lb_fp16_to_f32(b->s[r]);
         const int z = (b->z[r / 2] >> (4 * (r % 2))) & 15;
         for (int c = 0; c < 32; c++)
-            Y[(size_t)r * ldy + c] = s * (float)(((b->qs[16 * r + c / 2] >> (4 * (c % 2))) & 15) - z);
+            Y[(size_t)r * ldy + c] = s * (float)(lb_mx4_q(b, r, c) - z);
     }
 }
 
@@ -171,7 +170,7 @@ void lb_mx2_dot_tile_ref(const block_mx2 *b, const block_q8_0 *a, float *y) {
         for (int h = 0; h < 2; h++) {
             const int z2x = kZ2[mx2_z1(b, h, r)];
             int32_t sum = 0; /* twice the sum of (q - z) a: exact with a half-step zero */
-            for (int c = 16 * h; c < 16 * h + 16; c++) sum += (2 * mx2_q(b, r, c) - z2x) * a->qs[c];
+            for (int c = 16 * h; c < 16 * h + 16; c++) sum += (2 * lb_mx2_q(b, r, c) - z2x) * a->qs[c];
             acc += 0.5f * lb_mx2_scale(b, h, r) * (float)sum;
         }
         y[r] += d * acc;
@@ -183,7 +182,7 @@ void lb_mx4_dot_tile_ref(const block_mx4 *b, const block_q8_0 *a, float *y) {
     for (int r = 0; r < 16; r++) {
         const int z = (b->z[r / 2] >> (4 * (r % 2))) & 15;
         int32_t sum = 0;
-        for (int c = 0; c < 32; c++) sum += (((b->qs[16 * r + c / 2] >> (4 * (c % 2))) & 15) - z) * a->qs[c];
+        for (int c = 0; c < 32; c++) sum += (lb_mx4_q(b, r, c) - z) * a->qs[c];
         y[r] += d * lb_fp16_to_f32(b->s[r]) * (float)sum;
     }
 }
@@ -205,5 +204,31 @@ uint64_t lb_mx_bits(int64_t N, int64_t K, int64_t n_hi, int64_t n_out) {
     const int64_t groups = K / LB_MX_M, tiles = N / LB_MX_ROWS;
     const uint64_t tile_bits = (uint64_t)tiles * ((uint64_t)(groups - n_hi) * sizeof(block_mx2) +
                                                   (uint64_t)n_hi * sizeof(block_mx4)) * 8u;
-    return tile_bits + (uint64_t)groups + (uint64_t)n_out * 32u + (uint64_t)(N + 1) * 32u;
+    return tile_bits + 8u * (uint64_t)groups + (n_out > 0 ? (uint64_t)n_out * 32u + (uint64_t)(N + 1) * 32u : 0u);
+}
+
+/* ---- traits: whole tiles, row after row ---- */
+static void mx2_to_float(const void *src, float *dst, int64_t k) {
+    for (int64_t i = 0; i < k / 512; i++) lb_mx2_dequantize_tile((const block_mx2 *)src + i, dst + 512 * i, 32);
+}
+static void mx4_to_float(const void *src, float *dst, int64_t k) {
+    for (int64_t i = 0; i < k / 512; i++) lb_mx4_dequantize_tile((const block_mx4 *)src + i, dst + 512 * i, 32);
+}
+static void mx2_from_float(const float *src, void *dst, int64_t k) {
+    for (int64_t i = 0; i < k / 512; i++) lb_mx2_quantize_tile(src + 512 * i, 32, NULL, (block_mx2 *)dst + i);
+}
+static void mx4_from_float(const float *src, void *dst, int64_t k) {
+    for (int64_t i = 0; i < k / 512; i++) lb_mx4_quantize_tile(src + 512 * i, 32, (block_mx4 *)dst + i);
+}
+
+const lb_type_traits *lb_mx_traits(int type) {
+    static const lb_type_traits mx2 = {"MX2", 512, sizeof(block_mx2), 1, LB_TYPE_Q8_0, mx2_to_float, mx2_from_float, NULL};
+    static const lb_type_traits mx4 = {"MX4", 512, sizeof(block_mx4), 1, LB_TYPE_Q8_0, mx4_to_float, mx4_from_float, NULL};
+    static const lb_type_traits mx = {"MX", 1, 0, 1, LB_TYPE_Q8_0, NULL, NULL, NULL};
+    switch (type) {
+    case LB_TYPE_MX2: return &mx2;
+    case LB_TYPE_MX4: return &mx4;
+    case LB_TYPE_MX: return &mx;
+    default: return NULL;
+    }
 }

@@ -1,6 +1,7 @@
 /* One MX matrix (formats/mx.h): group selection by eq. (9), the tiles, and
  * the fp16 outliers of the 2-bit groups, by rounding. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +9,7 @@
 #include "core/fp16.h"
 #include "formats/mx.h"
 
-lb_mx_params lb_mx_default_params(void) { return (lb_mx_params){0.25f, 0.002f}; }
+lb_mx_params lb_mx_default_params(void) { return (lb_mx_params){0.25f, 0.002f, 0}; }
 
 void lb_mx_free(lb_mx_matrix *m) {
     if (!m) return;
@@ -76,8 +77,11 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
         return lb_fail(LB_ERR_ARG, "MX: 4-bit fraction %g (0..1) or outlier fraction %g (0..0.5) out of range",
                        (double)p.hi_frac, (double)p.outlier_frac);
     const int64_t G = K / LB_MX_M, T = N / LB_MX_ROWS;
+    const int nth = p.n_threads > 0 ? p.n_threads : omp_get_num_procs();
+    (void)nth; /* used by the OpenMP pragmas only */
     out->N = N, out->K = K;
-    out->n_hi = (int64_t)lrint((double)p.hi_frac * (double)G);
+    /* at least one group stays in 2 bits: a file's primary tensor holds the 2-bit tiles */
+    out->n_hi = LB_MIN((int64_t)lrint((double)p.hi_frac * (double)G), G - 1);
     const int64_t n_lo = G - out->n_hi;
     double *S = malloc((size_t)G * sizeof *S);
     float *ones = hinv_diag ? NULL : malloc((size_t)K * sizeof *ones);
@@ -104,8 +108,9 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
             if (lb_mx_is_hi(out, g)) out->slot[g] = nh, high[nh++] = g;
             else out->slot[g] = nl, low[nl++] = g;
         }
-        float tile[16 * 32];
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 4)
         for (int64_t t = 0; t < T; t++) {
+            float tile[16 * 32];
             for (int64_t h = 0; h < nh; h++) {
                 for (int r = 0; r < 16; r++)
                     memcpy(tile + r * 32, W + (size_t)(16 * t + r) * (size_t)K + (size_t)(high[h] * LB_MX_M),
@@ -121,19 +126,21 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
         const int64_t n_w = N * n_lo * LB_MX_M;
         float *err = malloc((size_t)n_w * sizeof *err), *sel = malloc((size_t)n_w * sizeof *sel);
         uint8_t *drop = calloc((size_t)N * (size_t)K, 1);
-        float deq[16 * 32];
         if (!err || !sel || !drop) s = lb_fail(LB_ERR_NOMEM, "out of memory (MX outliers)");
-        for (int64_t t = 0; t < T && s == LB_OK; t++)
-            for (int64_t l = 0; l < n_lo; l++) {
-                lb_mx2_dequantize_tile(&out->lo[t * n_lo + l], deq, 32);
-                const int64_t c0 = low[l] * LB_MX_M;
-                for (int r = 0; r < 16; r++)
-                    for (int c = 0; c < 32; c++) {
-                        const float w = W[(size_t)(16 * t + r) * (size_t)K + (size_t)(c0 + c)];
-                        const float d = isfinite(w) ? w - deq[r * 32 + c] : 0.0f;
-                        err[((16 * t + r) * n_lo + l) * LB_MX_M + c] = (imp ? imp[c0 + c] : 1.0f) * d * d;
-                    }
-            }
+        if (s == LB_OK)
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 4)
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t l = 0; l < n_lo; l++) {
+                    float deq[16 * 32];
+                    lb_mx2_dequantize_tile(&out->lo[t * n_lo + l], deq, 32);
+                    const int64_t c0 = low[l] * LB_MX_M;
+                    for (int r = 0; r < 16; r++)
+                        for (int c = 0; c < 32; c++) {
+                            const float w = W[(size_t)(16 * t + r) * (size_t)K + (size_t)(c0 + c)];
+                            const float d = isfinite(w) ? w - deq[r * 32 + c] : 0.0f;
+                            err[((16 * t + r) * n_lo + l) * LB_MX_M + c] = (imp ? imp[c0 + c] : 1.0f) * d * d;
+                        }
+                }
         if (s == LB_OK) {
             memcpy(sel, err, (size_t)n_w * sizeof *sel);
             const float thr = kth_largest(sel, n_w, LB_MIN(want, n_w));
@@ -162,6 +169,7 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
             out->row_ptr[N] = (uint32_t)o;
             /* the tiles holding outliers, again without them; an outlier
              * keeps what its (refitted) code misses, in fp16 */
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 4)
             for (int64_t t = 0; t < T; t++) {
                 if (out->row_ptr[16 * t + 16] == out->row_ptr[16 * t]) continue;
                 quantize_lo(W, K, low, n_lo, imp, drop, t, out->lo);
@@ -170,7 +178,7 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
                         const int64_t c = out->out_col[k];
                         const block_mx2 *b = &out->lo[t * n_lo + out->slot[c / LB_MX_M]];
                         const int h = (int)(c % LB_MX_M) / 16, rr = (int)(r % 16), cc = (int)(c % LB_MX_M);
-                        const int q = (b->qs[8 * rr + cc / 4] >> (2 * (cc % 4))) & 3;
+                        const int q = lb_mx2_q(b, rr, cc);
                         const float dense = lb_mx2_scale(b, h, rr) * ((float)q - lb_mx2_zero(b, h, rr));
                         out->out_val[k] = lb_f32_to_fp16(W[(size_t)r * (size_t)K + (size_t)c] - dense);
                     }
@@ -216,8 +224,7 @@ float lb_mx_round_at(lb_mx_matrix *m, int64_t row, int64_t col, float x) {
         const float s = lb_fp16_to_f32(b->s[r]);
         const int z = (b->z[r / 2] >> (4 * (r % 2))) & 15;
         const int q = s > 0.0f ? code_near(x / s + (float)z, 15) : z;
-        uint8_t *p = &b->qs[16 * r + c / 2];
-        *p = (uint8_t)((*p & ~(15 << (4 * (c % 2)))) | (q << (4 * (c % 2))));
+        lb_mx4_set_q(b, r, c, q);
         return s * (float)(q - z);
     }
     block_mx2 *b = &m->lo[t * n_lo + m->slot[g]];
@@ -236,7 +243,6 @@ float lb_mx_round_at(lb_mx_matrix *m, int64_t row, int64_t col, float x) {
         m->out_val[lo] = lb_f32_to_fp16(x - v);
         v += lb_fp16_to_f32(m->out_val[lo]);
     }
-    uint8_t *p = &b->qs[8 * r + c / 4];
-    *p = (uint8_t)((*p & ~(3 << (2 * (c % 4)))) | (q << (2 * (c % 4))));
+    lb_mx2_set_q(b, r, c, q);
     return v;
 }

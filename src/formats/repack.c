@@ -50,6 +50,7 @@ int lb_type_base(int type) {
 }
 
 int lb_type_rows(int type) {
+    if (type == LB_TYPE_MX) return 16; /* tile rows of 16 (formats/mx.h) */
     const lb_repack_layout *L = lb_repack_layout_of(type);
     return L ? L->rows : 1;
 }

@@ -8,6 +8,7 @@
 #include "formats/repack.h"
 #include "formats/cb.h"
 #include "formats/gq.h"
+#include "formats/mx.h"
 
 static const lb_type_traits traits_f32 = {"F32", 1, 4, 0, LB_TYPE_F32,
     lb_f32_to_float, lb_f32_from_float, lb_vec_dot_f32_ref};
@@ -37,6 +38,7 @@ const lb_type_traits *lb_traits(int type) {
     case LB_TYPE_GQ3_G128: case LB_TYPE_GQ3_G64: case LB_TYPE_GQ3_G32: case LB_TYPE_GQ3_G16:
     case LB_TYPE_GQ2_G128: case LB_TYPE_GQ2_G64: case LB_TYPE_GQ2_G32: case LB_TYPE_GQ2_G16:
         return lb_gq_traits(type);
+    case LB_TYPE_MX2: case LB_TYPE_MX4: case LB_TYPE_MX: return lb_mx_traits(type);
     default: return type >= 1000 ? lb_repack_traits(type) : lb_kquant_traits(type);
     }
 }

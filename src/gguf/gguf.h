@@ -93,6 +93,9 @@ const gguf_kv *gguf_get_arr(const gguf_file *g, const char *key, gguf_vtype elem
 int64_t gguf_n_tensors(const gguf_file *g);
 const gguf_tensor *gguf_tensor_at(const gguf_file *g, int64_t i);
 const gguf_tensor *gguf_find_tensor(const gguf_file *g, const char *name); /* NULL if absent */
+/* A tensor type's name, any ggml id (I8, IQ2_XXS, ...) or lowbit's: "Q4_K";
+ * NULL when unknown. */
+const char *gguf_type_label(uint32_t type);
 
 const char *gguf_vtype_name(gguf_vtype t);
 size_t gguf_vtype_size(gguf_vtype t); /* 0 for STRING and ARRAY */

@@ -33,8 +33,6 @@ static inline void gguf_wr_u64(uint8_t *p, uint64_t v) {
  * llama.cpp file opens even when lowbit cannot compute with the type) and
  * lowbit's own ids (>= 1000, from lb_traits). Returns 0 for unknown ids. */
 int gguf_type_geometry(uint32_t type, int *blck, uint64_t *type_size);
-/* "Q4_K", or NULL when unknown. */
-const char *gguf_type_label(uint32_t type);
 
 /* Bytes of a tensor of `type` and shape ne[0..n_dims); 0 with a message
  * (naming `name`) when the type is unknown, a dimension is negative, the row

@@ -11,14 +11,17 @@
 #include "kernels/x86/repack_amx.h"
 #include "kernels/arm/arm_kernels.h"
 #include "kernels/arm/kx_arm.h"
+#include "kernels/arm/mx_arm.h"
 #include "formats/cb.h"
 #include "formats/gq.h"
+#include "formats/mx.h"
 #include "kernels/x86/cb_x86.h"
 #include "kernels/x86/kq_repack_avx512.h"
 #include "kernels/kx_kernels.h"
 #include "kernels/x86/kx_avx512.h"
 #include "kernels/x86/kx_avx2.h"
 #include "kernels/qigen.h"
+#include "kernels/x86/mx_x86.h"
 
 /* Entries name the first seven lb_kernel fields; the fields appended later
  * (gemv, act_rows, ...) default to zero for them. */
@@ -50,11 +53,15 @@ static const lb_kernel lb_kernel_list[] = {
     LB_KQ_REPACK_REF_KERNELS, /* Q2_K / CB2 / CB3 16-row layouts, kernels/kq_repack_avx512.h */
     LB_KX_REF_KERNELS, /* Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 16-row layouts, kernels/kx_kernels.h */
     LB_QG_REF_KERNELS /* the GQ*_QG layouts (kernels/qigen.h) */
+    /* MX (formats/mx.h): W an lb_mx_view, any number of plain Q8_0 rows */
+    {LB_TYPE_MX, LB_TYPE_Q8_0, LB_ISA_SCALAR, "mx_q8_0_ref", lb_quantize_row_q8_0_ref, NULL, NULL, lb_gemv_mx_q8_0_ref,
+     0, NULL, 0, 0, 1},
 #if LB_HAVE_ARM_KERNELS
     LB_ARM_KERNELS, /* kernels/arm_kernels.h: neon, dotprod, i8mm */
     LB_ARM_KQ_KERNELS, /* kernels/arm_kq.h: Q2_K, CB2, CB3 at neon, dotprod, i8mm */
     LB_KX_ARM_KERNELS, /* kernels/arm/kx_arm.h: Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 16X4 at neon, dotprod, i8mm */
     LB_QG_ARM_KERNELS /* the GQ*_QG layouts: generated NEON GEMV (kernels/qigen.h) */
+    LB_MX_ARM_KERNELS /* kernels/arm/mx_arm.h: MX at neon, dotprod, i8mm */
 #endif
 #if LB_HAVE_X86_KERNELS
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */
@@ -65,6 +72,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_KX_AVX512_KERNELS, /* kernels/x86/kx_avx512.h: Q3_K..Q6_K, IQ4_XS */
     LB_KX_AVX2_KERNELS, LB_KX_AVXVNNI_KERNELS, /* kernels/x86/kx_avx2.h: the 16-row layouts at AVX2 (+ AVX-VNNI) */
     LB_QG_X86_KERNELS /* the GQ*_QG layouts: generated AVX2 / AVX-512 GEMV (kernels/qigen.h) */
+    LB_MX_X86_KERNELS /* MX (kernels/x86/mx_x86.h) */
     {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
     {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},
@@ -115,3 +123,9 @@ const lb_kernel *lb_kernel_get_at(int type, lb_isa level) {
 }
 
 const lb_kernel *lb_kernel_get(int type) { return lb_kernel_get_at(type, lb_cpu_level()); }
+
+uint64_t lb_matrix_bytes(const lb_matrix *W) {
+    if (!W->data) return 0;
+    if (W->type == LB_TYPE_MX) return ((const lb_mx_view *)W->data)->bytes;
+    return (uint64_t)W->row_size * (uint64_t)W->N;
+}

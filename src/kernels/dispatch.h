@@ -58,6 +58,10 @@ typedef struct {
     const void *data;
 } lb_matrix;
 
+/* Bytes W's weights occupy: row_size * N, or for MX (data an lb_mx_view,
+ * formats/mx.h) what its tiles, map and outliers store. */
+uint64_t lb_matrix_bytes(const lb_matrix *W);
+
 /* Bytes of activation scratch lb_matmul needs for M rows against W. */
 size_t lb_matmul_scratch_size(const lb_matrix *W, int M);
 

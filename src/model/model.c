@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formats/mx.h"
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/repack.h"
@@ -9,7 +10,7 @@
 static void count_matrix(const lb_matrix *w, uint64_t *bytes_by_type, int64_t *params) {
     if (!w->data) return;
     *params += w->K * w->N;
-    bytes_by_type[w->type] += (uint64_t)w->row_size * (uint64_t)w->N;
+    bytes_by_type[w->type] += lb_matrix_bytes(w);
 }
 
 /* llama.cpp's name of a general.file_type value (LLAMA_FTYPE_*, as its
@@ -63,20 +64,26 @@ static lb_status from_file(lb_model *m, const gguf_file *g) {
     if (!count) return lb_fail(LB_ERR_NOMEM, "out of memory");
     uint64_t bytes = 0;
     int64_t params = 0;
-    int top = -1, top_count = 0;
+    int top = -1, top_count = 0, n_mx = 0;
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
         const gguf_tensor *t = gguf_tensor_at(g, i);
         int64_t n = 1;
         for (int d = 0; d < t->n_dims; d++) n *= t->ne[d];
-        params += n;
         bytes += t->size;
+        n_mx += t->type == LB_TYPE_MX2;
+        /* an MX matrix's weights are its tiles' (MX2 and MX4 count one per
+         * weight); its map and outliers add bytes, not parameters */
+        if ((t->type == LB_TYPE_I8 || t->type == LB_TYPE_I32) && lb_mx_side_piece(t->name.ptr, t->name.len)) continue;
+        params += n;
         if (t->type < NT && ++count[t->type] > top_count) { top_count = count[t->type]; top = (int)t->type; }
     }
     free(count);
     m->n_params = params;
     m->weight_bytes = bytes;
     uint32_t ft;
-    if (gguf_get_u32(g, "general.file_type", &ft)) {
+    if (n_mx) {
+        snprintf(m->ftype_name, sizeof m->ftype_name, "MX 2/4/16-bit");
+    } else if (gguf_get_u32(g, "general.file_type", &ft)) {
         if (ftype_name(ft)) snprintf(m->ftype_name, sizeof m->ftype_name, "%s", ftype_name(ft));
         else snprintf(m->ftype_name, sizeof m->ftype_name, "file type %u (unknown)", ft);
     } else if (top >= 0) {

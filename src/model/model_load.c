@@ -6,6 +6,7 @@
 
 #include "model/model.h"
 #include "formats/cb_gguf.h"
+#include "formats/mx.h"
 
 lb_model_params lb_model_default_params(void) {
     lb_model_params p = {0, 0};
@@ -68,12 +69,54 @@ static float opt_f32(const loader *L, const char *suffix, float def) {
     return gguf_get_f32(L->g, arch_key(L, suffix), &v) ? v : def;
 }
 
+/* An MX matrix (formats/mx.h, "in a GGUF file"): its primary tensor t (the
+ * 2-bit tiles) and side tensors, each checked, seen in place by a view the
+ * model owns. */
+static lb_status get_mx(loader *L, const char *name, const gguf_tensor *t, int64_t K, int64_t N, lb_matrix *out) {
+    char side[300];
+    const gguf_tensor *ts[4];
+    static const char *const sfx[4] = {LB_MX_SFX_HI, LB_MX_SFX_MAP, LB_MX_SFX_ROWS, LB_MX_SFX_OUT};
+    static const uint32_t types[4] = {LB_TYPE_MX4, LB_TYPE_I8, LB_TYPE_I32, LB_TYPE_I32};
+    for (int i = 0; i < 4; i++) {
+        snprintf(side, sizeof side, "%s%s", name, sfx[i]);
+        ts[i] = gguf_find_tensor(L->g, side);
+        if (ts[i] && (ts[i]->type != types[i] || ts[i]->ne[2] != 1 || ts[i]->ne[3] != 1 ||
+                      (i && ts[i]->ne[1] != 1) || (!i && ts[i]->ne[1] != t->ne[1])))
+            return lb_fail(LB_ERR_FORMAT, "MX tensor %s has type %s and shape [%lld, %lld], not what %s needs", side,
+                           lb_type_name((int)ts[i]->type) ? lb_type_name((int)ts[i]->type) : "?",
+                           (long long)ts[i]->ne[0], (long long)ts[i]->ne[1], name);
+    }
+    if (!ts[1]) return lb_fail(LB_ERR_FORMAT, "MX matrix %s has no group map (%s%s)", name, name, LB_MX_SFX_MAP);
+    if (ts[1]->ne[0] * LB_MX_M != K || t->ne[1] * LB_MX_ROWS != N || t->ne[2] != 1 || t->ne[3] != 1)
+        return lb_fail(LB_ERR_SHAPE, "MX matrix %s is %lld x %lld (from its tiles and map), expected %lld x %lld", name,
+                       (long long)(t->ne[1] * LB_MX_ROWS), (long long)(ts[1]->ne[0] * LB_MX_M), (long long)N,
+                       (long long)K);
+    if (!ts[2] != !ts[3])
+        return lb_fail(LB_ERR_FORMAT, "MX matrix %s has %s but not %s", name, ts[2] ? LB_MX_SFX_ROWS : LB_MX_SFX_OUT,
+                       ts[2] ? LB_MX_SFX_OUT : LB_MX_SFX_ROWS);
+    const lb_mx_parts p = {N, K, ts[1]->data, t->data, ts[0] ? ts[0]->data : NULL, t->size, ts[0] ? ts[0]->size : 0,
+                           ts[2] ? ts[2]->data : NULL, ts[2] ? ts[2]->ne[0] : 0, ts[3] ? ts[3]->data : NULL,
+                           ts[3] ? ts[3]->ne[0] : 0};
+    lb_mx_view *v = NULL;
+    lb_status s = lb_mx_view_make(&p, &v);
+    if (s) return lb_fail_prefix(s, "%s", name);
+    if (!lb_model_own(L->m, v)) return LB_ERR_NOMEM;
+    *out = (lb_matrix){LB_TYPE_MX, K, N, 0, v};
+    return LB_OK;
+}
+
 /* A 2-D weight of shape [K (row length), N rows]. */
 static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, int optional,
                             lb_matrix *out) {
     const gguf_tensor *t = gguf_find_tensor(L->g, name);
     memset(out, 0, sizeof *out);
     if (!t) return optional ? LB_OK : lb_fail(LB_ERR_FORMAT, "tensor %s is missing", name);
+    if (t->type == LB_TYPE_MX2) {
+        if (!strcmp(name, "token_embd.weight"))
+            return lb_fail(LB_ERR_UNSUPPORTED, "token_embd.weight is MX: the embedding is read by rows, which MX "
+                                               "tiles of 16 rows do not give (quantize it to another type)");
+        return get_mx(L, name, t, K, N, out);
+    }
     if (t->ne[0] != K || t->ne[1] != N || t->ne[2] != 1 || t->ne[3] != 1)
         return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],

@@ -14,4 +14,16 @@
 lb_status lb_mx_quantize_gptq(const float *W, int64_t N, int64_t K, float *H, const float *hinv_diag, const float *imp,
                               const lb_mx_params *mp, const lb_gptq_params *gp, lb_mx_matrix *out, double *loss);
 
+/* One matrix to MX from its float weights, as lowbit quantize does it:
+ * with the layer's Hessian H (K x K, destroyed; NULL: none) the groups are
+ * ranked by eq. (9) with the diagonal of H^-1 (H damped by gp->damp of its
+ * mean diagonal, dead columns as GPTQ) and errors weighted by diag H, and
+ * with gptq set every weight is rounded again with GPTQ's error feedback;
+ * without H, an importance vector imp (K entries, lowbit imatrix: diag H up
+ * to a factor) stands in, 1 / imp for the diagonal of H^-1 (exact for a
+ * diagonal H); with neither, groups rank by w^2 alone. */
+lb_status lb_mx_quantize_calibrated(const float *W, int64_t N, int64_t K, float *H, const float *imp,
+                                    const lb_mx_params *mp, const lb_gptq_params *gp, int gptq, lb_mx_matrix *out,
+                                    double *loss);
+
 #endif

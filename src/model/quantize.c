@@ -5,9 +5,11 @@
 #include <stdlib.h>
 
 #include "formats/gq.h"
+#include "formats/mx.h"
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/quantize_extras.h"
+#include "model/quantize_mx.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
 
@@ -22,14 +24,70 @@ static int is_quantizable(const gguf_tensor *t) {
     return 1;
 }
 
+/* One output tensor: from input tensor `in`, converted to `type`, or a
+ * piece of the MX matrix in makes (kind, model/quantize_mx.h) */
+typedef struct {
+    int64_t in;
+    int kind;
+    int type;
+} out_tensor;
+
 typedef struct {
     const gguf_file *in;
-    int *types;
+    out_tensor *outs;
     int n_threads;
     lb_status err;
     lb_quant_extras *ex; /* codebooks, importance, GPTQ (model/quantize_extras.h) */
     int sym;             /* GQ outputs: symmetric groups */
+    lb_mx_params mxp;    /* MX outputs */
+    lb_qmx_cache mx;     /* the MX matrix being written */
+    lb_quantize_stats *st;
+    double mx_eq10_sum, mx_weights;
 } qctx;
+
+/* All of tensor t as N x K floats (interleaved layouts unpacked first). */
+static lb_status tensor_floats(const gguf_tensor *t, int n_threads, float **out) {
+    const int64_t K = t->ne[0], rows = (int64_t)(t->size / lb_row_size((int)t->type, K));
+    const lb_type_traits *st = lb_traits(lb_type_base((int)t->type));
+    float *W = malloc((size_t)K * (size_t)rows * sizeof *W);
+    void *unpacked = NULL;
+    const void *src = t->data;
+    if (W && (int)t->type != lb_type_base((int)t->type)) {
+        if ((unpacked = malloc(t->size))) lb_unpack_tensor((int)t->type, src, unpacked, K, rows);
+        src = unpacked;
+    }
+    if (!W || !src) {
+        free(W), free(unpacked);
+        return lb_fail(LB_ERR_NOMEM, "out of memory");
+    }
+    const size_t in_row = lb_row_size(lb_type_base((int)t->type), K);
+#pragma omp parallel for schedule(static) num_threads(n_threads)
+    for (int64_t r = 0; r < rows; r++) st->to_float((const char *)src + (size_t)r * in_row, W + (size_t)r * K, K);
+    free(unpacked);
+    *out = W;
+    return LB_OK;
+}
+
+/* A piece of an MX matrix: quantized when its first piece comes up */
+static lb_status produce_mx(qctx *q, const out_tensor *o, void *dst, uint64_t nbytes) {
+    const gguf_tensor *t = gguf_tensor_at(q->in, o->in);
+    float *W = NULL;
+    lb_status s = lb_qmx_cached(&q->mx, o->in) ? LB_OK : tensor_floats(t, q->n_threads, &W);
+    int quantized = 0;
+    if (s == LB_OK) s = lb_qmx_produce(&q->mx, q->ex, &q->mxp, t, o->in, W, o->kind, dst, nbytes, &quantized);
+    free(W);
+    if (s == LB_OK && quantized) {
+        const double n = (double)t->ne[0] * (double)t->ne[1];
+        q->st->n_mx++;
+        q->st->mx_bpw += (double)q->mx.bits; /* bits for now; per weight at the end */
+        q->mx_eq10_sum += q->mx.eq10 * n;
+        q->mx_weights += n;
+        lb_log(2, "%.*s: MX, %lld of %lld groups in 4 bits, %lld outliers%s\n", (int)t->name.len, t->name.ptr,
+               (long long)q->mx.m.n_hi, (long long)(t->ne[0] / LB_MX_M), (long long)q->mx.m.n_out,
+               q->mx.gptq ? ", GPTQ" : "");
+    }
+    return s;
+}
 
 /* Row by row from src (plain rows of src_type) into dst (plain rows of out_type). */
 static lb_status convert_rows(const void *src, int src_type, void *dst, int out_type, int64_t K, int64_t rows,
@@ -58,8 +116,9 @@ static lb_status convert_rows(const void *src, int src_type, void *dst, int out_
  * to plain rows and then repacked, whole tensor at once. */
 static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) {
     qctx *q = user;
-    const gguf_tensor *t = gguf_tensor_at(q->in, index);
-    const int out_type = q->types[index], out_base = lb_type_base(out_type);
+    if (q->outs[index].kind != LB_QMX_NONE) return produce_mx(q, &q->outs[index], dst, nbytes);
+    const gguf_tensor *t = gguf_tensor_at(q->in, q->outs[index].in);
+    const int out_type = q->outs[index].type, out_base = lb_type_base(out_type);
     if ((int)t->type == out_type) {
         memcpy(dst, t->data, nbytes);
         return LB_OK;
@@ -108,23 +167,60 @@ lb_status lb_quantize_file(const char *in_path, const char *out_path, const lb_q
     return lb_quantize_file_ex(in_path, out_path, p, NULL, stats);
 }
 
+static int is_name(const gguf_tensor *t, const char *name) {
+    return t->name.len == strlen(name) && !memcmp(t->name.ptr, name, t->name.len);
+}
+
+/* The type a quantizable tensor takes when it is not MX: the embedding and
+ * head overrides (llama-quantize's flags), else the target; then the
+ * fallback for rows the type's block does not divide. An interleaved
+ * target applies to 2-D matrices other than the embedding (read by rows). */
+static int plain_type(const gguf_file *in, const gguf_tensor *t, int target, const lb_quantize_options *o,
+                      int *fell_back) {
+    const int mx = target == LB_TYPE_MX, embd = is_name(t, "token_embd.weight"), head = is_name(t, "output.weight");
+    const int tied = embd && !gguf_find_tensor(in, "output.weight"); /* the embedding is the head too */
+    int want = mx ? LB_TYPE_Q4_0 : lb_type_base(target); /* MX: matrices it cannot hold */
+    if (embd && o->token_embd_type_set) want = o->token_embd_type;
+    else if ((head || tied) && o->output_type_set) want = o->output_type;
+    else if (mx && (head || tied)) want = LB_TYPE_Q6_K;
+    else if (mx && embd) want = LB_TYPE_Q4_K;
+    const int base = lb_type_base(want), out = lb_type_fallback(base, t->ne[0]);
+    *fell_back = out != base;
+    if (out == base && base != target && lb_type_base(target) == base && t->n_dims == 2 && !embd) return target;
+    return out;
+}
+
 lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const lb_quantize_params *p,
                               const lb_quantize_options *o, lb_quantize_stats *stats) {
     lb_quant_extras ex = {0};
     lb_quantize_stats st;
     memset(&st, 0, sizeof st);
     if (stats) *stats = st;
+    const lb_quantize_options none = {0};
+    if (!o) o = &none;
+    const int mx = p->type == LB_TYPE_MX;
     const lb_type_traits *tt = lb_traits(p->type);
     const int target_base = lb_type_base(p->type); /* interleaved targets quantize as their base */
-    if (!tt || !lb_traits(target_base)->from_float)
+    if (!tt || (!mx && !lb_traits(target_base)->from_float))
         return lb_fail(LB_ERR_UNSUPPORTED, "cannot quantize to type id %d", p->type);
+    if ((o->token_embd_type_set && (!lb_traits(o->token_embd_type) || !lb_traits(o->token_embd_type)->from_float)) ||
+        (o->output_type_set && (!lb_traits(o->output_type) || !lb_traits(o->output_type)->from_float)))
+        return lb_fail(LB_ERR_UNSUPPORTED, "the embedding's or the head's type cannot be quantized to");
+    lb_mx_params mxp = lb_mx_default_params();
+    if (o->mx_set) mxp.hi_frac = o->mx_hi, mxp.outlier_frac = o->mx_outliers;
+    mxp.n_threads = p->n_threads;
+    if (mx && !(mxp.hi_frac >= 0.0f && mxp.hi_frac <= 1.0f && mxp.outlier_frac >= 0.0f && mxp.outlier_frac <= 0.5f))
+        return lb_fail(LB_ERR_ARG, "MX: 4-bit share %g (0..1) or outlier share %g (0..0.5) out of range",
+                       (double)mxp.hi_frac, (double)mxp.outlier_frac);
     gguf_file *in = NULL;
     lb_status s = gguf_open(in_path, &in);
     if (s) return lb_fail_prefix(s, "reading %s", in_path);
     gguf_writer *w = gguf_writer_new();
     const int64_t nt = gguf_n_tensors(in);
-    int *types = calloc((size_t)(nt > 0 ? nt : 1), sizeof *types);
-    if (!w || !types) { s = lb_fail(LB_ERR_NOMEM, "out of memory"); goto done; }
+    /* an MX matrix becomes up to 5 tensors */
+    out_tensor *outs = calloc((size_t)(nt > 0 ? 5 * nt : 1), sizeof *outs);
+    int64_t n_out = 0;
+    if (!w || !outs) { s = lb_fail(LB_ERR_NOMEM, "out of memory"); goto done; }
     for (int64_t i = 0; i < gguf_n_kv(in) && s == LB_OK; i++) s = gguf_writer_copy_kv(w, gguf_kv_at(in, i));
     if (s == LB_OK) {
         int ft = lb_llama_ftype(target_base, 0);
@@ -132,12 +228,30 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
                     : gguf_find_kv(in, "general.file_type") ? gguf_writer_remove_kv(w, "general.file_type") : LB_OK;
     }
     if (s == LB_OK) s = gguf_writer_set_str(w, "general.quantized_by", "lowbit");
+    if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.hi_fraction", mxp.hi_frac);
+    if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.outlier_fraction", mxp.outlier_frac);
     if (s == LB_OK) s = lb_quant_extras_begin(in, p, o, w, &ex);
     for (int64_t i = 0; i < nt && s == LB_OK; i++) {
         const gguf_tensor *t = gguf_tensor_at(in, i);
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)LB_MIN(t->name.len, 255), t->name.ptr);
         const int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        if ((int)t->type == LB_TYPE_MX2 || (int)t->type == LB_TYPE_MX4) {
+            s = lb_fail(LB_ERR_UNSUPPORTED, "%s is already MX: quantize from the original (F32, F16, BF16 or a "
+                                            "llama.cpp type) instead", in_path);
+            break;
+        }
+        st.n_params += n;
+        st.bytes_in += t->size;
+        if (mx && is_quantizable(t) && lb_qmx_applies(t)) {
+            int kinds[5], k = 0;
+            uint64_t bytes = 0;
+            s = lb_qmx_add(w, t, &mxp, kinds, &k, &bytes);
+            for (int j = 0; j < k; j++) outs[n_out++] = (out_tensor){i, kinds[j], -1};
+            st.bytes_out += bytes;
+            st.n_quantized++;
+            continue;
+        }
         int out = (int)t->type;
         if (is_quantizable(t)) {
             if (!lb_traits((int)t->type) || !lb_traits((int)t->type)->to_float) {
@@ -145,35 +259,32 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
                             lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown");
                 break;
             }
-            out = lb_type_fallback(target_base, t->ne[0]);
-            /* interleave 2-D matrices only; the embedding is read by rows */
-            if (out == target_base && target_base != p->type && t->n_dims == 2 &&
-                !(t->name.len == 17 && !memcmp(t->name.ptr, "token_embd.weight", 17)))
-                out = p->type;
-            if (out == p->type || out == target_base) st.n_quantized++;
+            int fell_back = 0;
+            out = plain_type(in, t, p->type, o, &fell_back);
+            if (!fell_back) st.n_quantized++;
             else {
                 st.n_fallback++;
-                lb_log(1, "%s: row length %lld is not a multiple of %s's block of %d; keeping %s\n", name,
-                       (long long)t->ne[0], tt->name, tt->blck, lb_type_name(out));
+                lb_log(1, "%s: row length %lld does not fit; keeping %s\n", name, (long long)t->ne[0], lb_type_name(out));
             }
         }
-        types[i] = out;
-        st.n_params += n;
-        st.bytes_in += t->size;
+        outs[n_out++] = (out_tensor){i, LB_QMX_NONE, out};
         st.bytes_out += lb_row_size(out, t->ne[0]) * (uint64_t)(n / t->ne[0]);
         s = gguf_writer_add_tensor(w, name, (uint32_t)out, t->n_dims, t->ne, NULL);
     }
     st.n_tensors = (int)nt;
     st.bpw_out = st.n_params ? 8.0 * (double)st.bytes_out / (double)st.n_params : 0;
     if (s == LB_OK) {
-        qctx q = {in, types, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex, o ? o->sym : 0};
+        qctx q = {in, outs, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex, o->sym, mxp,
+                  {.in_index = -1}, &st, 0.0, 0.0};
         s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
+        lb_qmx_cache_free(&q.mx);
+        if (q.mx_weights > 0) st.mx_bpw /= q.mx_weights, st.mx_bpw_eq10 = q.mx_eq10_sum / q.mx_weights;
     }
     st.n_gptq = ex.n_gptq;
     if (s == LB_OK && stats) *stats = st;
 done:
     lb_quant_extras_end(&ex);
-    free(types);
+    free(outs);
     gguf_writer_free(w);
     gguf_close(in);
     return s;

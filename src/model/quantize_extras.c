@@ -13,7 +13,7 @@ static void say_progress(void *user, const char *what, int done, int total) {
 }
 
 static int takes_importance(int type) {
-    return type == LB_TYPE_CB2 || type == LB_TYPE_CB3 || type == LB_TYPE_Q2_K || type == LB_TYPE_Q3_K ||
+    return type == LB_TYPE_MX || type == LB_TYPE_CB2 || type == LB_TYPE_CB3 || type == LB_TYPE_Q2_K || type == LB_TYPE_Q3_K ||
            type == LB_TYPE_IQ4_XS;
 }
 
@@ -92,7 +92,7 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
         x->gptq.act_order = o->gptq_act_order;
         x->gptq.n_threads = p->n_threads;
         x->gptq.sym = o->sym;
-        if (s == LB_OK && !lb_grid_get(lb_type_base(p->type)))
+        if (s == LB_OK && p->type != LB_TYPE_MX && !lb_grid_get(lb_type_base(p->type)))
             lb_log(0, "warning: GPTQ cannot round onto %s; quantizing without it\n", lb_type_name(p->type));
         else if (s == LB_OK)
             lb_log(1, "GPTQ: %d Hessians from %s (damp %g, block %d%s)\n", lb_calib_count(x->calib), o->gptq,

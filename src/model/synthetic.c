@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "formats/mx.h"
 #include "model/model.h"
 
 typedef struct {
@@ -55,7 +56,27 @@ static void gaussian_row(float *x, int64_t n, uint64_t seed, float std) {
     }
 }
 
+/* MX (formats/mx.h) at the default shares, random codes
+ * (lb_mx_random_pieces), in one owned buffer as a file holds them. */
+static lb_status random_mx(lb_model *m, int64_t K, int64_t N, uint64_t seed, lb_matrix *out) {
+    const lb_mx_params p = lb_mx_default_params();
+    uint8_t *buf = lb_model_own(m, lb_malloc_huge(lb_mx_random_size(N, K, &p)));
+    if (!buf) return LB_ERR_NOMEM;
+    lb_mx_parts parts;
+    lb_mx_random_pieces(N, K, &p, seed, buf, &parts);
+    lb_mx_view *v = NULL;
+    lb_status st = lb_mx_view_make(&parts, &v);
+    if (st) return st;
+    if (!lb_model_own(m, v)) return LB_ERR_NOMEM;
+    *out = (lb_matrix){LB_TYPE_MX, K, N, 0, v};
+    return LB_OK;
+}
+
 static lb_status random_matrix(lb_model *m, int type, int64_t K, int64_t N, uint64_t seed, lb_matrix *out) {
+    if (type == LB_TYPE_MX) {
+        if (K % LB_MX_M == 0 && N % LB_MX_ROWS == 0 && K <= 65536) return random_mx(m, K, N, seed, out);
+        type = LB_TYPE_Q4_0; /* as quantize's fallback for a matrix MX cannot hold */
+    }
     type = lb_type_fallback(type, K);
     const lb_type_traits *t = lb_traits(type);
     out->type = type;
@@ -102,7 +123,7 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
         return lb_fail(LB_ERR_ARG, "unknown synthetic shape '%s' (known: %s)", shape, list);
     }
     const lb_type_traits *tt = lb_traits(type);
-    if (!tt || !tt->from_float || !lb_kernel_get(type))
+    if (!tt || (!tt->from_float && type != LB_TYPE_MX) || !lb_kernel_get(type))
         return lb_fail(LB_ERR_UNSUPPORTED, "type %s cannot be used for a synthetic model",
                        lb_type_name(type) ? lb_type_name(type) : "?");
     lb_model *m = calloc(1, sizeof *m);
@@ -128,8 +149,12 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
     const int64_t d = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim;
     const int64_t kvd = (int64_t)hp->n_head_kv * hp->head_dim, ff = hp->n_ff;
     uint64_t seed = 1;
-    lb_status s = random_matrix(m, type, d, hp->n_vocab, seed++, &m->tok_embd);
-    if (s == LB_OK && !sd->tied) s = random_matrix(m, type, d, hp->n_vocab, seed++, &m->output);
+    /* MX holds the layers' matrices; the embedding and the head take the
+     * types lowbit quantize gives them in an MX file (model/quantize.c) */
+    const int embd_type = type == LB_TYPE_MX ? (sd->tied ? LB_TYPE_Q6_K : LB_TYPE_Q4_K) : type;
+    const int out_type = type == LB_TYPE_MX ? LB_TYPE_Q6_K : type;
+    lb_status s = random_matrix(m, embd_type, d, hp->n_vocab, seed++, &m->tok_embd);
+    if (s == LB_OK && !sd->tied) s = random_matrix(m, out_type, d, hp->n_vocab, seed++, &m->output);
     if (s == LB_OK && sd->tied) m->output = m->tok_embd;
     if (s == LB_OK && !(m->output_norm = ones(m, (int)d))) s = LB_ERR_NOMEM;
     if (s == LB_OK && !(m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers)))

@@ -1,0 +1,342 @@
+/* AVX2 kernels of MX (kernels/x86/mx_x86.h; tiles and view in formats/mx.h).
+ *
+ * The tiles are "lanes = rows": a 32-byte load of a tile's codes is 8 rows
+ * x 4 bytes, so a vpmaddubsw against 4 activation bytes broadcast to every
+ * dword adds into each row's own lane and no horizontal sum is ever needed.
+ * One ymm accumulator per 8 rows and activation row, in float.
+ *
+ * 2-bit tile, per half h (16 columns) and 8 rows: the 4 code planes
+ * (v >> 2t) & 3 against activation dwords 16h + 4t, summed in int16 (at most
+ * 4 * 2 * 3 * 127), widened and doubled by one vpmaddwd with 2s; the
+ * half-step zero comes off exactly in integers as code' * S_h (code' =
+ * z1 code + 1, S_h the half's activation sum), code' * S_h picked from the 4
+ * multiples of S_h by vpermd; then one float step, times the row's scale
+ * s2 (c + z2) / 2 and the activation's d.
+ * 4-bit tile, per 8 rows: low and high nibbles of 4 vectors against 8
+ * activation dwords, summed in int16 (at most 8 * 2 * 15 * 127), minus
+ * z * S (vpmulld), times fp16 s and d.
+ * The activation side of each block (d as float, the sums of each half) is
+ * formed once per call and row, before the weights stream. */
+#include "kernels/x86/mx_x86.h"
+
+#if LB_HAVE_X86_KERNELS
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "formats/mx.h"
+
+#define LB_MXA __attribute__((target("avx2,fma,f16c")))
+#define INLINE LB_MXA static inline __attribute__((always_inline))
+
+/* one activation block's side values */
+typedef struct {
+    float d;
+    int32_t s[2]; /* sums of qs[0..15], qs[16..31] */
+    int32_t s01;
+} act_blk;
+
+INLINE __m256i bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+INLINE float fp16(const void *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+INLINE int32_t hsum128(__m128i s) {
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    return _mm_cvtsi128_si32(s);
+}
+
+LB_MXA static void act_sides(const block_q8_0 *a, int64_t G, act_blk *out) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t g = 0; g < G; g++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)a[g].qs);
+        const __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, x), ones16);
+        out[g].d = 0.5f * fp16(&a[g].d); /* the 2-bit tiles' half (doubled sums); the 4-bit ones double it back */
+        out[g].s[0] = hsum128(_mm256_castsi256_si128(s));
+        out[g].s[1] = hsum128(_mm256_extracti128_si256(s, 1));
+        out[g].s01 = out[g].s[0] + out[g].s[1];
+    }
+}
+
+/* acc[m][j] (rows 8j..8j+7) += 2-bit tile b against activation block g of
+ * the MR rows */
+INLINE void lo_tile(const block_mx2 *b, int MR, const block_q8_0 *const *a, const act_blk *const *as, int64_t g,
+                    __m256 acc[][2]) {
+    const __m256i m3 = _mm256_set1_epi8(3), twos = _mm256_set1_epi16(2), m15 = _mm256_set1_epi32(15);
+    const __m256i nib_sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    const __m256i ramp = _mm256_setr_epi32(1, 2, 3, 4, 1, 2, 3, 4);
+    /* both halves' s2 at once, with z2 beside: per tile, not per half */
+    int32_t s2w;
+    memcpy(&s2w, b->s2, 4);
+    const __m128 s2f = _mm_cvtph_ps(_mm_cvtsi32_si128(s2w));
+    const __m256i z2v = _mm256_set1_epi32(b->z2);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+        const __m256i z2 = h ? _mm256_srli_epi32(z2v, 4) : _mm256_and_si256(z2v, m15);
+        const __m256 s2 = _mm256_broadcastss_ps(h ? _mm_movehdup_ps(s2f) : s2f);
+        const __m256i zw = bcast32(b->z1 + 4 * h);
+        __m256i A[2][4], T[2];
+        __m256 sc[2];
+        for (int m = 0; m < MR; m++) {
+            const int8_t *q = a[m][g].qs + 16 * h;
+            for (int t = 0; t < 4; t++) A[m][t] = bcast32(q + 4 * t);
+            T[m] = _mm256_mullo_epi32(_mm256_set1_epi32(as[m][g].s[h]), ramp);
+            sc[m] = _mm256_mul_ps(s2, _mm256_set1_ps(as[m][g].d));
+        }
+#pragma GCC unroll 2
+        for (int j = 0; j < 2; j++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(b->qs + 64 * h + 32 * j));
+            const __m256i q0 = _mm256_and_si256(x, m3), q1 = _mm256_and_si256(_mm256_srli_epi16(x, 2), m3);
+            const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(x, 4), m3), q3 = _mm256_and_si256(_mm256_srli_epi16(x, 6), m3);
+            const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(bcast32(b->s1 + 8 * h + 4 * j), nib_sh), m15);
+            const __m256 k = _mm256_cvtepi32_ps(_mm256_add_epi32(c, z2));
+            const __m256i zsh = _mm256_add_epi32(_mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), _mm256_set1_epi32(16 * j));
+            const __m256i code = _mm256_and_si256(_mm256_srlv_epi32(zw, zsh), _mm256_set1_epi32(3));
+            for (int m = 0; m < MR; m++) {
+                __m256i p = _mm256_maddubs_epi16(q0, A[m][0]);
+                p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q1, A[m][1]));
+                p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q2, A[m][2]));
+                p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q3, A[m][3]));
+                const __m256i val = _mm256_sub_epi32(_mm256_madd_epi16(p, twos), _mm256_permutevar8x32_epi32(T[m], code));
+                acc[m][j] = _mm256_fmadd_ps(_mm256_mul_ps(k, sc[m]), _mm256_cvtepi32_ps(val), acc[m][j]);
+            }
+        }
+    }
+}
+
+/* acc[m][j] += 4-bit tile b against activation block g */
+INLINE void hi_tile(const block_mx4 *b, int MR, const block_q8_0 *const *a, const act_blk *const *as, int64_t g,
+                    __m256 acc[][2]) {
+    const __m256i m15 = _mm256_set1_epi8(15), ones16 = _mm256_set1_epi16(1);
+    const __m256i nib_sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    __m256i A[2][8];
+    for (int m = 0; m < MR; m++)
+        for (int i = 0; i < 8; i++) A[m][i] = bcast32(a[m][g].qs + 4 * i);
+#pragma GCC unroll 2
+    for (int j = 0; j < 2; j++) {
+        __m256i p[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(b->qs + 64 * v + 32 * j));
+            const __m256i lo = _mm256_and_si256(x, m15), hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), m15);
+            for (int m = 0; m < MR; m++) {
+                p[m] = _mm256_add_epi16(p[m], _mm256_maddubs_epi16(lo, A[m][2 * v]));
+                p[m] = _mm256_add_epi16(p[m], _mm256_maddubs_epi16(hi, A[m][2 * v + 1]));
+            }
+        }
+        const __m256i z = _mm256_and_si256(_mm256_srlv_epi32(bcast32(b->z + 4 * j), nib_sh), _mm256_set1_epi32(15));
+        const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b->s + 8 * j)));
+        for (int m = 0; m < MR; m++) {
+            const __m256i val = _mm256_sub_epi32(_mm256_madd_epi16(p[m], ones16),
+                                                 _mm256_mullo_epi32(z, _mm256_set1_epi32(as[m][g].s01)));
+            acc[m][j] = _mm256_fmadd_ps(_mm256_mul_ps(s, _mm256_set1_ps(2.0f * as[m][g].d)), _mm256_cvtepi32_ps(val), acc[m][j]);
+        }
+    }
+}
+
+/* Tile rows [t0, t1) x MR activation rows: the 2-bit slots, the 4-bit
+ * slots, then the rows' outliers (in the reference's order) */
+INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, int MR, const block_q8_0 *const *a,
+                      const act_blk *const *as, float *const *y) {
+    for (int64_t t = t0; t < t1; t++) {
+        __m256 acc[2][2];
+        for (int m = 0; m < MR; m++) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+        const block_mx2 *lo = v->lo + t * v->n_lo;
+        for (int64_t l = 0; l < v->n_lo; l++) lo_tile(&lo[l], MR, a, as, v->lo_group[l], acc);
+        const block_mx4 *hi = v->hi + t * v->n_hi;
+        for (int64_t l = 0; l < v->n_hi; l++) hi_tile(&hi[l], MR, a, as, v->hi_group[l], acc);
+        for (int m = 0; m < MR; m++) {
+            float yr[16];
+            _mm256_storeu_ps(yr, acc[m][0]);
+            _mm256_storeu_ps(yr + 8, acc[m][1]);
+            for (int r = 0; r < 16 && v->row_ptr; r++)
+                for (uint32_t o = v->row_ptr[16 * t + r]; o < v->row_ptr[16 * t + r + 1]; o++) {
+                    const uint32_t w = v->outliers[o], c = w & 0xffffu;
+                    yr[r] += _cvtsh_ss((uint16_t)(w >> 16)) * ((2.0f * as[m][c / 32].d) * (float)a[m][c / 32].qs[c % 32]);
+                }
+            memcpy(y[m] + 16 * t, yr, sizeof yr);
+        }
+    }
+}
+
+LB_MXA static void gemv1(const lb_mx_view *v, int64_t t0, int64_t t1, const block_q8_0 *a, const act_blk *as, float *y) {
+    const block_q8_0 *aa[1] = {a};
+    const act_blk *ss[1] = {as};
+    float *yy[1] = {y};
+    rows_pass(v, t0, t1, 1, aa, ss, yy);
+}
+
+LB_MXA static void gemv2(const lb_mx_view *v, int64_t t0, int64_t t1, const block_q8_0 *const *a, const act_blk *const *as,
+                         float *const *y) {
+    rows_pass(v, t0, t1, 2, a, as, y);
+}
+
+/* ---- GEMM: each tile decoded once, into L1, for all the activation rows ---- */
+
+typedef struct {
+    __m256i q[2][2][4]; /* [half][8 rows][plane t]: codes of columns 16h + 4t + i */
+    __m256 sc[2][2];    /* s2 (c + z2) / 2 per row, without the activation's d */
+    __m256i code[2][2]; /* the half-step zero's code (z' - 1) per row */
+} lo_dec;
+
+typedef struct {
+    __m256i q[2][8]; /* [8 rows][nibble plane]: columns 4p .. 4p + 3 */
+    __m256 s[2];     /* fp16 s per row */
+    __m256i z[2];
+} hi_dec;
+
+INLINE void lo_decode(const block_mx2 *b, lo_dec *D) {
+    const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi32(15);
+    const __m256i nib_sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    int32_t s2w;
+    memcpy(&s2w, b->s2, 4);
+    const __m128 s2f = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128(s2w)), _mm_set1_ps(0.5f));
+    for (int h = 0; h < 2; h++) {
+        const __m256i z2 = _mm256_set1_epi32((b->z2 >> (4 * h)) & 15);
+        const __m256 s2 = _mm256_broadcastss_ps(h ? _mm_movehdup_ps(s2f) : s2f);
+        const __m256i zw = bcast32(b->z1 + 4 * h);
+        for (int j = 0; j < 2; j++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(b->qs + 64 * h + 32 * j));
+            D->q[h][j][0] = _mm256_and_si256(x, m3);
+            D->q[h][j][1] = _mm256_and_si256(_mm256_srli_epi16(x, 2), m3);
+            D->q[h][j][2] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m3);
+            D->q[h][j][3] = _mm256_and_si256(_mm256_srli_epi16(x, 6), m3);
+            const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(bcast32(b->s1 + 8 * h + 4 * j), nib_sh), m15);
+            D->sc[h][j] = _mm256_mul_ps(s2, _mm256_cvtepi32_ps(_mm256_add_epi32(c, z2)));
+            const __m256i zsh = _mm256_add_epi32(_mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14), _mm256_set1_epi32(16 * j));
+            D->code[h][j] = _mm256_and_si256(_mm256_srlv_epi32(zw, zsh), _mm256_set1_epi32(3));
+        }
+    }
+}
+
+INLINE void hi_decode(const block_mx4 *b, hi_dec *D) {
+    const __m256i m15 = _mm256_set1_epi8(15);
+    const __m256i nib_sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+    for (int j = 0; j < 2; j++) {
+        for (int v = 0; v < 4; v++) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(b->qs + 64 * v + 32 * j));
+            D->q[j][2 * v] = _mm256_and_si256(x, m15);
+            D->q[j][2 * v + 1] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m15);
+        }
+        D->z[j] = _mm256_and_si256(_mm256_srlv_epi32(bcast32(b->z + 4 * j), nib_sh), _mm256_set1_epi32(15));
+        D->s[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b->s + 8 * j)));
+    }
+}
+
+/* acc[0..1] (16 rows) += the decoded 2-bit tile against one activation block */
+INLINE void lo_apply(const lo_dec *D, const int8_t *qs, const act_blk *as, __m256 *acc) {
+    const __m256i twos = _mm256_set1_epi16(2), ramp = _mm256_setr_epi32(1, 2, 3, 4, 1, 2, 3, 4);
+    for (int h = 0; h < 2; h++) {
+        __m256i A[4];
+        for (int t = 0; t < 4; t++) A[t] = bcast32(qs + 16 * h + 4 * t);
+        const __m256i T = _mm256_mullo_epi32(_mm256_set1_epi32(as->s[h]), ramp);
+        const __m256 d = _mm256_set1_ps(2.0f * as->d);
+        for (int j = 0; j < 2; j++) {
+            __m256i p = _mm256_maddubs_epi16(D->q[h][j][0], A[0]);
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(D->q[h][j][1], A[1]));
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(D->q[h][j][2], A[2]));
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(D->q[h][j][3], A[3]));
+            const __m256i val = _mm256_sub_epi32(_mm256_madd_epi16(p, twos), _mm256_permutevar8x32_epi32(T, D->code[h][j]));
+            acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(D->sc[h][j], d), _mm256_cvtepi32_ps(val), acc[j]);
+        }
+    }
+}
+
+INLINE void hi_apply(const hi_dec *D, const int8_t *qs, const act_blk *as, __m256 *acc) {
+    const __m256i ones16 = _mm256_set1_epi16(1);
+    __m256i A[8];
+    for (int i = 0; i < 8; i++) A[i] = bcast32(qs + 4 * i);
+    const __m256i S = _mm256_set1_epi32(as->s01);
+    const __m256 d = _mm256_set1_ps(2.0f * as->d);
+    for (int j = 0; j < 2; j++) {
+        __m256i p = _mm256_maddubs_epi16(D->q[j][0], A[0]);
+        for (int i = 1; i < 8; i++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(D->q[j][i], A[i]));
+        const __m256i val = _mm256_sub_epi32(_mm256_madd_epi16(p, ones16), _mm256_mullo_epi32(D->z[j], S));
+        acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(D->s[j], d), _mm256_cvtepi32_ps(val), acc[j]);
+    }
+}
+
+/* Activation rows in blocks of GEMM_MB: their side values (M x G act_blk)
+ * and accumulators stay in L1 / L2 while each tile is applied to all */
+enum { GEMM_MB = 32 };
+
+LB_MXA static void gemm_rows(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size, int M,
+                             const act_blk *sides, float *Y, size_t ldy) {
+    const int64_t G = v->K / LB_MX_M;
+    __m256 acc[GEMM_MB][2];
+    lo_dec dl;
+    hi_dec dh;
+    for (int64_t t = t0; t < t1; t++) {
+        for (int m = 0; m < M; m++) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+        const block_mx2 *lo = v->lo + t * v->n_lo;
+        for (int64_t l = 0; l < v->n_lo; l++) {
+            lo_decode(&lo[l], &dl);
+            const int64_t g = v->lo_group[l];
+            for (int m = 0; m < M; m++)
+                lo_apply(&dl, ((const block_q8_0 *)(A + (size_t)m * a_row_size))[g].qs, &sides[m * G + g], acc[m]);
+        }
+        const block_mx4 *hi = v->hi + t * v->n_hi;
+        for (int64_t l = 0; l < v->n_hi; l++) {
+            hi_decode(&hi[l], &dh);
+            const int64_t g = v->hi_group[l];
+            for (int m = 0; m < M; m++)
+                hi_apply(&dh, ((const block_q8_0 *)(A + (size_t)m * a_row_size))[g].qs, &sides[m * G + g], acc[m]);
+        }
+        for (int m = 0; m < M; m++) {
+            float yr[16];
+            _mm256_storeu_ps(yr, acc[m][0]);
+            _mm256_storeu_ps(yr + 8, acc[m][1]);
+            const block_q8_0 *a = (const block_q8_0 *)(A + (size_t)m * a_row_size);
+            for (int r = 0; r < 16 && v->row_ptr; r++)
+                for (uint32_t o = v->row_ptr[16 * t + r]; o < v->row_ptr[16 * t + r + 1]; o++) {
+                    const uint32_t w = v->outliers[o], c = w & 0xffffu;
+                    yr[r] += _cvtsh_ss((uint16_t)(w >> 16)) * ((2.0f * sides[m * G + c / 32].d) * (float)a[c / 32].qs[c % 32]);
+                }
+            memcpy(Y + (size_t)m * ldy + 16 * t, yr, sizeof yr);
+        }
+    }
+}
+
+void lb_gemv_mx_q8_0_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                          size_t a_row_size, int M, float *Y, size_t ldy) {
+    (void)w_row_size;
+    const lb_mx_view *v = W;
+    const int64_t G = K / LB_MX_M; /* <= 2048: a view's K is at most 65536 */
+    if (M >= 4) {
+        /* prefill: blocks of GEMM_MB rows; their side values on the heap
+         * (GEMM_MB x G x 16 bytes, up to 1 MiB), else the rows go below */
+        act_blk *sides = lb_malloc_aligned((size_t)(GEMM_MB * G) * sizeof *sides);
+        for (int m0 = 0; sides && m0 < M; m0 += GEMM_MB) {
+            const int mb = LB_MIN(GEMM_MB, M - m0);
+            const uint8_t *a = (const uint8_t *)A + (size_t)m0 * a_row_size;
+            for (int m = 0; m < mb; m++) act_sides((const block_q8_0 *)(a + (size_t)m * a_row_size), G, sides + m * G);
+            gemm_rows(v, n0 / 16, n1 / 16, a, a_row_size, mb, sides, Y + (size_t)m0 * ldy, ldy);
+        }
+        if (sides) {
+            lb_free_aligned(sides);
+            return;
+        }
+    }
+    act_blk sides[2 * 2048];
+    for (int m = 0; m < M; m += 2) {
+        const int mr = LB_MIN(2, M - m);
+        const block_q8_0 *a[2];
+        const act_blk *as[2];
+        float *y[2];
+        for (int i = 0; i < mr; i++) {
+            a[i] = (const block_q8_0 *)((const char *)A + (size_t)(m + i) * a_row_size);
+            act_sides(a[i], G, sides + i * G);
+            as[i] = sides + i * G;
+            y[i] = Y + (size_t)(m + i) * ldy;
+        }
+        if (mr == 2) gemv2(v, n0 / 16, n1 / 16, a, as, y);
+        else gemv1(v, n0 / 16, n1 / 16, a[0], as[0], y[0]);
+    }
+}
+#endif
