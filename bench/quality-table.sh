@@ -5,12 +5,16 @@
 #                          [--out docs/quality.md] [--types "Q8_0 Q4_0 ..."]
 #                          [--text FILE] [--lowbit BIN] [--workdir DIR]
 #                          [--variant "NAME:QUANTIZE ARGS"]... [--no-plain] [--no-bench]
+#                          [--common "QUANTIZE ARGS"]
 #
 # A variant adds a row per type quantized with extra `lowbit quantize` flags,
 # e.g. --variant "GPTQ:--gptq calib.gguf" --variant "imatrix:--imatrix calib.gguf"
 # gives rows "Q4_K", "Q4_K + imatrix", "Q4_K + GPTQ" (--no-plain drops the
 # first); --no-bench leaves the speed columns empty (the weights of a variant
-# are the same type, so the same speed).
+# are the same type, so the same speed). --common adds flags to every
+# quantize, e.g. --common "--token-embedding-type Q4_K --output-tensor-type Q6_K"
+# to give every row the same embedding and head, so that the rows differ in
+# their layer matrices only (the "matrix bpw" column counts those alone).
 #
 # The baseline is MODEL dequantized to F32 (real models arrive quantized, so
 # F32 of what we have is the reference). Each type is quantized from that
@@ -37,7 +41,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 chunks=20 ctx=512 threads=2 out=$root/docs/quality.md types="" workdir=""
-variants=() plain=1 do_bench=1
+variants=() plain=1 do_bench=1 common=""
 text=$root/../shared/data/wiki.test.raw
 lowbit=${LOWBIT:-$root/build/lowbit}
 model=""
@@ -45,7 +49,7 @@ model=""
 usage() { sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
-    --chunks|--ctx|--threads|--out|--types|--text|--lowbit|--workdir|--variant)
+    --chunks|--ctx|--threads|--out|--types|--text|--lowbit|--workdir|--variant|--common)
       [ $# -ge 2 ] || { echo "quality-table: $1 needs a value" >&2; usage; } ;;
   esac
   case $1 in
@@ -60,6 +64,7 @@ while [ $# -gt 0 ]; do
     --variant)
       [[ $2 == ?*:* ]] || { echo "quality-table: --variant wants NAME:ARGS, got '$2'" >&2; exit 2; }
       variants+=("$2"); shift 2 ;;
+    --common) common=$2; shift 2 ;;
     --no-plain) plain=0; shift ;;
     --no-bench) do_bench=0; shift ;;
     -h|--help) usage ;;
@@ -129,49 +134,52 @@ n_all=$(( n_tok / ctx ))
 read -r pp tg <<< "$(bench "$work/base.gguf")"
 
 rows=()
-add_row() { # type bpw size wider ppl kld kld99 top1 pp tg
-  rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' "$@")")
+add_row() { # type bpw matrix-bpw size wider ppl kld kld99 top1 pp tg
+  rows+=("$(printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |' "$@")")
 }
-add_row "F32 (baseline)" "32.00" "$(mib "$work/base.gguf")" "0" "$(ppl_of "$work/base.ppl")" "0" "0" "100.00" "$pp" "$tg"
+add_row "F32 (baseline)" "32.00" "32.00" "$(mib "$work/base.gguf")" "0" "$(ppl_of "$work/base.ppl")" "0" "0" "100.00" "$pp" "$tg"
 
-score() { # name file bpw wider
-  local name=$1 file=$2 bpw=$3 wider=$4
+score() { # name file bpw matrix-bpw wider
+  local name=$1 file=$2 bpw=$3 lbpw=$4 wider=$5
   log "$name: perplexity + KLD"
   if ! "$lowbit" perplexity -m "$file" "${ppl_args[@]}" --kl-divergence-base "$work/base.kld" --kl-divergence \
       > "$work/t.ppl" 2> "$work/t.err"; then
     cat "$work/t.err" >&2
-    add_row "$name" "$bpw" "$(mib "$file")" "$wider" "failed" "" "" "" "" ""
+    add_row "$name" "$bpw" "$lbpw" "$(mib "$file")" "$wider" "failed" "" "" "" "" ""
     return
   fi
   log "$name: bench"
   read -r pp tg <<< "$(bench "$file")"
-  add_row "$name" "$bpw" "$(mib "$file")" "$wider" "$(ppl_of "$work/t.ppl")" "$(field "$work/t.ppl" "Mean KLD")" \
+  add_row "$name" "$bpw" "$lbpw" "$(mib "$file")" "$wider" "$(ppl_of "$work/t.ppl")" "$(field "$work/t.ppl" "Mean KLD")" \
     "$(field "$work/t.ppl" "99th percentile KLD")" "$(top1_of "$work/t.ppl")" "$pp" "$tg"
 }
 
 # the model as it came (e.g. Q4_K_M), for reference
 src_bpw=$("$lowbit" info "$model" 2>/dev/null | sed -n 's/^bits per weight: \([0-9.]*\) overall.*/\1/p')
 src_ftype=$("$lowbit" info "$model" 2>/dev/null | sed -n 's/^ *general.file_type *= *\([0-9]*\).*/\1/p')
-score "source file$([ -n "$src_ftype" ] && echo " (file_type $src_ftype)")" "$model" "${src_bpw:-?}" "-"
+score "source file$([ -n "$src_ftype" ] && echo " (file_type $src_ftype)")" "$model" "${src_bpw:-?}" "-" "-"
 
 quantize_and_score() { # type row-name [quantize flags...]
   local t=$1 name=$2; shift 2
   log "$name: quantizing"
-  if ! "$lowbit" quantize -t "$threads" "$@" "$work/base.gguf" "$work/$t.gguf" "$t" > "$work/q.log" 2>&1; then
+  local extra=()
+  [ -n "$common" ] && read -r -a extra <<< "$common"
+  if ! "$lowbit" quantize -t "$threads" "${extra[@]}" "$@" "$work/base.gguf" "$work/$t.gguf" "$t" > "$work/q.log" 2>&1; then
     tail -n 3 "$work/q.log" >&2
-    add_row "$name" "" "" "" "quantize failed" "" "" "" "" ""
+    add_row "$name" "" "" "" "" "quantize failed" "" "" "" "" ""
     return
   fi
-  local q bpw n_wide kinds wider
+  local q bpw lbpw n_wide kinds wider
   q=$(tr '\r' '\n' < "$work/q.log")
-  bpw=$(sed -n 's/.*, \([0-9.]*\) bits per weight.*/\1/p' <<< "$q")
+  bpw=$(sed -n 's/.*parameters, \([0-9.]*\) bits per weight.*/\1/p' <<< "$q")
+  lbpw=$(sed -n 's/.*layer matrices: \([0-9.]*\) bits per weight.*/\1/p' <<< "$q")
   # "N kept a wider type" and which: "...; keeping Q5_0" per tensor
   n_wide=$(sed -n 's/.*, \([0-9]*\) kept a wider type.*/\1/p' <<< "$q")
   kinds=$( (grep -oE 'keeping [A-Z0-9_]+' <<< "$q" || true) | awk '{print $2}' | sort | uniq -c |
           awk '{printf "%s%s %s", sep, $1, $2; sep=", "}')
   wider=${n_wide:-?}
   [ -n "$kinds" ] && wider="$kinds"
-  score "$name" "$work/$t.gguf" "$bpw" "$wider"
+  score "$name" "$work/$t.gguf" "$bpw" "$lbpw" "$wider"
   rm -f "$work/$t.gguf"
 }
 
@@ -200,17 +208,19 @@ sha=$(sha256sum "$model" | cut -c1-16)
   echo "- Perplexity: $(basename "$text"), llama.cpp's method (chunks of $ctx tokens, second half scored)," \
        "**first $n_scored of $n_all chunks** ($(( n_scored * (ctx - 1 - ctx / 2) )) scored tokens)."
   echo "- KLD: KL(baseline ‖ type) per scored token, mean and 99th percentile; top-1: how often both pick the same next token."
-  echo "- Sizes in MiB of the whole file; bits per weight over all tensors (token embeddings included)."
+  echo "- Sizes in MiB of the whole file; bits per weight over all tensors (token embeddings included); matrix bpw: the"\
+       "layer matrices alone (blk.N.*, the embedding and output head apart)."
+  [ -n "$common" ] && echo "- Every quantize also had \`$common\`."
   echo "- Wider: matrices whose rows don't fit the type's block and keep a wider type (llama-quantize's fallbacks)."
   for v in "${variants[@]}"; do echo "- \"+ ${v%%:*}\": \`lowbit quantize ${v#*:} BASE OUT TYPE\`."; done
   echo "- Speed: \`lowbit bench -p 128 -n 32 -r 2 -t $threads\` (prompt pp128, generation tg32, tokens/s) on $cpu;" \
        "OMP_WAIT_POLICY=$OMP_WAIT_POLICY; the machine is shared (load average $load_at_start at the start), so timings are indicative."
   echo
-  echo "| type | bits/weight | size MiB | wider | PPL | mean KLD | KLD p99 | top-1 % | pp t/s | tg t/s |"
-  echo "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+  echo "| type | bits/weight | matrix bpw | size MiB | wider | PPL | mean KLD | KLD p99 | top-1 % | pp t/s | tg t/s |"
+  echo "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
   # baseline and source first, then the types by bits per weight, widest first
   printf '%s\n' "${rows[@]:0:2}"
-  [ ${#rows[@]} -le 2 ] || printf '%s\n' "${rows[@]:2}" | sort -s -t'|' -k3,3 -g -r
+  [ ${#rows[@]} -le 2 ] || printf '%s\n' "${rows[@]:2}" | sort -s -t'|' -k4,4 -g -r
   echo
   echo "Total time: $(( ($(date +%s) - t_start) / 60 )) min."
 } > "$work/table.md"

@@ -249,6 +249,8 @@ typedef struct {
      * for them (seed 002: 2-bit share, outliers at 32 bits) */
     int n_mx;
     double mx_bpw, mx_bpw_eq10;
+    /* the layer matrices (blk.N.*, 2-D) alone: embedding and head apart */
+    double layer_bpw;
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,

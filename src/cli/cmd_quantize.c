@@ -118,11 +118,17 @@ int cmd_quantize(int argc, char **argv) {
         return s == LB_ERR_INTERRUPTED ? 130 : CLI_FAIL;
     }
     printf("quantized %s -> %s (%s) in %.1f s\n", pos[0], pos[1], lb_type_name(type), lb_time_s() - t0);
-    printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
-           lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);
+    if (st.n_mx)
+        printf("  tensors: %d in (%d matrices to MX, %d to the embedding's and head's types, %d kept a wider type, "
+               "%d copied)\n", st.n_tensors, st.n_mx, st.n_quantized - st.n_mx, st.n_fallback,
+               st.n_tensors - st.n_quantized - st.n_fallback);
+    else
+        printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
+               lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
     printf("  size: %.2f MiB -> %.2f MiB, %lld parameters, %.3f bits per weight\n", st.bytes_in / 1048576.0,
            st.bytes_out / 1048576.0, (long long)st.n_params, st.bpw_out);
+    printf("  layer matrices: %.4f bits per weight (the embedding and the output head apart)\n", st.layer_bpw);
     if (st.n_mx)
         printf("  MX: %d matrices, %.4f bits per weight stored (tiles, group maps, outliers with row pointers); "
                "eq. (10): %.4f\n", st.n_mx, st.mx_bpw, st.mx_bpw_eq10);

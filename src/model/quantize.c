@@ -219,7 +219,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     const int64_t nt = gguf_n_tensors(in);
     /* an MX matrix becomes up to 5 tensors */
     out_tensor *outs = calloc((size_t)(nt > 0 ? 5 * nt : 1), sizeof *outs);
-    int64_t n_out = 0;
+    int64_t n_out = 0, layer_w = 0;
+    uint64_t layer_b = 0;
     if (!w || !outs) { s = lb_fail(LB_ERR_NOMEM, "out of memory"); goto done; }
     for (int64_t i = 0; i < gguf_n_kv(in) && s == LB_OK; i++) s = gguf_writer_copy_kv(w, gguf_kv_at(in, i));
     if (s == LB_OK) {
@@ -243,12 +244,15 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         }
         st.n_params += n;
         st.bytes_in += t->size;
+        const int layer = t->n_dims == 2 && t->name.len > 4 && !memcmp(t->name.ptr, "blk.", 4);
+        if (layer) layer_w += n;
         if (mx && is_quantizable(t) && lb_qmx_applies(t)) {
             int kinds[5], k = 0;
             uint64_t bytes = 0;
             s = lb_qmx_add(w, t, &mxp, kinds, &k, &bytes);
             for (int j = 0; j < k; j++) outs[n_out++] = (out_tensor){i, kinds[j], -1};
             st.bytes_out += bytes;
+            layer_b += bytes;
             st.n_quantized++;
             continue;
         }
@@ -269,10 +273,12 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         }
         outs[n_out++] = (out_tensor){i, LB_QMX_NONE, out};
         st.bytes_out += lb_row_size(out, t->ne[0]) * (uint64_t)(n / t->ne[0]);
+        if (layer) layer_b += lb_row_size(out, t->ne[0]) * (uint64_t)(n / t->ne[0]);
         s = gguf_writer_add_tensor(w, name, (uint32_t)out, t->n_dims, t->ne, NULL);
     }
     st.n_tensors = (int)nt;
     st.bpw_out = st.n_params ? 8.0 * (double)st.bytes_out / (double)st.n_params : 0;
+    st.layer_bpw = layer_w ? 8.0 * (double)layer_b / (double)layer_w : 0;
     if (s == LB_OK) {
         qctx q = {in, outs, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex, o->sym, mxp,
                   {.in_index = -1}, &st, 0.0, 0.0};
