@@ -9,7 +9,9 @@
  * With --calib (lowbit calibrate's file) groups are ranked by eq. (9) with
  * the diagonal of H^-1 (H damped by 1 % of its mean diagonal, as GPTQ) and
  * the errors weighted by diag H; without it by w^2 alone. --gptq rounds
- * again with GPTQ's error feedback onto the fitted grids (model/mx_gptq.h). */
+ * again with GPTQ's error feedback onto the fitted grids (model/mx_gptq.h).
+ * --fp16-scales: the ablation without second-order scales (the 2-bit
+ * groups' scales kept in fp16; not a format MX files hold). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +59,9 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     if (s == LB_OK) {
         lb_mx_dequantize(&m, dst);
         S->mx_bits += lb_mx_bits(N, K, m.n_hi, m.n_out);
+        /* the ablation: each 2-bit tile's 32 fp16 first-order scales in
+         * place of its 4-bit codes, two s2 and the z2 byte */
+        if (m.s1) S->mx_bits += (uint64_t)(N / 16 * (K / 32 - m.n_hi)) * (32 * 16 - (16 * 8 + 4 * 8 + 8));
         S->mx_weights += (uint64_t)(N * K);
         S->n_out += (uint64_t)m.n_out;
         S->n_mx++;
@@ -76,16 +81,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--outliers") && i + 1 < argc) S.p.outlier_frac = (float)atof(argv[++i]);
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) S.nt = S.p.n_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--gptq")) S.gptq = 1;
+        else if (!strcmp(argv[i], "--fp16-scales")) S.p.fp16_scales = 1;
         else if (!strcmp(argv[i], "--act-order")) S.gp.act_order = 1;
         else if (argv[i][0] != '-' && !in_path) in_path = argv[i];
         else if (argv[i][0] != '-' && !out_path) out_path = argv[i];
         else {
-            fprintf(stderr, "usage: mx_sim BASE-F32.gguf OUT.gguf [--calib CALIB [--gptq [--act-order]]] [--hi F] [--outliers F] [-t N]\n");
+            fprintf(stderr, "usage: mx_sim BASE-F32.gguf OUT.gguf [--calib CALIB [--gptq [--act-order]]] [--hi F] [--outliers F] [--fp16-scales] [-t N]\n");
             return 2;
         }
     }
     if (!in_path || !out_path) {
-        fprintf(stderr, "usage: mx_sim BASE-F32.gguf OUT.gguf [--calib CALIB [--gptq [--act-order]]] [--hi F] [--outliers F] [-t N]\n");
+        fprintf(stderr, "usage: mx_sim BASE-F32.gguf OUT.gguf [--calib CALIB [--gptq [--act-order]]] [--hi F] [--outliers F] [--fp16-scales] [-t N]\n");
         return 2;
     }
     gguf_file *in = NULL;

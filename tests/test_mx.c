@@ -370,6 +370,45 @@ static void test_pieces(void) {
     free(W), free(Y), free(Z), free(rows), free(words);
 }
 
+/* the ablation without second-order scales: fp16 first-order scales fit
+ * at least as well as the stored 4-bit codes, and the matrix uses them */
+static void test_fp16_scales(void) {
+    uint64_t seed = 5;
+    float W[16 * 32], Y[16 * 32];
+    double e4 = 0, e16 = 0;
+    for (int t = 0; t < 100; t++) {
+        random_tile(&seed, W, t % 2);
+        block_mx2 b;
+        lb_fp16 s1[32];
+        lb_mx2_quantize_tile(W, 32, NULL, &b);
+        lb_mx2_dequantize_tile(&b, Y, 32);
+        for (int i = 0; i < 512; i++) e4 += (W[i] - Y[i]) * (W[i] - Y[i]);
+        lb_mx2_quantize_tile_fp16(W, 32, NULL, &b, s1);
+        for (int r = 0; r < 16; r++)
+            for (int c = 0; c < 32; c++) {
+                const float y = lb_fp16_to_f32(s1[16 * (c / 16) + r]) * ((float)lb_mx2_q(&b, r, c) - lb_mx2_zero(&b, c / 16, r));
+                e16 += (W[r * 32 + c] - y) * (W[r * 32 + c] - y);
+            }
+    }
+    CHECK_MSG(e16 <= e4, "fp16 first-order scales: squared error %g, 4-bit second-order %g", e16, e4);
+    const int64_t N = 32, K = 96;
+    float *M = malloc(sizeof(float) * N * K), *D = malloc(sizeof(float) * N * K);
+    for (int64_t i = 0; i < N * K; i++) M[i] = lb_test_randf(&seed);
+    lb_mx_params p = lb_mx_default_params();
+    p.fp16_scales = 1;
+    lb_mx_matrix m;
+    CHECK_OK(lb_mx_quantize(M, N, K, NULL, NULL, &p, &m));
+    CHECK(m.s1 != NULL);
+    lb_mx_dequantize(&m, D);
+    double e = 0, n = 0;
+    for (int64_t i = 0; i < N * K; i++) e += (M[i] - D[i]) * (M[i] - D[i]), n += M[i] * M[i];
+    CHECK_MSG(e < 0.05 * n, "fp16-scale matrix: relative squared error %g", e / n);
+    lb_mx_view *v = NULL;
+    CHECK(lb_mx_view_of_matrix(&m, &v) == LB_ERR_ARG && !v); /* no kernel reads it */
+    lb_mx_free(&m);
+    free(M), free(D);
+}
+
 int main(void) {
     test_bits();
     test_sensitivity();
@@ -377,5 +416,6 @@ int main(void) {
     test_quantize_and_dot();
     test_matrix();
     test_pieces();
+    test_fp16_scales();
     return lb_test_result("test_mx");
 }

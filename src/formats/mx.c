@@ -63,7 +63,8 @@ static double fit_group2(const float *w, const float *imp, float s, int *z_out, 
     return best;
 }
 
-void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx2 *b) {
+/* s1_fp16 NULL: the tile as stored (4-bit scale codes); else the ablation's fp16 first-order scales */
+static void quantize_tile2(const float *W, size_t ldw, const float *imp, block_mx2 *b, lb_fp16 *s1_fp16) {
     memset(b, 0, sizeof *b);
     for (int h = 0; h < 2; h++) {
         float w[16][16], ideal[16], smax = 0.0f;
@@ -88,7 +89,22 @@ void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx
             }
             smax = fmaxf(smax, ideal[r]);
         }
-        if (!(smax > 0.0f) || !isfinite(smax)) continue; /* all zero (or overflow): zeros */
+        if (!(smax > 0.0f) || !isfinite(smax)) { /* all zero (or overflow): zeros */
+            for (int r = 0; r < 16 && s1_fp16; r++) s1_fp16[16 * h + r] = 0;
+            continue;
+        }
+        if (s1_fp16) {
+            for (int r = 0; r < 16; r++) {
+                const lb_fp16 sh = lb_f32_to_fp16(ideal[r]);
+                const int i = 16 * h + r;
+                int z1, q[16];
+                s1_fp16[i] = sh;
+                fit_group2(w[r], ih, lb_fp16_to_f32(sh), &z1, q);
+                b->z1[i / 4] |= (uint8_t)(z1 << (2 * (i % 4)));
+                for (int k = 0; k < 16; k++) b->qs[lb_mx2_qs_byte(r, 16 * h + k)] |= (uint8_t)(q[k] << lb_mx2_qs_shift(16 * h + k));
+            }
+            continue;
+        }
         /* second order: the top scale lands on code 15 + z2; every z2 is
          * tried against the tile's weighted reconstruction error */
         double best = INFINITY;
@@ -122,6 +138,14 @@ void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx
             }
         }
     }
+}
+
+void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx2 *b) {
+    quantize_tile2(W, ldw, imp, b, NULL);
+}
+
+void lb_mx2_quantize_tile_fp16(const float *W, size_t ldw, const float *imp, block_mx2 *b, lb_fp16 s1[32]) {
+    quantize_tile2(W, ldw, imp, b, s1);
 }
 
 void lb_mx4_quantize_tile(const float *W, size_t ldw, block_mx4 *b) {

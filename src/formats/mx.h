@@ -116,6 +116,11 @@ static inline void lb_mx4_set_q(block_mx4 *b, int r, int c, int q) {
  * importance-weighted energy. */
 void lb_mx2_quantize_tile(const float *W, size_t ldw, const float *imp, block_mx2 *b);
 void lb_mx4_quantize_tile(const float *W, size_t ldw, block_mx4 *b);
+/* The ablation "without second-order scales" (bench/mx_sim only): the
+ * 2-bit tile's codes and zeros fitted to first-order scales kept in fp16,
+ * s1[16h + r], instead of 4-bit codes against s2 and z2 (left 0). Not a
+ * tile a file or kernel takes: 16 bits more per 16 weights. */
+void lb_mx2_quantize_tile_fp16(const float *W, size_t ldw, const float *imp, block_mx2 *b, lb_fp16 s1[32]);
 
 /* Y[r * ldy + c] = the tile's weights. */
 void lb_mx2_dequantize_tile(const block_mx2 *b, float *Y, size_t ldy);
@@ -162,6 +167,7 @@ typedef struct {
     uint16_t *out_col; /* n_out */
     lb_fp16 *out_val;  /* n_out */
     int64_t *slot;     /* K/32: a group's index among the 4-bit or among the 2-bit groups */
+    lb_fp16 *s1;       /* with fp16_scales only: 32 fp16 first-order scales per 2-bit tile, else NULL */
 } lb_mx_matrix;
 
 typedef struct {
@@ -169,9 +175,10 @@ typedef struct {
                          * at least stays in 2 bits) */
     float outlier_frac; /* at most this fraction of all weights kept as fp16 outliers (in 2-bit groups) */
     int n_threads;      /* tile rows quantized in parallel; <= 0: all cores */
+    int fp16_scales;    /* the ablation: first-order scales in fp16 (lb_mx2_quantize_tile_fp16) */
 } lb_mx_params;
 
-lb_mx_params lb_mx_default_params(void); /* 0.25, 0.002, all cores */
+lb_mx_params lb_mx_default_params(void); /* 0.25, 0.002, all cores, 4-bit second-order scales */
 
 static inline int lb_mx_is_hi(const lb_mx_matrix *m, int64_t g) { return (m->map[g / 8] >> (g % 8)) & 1; }
 

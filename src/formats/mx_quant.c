@@ -9,11 +9,12 @@
 #include "core/fp16.h"
 #include "formats/mx.h"
 
-lb_mx_params lb_mx_default_params(void) { return (lb_mx_params){0.25f, 0.002f, 0}; }
+lb_mx_params lb_mx_default_params(void) { return (lb_mx_params){0.25f, 0.002f, 0, 0}; }
 
 void lb_mx_free(lb_mx_matrix *m) {
     if (!m) return;
     free(m->map), free(m->lo), free(m->hi), free(m->row_ptr), free(m->out_col), free(m->out_val), free(m->slot);
+    free(m->s1);
     memset(m, 0, sizeof *m);
 }
 
@@ -49,10 +50,16 @@ static float kth_largest(float *v, int64_t n, int64_t k) {
     return v[want];
 }
 
+/* The first-order scale of (half h, row r) of 2-bit tile `tile`: as
+ * stored, or the ablation's fp16 (lb_mx_params.fp16_scales) */
+static float lo_scale(const lb_mx_matrix *m, int64_t tile, int h, int r) {
+    return m->s1 ? lb_fp16_to_f32(m->s1[tile * 32 + 16 * h + r]) : lb_mx2_scale(&m->lo[tile], h, r);
+}
+
 /* Quantizes the 2-bit tiles (tile row t: rows 16t.., low groups in order)
  * from W with the positions in `drop` (NULL: none) set to 0. */
 static void quantize_lo(const float *W, int64_t K, const int64_t *low, int64_t n_lo, const float *imp,
-                        const uint8_t *drop, int64_t t, block_mx2 *tiles) {
+                        const uint8_t *drop, int64_t t, block_mx2 *tiles, lb_fp16 *s1) {
     float tile[16 * 32];
     for (int64_t l = 0; l < n_lo; l++) {
         const int64_t c0 = low[l] * LB_MX_M;
@@ -61,7 +68,8 @@ static void quantize_lo(const float *W, int64_t K, const int64_t *low, int64_t n
                 const size_t at = (size_t)(16 * t + r) * (size_t)K + (size_t)(c0 + c);
                 tile[r * 32 + c] = drop && drop[at] ? 0.0f : W[at];
             }
-        lb_mx2_quantize_tile(tile, 32, imp ? imp + c0 : NULL, &tiles[t * n_lo + l]);
+        if (s1) lb_mx2_quantize_tile_fp16(tile, 32, imp ? imp + c0 : NULL, &tiles[t * n_lo + l], s1 + (t * n_lo + l) * 32);
+        else lb_mx2_quantize_tile(tile, 32, imp ? imp + c0 : NULL, &tiles[t * n_lo + l]);
     }
 }
 
@@ -92,6 +100,8 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
     out->hi = malloc((size_t)(T * out->n_hi + 1) * sizeof *out->hi);
     out->row_ptr = calloc((size_t)N + 1, sizeof *out->row_ptr);
     out->slot = malloc((size_t)G * sizeof *out->slot);
+    if (p.fp16_scales && !(out->s1 = calloc((size_t)(T * n_lo) * 32 + 1, sizeof *out->s1)))
+        return lb_mx_free(out), lb_fail(LB_ERR_NOMEM, "out of memory");
     lb_status s = S && (hinv_diag || ones) && rk && low && high && out->map && out->lo && out->hi && out->row_ptr &&
                           out->slot
                       ? LB_OK
@@ -117,7 +127,7 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
                            32 * sizeof *tile);
                 lb_mx4_quantize_tile(tile, 32, &out->hi[t * nh + h]);
             }
-            quantize_lo(W, K, low, nl, imp, NULL, t, out->lo);
+            quantize_lo(W, K, low, nl, imp, NULL, t, out->lo, out->s1);
         }
     }
     /* outliers: the 2-bit weights whose error (imp-weighted) is largest */
@@ -172,14 +182,15 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 4)
             for (int64_t t = 0; t < T; t++) {
                 if (out->row_ptr[16 * t + 16] == out->row_ptr[16 * t]) continue;
-                quantize_lo(W, K, low, n_lo, imp, drop, t, out->lo);
+                quantize_lo(W, K, low, n_lo, imp, drop, t, out->lo, out->s1);
                 for (int64_t r = 16 * t; r < 16 * t + 16; r++)
                     for (uint32_t k = out->row_ptr[r]; k < out->row_ptr[r + 1]; k++) {
                         const int64_t c = out->out_col[k];
                         const block_mx2 *b = &out->lo[t * n_lo + out->slot[c / LB_MX_M]];
                         const int h = (int)(c % LB_MX_M) / 16, rr = (int)(r % 16), cc = (int)(c % LB_MX_M);
                         const int q = lb_mx2_q(b, rr, cc);
-                        const float dense = lb_mx2_scale(b, h, rr) * ((float)q - lb_mx2_zero(b, h, rr));
+                        const float dense = lo_scale(out, t * n_lo + out->slot[c / LB_MX_M], h, rr) *
+                                            ((float)q - lb_mx2_zero(b, h, rr));
                         out->out_val[k] = lb_f32_to_fp16(W[(size_t)r * (size_t)K + (size_t)c] - dense);
                     }
             }
@@ -198,7 +209,14 @@ void lb_mx_dequantize(const lb_mx_matrix *m, float *W) {
         int64_t l = 0, h = 0;
         for (int64_t g = 0; g < G; g++) {
             if (lb_mx_is_hi(m, g)) lb_mx4_dequantize_tile(&m->hi[t * m->n_hi + h++], tile, 32);
-            else lb_mx2_dequantize_tile(&m->lo[t * n_lo + l++], tile, 32);
+            else if (!m->s1) lb_mx2_dequantize_tile(&m->lo[t * n_lo + l++], tile, 32);
+            else {
+                for (int r = 0; r < 16; r++)
+                    for (int c = 0; c < 32; c++)
+                        tile[r * 32 + c] = lo_scale(m, t * n_lo + l, c / 16, r) *
+                                           ((float)lb_mx2_q(&m->lo[t * n_lo + l], r, c) - lb_mx2_zero(&m->lo[t * n_lo + l], c / 16, r));
+                l++;
+            }
             for (int r = 0; r < 16; r++)
                 memcpy(W + (size_t)(16 * t + r) * (size_t)m->K + (size_t)(g * LB_MX_M), tile + r * 32,
                        32 * sizeof *tile);
@@ -229,7 +247,7 @@ float lb_mx_round_at(lb_mx_matrix *m, int64_t row, int64_t col, float x) {
     }
     block_mx2 *b = &m->lo[t * n_lo + m->slot[g]];
     const int h = c / 16;
-    const float s1 = lb_mx2_scale(b, h, r), z1 = lb_mx2_zero(b, h, r);
+    const float s1 = lo_scale(m, t * n_lo + m->slot[g], h, r), z1 = lb_mx2_zero(b, h, r);
     const int q = s1 > 0.0f ? code_near(x / s1 + z1, 3) : 0;
     float v = s1 * ((float)q - z1);
     /* an outlier keeps what the code misses of x, in fp16 */

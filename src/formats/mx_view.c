@@ -107,6 +107,7 @@ lb_status lb_mx_view_make(const lb_mx_parts *p, lb_mx_view **out) {
 
 lb_status lb_mx_view_of_matrix(const lb_mx_matrix *m, lb_mx_view **out) {
     *out = NULL;
+    if (m->s1) return lb_fail(LB_ERR_ARG, "MX: fp16 first-order scales (an ablation) have no kernel");
     if (m->N <= 0 || m->K <= 0 || m->K % LB_MX_M || m->K > 65536) return lb_fail(LB_ERR_SHAPE, "MX: bad matrix shape");
     const int64_t G = m->K / LB_MX_M, T = m->N / LB_MX_ROWS;
     /* one block: the view, its group lists, the map bytes, the outlier words */
