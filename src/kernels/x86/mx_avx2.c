@@ -25,16 +25,12 @@
 
 #include "core/common.h"
 #include "formats/mx.h"
+#include "kernels/x86/mx_x86_impl.h"
 
 #define LB_MXA __attribute__((target("avx2,fma,f16c")))
 #define INLINE LB_MXA static inline __attribute__((always_inline))
 
-/* one activation block's side values */
-typedef struct {
-    float d;
-    int32_t s[2]; /* sums of qs[0..15], qs[16..31] */
-    int32_t s01;
-} act_blk;
+typedef lb_mx_act act_blk;
 
 INLINE __m256i bcast32(const void *p) {
     int32_t v;
@@ -52,7 +48,7 @@ INLINE int32_t hsum128(__m128i s) {
     return _mm_cvtsi128_si32(s);
 }
 
-LB_MXA static void act_sides(const block_q8_0 *a, int64_t G, act_blk *out) {
+LB_MXA void lb_mx_act_sides_avx2(const block_q8_0 *a, int64_t G, lb_mx_act *out) {
     const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
     for (int64_t g = 0; g < G; g++) {
         const __m256i x = _mm256_loadu_si256((const __m256i *)a[g].qs);
@@ -155,11 +151,7 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, int MR, const
             float yr[16];
             _mm256_storeu_ps(yr, acc[m][0]);
             _mm256_storeu_ps(yr + 8, acc[m][1]);
-            for (int r = 0; r < 16 && v->row_ptr; r++)
-                for (uint32_t o = v->row_ptr[16 * t + r]; o < v->row_ptr[16 * t + r + 1]; o++) {
-                    const uint32_t w = v->outliers[o], c = w & 0xffffu;
-                    yr[r] += _cvtsh_ss((uint16_t)(w >> 16)) * ((2.0f * as[m][c / 32].d) * (float)a[m][c / 32].qs[c % 32]);
-                }
+            lb_mx_add_outliers(v, t, a[m], as[m], yr);
             memcpy(y[m] + 16 * t, yr, sizeof yr);
         }
     }
@@ -262,9 +254,7 @@ INLINE void hi_apply(const hi_dec *D, const int8_t *qs, const act_blk *as, __m25
     }
 }
 
-/* Activation rows in blocks of GEMM_MB: their side values (M x G act_blk)
- * and accumulators stay in L1 / L2 while each tile is applied to all */
-enum { GEMM_MB = 32 };
+enum { GEMM_MB = LB_MX_GEMM_MB };
 
 LB_MXA static void gemm_rows(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size, int M,
                              const act_blk *sides, float *Y, size_t ldy) {
@@ -293,11 +283,7 @@ LB_MXA static void gemm_rows(const lb_mx_view *v, int64_t t0, int64_t t1, const 
             _mm256_storeu_ps(yr, acc[m][0]);
             _mm256_storeu_ps(yr + 8, acc[m][1]);
             const block_q8_0 *a = (const block_q8_0 *)(A + (size_t)m * a_row_size);
-            for (int r = 0; r < 16 && v->row_ptr; r++)
-                for (uint32_t o = v->row_ptr[16 * t + r]; o < v->row_ptr[16 * t + r + 1]; o++) {
-                    const uint32_t w = v->outliers[o], c = w & 0xffffu;
-                    yr[r] += _cvtsh_ss((uint16_t)(w >> 16)) * ((2.0f * sides[m * G + c / 32].d) * (float)a[c / 32].qs[c % 32]);
-                }
+            lb_mx_add_outliers(v, t, a, sides + m * G, yr);
             memcpy(Y + (size_t)m * ldy + 16 * t, yr, sizeof yr);
         }
     }
@@ -315,7 +301,7 @@ void lb_gemv_mx_q8_0_avx2(int64_t K, const void *W, size_t w_row_size, int n0, i
         for (int m0 = 0; sides && m0 < M; m0 += GEMM_MB) {
             const int mb = LB_MIN(GEMM_MB, M - m0);
             const uint8_t *a = (const uint8_t *)A + (size_t)m0 * a_row_size;
-            for (int m = 0; m < mb; m++) act_sides((const block_q8_0 *)(a + (size_t)m * a_row_size), G, sides + m * G);
+            for (int m = 0; m < mb; m++) lb_mx_act_sides_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), G, sides + m * G);
             gemm_rows(v, n0 / 16, n1 / 16, a, a_row_size, mb, sides, Y + (size_t)m0 * ldy, ldy);
         }
         if (sides) {
@@ -331,7 +317,7 @@ void lb_gemv_mx_q8_0_avx2(int64_t K, const void *W, size_t w_row_size, int n0, i
         float *y[2];
         for (int i = 0; i < mr; i++) {
             a[i] = (const block_q8_0 *)((const char *)A + (size_t)(m + i) * a_row_size);
-            act_sides(a[i], G, sides + i * G);
+            lb_mx_act_sides_avx2(a[i], G, sides + i * G);
             as[i] = sides + i * G;
             y[i] = Y + (size_t)(m + i) * ldy;
         }

@@ -1,10 +1,10 @@
 /* x86 kernels of MX (formats/mx.h: seed 002's 2/4-bit tiles with fp16
  * outliers), W an lb_mx_view, plain Q8_0 activation rows (act_rows 0: the
  * driver gives every row to gemv, any M):
- *   mx_q8_0_avx2   AVX2: decode GEMV (1-2 activation rows per pass, the
- *                  tiles decoded in registers) and, from 4 rows, a GEMM
- *                  that decodes each tile once into L1 for all its rows
- *                  (kernels/x86/mx_avx2.c)
+ *   mx_q8_0_avx2     AVX2: decode GEMV (1-2 activation rows per pass, the
+ *                    tiles decoded in registers) and, from 4 rows, a GEMM
+ *                    that decodes each tile once into L1 for all its rows
+ *                    (kernels/x86/mx_avx2.c)
  * The AVX-512 and AMX levels use these too (no kernel of their own yet). */
 #ifndef LB_MX_X86_H
 #define LB_MX_X86_H
@@ -17,6 +17,7 @@
 
 void lb_gemv_mx_q8_0_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
                           size_t a_row_size, int M, float *Y, size_t ldy);
+
 
 /* lb_kernel_list entry (kernels/dispatch.c; fields: kernels/dispatch.h) */
 #define LB_MX_X86_KERNELS                                                                                     \

@@ -1,0 +1,36 @@
+/* Shared by the x86 MX kernels (mx_avx2.c, mx_avx512.c): the activation
+ * side of each Q8_0 block, formed once per call and row before the weights
+ * stream, and the outliers of a tile row. x86 kernel files only. */
+#ifndef LB_MX_X86_IMPL_H
+#define LB_MX_X86_IMPL_H
+
+#include "core/fp16.h"
+#include "formats/mx.h"
+
+/* One activation block's side values. d is half the block's scale: the
+ * 2-bit tiles sum twice the products (half-step zeros, exact in integers) */
+typedef struct {
+    float d;
+    int32_t s[2]; /* sums of qs[0..15], qs[16..31] */
+    int32_t s01;
+} lb_mx_act;
+
+/* out[g] for the G blocks of one Q8_0 row (kernels/x86/mx_avx2.c) */
+void lb_mx_act_sides_avx2(const block_q8_0 *a, int64_t G, lb_mx_act *out);
+
+/* yr[r] += the outliers of rows 16t + r, in the reference's order and
+ * arithmetic: value * (d * q) (lb_gemv_mx_q8_0_ref) */
+static inline void lb_mx_add_outliers(const lb_mx_view *v, int64_t t, const block_q8_0 *a, const lb_mx_act *as,
+                                      float yr[16]) {
+    for (int r = 0; r < 16 && v->row_ptr; r++)
+        for (uint32_t o = v->row_ptr[16 * t + r]; o < v->row_ptr[16 * t + r + 1]; o++) {
+            const uint32_t w = v->outliers[o], c = w & 0xffffu;
+            yr[r] += lb_fp16_to_f32((lb_fp16)(w >> 16)) * ((2.0f * as[c / 32].d) * (float)a[c / 32].qs[c % 32]);
+        }
+}
+
+/* GEMM_MB activation rows per pass of the GEMMs: their side values and
+ * accumulators stay in L1 / L2 while each tile is applied to all */
+enum { LB_MX_GEMM_MB = 32 };
+
+#endif
