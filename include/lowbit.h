@@ -125,6 +125,12 @@ typedef enum {
     LB_TYPE_MX2 = 1060,
     LB_TYPE_MX4 = 1061,
     LB_TYPE_MX = 1062,
+    /* lowbit-only: GPTQ's whole-column groups (group_size -1, seed 001 eq.
+     * (1)): the GQ codes of b bits and one fp16 scale + integer zero per
+     * row, kept in a side tensor NAME.gq_sz, F16 [2N] (src/formats/gqc.h) */
+    LB_TYPE_GQ4_GC = 1063,
+    LB_TYPE_GQ3_GC = 1064,
+    LB_TYPE_GQ2_GC = 1065,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */
@@ -220,8 +226,9 @@ lb_status lb_convert_llama2c(const char *model_bin, const char *tokenizer_bin, c
 lb_status lb_convert_hf(const char *hf_dir, const char *out_gguf, int out_type,
                         lb_progress_fn progress, void *user);
 /* GPTQ checkpoints (AutoGPTQ / GPTQModel: qweight, qzeros, scales, g_idx)
- * keep their codes as GQ{b}_G{g} tensors, whatever out_type says; matrices
- * no GQ type holds (act-order g_idx, group_size -1, 8 bits, ...) are refused
+ * keep their codes as GQ{b}_G{g} tensors (group_size -1: GQ{b}_GC and its
+ * NAME.gq_sz), whatever out_type says; matrices no GQ type holds
+ * (act-order g_idx with groups, 8 bits, ...) are refused
  * unless gptq_dequantize, which writes every GPTQ matrix as out_type floats
  * instead (exact with F32). docs/gptq-import.md. */
 typedef struct {

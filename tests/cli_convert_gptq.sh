@@ -2,8 +2,8 @@
 # fixture writer): a 4-bit group-128 checkpoint keeps its matrices as
 # GQ4_G128 and the result runs (random weights: it may stop at EOS early)
 # and scores perplexity; an act-order (desc_act) checkpoint is refused with
-# the reason and the way out, and converts with --dequantize. Failures leave
-# no file behind.
+# the reason and the way out, and converts with --dequantize; a group_size -1
+# checkpoint keeps GQ3_GC matrices and runs. Failures leave no file behind.
 . "$(dirname "$0")/lib_cli.sh"
 FIXTURE_BIN=$(dirname "$LOWBIT")/tests/test_import_gptq
 [ -x "$FIXTURE_BIN" ] || { echo "SKIP: $FIXTURE_BIN not built"; exit 77; }
@@ -36,6 +36,18 @@ if "$LOWBIT" convert --hf "$WORK/hf/actorder" -o "$WORK/act.gguf" --dequantize >
   grep -qE 'generation: [12] tokens' <<<"$res" && ok "run dequantized" || bad "run dequantized: $(tail -n3 <<<"$res")"
 else
   bad "convert --dequantize: $(tail -n3 "$WORK/act.log")"
+fi
+# group_size -1 (one group per column, here with desc_act): GQ3_GC and its side tensors
+if "$LOWBIT" convert --hf "$WORK/hf/column" -o "$WORK/col.gguf" > "$WORK/col.log" 2>&1; then
+  "$LOWBIT" info -a "$WORK/col.gguf" > "$WORK/col.info" 2>&1
+  grep -E "blk\.0\.ffn_down\.weight +GQ3_GC " "$WORK/col.info" >/dev/null \
+    && grep -E "blk\.0\.ffn_down\.weight\.gq_sz +F16 +256 " "$WORK/col.info" >/dev/null \
+    && grep -qE 'GQ3_GC +7 tensors.*3\.000 bpw +kernel: gq3_gc_q8_0_ref' "$WORK/col.info" \
+    && ok "group_size -1: GQ3_GC matrices with their scale/zero tensors" || bad "group_size -1: $(head -n 40 "$WORK/col.info")"
+  res=$("$LOWBIT" run -m "$WORK/col.gguf" -p "hello" -n 2 --temp 0 -t 2 2>&1)
+  grep -qE 'generation: [12] tokens' <<<"$res" && ok "run GQ3_GC" || bad "run GQ3_GC: $(tail -n3 <<<"$res")"
+else
+  bad "convert group_size -1: $(tail -n3 "$WORK/col.log")"
 fi
 expect_fail "--dequantize with --llama2c" "dequantize" "$LOWBIT" convert --llama2c x.bin --tokenizer t.bin -o "$WORK/z.gguf" --dequantize
 ls "$WORK"/*.tmp.* 2>/dev/null | grep -q . && bad "temporary files left behind" || ok "no temporary files left"

@@ -8,16 +8,22 @@
  *     |(W - Q) Xᵀ| is below round-to-nearest's for every type, with and
  *     without act-order, and the bytes it writes dequantize to the weights
  *     it returns;
+ *   - the same for GQ{b}_GC (one static group per row, model/gqc_gptq.h),
+ *     asymmetric and symmetric, with and without act-order: the grid stays
+ *     the one fixed from the original row, the codes and grids written
+ *     dequantize to the weights GPTQ returns;
  *   - dead input columns (H_ii = 0) give finite output. */
 #include <math.h>
 
 #include "formats/cb.h"
 #include "formats/gq.h"
+#include "formats/gqc.h"
 #include "formats/grid.h"
 #include "formats/kquants.h"
 #include "formats/legacy.h"
 #include "kernels/linalg.h"
 #include "model/gptq.h"
+#include "model/gqc_gptq.h"
 #include "model/mx_gptq.h"
 #include "test_util.h"
 
@@ -284,6 +290,49 @@ static void test_gptq_beats_rtn(void) {
         CHECK_MSG(zsym, "%s: symmetric GPTQ wrote a zero point other than 2^(b-1)", lb_type_name(type));
         CHECK_MSG(e < e_rtn, "%s symmetric: GPTQ %.4g, RTN %.4g", lb_type_name(type), e, e_rtn);
     }
+    /* GQ{b}_GC: one static group per row, fixed before the first column */
+    for (int type = LB_GQC_FIRST; type <= LB_GQC_LAST; type++) {
+        const size_t rs = lb_row_size(type, K);
+        lb_fp16 *sz = malloc(sizeof(lb_fp16) * 2 * N), *sz0 = malloc(sizeof(lb_fp16) * 2 * N);
+        for (int sym = 0; sym <= 1; sym++) {
+            lb_gqc_quantize_matrix(type, W, N, K, sym, NULL, buf, sz0, 2);
+            for (int r = 0; r < N; r++)
+                lb_gqc_dequantize_row(type, buf + r * rs, R + (size_t)r * K, K, sz0[2 * r], (int)lb_fp16_to_f32(sz0[2 * r + 1]));
+            const double e_rtn = output_error(W, R, X, N, K, n);
+            for (int act = 0; act <= 1; act++) {
+                memcpy(Wq, W, sizeof(float) * N * K);
+                memcpy(H, H0, sizeof(float) * K * K);
+                /* the grid GPTQ fixes: the row quantizer's, weighted by diag H (dead columns 0) */
+                float imp[512];
+                for (int i = 0; i < K; i++) imp[i] = H0[i * K + i] > 0.0f ? H0[i * K + i] : 0.0f;
+                lb_gqc_quantize_matrix(type, W, N, K, sym, imp, buf, sz0, 2);
+                lb_gptq_params p = lb_gptq_default_params();
+                p.act_order = act, p.sym = sym, p.n_threads = 2;
+                double loss = -1.0;
+                CHECK_OK(lb_gqc_gptq(type, Wq, N, K, H, &p, buf, sz, &loss));
+                int same = 1, finite = 1, grid = !memcmp(sz, sz0, sizeof(lb_fp16) * 2 * N), zsym = 1;
+                for (int r = 0; r < N; r++) {
+                    const int z = (int)lb_fp16_to_f32(sz[2 * r + 1]);
+                    zsym &= !sym || z == 1 << (lb_gqc_bits(type) - 1);
+                    lb_gqc_dequantize_row(type, buf + r * rs, D + (size_t)r * K, K, sz[2 * r], z);
+                }
+                for (int i = 0; i < N * K; i++) same &= D[i] == Wq[i], finite &= isfinite(Wq[i]) != 0;
+                const double e = output_error(W, Wq, X, N, K, n);
+                CHECK_MSG(grid && zsym, "%s sym %d act-order %d: the grids are not the row quantizer's", lb_type_name(type),
+                          sym, act);
+                CHECK_MSG(same && finite, "%s sym %d act-order %d: returned weights are not the file's", lb_type_name(type),
+                          sym, act);
+                CHECK_MSG(e < e_rtn && loss >= 0.0, "%s sym %d act-order %d: GPTQ output error %.4g, RTN %.4g",
+                          lb_type_name(type), sym, act, e, e_rtn);
+                if (getenv("LB_TEST_VERBOSE"))
+                    printf("%-9s sym %d act %d: output error GPTQ %.4g RTN %.4g (%.2fx)\n", lb_type_name(type), sym, act,
+                           e, e_rtn, e_rtn / e);
+            }
+        }
+        free(sz), free(sz0);
+    }
+    CHECK(lb_gqc_gptq(LB_TYPE_GQ4_G128, Wq, N, K, H, NULL, buf, NULL, NULL) == LB_ERR_ARG);
+    CHECK(lb_gqc_gptq(LB_TYPE_GQ4_GC, Wq, N, 100, H, NULL, buf, NULL, NULL) == LB_ERR_SHAPE);
     /* MX (seed 002) on its fixed grids: 16 rows, 25 % of the groups in 4
      * bits, 0.5 % outliers, with and without act-order */
     {

@@ -8,7 +8,8 @@
  *   qzeros  I32 [G, N*b/32]: row g is such a stream over the outputs;
  *   scales  F16 [G, N], g_idx I32 [K]; v1 stores zero - 1, v2 the zero.
  *
- * Converted files must hold every code, scale and zero exactly (GQ types) or,
+ * Converted files must hold every code, scale and zero exactly (GQ types;
+ * group_size -1: GQ{b}_GC and its side tensor NAME.gq_sz, act-order or not) or,
  * dequantized, exactly s * (q - z); files that cannot be kept or are broken
  * must fail with a message and leave nothing behind. */
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 
 #include "core/fp16.h"
 #include "formats/gq.h"
+#include "formats/gqc.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
 #include "lowbit.h"
@@ -352,9 +354,48 @@ static float expect_w(const qlayer *L, int64_t n, int64_t k) {
     return L->s[g * L->N + n] * (float)((int)L->q[k * L->N + n] - (int)L->z[g * L->N + n]);
 }
 
+/* group_size -1: a GQ{b}_GC tensor holds the layer's codes, and its side
+ * tensor NAME.gq_sz (F16 [2N]) each row's fp16 scale and zero, exactly; the
+ * row dequantizes to exactly s * (q - z). */
+static void check_gc(const gguf_file *g, const qlayer *L, int bits) {
+    const int type = lb_gqc_type(bits);
+    char side[128];
+    snprintf(side, sizeof side, "%s%s", L->gguf, LB_GQC_SFX);
+    const gguf_tensor *t = gguf_find_tensor(g, L->gguf), *sz = gguf_find_tensor(g, side);
+    CHECK_MSG(t && (int)t->type == type && t->n_dims == 2 && t->ne[0] == L->K && t->ne[1] == L->N, "%s: type or shape",
+              L->gguf);
+    CHECK_MSG(sz && sz->type == LB_TYPE_F16 && sz->n_dims == 1 && sz->ne[0] == 2 * L->N, "%s: type or shape", side);
+    if (!t || !sz || (int)t->type != type || t->ne[0] != L->K || t->ne[1] != L->N || sz->ne[0] != 2 * L->N) return;
+    const uint64_t row = lb_row_size(type, L->K);
+    CHECK(row == (uint64_t)(L->K * bits / 8) && t->size == row * (uint64_t)L->N);
+    float *deq = malloc(sizeof(float) * (size_t)L->K);
+    int64_t bad_code = 0, bad_s = 0, bad_z = 0, bad_w = 0;
+    const lb_fp16 *sv = sz->data;
+    for (int64_t r = 0; r < L->N; r++) {
+        const int64_t n = hf_row(L, r);
+        const unsigned char *rowp = (const unsigned char *)t->data + r * row;
+        for (int64_t k = 0; k < L->K; k++)
+            bad_code += lb_gq_get_code(rowp + (k / 128) * 16 * bits, bits, (int)(k % 128)) != L->q[k * L->N + n];
+        bad_s += sv[2 * r] != lb_f32_to_fp16(L->s[n]);
+        bad_z += lb_fp16_to_f32(sv[2 * r + 1]) != (float)L->z[n];
+        lb_gqc_dequantize_row(type, rowp, deq, L->K, sv[2 * r], (int)lb_fp16_to_f32(sv[2 * r + 1]));
+        for (int64_t k = 0; k < L->K; k++) {
+            float w = expect_w(L, n, k);
+            bad_w += memcmp(&w, &deq[k], 4) != 0;
+        }
+    }
+    CHECK_MSG(!bad_code && !bad_s && !bad_z && !bad_w, "%s: %lld codes, %lld scales, %lld zeros, %lld weights differ",
+              L->gguf, (long long)bad_code, (long long)bad_s, (long long)bad_z, (long long)bad_w);
+    free(deq);
+}
+
 /* A GQ tensor holds the layer's codes, fp16 scales and zeros exactly, and
  * dequantizes to exactly s * (q - z). */
 static void check_gq(const gguf_file *g, const qlayer *L, int bits, int group) {
+    if (group == -1) {
+        check_gc(g, L, bits);
+        return;
+    }
     const gguf_tensor *t = gguf_find_tensor(g, L->gguf);
     CHECK_MSG(t != NULL, "%s missing", L->gguf);
     if (!t) return;
@@ -495,6 +536,27 @@ static void test_dequantize(const char *dir, const fx_params *p, const char *why
     fx_free(&f);
 }
 
+/* --dequantize on a checkpoint GQ could keep: exact floats all the same. */
+static void test_dequantize_keepable(const char *dir, const fx_params *p) {
+    fx f;
+    fx_build(&f, p);
+    fx_write(&f, dir);
+    char out[4300];
+    snprintf(out, sizeof out, "%s.gguf", dir);
+    const lb_status s = convert(dir, out, LB_TYPE_F32, 1);
+    CHECK_MSG(s == LB_OK, "%d-bit g%d --dequantize: %s", p->bits, p->group, lb_last_error());
+    gguf_file *g = NULL;
+    if (s == LB_OK) CHECK_OK(gguf_open(out, &g));
+    if (g) {
+        for (int k = 0; k < f.nq; k++) check_float(g, &f.ql[k], LB_TYPE_F32);
+        CHECK(!gguf_find_tensor(g, "blk.0.attn_q.weight.gq_sz"));
+        gguf_close(g);
+        check_runs(out);
+    }
+    remove(out);
+    fx_free(&f);
+}
+
 static fx_params base_params(void) {
     fx_params p = {"qwen2", 4, 128, 0, 0, 0, 0, 0, 0, 0, NULL, "gptq_v2", NULL};
     return p;
@@ -559,11 +621,21 @@ static void test_errors(const char *dir) {
     /* scales no fp16 holds exactly (GQ keeps fp16 scales); dequantizing is fine */
     CASE(fill_f32(tl_set(&f.tl, NAME("scales"), "F32", G, N), 0.1f), 0, LB_ERR_UNSUPPORTED,
          "scale 0 (0.1) is not exactly an fp16 value");
+    /* group_size -1 (GQ{b}_GC): one group, so scales [1, N] and g_idx all 0 */
+    p.group = -1;
+    CASE(tl_set(&f.tl, NAME("scales"), "F16", G + 1, N), 0, LB_ERR_FORMAT, "up_proj.scales\" has shape [2, 256]");
+    CASE(fill_f32(tl_set(&f.tl, NAME("scales"), "F32", G, N), 0.1f), 0, LB_ERR_UNSUPPORTED,
+         "scale 0 (0.1) is not exactly an fp16 value");
+    CASE(((int32_t *)tl_set(&f.tl, NAME("g_idx"), "I32", K, 0)->data)[7] = 1, 0, LB_ERR_FORMAT,
+         "entry 7 is 1, outside the 1 groups");
+    CASE(tl_set(&f.tl, NAME("qzeros"), "I32", G + 1, N * 4 / 32), 0, LB_ERR_FORMAT, "up_proj.qzeros\" has shape [2, 32]");
+    p.group = 128;
     /* config */
 #define CFG(...) snprintf(f.qcfg, sizeof f.qcfg, __VA_ARGS__)
     CASE(CFG("{\"bits\": 5, \"group_size\": 128}"), 0, LB_ERR_UNSUPPORTED, "bits 5 is not supported");
     CASE(CFG("{\"bits\": 1, \"group_size\": 128}"), 1, LB_ERR_UNSUPPORTED, "bits 1 is not supported");
     CASE(CFG("{\"bits\": 8, \"group_size\": 128}"), 0, LB_ERR_UNSUPPORTED, "bits 8 cannot be kept as a GQ type");
+    CASE(CFG("{\"bits\": 8, \"group_size\": -1}"), 0, LB_ERR_UNSUPPORTED, "bits 8 cannot be kept as a GQ type");
     CASE(CFG("{\"bits\": 4, \"group_size\": 0}"), 1, LB_ERR_FORMAT, "group_size 0 is invalid");
     CASE(CFG("{\"bits\": 4, \"group_size\": -2}"), 0, LB_ERR_FORMAT, "group_size -2 is invalid");
     CASE(CFG("{\"bits\": 4, \"group_size\": 7}"), 0, LB_ERR_UNSUPPORTED, "group_size 7 cannot be kept");
@@ -626,8 +698,8 @@ static void test_qkv_bias(const char *dir) {
 }
 
 /* With LB_WRITE_GPTQ_FIXTURE=DIR: only write DIR/keep (4-bit, group 128,
- * v1, a quantized lm_head) and DIR/actorder (desc_act, permuted g_idx) for
- * tests/cli_convert_gptq.sh. */
+ * v1, a quantized lm_head), DIR/actorder (desc_act, permuted g_idx) and
+ * DIR/column (3-bit, group_size -1, desc_act) for tests/cli_convert_gptq.sh. */
 static int write_fixtures(const char *dir) {
     char sub[4300];
     mkdir(dir, 0755);
@@ -640,6 +712,11 @@ static int write_fixtures(const char *dir) {
     fx_free(&f);
     fx_build(&f, &act);
     snprintf(sub, sizeof sub, "%s/actorder", dir);
+    fx_write(&f, sub);
+    fx_free(&f);
+    fx_params col = {"llama", 3, -1, 1, 0, 2, 1, 0, 1, 0, NULL, "gptq", NULL};
+    fx_build(&f, &col);
+    snprintf(sub, sizeof sub, "%s/column", dir);
     fx_write(&f, sub);
     fx_free(&f);
     return 0;
@@ -663,6 +740,14 @@ int main(void) {
         {"llama", 2, 128, 1, 0, 1, 0, 0, 0, 0, NULL, "gptq", NULL},
         {"qwen2", 4, 64, 0, 1, 1, 0, 0, 0, 0, NULL, "gptq_v2", NULL},
         {"llama", 3, 16, 1, 0, 1, 1, 0, 0, 0, NULL, "gptq", NULL},
+        /* group_size -1: one group per column, GQ{b}_GC */
+        {"llama", 4, -1, 1, 1, 1, 1, 0, 0, 0, NULL, "gptq", NULL},
+        {"qwen2", 3, -1, 0, 0, 0, 0, 1, 0, 0, NULL, "gptq_v2", NULL},
+        {"llama", 2, -1, 1, 0, 1, 1, 1, 1, 0, "BF16", "gptq", NULL},
+        {"qwen2", 4, -1, 1, 0, 0, 0, 0, 0, 0, "F32", "gptq", "gptq_model-4bit-128g"},
+        /* desc_act with one group per column: g_idx is all zeros, nothing to regroup */
+        {"llama", 4, -1, 1, 0, 2, 1, 0, 0, 0, NULL, "gptq", NULL},
+        {"qwen2", 3, -1, 0, 1, 2, 0, 0, 0, 0, NULL, "gptq_v2", NULL},
     };
     for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) test_keep(dir, &keep[i]);
 
@@ -671,7 +756,11 @@ int main(void) {
     p.bits = 3, p.v1 = 0, p.fmt = "gptq_v2", p.arch = "qwen2";
     test_dequantize(dir, &p, "g_idx reorders the inputs");
     p = (fx_params){"llama", 4, -1, 1, 1, 1, 1, 0, 0, 0, NULL, "gptq", NULL}; /* one group per column */
-    test_dequantize(dir, &p, "group_size -1");
+    test_dequantize_keepable(dir, &p);
+    p = (fx_params){"qwen2", 2, -1, 0, 0, 2, 0, 0, 0, 0, NULL, "gptq_v2", NULL};
+    test_dequantize_keepable(dir, &p);
+    p = (fx_params){"llama", 4, -1, 1, 0, 1, 0, 0, 0, 160, NULL, "gptq", NULL}; /* down_proj: K = 160 */
+    test_dequantize(dir, &p, "160 inputs is not a multiple of 128");
     p = (fx_params){"qwen2", 8, 32, 1, 0, 1, 0, 1, 0, 0, NULL, "gptq", NULL};
     test_dequantize(dir, &p, "bits 8");
     p = (fx_params){"llama", 2, 32, 0, 0, 1, 0, 0, 0, 160, NULL, "gptq_v2", NULL}; /* down_proj: K = 160 */

@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "core/common.h"
 #include "formats/gq.h"
+#include "formats/gqc.h"
 #include "formats/repack.h"
 #include "formats/types.h"
 
@@ -21,7 +22,7 @@ static void help(void) {
            "      --damp X      GPTQ dampening, a fraction of the mean Hessian diagonal (default 0.01)\n"
            "      --act-order   GPTQ: columns in descending Hessian diagonal (static groups)\n"
            "      --gptq-block N  GPTQ lazy-batch columns (default 128)\n"
-           "      --sym         GQ types: symmetric groups (zero point 2^(b-1)), plain or with --gptq\n"
+           "      --sym         GQ types (GC too): symmetric groups (zero point 2^(b-1)), plain or with --gptq\n"
            "      --token-embedding-type T  the embedding's type (default: TYPE; MX: Q4_K, or Q6_K when\n"
            "                    it is also the output head)\n"
            "      --output-tensor-type T    the output head's type (default: TYPE; MX: Q6_K)\n"
@@ -31,6 +32,8 @@ static void help(void) {
            "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
            "in 2 bits with 4-bit second-order scales, and a few fp16 outliers; with --gptq the\n"
            "weights are rounded with GPTQ's error feedback. The embedding and head take the types above.\n\n"
+           "GQ4_GC, GQ3_GC, GQ2_GC (GPTQ's group_size -1, docs/gq.md) keep one scale and zero point\n"
+           "per row, in a side tensor NAME.gq_sz (F16, 2 values per row) beside each matrix.\n\n"
            "types: MX (2/4/16-bit mixed, ~2.9-3.1 bpw)");
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
                          LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS,
@@ -42,10 +45,12 @@ static void help(void) {
                          LB_TYPE_Q6_K_16X4, LB_TYPE_IQ4_XS_16X4, LB_TYPE_Q4_1_16X4, LB_TYPE_Q5_0_16X4,
                          LB_TYPE_Q5_1_16X4, LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,
                          LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16, LB_TYPE_GQ2_G128,
-                         LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16};
+                         LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16, LB_TYPE_GQ4_GC, LB_TYPE_GQ3_GC,
+                         LB_TYPE_GQ2_GC};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const lb_type_traits *t = lb_traits(types[i]);
-        if (t && lb_traits(lb_type_base(types[i]))->from_float) printf(" %s (%.2f bpw)", t->name, lb_type_bits_per_weight(types[i]));
+        if (t && lb_gqc_bits(types[i])) printf(" %s (%d bpw + 32 bits per row)", t->name, lb_gqc_bits(types[i]));
+        else if (t && lb_traits(lb_type_base(types[i]))->from_float) printf(" %s (%.2f bpw)", t->name, lb_type_bits_per_weight(types[i]));
     }
     printf("\n");
 }
@@ -80,11 +85,11 @@ int cmd_quantize(int argc, char **argv) {
     if (a.bad) return CLI_USAGE;
     if (n_pos != 3) { fprintf(stderr, "lowbit quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n"); return CLI_USAGE; }
     int type = lb_type_from_name(pos[2]);
-    if (type < 0 || (type != LB_TYPE_MX && !lb_traits(lb_type_base(type))->from_float)) { /* interleaved: via the base type */
+    if (type < 0 || (type != LB_TYPE_MX && !lb_gqc_bits(type) && !lb_traits(lb_type_base(type))->from_float)) { /* interleaved: via the base type */
         fprintf(stderr, "lowbit quantize: unknown or unsupported type '%s' (see --help)\n", pos[2]);
         return CLI_USAGE;
     }
-    if (opt.sym && !lb_gq_bits(lb_type_base(type))) {
+    if (opt.sym && !lb_gq_bits(lb_type_base(type)) && !lb_gqc_bits(type)) {
         fprintf(stderr, "lowbit quantize: --sym applies to the GQ types only (%s has one fixed convention)\n", pos[2]);
         return CLI_USAGE;
     }
@@ -93,7 +98,7 @@ int cmd_quantize(int argc, char **argv) {
     for (int i = 0; i < 2; i++) {
         if (!names[i]) continue;
         const int t = lb_type_from_name(names[i]);
-        if (t < 0 || t == LB_TYPE_MX || !lb_traits(lb_type_base(t))->from_float || lb_type_base(t) != t) {
+        if (t < 0 || t == LB_TYPE_MX || (!lb_traits(lb_type_base(t))->from_float && !lb_gqc_bits(t)) || lb_type_base(t) != t) {
             fprintf(stderr, "lowbit quantize: --%s: unknown or unsupported type '%s' (a plain type: F16, Q4_K, Q6_K, ...)\n",
                     i ? "output-tensor-type" : "token-embedding-type", names[i]);
             return CLI_USAGE;

@@ -63,16 +63,16 @@ static lb_fp16 grid_for(float lo, float hi, int maxq, int sym, int *z) {
     return h;
 }
 
-/* Quantizes the group gi (x: its `group` values) of blk: scale, zero, codes.
- * GPTQ's quantizer with its `mse` option: the range [min, max] (0 kept in
- * it) and 15 ranges shrunk towards 0 (factors 0.96 .. 0.40) are tried, and
- * the grid with the least squared error (weighted by imp, when given) kept;
- * shrinking clips a group's extremes to give its bulk finer steps, which
+/* GPTQ's quantizer with its `mse` option over n values (a group, or a
+ * whole row for the GC types, formats/gqc.h): the range [min, max] (0 kept
+ * in it) and 15 ranges shrunk towards 0 (factors 0.96 .. 0.40) are tried,
+ * and the grid with the least squared error (weighted by imp, when given)
+ * kept; shrinking clips the extremes to give the bulk finer steps, which
  * decides 2- and 3-bit quality. */
-static void quantize_group(void *blk, int bits, int group, int gi, const float *x, const float *imp, int sym) {
+void lb_gq_fit(int bits, const float *x, int64_t n, const float *imp, int sym, lb_fp16 *s, int *zp) {
     const int maxq = (1 << bits) - 1;
     float lo = 0.0f, hi = 0.0f; /* min <= 0 <= max, as GPTQ; NaNs are skipped */
-    for (int j = 0; j < group; j++) {
+    for (int64_t j = 0; j < n; j++) {
         if (x[j] < lo) lo = x[j];
         if (x[j] > hi) hi = x[j];
     }
@@ -86,13 +86,26 @@ static void quantize_group(void *blk, int bits, int group, int gi, const float *
         const float sc = lb_fp16_to_f32(hc);
         if (!(sc > 0.0f)) break;
         double e = 0.0;
-        for (int j = 0; j < group && e < best; j++) {
+        for (int64_t j = 0; j < n && e < best; j++) {
             if (isnan(x[j])) continue;
             const double d = (double)x[j] - (double)sc * (code_of(x[j], sc, zc, maxq) - zc);
             e += (imp ? (double)imp[j] : 1.0) * d * d;
         }
         if (e < best) best = e, h = hc, z = zc;
     }
+    *s = h;
+    *zp = z;
+}
+
+int lb_gq_code(float x, float s, int z, int bits) { return code_of(x, s, z, (1 << bits) - 1); }
+
+/* Quantizes the group gi (x: its `group` values) of blk: scale, zero, codes
+ * (lb_gq_fit). */
+static void quantize_group(void *blk, int bits, int group, int gi, const float *x, const float *imp, int sym) {
+    const int maxq = (1 << bits) - 1;
+    int z = 0;
+    lb_fp16 h;
+    lb_gq_fit(bits, x, group, imp, sym, &h, &z);
     const float sf = lb_fp16_to_f32(h);
     scales(blk, bits)[gi] = h;
     zeros(blk, bits, group)[gi] = (uint8_t)z;

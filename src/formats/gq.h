@@ -134,6 +134,14 @@ const lb_type_traits *lb_gq_traits(int type);
  * nothing for other types. */
 void lb_gq_quantize_row(int type, const float *x, void *y, int64_t k, int sym);
 
+/* GPTQ's quantizer over n values x (a group; a whole row for the GC types,
+ * formats/gqc.h): the grid (fp16 scale *s, zero point *z) its range search
+ * picks, as described above (imp: weights of the squared error, or NULL). */
+void lb_gq_fit(int bits, const float *x, int64_t n, const float *imp, int sym, lb_fp16 *s, int *z);
+/* GPTQ's code of x on the grid (s, z) of `bits`: clamp(round(x / s) + z,
+ * 0, 2^bits - 1), rounding half to even; s == 0: z; NaN: z. */
+int lb_gq_code(float x, float s, int z, int bits);
+
 /* Code j (0..127) of a block of `bits`, and storing one (q masked to bits). */
 static inline int lb_gq_get_code(const void *blk, int bits, int j) {
     const uint32_t *qs = blk;

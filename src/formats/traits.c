@@ -8,6 +8,7 @@
 #include "formats/repack.h"
 #include "formats/cb.h"
 #include "formats/gq.h"
+#include "formats/gqc.h"
 #include "formats/mx.h"
 
 static const lb_type_traits traits_f32 = {"F32", 1, 4, 0, LB_TYPE_F32,
@@ -39,6 +40,7 @@ const lb_type_traits *lb_traits(int type) {
     case LB_TYPE_GQ2_G128: case LB_TYPE_GQ2_G64: case LB_TYPE_GQ2_G32: case LB_TYPE_GQ2_G16:
         return lb_gq_traits(type);
     case LB_TYPE_MX2: case LB_TYPE_MX4: case LB_TYPE_MX: return lb_mx_traits(type);
+    case LB_TYPE_GQ4_GC: case LB_TYPE_GQ3_GC: case LB_TYPE_GQ2_GC: return lb_gqc_traits(type);
     default: return type >= 1000 ? lb_repack_traits(type) : lb_kquant_traits(type);
     }
 }
@@ -84,6 +86,7 @@ int lb_type_fallback(int type, int64_t ne0) {
     case LB_TYPE_GQ4_G128: case LB_TYPE_GQ4_G64: case LB_TYPE_GQ4_G32: case LB_TYPE_GQ4_G16:
     case LB_TYPE_GQ3_G128: case LB_TYPE_GQ3_G64: case LB_TYPE_GQ3_G32: case LB_TYPE_GQ3_G16:
     case LB_TYPE_GQ2_G128: case LB_TYPE_GQ2_G64: case LB_TYPE_GQ2_G32: case LB_TYPE_GQ2_G16:
+    case LB_TYPE_GQ4_GC: case LB_TYPE_GQ3_GC: case LB_TYPE_GQ2_GC:
         sub = LB_TYPE_Q8_0; break; /* GPTQ's groups: rows not a multiple of 128 keep 8 bits */
     }
     if (sub >= 0) return lb_type_fits_row(sub, ne0) ? sub : LB_TYPE_F16;

@@ -7,6 +7,7 @@
 
 #include "core/fp16.h"
 #include "formats/gq.h"
+#include "formats/gqc.h"
 #include "formats/types.h"
 #include "import/hf.h"
 
@@ -68,12 +69,9 @@ static lb_status parse_fields(const json_value *qc, gptq_config *q) {
     if (q->bits == 8)
         return lb_fail(LB_ERR_UNSUPPORTED, "%s: bits 8 cannot be kept as a GQ type (GQ holds 2, 3 or 4 bits "
                        "per weight); " WAY_OUT, w);
-    if (q->group == -1)
-        return lb_fail(LB_ERR_UNSUPPORTED, "%s: group_size -1 (one group per whole column) cannot be kept as a "
-                       "GQ type (groups of 16, 32, 64 or 128 inputs); " WAY_OUT, w);
-    if (q->group != 16 && q->group != 32 && q->group != 64 && q->group != 128)
+    if (q->group != -1 && q->group != 16 && q->group != 32 && q->group != 64 && q->group != 128)
         return lb_fail(LB_ERR_UNSUPPORTED, "%s: group_size %d cannot be kept as a GQ type (groups of 16, 32, 64 "
-                       "or 128 inputs); " WAY_OUT, w, q->group);
+                       "or 128 inputs, or -1: one per column); " WAY_OUT, w, q->group);
     return LB_OK;
 }
 
@@ -141,6 +139,7 @@ size_t gptq_suffix_len(const char *name) {
 typedef struct {
     char prefix[128];
     int bits, group, v1, gq;      /* gq: write GQ blocks, else floats of the tensor's type */
+    int gc_side;                  /* group -1 kept (GQ{b}_GC): 0 the codes, 1 the side tensor NAME.gq_sz */
     int64_t N, K, n_groups, qrows, zcols;
     int permute_heads;
     int qw_fd, qz_fd, sc_fd, gi_fd; /* gi_fd < 0: no g_idx */
@@ -225,7 +224,9 @@ static lb_status fill(void *ctx, const imp_tensor *t, void *dst, uint64_t nbytes
     char what[160];
     lb_status s;
     snprintf(what, sizeof what, "%s.qweight", g->prefix);
-    if ((s = load(g->qw_fd, g->qw_off, (uint64_t)g->qrows * (uint64_t)N * 4, what, (void **)&qw)) != LB_OK) goto done;
+    if (!g->gc_side && /* a GC matrix's side tensor needs no codes */
+        (s = load(g->qw_fd, g->qw_off, (uint64_t)g->qrows * (uint64_t)N * 4, what, (void **)&qw)) != LB_OK)
+        goto done;
     snprintf(what, sizeof what, "%s.qzeros", g->prefix);
     if ((s = load(g->qz_fd, g->qz_off, (uint64_t)g->n_groups * (uint64_t)g->zcols * 4, what, (void **)&qz)) != LB_OK)
         goto done;
@@ -240,7 +241,8 @@ static lb_status fill(void *ctx, const imp_tensor *t, void *dst, uint64_t nbytes
         }
     }
     const int64_t per_head = g->permute_heads > 0 ? N / g->permute_heads : 0;
-    const uint64_t out_row = lb_row_size((int)t->out_type, K);
+    const int gc = g->gq && g->group == -1; /* GQ{b}_GC: codes, or (gc_side) F16 [2N] */
+    const uint64_t out_row = gc && g->gc_side ? 4 : lb_row_size((int)t->out_type, K);
     if (out_row * (uint64_t)N != nbytes) {
         s = lb_fail(LB_ERR_ARG, "importer: size mismatch writing %s", g->prefix);
         goto done;
@@ -264,6 +266,23 @@ static lb_status fill(void *ctx, const imp_tensor *t, void *dst, uint64_t nbytes
         }
         const int64_t n = per_head ? imp_permuted_src_row(r, per_head) : r;
         unsigned char *out = (unsigned char *)dst + (uint64_t)r * out_row;
+        if (gc && g->gc_side) { /* the row's scale (fp16 bits) and zero point (as fp16) */
+            uint16_t h[2];
+            if (g->sc_dtype == ST_F16) memcpy(&h[0], (const char *)sc + 2 * n, 2);
+            else h[0] = lb_f32_to_fp16(scale_at(sc, g->sc_dtype, n)); /* exact: checked */
+            unsigned z = stream_code(qz, 1, bits, n);
+            if (g->v1) z = (z + 1) & mask;
+            h[1] = lb_gqc_zero_fp16((int)z);
+            memcpy(out, h, 4);
+            continue;
+        }
+        if (gc) { /* the codes: the column's stream, 4b words per 128 inputs */
+            for (int64_t w = 0; w < K * bits / 32; w++) {
+                uint32_t word = qw[w * N + n];
+                memcpy(out + 4 * w, &word, 4);
+            }
+            continue;
+        }
         if (g->gq) {
             for (int64_t b = 0; b < K / QK_GQ; b++) {
                 unsigned char *blk = out + (size_t)b * bsz;
@@ -395,7 +414,9 @@ lb_status gptq_add_matrix(imp_plan *p, const gptq_config *q, const gptq_matrix *
                        "missing", pre, q->where, pre);
     }
 
-    const int gq_type = lb_gq_type(bits, q->group);
+    /* group_size -1: one group per column, GQ{b}_GC; g_idx is then all zeros
+     * (checked above: one group), whatever order desc_act quantized in */
+    const int gq_type = q->group == -1 ? lb_gqc_type(bits) : lb_gq_type(bits, q->group);
     if (!q->dequantize) {
         if (gq_type < 0) /* gptq_read_config refuses these */
             return lb_fail(LB_ERR_UNSUPPORTED, "%s: %d bits in groups of %d: no GQ type; " WAY_OUT, pre, bits,
@@ -464,5 +485,27 @@ lb_status gptq_add_matrix(imp_plan *p, const gptq_config *q, const gptq_matrix *
         it.keep_type = 1;
         it.out_type = (uint32_t)gq_type;
     }
+    gptq_src *side = g->gq && q->group == -1 ? malloc(sizeof *side) : NULL;
+    if (side) *side = *g, side->gc_side = 1;
+    else if (g->gq && q->group == -1) {
+        free(g);
+        return lb_fail(LB_ERR_NOMEM, "out of memory");
+    }
+    lb_status s = imp_plan_add(p, &it);
+    if (s != LB_OK || !side) {
+        free(side);
+        return s;
+    }
+    /* GQ{b}_GC: each row's scale and zero beside the codes (formats/gqc.h) */
+    if (strlen(gguf_name) + sizeof LB_GQC_SFX > sizeof it.name) {
+        free(side);
+        return lb_fail(LB_ERR_ARG, "tensor name %s%s is too long", gguf_name, LB_GQC_SFX);
+    }
+    snprintf(it.name, sizeof it.name, "%s%s", gguf_name, LB_GQC_SFX);
+    it.n_dims = 1;
+    it.ne[0] = 2 * N;
+    it.ne[1] = 1;
+    it.ctx = side;
+    it.out_type = LB_GQC_SIDE_TYPE;
     return imp_plan_add(p, &it);
 }

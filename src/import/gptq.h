@@ -12,8 +12,9 @@
  * w[n][k] = scales[g][n] * (q[k][n] - z[g][n]), g = g_idx[k]. Checkpoint
  * format "gptq" (v1) stores z - 1 (so z = (stored + 1) mod 2^b), "gptq_v2"
  * stores z. Matrices whose codes fit a GQ{b}_G{g} type (formats/gq.h) are
- * written as one, bit for bit (codes, fp16 scales, zeros); the others can be
- * dequantized exactly instead. docs/gptq-import.md has the details. */
+ * written as one, bit for bit (codes, fp16 scales, zeros); group_size -1 as
+ * GQ{b}_GC plus its side tensor NAME.gq_sz (formats/gqc.h), act-order or
+ * not; the others can be dequantized exactly instead. docs/gptq-import.md has the details. */
 #ifndef LB_IMPORT_GPTQ_H
 #define LB_IMPORT_GPTQ_H
 
@@ -52,7 +53,8 @@ typedef struct {
 } gptq_matrix;
 
 /* Checks one quantized matrix against the config and adds it to the plan as
- * gguf_name: as GQ{bits}_G{group} when its codes can be kept, else (with
+ * gguf_name: as GQ{bits}_G{group} (group -1: GQ{bits}_GC and gguf_name.gq_sz,
+ * two tensors) when its codes can be kept, else (with
  * q->dequantize) as floats converted to the plan's type. Malformed tensors
  * give LB_ERR_FORMAT, matrices no GQ type holds LB_ERR_UNSUPPORTED naming
  * the reason and the way out (dequantizing). */

@@ -59,7 +59,8 @@ typedef struct {
 } lb_matrix;
 
 /* Bytes W's weights occupy: row_size * N, or for MX (data an lb_mx_view,
- * formats/mx.h) what its tiles, map and outliers store. */
+ * formats/mx.h) what its tiles, map and outliers store, for GQ{b}_GC (data
+ * an lb_gqc_view, formats/gqc.h) its codes and per-row scales and zeros. */
 uint64_t lb_matrix_bytes(const lb_matrix *W);
 
 /* Bytes of activation scratch lb_matmul needs for M rows against W. */

@@ -6,6 +6,7 @@
 
 #include "model/model.h"
 #include "formats/cb_gguf.h"
+#include "formats/gqc.h"
 #include "formats/mx.h"
 
 lb_model_params lb_model_default_params(void) {
@@ -105,6 +106,30 @@ static lb_status get_mx(loader *L, const char *name, const gguf_tensor *t, int64
     return LB_OK;
 }
 
+/* A GQ{b}_GC matrix (formats/gqc.h, "in a GGUF file"): its codes t and its
+ * side tensor NAME.gq_sz (F16 [2N]: each row's scale and zero), checked,
+ * seen in place by a view the model owns. */
+static lb_status get_gqc(loader *L, const char *name, const gguf_tensor *t, int64_t K, int64_t N, lb_matrix *out) {
+    char side[300];
+    snprintf(side, sizeof side, "%s%s", name, LB_GQC_SFX);
+    const gguf_tensor *sz = gguf_find_tensor(L->g, side);
+    if (!sz)
+        return lb_fail(LB_ERR_FORMAT, "%s matrix %s has no scale/zero tensor %s (F16 [%lld])",
+                       lb_type_name((int)t->type), name, side, (long long)(2 * N));
+    if (sz->type != LB_GQC_SIDE_TYPE || sz->n_dims != 1 || sz->ne[0] != 2 * N)
+        return lb_fail(LB_ERR_FORMAT, "%s has type %s and shape [%lld, %lld] (%d dims), not the F16 [%lld] (a "
+                       "scale and a zero for each of %lld rows) that %s matrix %s needs", side,
+                       gguf_type_label(sz->type) ? gguf_type_label(sz->type) : "?", (long long)sz->ne[0],
+                       (long long)sz->ne[1], sz->n_dims, (long long)(2 * N), (long long)N,
+                       lb_type_name((int)t->type), name);
+    lb_gqc_view *v = NULL;
+    lb_status s = lb_gqc_view_make((int)t->type, N, K, t->data, t->size, sz->data, 2 * N, &v);
+    if (s) return lb_fail_prefix(s, "%s", name);
+    if (!lb_model_own(L->m, v)) return LB_ERR_NOMEM;
+    *out = (lb_matrix){(int)t->type, K, N, lb_row_size((int)t->type, K), v};
+    return LB_OK;
+}
+
 /* A 2-D weight of shape [K (row length), N rows]. */
 static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, int optional,
                             lb_matrix *out) {
@@ -121,6 +146,7 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
         return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3], (long long)K, (long long)N);
+    if (lb_gqc_bits((int)t->type)) return get_gqc(L, name, t, K, N, out);
     if (!lb_traits((int)t->type) || !lb_kernel_get((int)t->type))
         return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
                        name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);

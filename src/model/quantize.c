@@ -9,6 +9,7 @@
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/quantize_extras.h"
+#include "model/quantize_gqc.h"
 #include "model/quantize_mx.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
@@ -25,7 +26,8 @@ static int is_quantizable(const gguf_tensor *t) {
 }
 
 /* One output tensor: from input tensor `in`, converted to `type`, or a
- * piece of the MX matrix in makes (kind, model/quantize_mx.h) */
+ * piece of the MX matrix in makes (kind, model/quantize_mx.h), or of the
+ * GC matrix (kind LB_QGC_*, model/quantize_gqc.h) */
 typedef struct {
     int64_t in;
     int kind;
@@ -41,13 +43,24 @@ typedef struct {
     int sym;             /* GQ outputs: symmetric groups */
     lb_mx_params mxp;    /* MX outputs */
     lb_qmx_cache mx;     /* the MX matrix being written */
+    lb_qgc_cache gc;     /* the GC matrix being written */
     lb_quantize_stats *st;
     double mx_eq10_sum, mx_weights;
 } qctx;
 
-/* All of tensor t as N x K floats (interleaved layouts unpacked first). */
-static lb_status tensor_floats(const gguf_tensor *t, int n_threads, float **out) {
+/* All of tensor t as N x K floats (interleaved layouts unpacked first, GC
+ * matrices through their side tensor in `in`). */
+static lb_status tensor_floats(const gguf_file *in, const gguf_tensor *t, int n_threads, float **out) {
     const int64_t K = t->ne[0], rows = (int64_t)(t->size / lb_row_size((int)t->type, K));
+    if (lb_gqc_bits((int)t->type)) {
+        lb_gqc_view *v = NULL;
+        lb_status s = lb_qgc_input_view(in, t, &v);
+        if (s == LB_OK && !(*out = malloc((size_t)K * (size_t)rows * sizeof **out)))
+            s = lb_fail(LB_ERR_NOMEM, "out of memory");
+        if (s == LB_OK) lb_gqc_view_dequantize(v, *out);
+        lb_free_aligned(v);
+        return s;
+    }
     const lb_type_traits *st = lb_traits(lb_type_base((int)t->type));
     float *W = malloc((size_t)K * (size_t)rows * sizeof *W);
     void *unpacked = NULL;
@@ -72,7 +85,7 @@ static lb_status tensor_floats(const gguf_tensor *t, int n_threads, float **out)
 static lb_status produce_mx(qctx *q, const out_tensor *o, void *dst, uint64_t nbytes) {
     const gguf_tensor *t = gguf_tensor_at(q->in, o->in);
     float *W = NULL;
-    lb_status s = lb_qmx_cached(&q->mx, o->in) ? LB_OK : tensor_floats(t, q->n_threads, &W);
+    lb_status s = lb_qmx_cached(&q->mx, o->in) ? LB_OK : tensor_floats(q->in, t, q->n_threads, &W);
     int quantized = 0;
     if (s == LB_OK) s = lb_qmx_produce(&q->mx, q->ex, &q->mxp, t, o->in, W, o->kind, dst, nbytes, &quantized);
     free(W);
@@ -86,6 +99,23 @@ static lb_status produce_mx(qctx *q, const out_tensor *o, void *dst, uint64_t nb
                (long long)q->mx.m.n_hi, (long long)(t->ne[0] / LB_MX_M), (long long)q->mx.m.n_out,
                q->mx.gptq ? ", GPTQ" : "");
     }
+    return s;
+}
+
+/* A piece of a GC matrix: quantized (or copied, from a GC input of its
+ * type) when its codes come up */
+static lb_status produce_gqc(qctx *q, const out_tensor *o, void *dst, uint64_t nbytes) {
+    const gguf_tensor *t = gguf_tensor_at(q->in, o->in);
+    float *W = NULL;
+    lb_gqc_view *same = NULL;
+    lb_status s = LB_OK;
+    if (o->kind == LB_QGC_CODES)
+        s = (int)t->type == o->type ? lb_qgc_input_view(q->in, t, &same) : tensor_floats(q->in, t, q->n_threads, &W);
+    int gptq = 0;
+    if (s == LB_OK)
+        s = lb_qgc_produce(&q->gc, q->ex, q->sym, t, o->in, o->type, W, same, o->kind, dst, nbytes, q->n_threads, &gptq);
+    free(W);
+    lb_free_aligned(same);
     return s;
 }
 
@@ -116,6 +146,8 @@ static lb_status convert_rows(const void *src, int src_type, void *dst, int out_
  * to plain rows and then repacked, whole tensor at once. */
 static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) {
     qctx *q = user;
+    if (q->outs[index].kind == LB_QGC_CODES || q->outs[index].kind == LB_QGC_SZ)
+        return produce_gqc(q, &q->outs[index], dst, nbytes);
     if (q->outs[index].kind != LB_QMX_NONE) return produce_mx(q, &q->outs[index], dst, nbytes);
     const gguf_tensor *t = gguf_tensor_at(q->in, q->outs[index].in);
     const int out_type = q->outs[index].type, out_base = lb_type_base(out_type);
@@ -128,7 +160,12 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     int src_type = (int)t->type;
     void *unpacked = NULL, *plain = NULL;
     lb_status s = LB_OK;
-    if (src_type != lb_type_base(src_type)) {
+    if (lb_gqc_bits(src_type)) { /* a GC input: its floats, through its side tensor */
+        float *f = NULL;
+        if ((s = tensor_floats(q->in, t, q->n_threads, &f))) return s;
+        src = unpacked = f;
+        src_type = LB_TYPE_F32;
+    } else if (src_type != lb_type_base(src_type)) {
         if (!(unpacked = malloc(t->size))) return lb_fail(LB_ERR_NOMEM, "out of memory");
         lb_unpack_tensor(src_type, src, unpacked, K, rows);
         src = unpacked;
@@ -201,10 +238,12 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     const int mx = p->type == LB_TYPE_MX;
     const lb_type_traits *tt = lb_traits(p->type);
     const int target_base = lb_type_base(p->type); /* interleaved targets quantize as their base */
-    if (!tt || (!mx && !lb_traits(target_base)->from_float))
+    if (!tt || (!mx && !lb_traits(target_base)->from_float && !lb_gqc_bits(target_base)))
         return lb_fail(LB_ERR_UNSUPPORTED, "cannot quantize to type id %d", p->type);
-    if ((o->token_embd_type_set && (!lb_traits(o->token_embd_type) || !lb_traits(o->token_embd_type)->from_float)) ||
-        (o->output_type_set && (!lb_traits(o->output_type) || !lb_traits(o->output_type)->from_float)))
+    if ((o->token_embd_type_set && (!lb_traits(o->token_embd_type) ||
+                                    (!lb_traits(o->token_embd_type)->from_float && !lb_gqc_bits(o->token_embd_type)))) ||
+        (o->output_type_set &&
+         (!lb_traits(o->output_type) || (!lb_traits(o->output_type)->from_float && !lb_gqc_bits(o->output_type)))))
         return lb_fail(LB_ERR_UNSUPPORTED, "the embedding's or the head's type cannot be quantized to");
     lb_mx_params mxp = lb_mx_default_params();
     if (o->mx_set) mxp.hi_frac = o->mx_hi, mxp.outlier_frac = o->mx_outliers;
@@ -217,9 +256,9 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (s) return lb_fail_prefix(s, "reading %s", in_path);
     gguf_writer *w = gguf_writer_new();
     const int64_t nt = gguf_n_tensors(in);
-    /* an MX matrix becomes up to 5 tensors */
+    /* an MX matrix becomes up to 5 tensors, a GC matrix 2 */
     out_tensor *outs = calloc((size_t)(nt > 0 ? 5 * nt : 1), sizeof *outs);
-    int64_t n_out = 0, layer_w = 0;
+    int64_t n_out = 0, layer_w = 0, n_side = 0;
     uint64_t layer_b = 0;
     if (!w || !outs) { s = lb_fail(LB_ERR_NOMEM, "out of memory"); goto done; }
     for (int64_t i = 0; i < gguf_n_kv(in) && s == LB_OK; i++) s = gguf_writer_copy_kv(w, gguf_kv_at(in, i));
@@ -237,6 +276,11 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)LB_MIN(t->name.len, 255), t->name.ptr);
         const int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        if (lb_qgc_is_input_side(in, t)) { /* part of its GC matrix: written with it, or dropped */
+            st.bytes_in += t->size;
+            n_side++;
+            continue;
+        }
         if ((int)t->type == LB_TYPE_MX2 || (int)t->type == LB_TYPE_MX4) {
             s = lb_fail(LB_ERR_UNSUPPORTED, "%s is already MX: quantize from the original (F32, F16, BF16 or a "
                                             "llama.cpp type) instead", in_path);
@@ -258,7 +302,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         }
         int out = (int)t->type;
         if (is_quantizable(t)) {
-            if (!lb_traits((int)t->type) || !lb_traits((int)t->type)->to_float) {
+            if (!lb_traits((int)t->type) || (!lb_traits((int)t->type)->to_float && !lb_gqc_bits((int)t->type))) {
                 s = lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s, which lowbit cannot read yet", name,
                             lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown");
                 break;
@@ -271,19 +315,29 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
                 lb_log(1, "%s: row length %lld does not fit; keeping %s\n", name, (long long)t->ne[0], lb_type_name(out));
             }
         }
+        if (lb_gqc_bits(out)) { /* codes and side tensor (model/quantize_gqc.h) */
+            uint64_t bytes = 0;
+            s = lb_qgc_add(w, name, t, out, &bytes);
+            outs[n_out++] = (out_tensor){i, LB_QGC_CODES, out};
+            outs[n_out++] = (out_tensor){i, LB_QGC_SZ, out};
+            st.bytes_out += bytes;
+            if (layer) layer_b += bytes;
+            continue;
+        }
         outs[n_out++] = (out_tensor){i, LB_QMX_NONE, out};
         st.bytes_out += lb_row_size(out, t->ne[0]) * (uint64_t)(n / t->ne[0]);
         if (layer) layer_b += lb_row_size(out, t->ne[0]) * (uint64_t)(n / t->ne[0]);
         s = gguf_writer_add_tensor(w, name, (uint32_t)out, t->n_dims, t->ne, NULL);
     }
-    st.n_tensors = (int)nt;
+    st.n_tensors = (int)(nt - n_side);
     st.bpw_out = st.n_params ? 8.0 * (double)st.bytes_out / (double)st.n_params : 0;
     st.layer_bpw = layer_w ? 8.0 * (double)layer_b / (double)layer_w : 0;
     if (s == LB_OK) {
         qctx q = {in, outs, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex, o->sym, mxp,
-                  {.in_index = -1}, &st, 0.0, 0.0};
+                  {.in_index = -1}, {.in_index = -1}, &st, 0.0, 0.0};
         s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
         lb_qmx_cache_free(&q.mx);
+        lb_qgc_cache_free(&q.gc);
         if (q.mx_weights > 0) st.mx_bpw /= q.mx_weights, st.mx_bpw_eq10 = q.mx_eq10_sum / q.mx_weights;
     }
     st.n_gptq = ex.n_gptq;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "formats/gqc.h"
 #include "formats/repack.h"
 #include "formats/repack_kx.h"
 #include "formats/repack_qg.h"
@@ -55,6 +56,12 @@ static const int prefs_i8mm[][2] = {{4, 8}, {8, 8}, {4, 4}};
 static const int prefs_dotprod[][2] = {{4, 4}, {4, 8}, {8, 8}};
 
 int lb_repack_target(int type) {
+    if (lb_gqc_bits(type)) {
+        /* whole-column groups: expanded into GQ{b}_G128 blocks and repacked
+         * where a QIGen kernel runs it, else kept (scalar reference) */
+        const int g = lb_gqc_g128(type), t = lb_repack_target(g);
+        return t != g ? t : type;
+    }
     const int kq = lb_repack_is_kq(type) || lb_repack_is_kx(type) || lb_repack_is_qg(type);
     if (type != LB_TYPE_Q4_0 && type != LB_TYPE_IQ4_NL && type != LB_TYPE_Q8_0 && !kq) return type;
     const int mode = mode_in_force();
@@ -101,8 +108,20 @@ typedef struct {
 
 /* Rewrites one matrix as `type` into dst (a slice of an owned buffer). A
  * buffer the model owned is freed; a mapped file's is left alone. */
-static void repack_matrix(lb_model *m, lb_matrix *w, int type, int replace, void *dst) {
-    lb_repack_tensor(type, w->data, dst, w->K, w->N);
+static lb_status repack_matrix(lb_model *m, lb_matrix *w, int type, int replace, void *dst) {
+    if (lb_gqc_bits(w->type)) {
+        /* GC (a view of the file): each row as G128 blocks (its scale and
+         * zero in every block), then the G128 repack */
+        const size_t row = lb_row_size(lb_type_base(type), w->K);
+        void *g128 = malloc(row * (size_t)w->N);
+        if (!g128) return lb_fail(LB_ERR_NOMEM, "out of memory expanding a %s matrix", lb_type_name(w->type));
+        lb_gqc_view_to_g128(w->data, 0, w->N, g128);
+        lb_repack_tensor(type, g128, dst, w->K, w->N);
+        free(g128);
+        w->row_size = row;
+    } else {
+        lb_repack_tensor(type, w->data, dst, w->K, w->N);
+    }
     const int i = replace ? owned_index(m, w->data) : -1;
     if (i >= 0) {
         lb_free_aligned(m->owned[i]);
@@ -110,11 +129,25 @@ static void repack_matrix(lb_model *m, lb_matrix *w, int type, int replace, void
     }
     w->data = dst;
     w->type = type;
+    return LB_OK;
 }
 
 /* Row lookups (the embedding) need plain rows. */
 static lb_status unpack_embedding(lb_model *m) {
     lb_matrix *e = &m->tok_embd;
+    if (e->data && lb_gqc_bits(e->type)) {
+        /* GC: rows as GQ{b}_G128 (the lookup dequantizes one row); a tied
+         * output keeps the GC view */
+        const int g = lb_gqc_g128(e->type);
+        const size_t row = lb_row_size(g, e->K);
+        void *dst = lb_model_own(m, lb_malloc_aligned(row * (size_t)e->N));
+        if (!dst) return lb_fail(LB_ERR_NOMEM, "out of memory expanding token_embd");
+        lb_gqc_view_to_g128(e->data, 0, e->N, dst);
+        lb_log(2, "token_embd is stored as %s: expanded to %s for row lookups\n", lb_type_name(e->type),
+               lb_type_name(g));
+        *e = (lb_matrix){g, e->K, e->N, row, dst};
+        return LB_OK;
+    }
     if (!e->data || !lb_repack_layout_of(e->type)) return LB_OK;
     const size_t bytes = e->row_size * (size_t)e->N;
     void *dst = lb_model_own(m, lb_malloc_aligned(bytes));
@@ -138,7 +171,8 @@ lb_status lb_model_repack(lb_model *m) {
                                 LB_TYPE_IQ4_XS, LB_TYPE_Q4_1, LB_TYPE_Q5_0, LB_TYPE_Q5_1,
                                 LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,
                                 LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16,
-                                LB_TYPE_GQ2_G128, LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16};
+                                LB_TYPE_GQ2_G128, LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16,
+                                LB_TYPE_GQ4_GC, LB_TYPE_GQ3_GC, LB_TYPE_GQ2_GC};
     enum { NB = sizeof bases / sizeof bases[0] };
     tally t[NB];
     for (int i = 0; i < NB; i++) t[i] = (tally){0, 0, -1};
@@ -161,7 +195,9 @@ lb_status lb_model_repack(lb_model *m) {
         for (int i = 0; i < nw; i++) {
             to[i] = ws[i]->data ? lb_repack_target(ws[i]->type) : ws[i]->type;
             off[i] = total;
-            if (to[i] != ws[i]->type) total += (ws[i]->row_size * (size_t)ws[i]->N + 63) & ~(size_t)63;
+            /* the layout's rows are its base type's (a GC matrix grows to G128's) */
+            if (to[i] != ws[i]->type)
+                total += (lb_row_size(lb_type_base(to[i]), ws[i]->K) * (size_t)ws[i]->N + 63) & ~(size_t)63;
         }
         if (!total) continue;
         uint8_t *buf = lb_model_own(m, lb_malloc_huge(total));
@@ -175,7 +211,7 @@ lb_status lb_model_repack(lb_model *m) {
             if (to[i] == w->type) continue;
             const int from = w->type;
             /* a tied output gets its own copy: the embedding keeps plain rows */
-            repack_matrix(m, w, to[i], w->data != m->tok_embd.data, buf + off[i]);
+            if ((s = repack_matrix(m, w, to[i], w->data != m->tok_embd.data, buf + off[i]))) break;
             int bi = 0;
             while (bi < NB - 1 && bases[bi] != from) bi++;
             tally *c = &t[bi];
@@ -186,9 +222,11 @@ lb_status lb_model_repack(lb_model *m) {
     }
     if (s) return s;
     for (int i = 0; i < NB; i++)
-        if (t[i].n)
-            lb_log(1, "repacked %d %s matrices (%.1f MiB) to %s for kernel %s in %.2f s\n", t[i].n,
-                   lb_type_name(lb_type_base(t[i].to_type)), t[i].bytes / 1048576.0, lb_type_name(t[i].to_type),
-                   lb_kernel_get(t[i].to_type)->name, lb_time_s() - t0);
+        if (t[i].n) {
+            const int from = lb_gqc_bits(bases[i]) ? bases[i] : lb_type_base(t[i].to_type); /* GC: expanded */
+            lb_log(1, "repacked %d %s matrices (%.1f MiB) to %s for kernel %s in %.2f s\n", t[i].n, lb_type_name(from),
+                   t[i].bytes / 1048576.0, lb_type_name(t[i].to_type), lb_kernel_get(t[i].to_type)->name,
+                   lb_time_s() - t0);
+        }
     return LB_OK;
 }
