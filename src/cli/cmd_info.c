@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "formats/gqc.h"
 #include "formats/mx.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
@@ -95,12 +96,19 @@ int cmd_info(int argc, char **argv) {
      * and outliers as bytes of the matrix, not parameters */
     int n_mx = 0, mx_bad = 0;
     int64_t mx_weights = 0, mx_hi_groups = 0, mx_groups = 0, mx_outliers = 0;
-    uint64_t mx_bytes = 0;
+    uint64_t mx_bytes = 0, gc_side_bytes = 0;
     for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
         const gguf_tensor *t = gguf_tensor_at(g, i);
         int64_t n = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
         const int side = (t->type == LB_TYPE_I8 || t->type == LB_TYPE_I32) && lb_mx_side_piece(t->name.ptr, t->name.len);
         if (t->type == LB_TYPE_MX2 || t->type == LB_TYPE_MX4 || side) mx_bytes += t->size;
+        /* a GC matrix's per-row scales and zeros: bytes of its type, not parameters */
+        const size_t sl = strlen(LB_GQC_SFX);
+        if (t->type == LB_TYPE_F16 && t->name.len > sl && !memcmp(t->name.ptr + t->name.len - sl, LB_GQC_SFX, sl)) {
+            total_bytes += t->size;
+            gc_side_bytes += t->size;
+            continue;
+        }
         if (t->type == LB_TYPE_MX2 || t->type == LB_TYPE_MX4) mx_weights += n;
         if (t->type == LB_TYPE_MX2) {
             /* the matrix as the loader checks it */
@@ -186,6 +194,9 @@ int cmd_info(int argc, char **argv) {
                    lb_kernel_get(rt)->name);
         }
     }
+    if (gc_side_bytes)
+        printf("  %-8s the GQ*_GC matrices' per-row scales and zeros (.gq_sz side tensors): %.3f MiB\n", "",
+               gc_side_bytes / 1048576.0);
     if (n_mx || mx_bad) {
         const lb_kernel *k = lb_kernel_get(LB_TYPE_MX);
         const double alpha = mx_groups ? 1.0 - (double)mx_hi_groups / (double)mx_groups : 1.0;
