@@ -1,0 +1,130 @@
+/* The CUDA backend's first piece (issue 22): weight matrices on the GPU and
+ * Y = X W^T with them, built only with -DLOWBIT_CUDA=ON (docs/cuda.md).
+ *
+ *  - decode / small M (M <= LB_CUDA_GEMV_MAX_M): one GEMV kernel per type on
+ *    int8 activations quantized on the GPU exactly as the CPU does it
+ *    (Q8_0 for Q4_0, Q8_0 and MX; Q8_K for Q4_K), dp4a dot products, so the
+ *    integer part of every dot product is the CPU reference's;
+ *  - MX (seed 002): the 2-bit and 4-bit tiles and the fp16 outliers in one
+ *    kernel (Algorithm 1: the second-order scale work of a tile overlapped
+ *    with the loads of the codes, outliers added by the rows' owners);
+ *  - prefill (larger M): the weights dequantized once to fp16 (cached in the
+ *    matrix) and cuBLAS cublasGemmEx, fp16 in, fp32 compute and out;
+ *  - F16 matrices: cuBLAS for every M, the yardstick.
+ *
+ * Plain C. Pointers named *_dev are device memory; a stream is a
+ * cudaStream_t passed as void * (NULL: the default stream). One host thread
+ * at a time: the activation workspace and the cuBLAS handle are shared by
+ * all matrices. Every call that can fail returns 0, or -1 with a message in
+ * lb_cuda_last_error(). */
+#ifndef LB_CUDA_H
+#define LB_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The .cu files include this header too; only C sees lb_matrix (the
+ * library's headers are C11, not C++). */
+#ifndef __CUDACC__
+#include "kernels/dispatch.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Message of the last failure (never NULL). */
+const char *lb_cuda_last_error(void);
+
+/* ---- the device ---- */
+
+/* Number of CUDA devices; 0 when there is none or no driver (the reason in
+ * lb_cuda_last_error). Device 0 is the one used. */
+int lb_cuda_device_count(void);
+
+typedef struct {
+    char name[256];
+    int major, minor;          /* compute capability */
+    int sm_count;
+    size_t total_mem;          /* bytes */
+    size_t l2_bytes;
+    int driver_version;        /* cudaDriverGetVersion: 13000 = CUDA 13.0 */
+    int runtime_version;       /* cudaRuntimeGetVersion */
+} lb_cuda_device_info;
+
+int lb_cuda_device_info_get(int dev, lb_cuda_device_info *out);
+
+/* Frees the activation workspace and the cuBLAS handle (both made on first
+ * use). Matrices stay valid. */
+void lb_cuda_release(void);
+
+/* ---- weight matrices ---- */
+
+typedef struct lb_cuda_matrix lb_cuda_matrix;
+
+#ifndef __CUDACC__
+/* Copies W (host memory) to the device: Q4_0, Q8_0, Q4_K (plain GGUF rows),
+ * MX (W->data an lb_mx_view: its tiles, groups and CSR outliers) or F16.
+ * The device layout is the kernels' own (lb_cuda_internal.h): Q4_0 / Q8_0
+ * split into code and scale arrays, MX tiles split into 16-byte aligned code
+ * and scale parts; the bytes a kernel reads are those of the file. */
+lb_cuda_matrix *lb_cuda_matrix_upload(const lb_matrix *W);
+#endif
+void lb_cuda_matrix_free(lb_cuda_matrix *W);
+int lb_cuda_matrix_type(const lb_cuda_matrix *W);
+int64_t lb_cuda_matrix_rows(const lb_cuda_matrix *W);  /* N */
+int64_t lb_cuda_matrix_cols(const lb_cuda_matrix *W);  /* K */
+/* Bytes of the weights as stored (lb_matrix_bytes of the source): what a
+ * GEMV must read, the numerator of its GB/s. */
+uint64_t lb_cuda_matrix_bytes(const lb_cuda_matrix *W);
+/* Builds the fp16 copy the prefill path multiplies with (done by the first
+ * call that needs it otherwise). F16 matrices have it from the upload. */
+int lb_cuda_matrix_make_fp16(lb_cuda_matrix *W, void *stream);
+
+/* ---- Y = X W^T ---- */
+
+/* Largest M the automatic choice sends to the GEMV kernels. */
+#define LB_CUDA_GEMV_MAX_M 8
+
+typedef enum {
+    LB_CUDA_AUTO = 0, /* GEMV for M <= LB_CUDA_GEMV_MAX_M, else FP16 */
+    LB_CUDA_GEMV = 1, /* the int8 GEMV kernels (M > 8: in passes of 8 rows) */
+    LB_CUDA_FP16 = 2, /* fp16 weights and activations, cuBLAS GEMM */
+} lb_cuda_path;
+
+/* Y_dev (M x N fp32, row-major) = X_dev (M x K fp32, row-major) W^T.
+ * F16 matrices take cuBLAS on every path. */
+int lb_cuda_matmul(lb_cuda_matrix *W, const float *X_dev, int M, float *Y_dev, void *stream);
+int lb_cuda_matmul_path(lb_cuda_matrix *W, const float *X_dev, int M, float *Y_dev, lb_cuda_path path, void *stream);
+
+/* The two halves of a matmul, for benchmarks: prepare converts X into the
+ * shared workspace (int8 rows for GEMV, fp16 rows for FP16), run multiplies
+ * the prepared activations by W. run fails unless the last prepare was for
+ * a matrix of the same activation format, K and at least M rows. */
+int lb_cuda_prepare(const lb_cuda_matrix *W, const float *X_dev, int M, lb_cuda_path path, void *stream);
+int lb_cuda_run_prepared(lb_cuda_matrix *W, int M, float *Y_dev, lb_cuda_path path, void *stream);
+
+/* The MX GEMV's second-order scales (docs/cuda.md): 1 staged per chunk of
+ * 32 tiles in shared memory as in seed 002's Algorithm 1, 0 (the default:
+ * 1.2-1.6x faster on an H200) computed by each thread in registers. on < 0
+ * only asks. Returns the setting before the call. Both give the same
+ * results to the bit. */
+int lb_cuda_mx_smem_scales(int on);
+
+/* Tests: quantizes X_dev (M x K) on the GPU to act_type (LB_TYPE_Q8_0 or
+ * LB_TYPE_Q8_K) and writes M rows in the CPU's block format to rows (host),
+ * to compare with lb_quantize_row_q8_0_ref / lb_quantize_row_q8_K_ref. */
+int lb_cuda_quantize_to_host(int act_type, const float *X_dev, int M, int64_t K, void *rows);
+
+/* ---- benchmarks (bench/cuda.c) ---- */
+
+/* Launches a kernel that reads bytes (a multiple of 16) of buf_dev with
+ * 16-byte loads on 8 blocks per SM: the read-bandwidth yardstick of the
+ * GEMVs. sink_dev: one int it may write. */
+int lb_cuda_bench_read(const void *buf_dev, size_t bytes, int *sink_dev, int sm_count, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
