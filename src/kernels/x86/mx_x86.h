@@ -5,7 +5,11 @@
  *                    tiles decoded in registers) and, from 4 rows, a GEMM
  *                    that decodes each tile once into L1 for all its rows
  *                    (kernels/x86/mx_avx2.c)
- * The AVX-512 and AMX levels use these too (no kernel of their own yet). */
+ *   mx_q8_0_avx512   AVX-512 VNNI: one zmm per half-tile of 16 rows,
+ *                    vpdpbusd chains that start at the zero's term
+ *                    (kernels/x86/mx_avx512.c); the AMX level uses it too
+ *                    (int8 tiles would need the 16-column scales applied
+ *                    per tdpbssd of K = 16: a quarter of its rate) */
 #ifndef LB_MX_X86_H
 #define LB_MX_X86_H
 
@@ -17,12 +21,15 @@
 
 void lb_gemv_mx_q8_0_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
                           size_t a_row_size, int M, float *Y, size_t ldy);
-
+void lb_gemv_mx_q8_0_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                            size_t a_row_size, int M, float *Y, size_t ldy);
 
 /* lb_kernel_list entry (kernels/dispatch.c; fields: kernels/dispatch.h) */
 #define LB_MX_X86_KERNELS                                                                                     \
     {LB_TYPE_MX, LB_TYPE_Q8_0, LB_ISA_AVX2, "mx_q8_0_avx2", lb_quantize_row_q8_0_avx2, NULL, NULL,            \
-     lb_gemv_mx_q8_0_avx2, 0, NULL, 0, 0, 1},
+     lb_gemv_mx_q8_0_avx2, 0, NULL, 0, 0, 1},                                                              \
+    {LB_TYPE_MX, LB_TYPE_Q8_0, LB_ISA_AVX512, "mx_q8_0_avx512", lb_quantize_row_q8_0_avx2, NULL, NULL,        \
+     lb_gemv_mx_q8_0_avx512, 0, NULL, 0, 0, 1},
 #endif
 
 #endif

@@ -1,0 +1,177 @@
+/* AVX-512 VNNI kernels of MX (kernels/x86/mx_x86.h; tiles and view in
+ * formats/mx.h). The tiles' codes are "lanes = rows" for exactly this: a
+ * 64-byte half of a 2-bit tile is one zmm, dword r of it row r's 16 codes,
+ * so each code plane against one activation dword broadcast to every lane
+ * is one vpdpbusd adding into each row's own lane.
+ *
+ * 2-bit tile, per half h (16 rows x 16 columns): the planes are taken as
+ * twice the codes ((v >> (2t - 1)) & 6), and the chain starts at
+ * -(z1 code + 1) * S_h (S_h the half's activation sum, the multiple picked
+ * by vpermd from {S, 2S, 3S, 4S}): after 4 vpdpbusd it holds
+ * sum (2q - 2 z1) a exactly, which vpmulld scales by the row's 4-bit code
+ * plus z2, then one float step by s2 and the activation's d.
+ * 4-bit tile: the chain starts at -z S (S the block's sum), 8 vpdpbusd over
+ * the low and high nibbles, then s d in float.
+ * Decode (M < 4): 1 or 2 activation rows share each tile's planes; prefill:
+ * each tile is decoded once into registers and memory for LB_MX_GEMM_MB
+ * rows. Outliers as the other kernels (mx_x86_impl.h). */
+#include "kernels/x86/mx_x86.h"
+
+#if LB_HAVE_X86_KERNELS
+#include <immintrin.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "kernels/x86/mx_x86_impl.h"
+
+#define LB_MX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+#define INLINE LB_MX512 static inline __attribute__((always_inline))
+
+INLINE __m512i bcast32(const void *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+
+/* 16 nibbles (8 bytes at p, row r at bits 4r of the 64-bit word) as 16 dwords */
+INLINE __m512i nibbles16(const uint8_t *p) {
+    const __m512i both = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                                  _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)p)));
+    const __m512i sh = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+    return _mm512_and_si512(_mm512_srlv_epi32(both, sh), _mm512_set1_epi32(15));
+}
+
+/* a decoded 2-bit tile: per half, twice the codes of each plane, the zero
+ * code (0..3, z1 = (code + 1) / 2) and c + z2 of every row */
+typedef struct {
+    __m512i q2[2][4];
+    __m512i code[2];
+    __m512i k[2];
+    float s2[2];
+} lo_dec;
+
+typedef struct {
+    __m512i q[8]; /* nibble planes: columns 4p .. 4p + 3 of the 16 rows */
+    __m512i z;
+    __m512 s;
+} hi_dec;
+
+INLINE void lo_decode(const block_mx2 *b, lo_dec *D) {
+    const __m512i m6 = _mm512_set1_epi8(6);
+    const __m512i zsh = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (int h = 0; h < 2; h++) {
+        const __m512i x = _mm512_loadu_si512(b->qs + 64 * h);
+        D->q2[h][0] = _mm512_and_si512(_mm512_add_epi8(x, x), m6);
+        D->q2[h][1] = _mm512_and_si512(_mm512_srli_epi16(x, 1), m6);
+        D->q2[h][2] = _mm512_and_si512(_mm512_srli_epi16(x, 3), m6);
+        D->q2[h][3] = _mm512_and_si512(_mm512_srli_epi16(x, 5), m6);
+        D->code[h] = _mm512_and_si512(_mm512_srlv_epi32(bcast32(b->z1 + 4 * h), zsh), _mm512_set1_epi32(3));
+        D->k[h] = _mm512_add_epi32(nibbles16(b->s1 + 8 * h), _mm512_set1_epi32((b->z2 >> (4 * h)) & 15));
+        uint16_t s2;
+        memcpy(&s2, b->s2 + 2 * h, 2);
+        D->s2[h] = _cvtsh_ss(s2);
+    }
+}
+
+INLINE void hi_decode(const block_mx4 *b, hi_dec *D) {
+    const __m512i m15 = _mm512_set1_epi8(15);
+    for (int v = 0; v < 4; v++) {
+        const __m512i x = _mm512_loadu_si512(b->qs + 64 * v);
+        D->q[2 * v] = _mm512_and_si512(x, m15);
+        D->q[2 * v + 1] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m15);
+    }
+    D->z = nibbles16(b->z);
+    D->s = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b->s));
+}
+
+/* acc (16 rows) += the decoded 2-bit tile against one activation block */
+INLINE __m512 lo_apply(const lo_dec *D, const int8_t *qs, const lb_mx_act *as, __m512 acc) {
+    const __m512i ramp = _mm512_setr_epi32(1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int h = 0; h < 2; h++) {
+        const __m512i T = _mm512_mullo_epi32(_mm512_set1_epi32(as->s[h]), ramp);
+        __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_permutexvar_epi32(D->code[h], T));
+        for (int t = 0; t < 4; t++) c = _mm512_dpbusd_epi32(c, D->q2[h][t], bcast32(qs + 16 * h + 4 * t));
+        /* sum (2q - 2 z1) a times c + z2, times s2 and the activation's d
+         * (as->d is half the block's d: the doubled sum) */
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(c, D->k[h])), _mm512_set1_ps(D->s2[h] * as->d), acc);
+    }
+    return acc;
+}
+
+INLINE __m512 hi_apply(const hi_dec *D, const int8_t *qs, const lb_mx_act *as, __m512 acc) {
+    __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(D->z, _mm512_set1_epi32(as->s01)));
+    for (int i = 0; i < 8; i++) c = _mm512_dpbusd_epi32(c, D->q[i], bcast32(qs + 4 * i));
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(D->s, _mm512_set1_ps(2.0f * as->d)), acc);
+}
+
+/* Tile rows [t0, t1) x M activation rows (a: row m's blocks at A + m *
+ * a_row_size, sides[m * G ..]): each tile decoded once for all M rows */
+INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
+                               int M, const lb_mx_act *sides, float *Y, size_t ldy) {
+    const int64_t G = v->K / LB_MX_M;
+    __m512 acc[LB_MX_GEMM_MB];
+    lo_dec dl;
+    hi_dec dh;
+    for (int64_t t = t0; t < t1; t++) {
+        for (int m = 0; m < M; m++) acc[m] = _mm512_setzero_ps();
+        const block_mx2 *lo = v->lo + t * v->n_lo;
+        for (int64_t l = 0; l < v->n_lo; l++) {
+            lo_decode(&lo[l], &dl);
+            const int64_t g = v->lo_group[l];
+            for (int m = 0; m < M; m++)
+                acc[m] = lo_apply(&dl, ((const block_q8_0 *)(A + (size_t)m * a_row_size))[g].qs, &sides[m * G + g], acc[m]);
+        }
+        const block_mx4 *hi = v->hi + t * v->n_hi;
+        for (int64_t l = 0; l < v->n_hi; l++) {
+            hi_decode(&hi[l], &dh);
+            const int64_t g = v->hi_group[l];
+            for (int m = 0; m < M; m++)
+                acc[m] = hi_apply(&dh, ((const block_q8_0 *)(A + (size_t)m * a_row_size))[g].qs, &sides[m * G + g], acc[m]);
+        }
+        for (int m = 0; m < M; m++) {
+            float yr[16];
+            _mm512_storeu_ps(yr, acc[m]);
+            lb_mx_add_outliers(v, t, (const block_q8_0 *)(A + (size_t)m * a_row_size), sides + m * G, yr);
+            memcpy(Y + (size_t)m * ldy + 16 * t, yr, sizeof yr);
+        }
+    }
+}
+
+/* the pass specialised for 1 and 2 rows (decode), so the accumulators and
+ * the decoded planes stay in registers, and for any M */
+LB_MX512 static void rows_pass1(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
+                                const lb_mx_act *sides, float *Y, size_t ldy) {
+    rows_pass(v, t0, t1, A, a_row_size, 1, sides, Y, ldy);
+}
+LB_MX512 static void rows_passm(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
+                                int M, const lb_mx_act *sides, float *Y, size_t ldy) {
+    rows_pass(v, t0, t1, A, a_row_size, M, sides, Y, ldy);
+}
+LB_MX512 static void rows_pass2(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
+                                const lb_mx_act *sides, float *Y, size_t ldy) {
+    rows_pass(v, t0, t1, A, a_row_size, 2, sides, Y, ldy);
+}
+
+void lb_gemv_mx_q8_0_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                            size_t a_row_size, int M, float *Y, size_t ldy) {
+    (void)w_row_size;
+    const lb_mx_view *v = W;
+    const int64_t G = K / LB_MX_M; /* <= 2048: a view's K is at most 65536 */
+    lb_mx_act small[2 * 2048];
+    /* prefill: blocks of LB_MX_GEMM_MB rows, their side values on the heap
+     * (up to 1 MiB); decode, or no memory: 2 rows at a time on the stack */
+    lb_mx_act *sides = M >= 4 ? lb_malloc_aligned((size_t)(LB_MX_GEMM_MB * G) * sizeof *sides) : NULL;
+    const int mb_max = sides ? LB_MX_GEMM_MB : 2;
+    if (!sides) sides = small;
+    for (int m0 = 0; m0 < M; m0 += mb_max) {
+        const int mb = LB_MIN(mb_max, M - m0);
+        const uint8_t *a = (const uint8_t *)A + (size_t)m0 * a_row_size;
+        for (int m = 0; m < mb; m++) lb_mx_act_sides_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), G, sides + m * G);
+        float *y = Y + (size_t)m0 * ldy;
+        if (mb == 1) rows_pass1(v, n0 / 16, n1 / 16, a, a_row_size, sides, y, ldy);
+        else if (mb == 2) rows_pass2(v, n0 / 16, n1 / 16, a, a_row_size, sides, y, ldy);
+        else rows_passm(v, n0 / 16, n1 / 16, a, a_row_size, mb, sides, y, ldy);
+    }
+    if (sides != small) lb_free_aligned(sides);
+}
+#endif
