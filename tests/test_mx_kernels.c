@@ -13,7 +13,8 @@
  *    result plus each outlier's product (exact matrices);
  *  - shapes: N = 16 .. 112, K = 32 (one group) .. 2048, M = 1 .. 17, 32, 37,
  *    1 and 2 threads, every share of 4-bit groups from none to all but one;
- *  - on x86 and Arm a level above scalar has a kernel of its own. */
+ *  - on x86 and Arm a level above scalar has a kernel of its own; the
+ *    AVX-512 levels run twice, with GFNI and without (two kernels). */
 #include "core/fp16.h"
 #include "formats/mx.h"
 #include "kernels/cpu.h"
@@ -143,14 +144,21 @@ int main(void) {
     static const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 32, 37};
     enum { NM = sizeof Ms / sizeof Ms[0] };
     int runs = 0;
-    for (int li = 0; li < N_LEVELS; li++) {
+    /* each level, and the AVX-512 levels again without GFNI (the kernel
+     * that takes the code planes by shifts and masks) */
+    for (int pass = 0; pass < 2 * N_LEVELS; pass++) {
+        const int li = pass % N_LEVELS, no_gfni = pass >= N_LEVELS;
         if (!level_available(kLevels[li])) continue;
+        if (no_gfni && (kLevels[li] < LB_ISA_AVX512 || kLevels[li] > LB_ISA_AMX || !(lb_cpu_extra_features() & LB_CPU_GFNI)))
+            continue;
+        lb_cpu_disable_features(no_gfni ? LB_CPU_GFNI : 0);
         lb_cpu_force_level(kLevels[li]);
         const lb_kernel *k = lb_kernel_get(LB_TYPE_MX);
         CHECK_MSG(k != NULL, "no MX kernel at %s", lb_isa_name(kLevels[li]));
         if (!k) continue;
         if (kLevels[li] != LB_ISA_SCALAR)
             CHECK_MSG(k->isa != LB_ISA_SCALAR, "only the scalar reference at %s", lb_isa_name(kLevels[li]));
+        printf("level %s%s: %s\n", lb_isa_name(kLevels[li]), no_gfni ? " without GFNI" : "", k->name);
         for (int si = 0; si < 6; si++)
             for (int variant = 0; variant < 6; variant++) {
                 const int64_t N = Ns[si], K = Ks[(si + variant) % 6], G = K / LB_MX_M;
@@ -196,6 +204,7 @@ int main(void) {
                 lb_mx_free(&m);
             }
     }
+    lb_cpu_disable_features(0);
     lb_cpu_force_level(lb_cpu_detected());
     printf("MX kernels: %d runs against the reference\n", runs);
     return lb_test_result("test_mx_kernels");

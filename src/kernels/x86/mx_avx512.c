@@ -24,7 +24,9 @@
 #include "core/common.h"
 #include "kernels/x86/mx_x86_impl.h"
 
-#define LB_MX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
+/* gfni: the code planes by one vgf2p8affineqb each instead of a shift and a
+ * mask (CPUs with GFNI: Ice Lake and later, Zen 4 and later) */
+#define LB_MX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,gfni,avx2,fma,f16c")))
 #define INLINE LB_MX512 static inline __attribute__((always_inline))
 
 INLINE __m512i bcast32(const void *p) {
@@ -41,11 +43,12 @@ INLINE __m512i nibbles16(const uint8_t *p) {
     return _mm512_and_si512(_mm512_srlv_epi32(both, sh), _mm512_set1_epi32(15));
 }
 
-/* a decoded 2-bit tile: per half, twice the codes of each plane, the zero
- * code (0..3, z1 = (code + 1) / 2) and c + z2 of every row */
+/* a decoded 2-bit tile: per half, twice the codes of each plane, z' = 2 z1
+ * = zero code + 1 (1..4) and k = c + z2 (0..30) of every row, each in the
+ * low int16 of its dword (so one vpmaddwd multiplies by it exactly) */
 typedef struct {
     __m512i q2[2][4];
-    __m512i code[2];
+    __m512i z[2];
     __m512i k[2];
     float s2[2];
 } lo_dec;
@@ -56,16 +59,27 @@ typedef struct {
     __m512 s;
 } hi_dec;
 
-INLINE void lo_decode(const block_mx2 *b, lo_dec *D) {
+/* twice the 2-bit code at bits 2t of each byte: bits 1..2 of the output
+ * byte are input bits 2t..2t+1 (output bit i = parity(matrix byte 7 - i &
+ * input byte)) */
+INLINE __m512i plane2(__m512i x, int t, int gf) {
+    if (gf) {
+        const uint64_t A = ((uint64_t)(1u << (2 * t)) << 48) | ((uint64_t)(1u << (2 * t + 1)) << 40);
+        return _mm512_gf2p8affine_epi64_epi8(x, _mm512_set1_epi64((long long)A), 0);
+    }
     const __m512i m6 = _mm512_set1_epi8(6);
+    return _mm512_and_si512(t == 0 ? _mm512_add_epi8(x, x) : _mm512_srli_epi16(x, 2 * t - 1), m6);
+}
+
+INLINE void lo_decode(const block_mx2 *b, lo_dec *D, int gf) {
     const __m512i zsh = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
         const __m512i x = _mm512_loadu_si512(b->qs + 64 * h);
-        D->q2[h][0] = _mm512_and_si512(_mm512_add_epi8(x, x), m6);
-        D->q2[h][1] = _mm512_and_si512(_mm512_srli_epi16(x, 1), m6);
-        D->q2[h][2] = _mm512_and_si512(_mm512_srli_epi16(x, 3), m6);
-        D->q2[h][3] = _mm512_and_si512(_mm512_srli_epi16(x, 5), m6);
-        D->code[h] = _mm512_and_si512(_mm512_srlv_epi32(bcast32(b->z1 + 4 * h), zsh), _mm512_set1_epi32(3));
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) D->q2[h][t] = plane2(x, t, gf);
+        D->z[h] = _mm512_add_epi32(_mm512_and_si512(_mm512_srlv_epi32(bcast32(b->z1 + 4 * h), zsh), _mm512_set1_epi32(3)),
+                                   _mm512_set1_epi32(1));
         D->k[h] = _mm512_add_epi32(nibbles16(b->s1 + 8 * h), _mm512_set1_epi32((b->z2 >> (4 * h)) & 15));
         uint16_t s2;
         memcpy(&s2, b->s2 + 2 * h, 2);
@@ -75,6 +89,7 @@ INLINE void lo_decode(const block_mx2 *b, lo_dec *D) {
 
 INLINE void hi_decode(const block_mx4 *b, hi_dec *D) {
     const __m512i m15 = _mm512_set1_epi8(15);
+#pragma GCC unroll 4
     for (int v = 0; v < 4; v++) {
         const __m512i x = _mm512_loadu_si512(b->qs + 64 * v);
         D->q[2 * v] = _mm512_and_si512(x, m15);
@@ -84,22 +99,30 @@ INLINE void hi_decode(const block_mx4 *b, hi_dec *D) {
     D->s = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b->s));
 }
 
-/* acc (16 rows) += the decoded 2-bit tile against one activation block */
+/* -v as an int16 in the low half of every dword: vpmaddwd by it gives x * -v
+ * for any x that is an int16 in its dword's low half (the high half 0) */
+INLINE __m512i neg16(int32_t v) { return _mm512_set1_epi32((int32_t)((uint32_t)-v & 0xffffu)); }
+
+/* acc (16 rows) += the decoded 2-bit tile against one activation block.
+ * Every operand of vpmaddwd fits an int16: z' <= 4, |S_h| <= 16 * 127,
+ * k <= 30, |sum (2q - z') a| <= 16 * 5 * 127. */
 INLINE __m512 lo_apply(const lo_dec *D, const int8_t *qs, const lb_mx_act *as, __m512 acc) {
-    const __m512i ramp = _mm512_setr_epi32(1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+#pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
-        const __m512i T = _mm512_mullo_epi32(_mm512_set1_epi32(as->s[h]), ramp);
-        __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_permutexvar_epi32(D->code[h], T));
+        __m512i c = _mm512_madd_epi16(D->z[h], neg16(as->s[h])); /* the chain starts at -z' S_h */
+#pragma GCC unroll 4
         for (int t = 0; t < 4; t++) c = _mm512_dpbusd_epi32(c, D->q2[h][t], bcast32(qs + 16 * h + 4 * t));
         /* sum (2q - 2 z1) a times c + z2, times s2 and the activation's d
          * (as->d is half the block's d: the doubled sum) */
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_mullo_epi32(c, D->k[h])), _mm512_set1_ps(D->s2[h] * as->d), acc);
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(c, D->k[h])), _mm512_set1_ps(D->s2[h] * as->d), acc);
     }
     return acc;
 }
 
+/* z <= 15, |S| <= 32 * 127: -z S by one vpmaddwd as above */
 INLINE __m512 hi_apply(const hi_dec *D, const int8_t *qs, const lb_mx_act *as, __m512 acc) {
-    __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_mullo_epi32(D->z, _mm512_set1_epi32(as->s01)));
+    __m512i c = _mm512_madd_epi16(D->z, neg16(as->s01));
+#pragma GCC unroll 8
     for (int i = 0; i < 8; i++) c = _mm512_dpbusd_epi32(c, D->q[i], bcast32(qs + 4 * i));
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(D->s, _mm512_set1_ps(2.0f * as->d)), acc);
 }
@@ -107,7 +130,7 @@ INLINE __m512 hi_apply(const hi_dec *D, const int8_t *qs, const lb_mx_act *as, _
 /* Tile rows [t0, t1) x M activation rows (a: row m's blocks at A + m *
  * a_row_size, sides[m * G ..]): each tile decoded once for all M rows */
 INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
-                               int M, const lb_mx_act *sides, float *Y, size_t ldy) {
+                               int M, const lb_mx_act *sides, float *Y, size_t ldy, int gf) {
     const int64_t G = v->K / LB_MX_M;
     __m512 acc[LB_MX_GEMM_MB];
     lo_dec dl;
@@ -116,7 +139,7 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t
         for (int m = 0; m < M; m++) acc[m] = _mm512_setzero_ps();
         const block_mx2 *lo = v->lo + t * v->n_lo;
         for (int64_t l = 0; l < v->n_lo; l++) {
-            lo_decode(&lo[l], &dl);
+            lo_decode(&lo[l], &dl, gf);
             const int64_t g = v->lo_group[l];
             for (int m = 0; m < M; m++)
                 acc[m] = lo_apply(&dl, ((const block_q8_0 *)(A + (size_t)m * a_row_size))[g].qs, &sides[m * G + g], acc[m]);
@@ -138,23 +161,30 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t
 }
 
 /* the pass specialised for 1 and 2 rows (decode), so the accumulators and
- * the decoded planes stay in registers, and for any M */
-LB_MX512 static void rows_pass1(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
-                                const lb_mx_act *sides, float *Y, size_t ldy) {
-    rows_pass(v, t0, t1, A, a_row_size, 1, sides, Y, ldy);
-}
-LB_MX512 static void rows_passm(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
-                                int M, const lb_mx_act *sides, float *Y, size_t ldy) {
-    rows_pass(v, t0, t1, A, a_row_size, M, sides, Y, ldy);
-}
-LB_MX512 static void rows_pass2(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
-                                const lb_mx_act *sides, float *Y, size_t ldy) {
-    rows_pass(v, t0, t1, A, a_row_size, 2, sides, Y, ldy);
-}
+ * the decoded planes stay in registers, and for any M; with and without GFNI */
+#define MX512_PASSES(SFX, GF)                                                                                   \
+    LB_MX512 static void rows_pass1##SFX(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A,        \
+                                         size_t ars, const lb_mx_act *sides, float *Y, size_t ldy) {           \
+        rows_pass(v, t0, t1, A, ars, 1, sides, Y, ldy, GF);                                                    \
+    }                                                                                                          \
+    LB_MX512 static void rows_pass2##SFX(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A,        \
+                                         size_t ars, const lb_mx_act *sides, float *Y, size_t ldy) {           \
+        rows_pass(v, t0, t1, A, ars, 2, sides, Y, ldy, GF);                                                    \
+    }                                                                                                          \
+    LB_MX512 static void rows_passm##SFX(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A,        \
+                                         size_t ars, int M, const lb_mx_act *sides, float *Y, size_t ldy) {    \
+        rows_pass(v, t0, t1, A, ars, M, sides, Y, ldy, GF);                                                    \
+    }
+MX512_PASSES(, 0)
+MX512_PASSES(_gf, 1)
 
-void lb_gemv_mx_q8_0_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
-                            size_t a_row_size, int M, float *Y, size_t ldy) {
-    (void)w_row_size;
+typedef void (*pass_fn)(const lb_mx_view *, int64_t, int64_t, const uint8_t *, size_t, const lb_mx_act *, float *,
+                        size_t);
+typedef void (*passm_fn)(const lb_mx_view *, int64_t, int64_t, const uint8_t *, size_t, int, const lb_mx_act *,
+                         float *, size_t);
+
+static void gemv(pass_fn p1, pass_fn p2, passm_fn pm, int64_t K, const void *W, int n0, int n1, const void *A,
+                 size_t a_row_size, int M, float *Y, size_t ldy) {
     const lb_mx_view *v = W;
     const int64_t G = K / LB_MX_M; /* <= 2048: a view's K is at most 65536 */
     lb_mx_act small[2 * 2048];
@@ -168,10 +198,22 @@ void lb_gemv_mx_q8_0_avx512(int64_t K, const void *W, size_t w_row_size, int n0,
         const uint8_t *a = (const uint8_t *)A + (size_t)m0 * a_row_size;
         for (int m = 0; m < mb; m++) lb_mx_act_sides_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), G, sides + m * G);
         float *y = Y + (size_t)m0 * ldy;
-        if (mb == 1) rows_pass1(v, n0 / 16, n1 / 16, a, a_row_size, sides, y, ldy);
-        else if (mb == 2) rows_pass2(v, n0 / 16, n1 / 16, a, a_row_size, sides, y, ldy);
-        else rows_passm(v, n0 / 16, n1 / 16, a, a_row_size, mb, sides, y, ldy);
+        if (mb == 1) p1(v, n0 / 16, n1 / 16, a, a_row_size, sides, y, ldy);
+        else if (mb == 2) p2(v, n0 / 16, n1 / 16, a, a_row_size, sides, y, ldy);
+        else pm(v, n0 / 16, n1 / 16, a, a_row_size, mb, sides, y, ldy);
     }
     if (sides != small) lb_free_aligned(sides);
+}
+
+void lb_gemv_mx_q8_0_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                            size_t a_row_size, int M, float *Y, size_t ldy) {
+    (void)w_row_size;
+    gemv(rows_pass1, rows_pass2, rows_passm, K, W, n0, n1, A, a_row_size, M, Y, ldy);
+}
+
+void lb_gemv_mx_q8_0_avx512gfni(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                                size_t a_row_size, int M, float *Y, size_t ldy) {
+    (void)w_row_size;
+    gemv(rows_pass1_gf, rows_pass2_gf, rows_passm_gf, K, W, n0, n1, A, a_row_size, M, Y, ldy);
 }
 #endif

@@ -7,7 +7,8 @@
  *                    (kernels/x86/mx_avx2.c)
  *   mx_q8_0_avx512   AVX-512 VNNI: one zmm per half-tile of 16 rows,
  *                    vpdpbusd chains that start at the zero's term
- *                    (kernels/x86/mx_avx512.c); the AMX level uses it too
+ *                    (kernels/x86/mx_avx512.c); _avx512gfni takes the
+ *                    code planes by vgf2p8affineqb; the AMX level uses them
  *                    (int8 tiles would need the 16-column scales applied
  *                    per tdpbssd of K = 16: a quarter of its rate) */
 #ifndef LB_MX_X86_H
@@ -23,13 +24,17 @@ void lb_gemv_mx_q8_0_avx2(int64_t K, const void *W, size_t w_row_size, int n0, i
                           size_t a_row_size, int M, float *Y, size_t ldy);
 void lb_gemv_mx_q8_0_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
                             size_t a_row_size, int M, float *Y, size_t ldy);
+void lb_gemv_mx_q8_0_avx512gfni(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                                size_t a_row_size, int M, float *Y, size_t ldy);
 
 /* lb_kernel_list entry (kernels/dispatch.c; fields: kernels/dispatch.h) */
 #define LB_MX_X86_KERNELS                                                                                     \
     {LB_TYPE_MX, LB_TYPE_Q8_0, LB_ISA_AVX2, "mx_q8_0_avx2", lb_quantize_row_q8_0_avx2, NULL, NULL,            \
      lb_gemv_mx_q8_0_avx2, 0, NULL, 0, 0, 1},                                                              \
     {LB_TYPE_MX, LB_TYPE_Q8_0, LB_ISA_AVX512, "mx_q8_0_avx512", lb_quantize_row_q8_0_avx2, NULL, NULL,        \
-     lb_gemv_mx_q8_0_avx512, 0, NULL, 0, 0, 1},
+     lb_gemv_mx_q8_0_avx512, 0, NULL, 0, 0, 1},                                                            \
+    {LB_TYPE_MX, LB_TYPE_Q8_0, LB_ISA_AVX512, "mx_q8_0_avx512gfni", lb_quantize_row_q8_0_avx2, NULL, NULL,    \
+     lb_gemv_mx_q8_0_avx512gfni, 0, NULL, 0, LB_CPU_GFNI, 1},
 #endif
 
 #endif
