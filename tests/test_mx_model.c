@@ -99,6 +99,7 @@ static void check_file(const char *in_path, const char *mx_path, const lb_mx_par
         lb_mx_matrix m;
         lb_mx_params pp = *p;
         pp.n_threads = 2;
+        pp.rank_by_error = 1; /* as quantize ranks without a Hessian (model/mx_gptq.h) */
         CHECK_OK(lb_mx_quantize(ti->data, N, K, NULL, NULL, &pp, &m));
         const gguf_tensor *hi = piece(g, t, LB_MX_SFX_HI), *map = piece(g, t, LB_MX_SFX_MAP);
         const gguf_tensor *rows = piece(g, t, LB_MX_SFX_ROWS), *out = piece(g, t, LB_MX_SFX_OUT);

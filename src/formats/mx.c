@@ -40,27 +40,37 @@ float lb_mx2_scale(const block_mx2 *b, int h, int r) {
     return s2_of(b, h) * (float)(mx2_c(b, h, r) + ((b->z2 >> (4 * h)) & 15));
 }
 
+/* round(v) clamped to 0..3 without a branch: the data decide such branches
+ * at random. (int) truncates toward 0, so v + 0.5 < 0 gives 0 or below
+ * either way; |v| stays far below 2^31 (w / s with s from the group's range). */
+static inline int code2(float v) {
+    int q = (int)(v + 0.5f);
+    q = q < 0 ? 0 : q;
+    return q > 3 ? 3 : q;
+}
+
 /* The best 2-bit zero (0..3) and codes of 16 weights for the scale s, by
- * the importance-weighted squared error; returns that error. */
+ * the importance-weighted squared error; returns that error. The inner loop
+ * of every 2-bit quantization (about 600 calls per tile half), so: float,
+ * the four zeros in four accumulators in one pass, rounding half up (ties
+ * have no weight), no branches. 1.15 ms a 2-bit tile in double with lrintf
+ * and branches, 0.50 ms like this (AMD EPYC Zen 3, one core). */
 static double fit_group2(const float *w, const float *imp, float s, int *z_out, int q[16]) {
-    double best = INFINITY;
-    *z_out = 0;
-    for (int z = 0; z < 4; z++) {
-        double e = 0.0;
-        int qz[16];
-        const float zf = 0.5f * (float)kZ2[z];
-        for (int c = 0; c < 16; c++) {
-            qz[c] = s > 0.0f ? code_of(w[c] / s + zf, 0, 3) : 0;
-            const double d = (double)w[c] - (double)s * ((float)qz[c] - zf);
-            e += (imp ? imp[c] : 1.0) * d * d;
-        }
-        if (e < best) {
-            best = e;
-            *z_out = z;
-            memcpy(q, qz, sizeof qz);
-        }
+    const float inv = s > 0.0f ? 1.0f / s : 0.0f;
+    float e0 = 0.0f, e1 = 0.0f, e2 = 0.0f, e3 = 0.0f;
+    for (int c = 0; c < 16; c++) {
+        const float x = w[c] * inv, wi = imp ? imp[c] : 1.0f;
+        const float d0 = w[c] - s * ((float)code2(x + 0.5f) - 0.5f), d1 = w[c] - s * ((float)code2(x + 1.0f) - 1.0f);
+        const float d2 = w[c] - s * ((float)code2(x + 1.5f) - 1.5f), d3 = w[c] - s * ((float)code2(x + 2.0f) - 2.0f);
+        e0 += wi * d0 * d0, e1 += wi * d1 * d1, e2 += wi * d2 * d2, e3 += wi * d3 * d3;
     }
-    return best;
+    const float e[4] = {e0, e1, e2, e3};
+    int zb = 0;
+    for (int z = 1; z < 4; z++) zb = e[z] < e[zb] ? z : zb;
+    *z_out = zb;
+    const float zf = 0.5f * (float)kZ2[zb];
+    for (int c = 0; c < 16; c++) q[c] = code2(w[c] * inv + zf);
+    return (double)e[zb];
 }
 
 /* s1_fp16 NULL: the tile as stored (4-bit scale codes); else the ablation's fp16 first-order scales */

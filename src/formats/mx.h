@@ -176,9 +176,14 @@ typedef struct {
     float outlier_frac; /* at most this fraction of all weights kept as fp16 outliers (in 2-bit groups) */
     int n_threads;      /* tile rows quantized in parallel; <= 0: all cores */
     int fp16_scales;    /* the ablation: first-order scales in fp16 (lb_mx2_quantize_tile_fp16) */
+    /* how groups are ranked for 4 bits: 0 by eq. (9) with hinv_diag; 1 by
+     * the importance-weighted squared error each group's 2-bit tiles make
+     * (sum over its weights of imp (w - Q2(w))^2: what 4 bits would win back),
+     * the better proxy when no Hessian is known */
+    int rank_by_error;
 } lb_mx_params;
 
-lb_mx_params lb_mx_default_params(void); /* 0.25, 0.002, all cores, 4-bit second-order scales */
+lb_mx_params lb_mx_default_params(void); /* 0.25, 0.002, all cores, 4-bit second-order scales, eq. (9) */
 
 static inline int lb_mx_is_hi(const lb_mx_matrix *m, int64_t g) { return (m->map[g / 8] >> (g % 8)) & 1; }
 

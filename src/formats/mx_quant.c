@@ -9,7 +9,7 @@
 #include "core/fp16.h"
 #include "formats/mx.h"
 
-lb_mx_params lb_mx_default_params(void) { return (lb_mx_params){0.25f, 0.002f, 0, 0}; }
+lb_mx_params lb_mx_default_params(void) { return (lb_mx_params){0.25f, 0.002f, 0, 0, 0}; }
 
 void lb_mx_free(lb_mx_matrix *m) {
     if (!m) return;
@@ -106,10 +106,38 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
                           out->slot
                       ? LB_OK
                       : lb_fail(LB_ERR_NOMEM, "out of memory");
+    /* rank_by_error: every group's 2-bit tiles first (the 2-bit groups
+     * keep theirs), and what they miss of W */
+    block_mx2 *all = s == LB_OK && p.rank_by_error && !p.fp16_scales ? malloc((size_t)(T * G) * sizeof *all) : NULL;
+    double *E = all ? malloc((size_t)(T * G) * sizeof *E) : NULL;
+    if (all && !E) free(all), all = NULL;
+    if (s == LB_OK && p.rank_by_error && !p.fp16_scales && !all) s = lb_fail(LB_ERR_NOMEM, "out of memory");
+    if (s == LB_OK && all) {
+#pragma omp parallel for num_threads(nth) schedule(dynamic, 4)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t g = 0; g < G; g++) {
+                float tile[16 * 32], deq[16 * 32];
+                for (int r = 0; r < 16; r++)
+                    memcpy(tile + r * 32, W + (size_t)(16 * t + r) * (size_t)K + (size_t)(g * LB_MX_M), 32 * sizeof *tile);
+                lb_mx2_quantize_tile(tile, 32, imp ? imp + g * LB_MX_M : NULL, &all[t * G + g]);
+                lb_mx2_dequantize_tile(&all[t * G + g], deq, 32);
+                double e = 0.0;
+                for (int i = 0; i < 16 * 32; i++) {
+                    const double d = isfinite(tile[i]) ? (double)tile[i] - deq[i] : 0.0;
+                    e += (imp ? imp[g * LB_MX_M + i % 32] : 1.0) * d * d;
+                }
+                E[t * G + g] = e;
+            }
+    }
     if (s == LB_OK) {
         if (ones)
             for (int64_t k = 0; k < K; k++) ones[k] = 1.0f;
-        lb_mx_sensitivity(W, N, K, LB_MX_M, hinv_diag ? hinv_diag : ones, S);
+        if (all)
+            for (int64_t g = 0; g < G; g++) {
+                S[g] = 0.0;
+                for (int64_t t = 0; t < T; t++) S[g] += E[t * G + g];
+            }
+        else lb_mx_sensitivity(W, N, K, LB_MX_M, hinv_diag ? hinv_diag : ones, S);
         for (int64_t g = 0; g < G; g++) rk[g] = (ranked){S[g], g};
         qsort(rk, (size_t)G, sizeof *rk, by_s_desc);
         for (int64_t i = 0; i < out->n_hi; i++) out->map[rk[i].g / 8] |= (uint8_t)(1u << (rk[i].g % 8));
@@ -127,7 +155,9 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
                            32 * sizeof *tile);
                 lb_mx4_quantize_tile(tile, 32, &out->hi[t * nh + h]);
             }
-            quantize_lo(W, K, low, nl, imp, NULL, t, out->lo, out->s1);
+            if (all)
+                for (int64_t l = 0; l < nl; l++) out->lo[t * nl + l] = all[t * G + low[l]];
+            else quantize_lo(W, K, low, nl, imp, NULL, t, out->lo, out->s1);
         }
     }
     /* outliers: the 2-bit weights whose error (imp-weighted) is largest */
@@ -197,7 +227,7 @@ lb_status lb_mx_quantize(const float *W, int64_t N, int64_t K, const float *hinv
         }
         free(err), free(sel), free(drop);
     }
-    free(S), free(ones), free(rk), free(low), free(high);
+    free(S), free(ones), free(rk), free(low), free(high), free(all), free(E);
     if (s) lb_mx_free(out);
     return s;
 }

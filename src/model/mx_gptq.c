@@ -50,6 +50,9 @@ lb_status lb_mx_quantize_calibrated(const float *W, int64_t N, int64_t K, float 
                                     const lb_mx_params *mp, const lb_gptq_params *gp, int gptq, lb_mx_matrix *out,
                                     double *loss) {
     const lb_gptq_params g = gp ? *gp : lb_gptq_default_params();
+    lb_mx_params q = mp ? *mp : lb_mx_default_params();
+    if (!H) q.rank_by_error = 1;
+    mp = &q;
     if (!H && !imp) return lb_mx_quantize(W, N, K, NULL, NULL, mp, out);
     float *hinv = malloc((size_t)K * sizeof *hinv), *hdiag = malloc((size_t)K * sizeof *hdiag);
     lb_status s = hinv && hdiag ? LB_OK : lb_fail(LB_ERR_NOMEM, "out of memory");

@@ -20,8 +20,10 @@ lb_status lb_mx_quantize_gptq(const float *W, int64_t N, int64_t K, float *H, co
  * mean diagonal, dead columns as GPTQ) and errors weighted by diag H, and
  * with gptq set every weight is rounded again with GPTQ's error feedback;
  * without H, an importance vector imp (K entries, lowbit imatrix: diag H up
- * to a factor) stands in, 1 / imp for the diagonal of H^-1 (exact for a
- * diagonal H); with neither, groups rank by w^2 alone. */
+ * to a factor) weights the errors; with neither, the errors count alike.
+ * Without H groups rank by their 2-bit tiles' (imp-weighted) error whatever
+ * mp->rank_by_error says: eq. (9) with a guessed H^-1 (1 / imp, or 1) ranks
+ * worse (Gemma 3 270M, docs/mixed.md); with H, mp->rank_by_error picks. */
 lb_status lb_mx_quantize_calibrated(const float *W, int64_t N, int64_t K, float *H, const float *imp,
                                     const lb_mx_params *mp, const lb_gptq_params *gp, int gptq, lb_mx_matrix *out,
                                     double *loss);
