@@ -131,6 +131,23 @@ typedef enum {
     LB_TYPE_GQ4_GC = 1063,
     LB_TYPE_GQ3_GC = 1064,
     LB_TYPE_GQ2_GC = 1065,
+    /* lowbit-only: seed 003's extended binary-coding quantization (LUT-GEMM
+     * eq. (3)): w = sum_i alpha_i b_i + z, b_i in {-1, +1}, q = 1..4 bit
+     * planes and fp16 alpha_i, z per group of g = 128, 64, 32 weights of a
+     * row (src/formats/bcq.h, docs/bcq.md) */
+    LB_TYPE_BCQ4_G128 = 1066, LB_TYPE_BCQ4_G64 = 1067, LB_TYPE_BCQ4_G32 = 1068,
+    LB_TYPE_BCQ3_G128 = 1069, LB_TYPE_BCQ3_G64 = 1070, LB_TYPE_BCQ3_G32 = 1071,
+    LB_TYPE_BCQ2_G128 = 1072, LB_TYPE_BCQ2_G64 = 1073, LB_TYPE_BCQ2_G32 = 1074,
+    LB_TYPE_BCQ1_G128 = 1075, LB_TYPE_BCQ1_G64 = 1076, LB_TYPE_BCQ1_G32 = 1077,
+    /* the same with 16 rows interleaved for the table-lookup kernels
+     * (src/formats/bcq.h); repacked at load */
+    LB_TYPE_BCQ4_G128_LUT = 1078, LB_TYPE_BCQ4_G64_LUT = 1079, LB_TYPE_BCQ4_G32_LUT = 1080,
+    LB_TYPE_BCQ3_G128_LUT = 1081, LB_TYPE_BCQ3_G64_LUT = 1082, LB_TYPE_BCQ3_G32_LUT = 1083,
+    LB_TYPE_BCQ2_G128_LUT = 1084, LB_TYPE_BCQ2_G64_LUT = 1085, LB_TYPE_BCQ2_G32_LUT = 1086,
+    LB_TYPE_BCQ1_G128_LUT = 1087, LB_TYPE_BCQ1_G64_LUT = 1088, LB_TYPE_BCQ1_G32_LUT = 1089,
+    /* lowbit-only activation type of the BCQ kernels: Q8_0 blocks with their
+     * 16-entry sign tables (mu = 4); never a weight type */
+    LB_TYPE_Q8_0_LUT4 = 1090,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */
@@ -147,9 +164,10 @@ typedef struct {
 } lb_model_params;
 
 typedef struct {
-    int n_ctx;         /* 0: the model's context length from metadata */
+    int n_ctx;         /* 0: the model's context length from metadata (per sequence) */
     int n_batch;       /* max tokens per lb_eval call; 0: 512 */
     int n_threads;     /* 0: the model's default */
+    int n_seq;         /* sequences with a KV cache of n_ctx positions each (lb_eval_multi); 0: 1 */
 } lb_context_params;
 
 lb_model_params lb_model_default_params(void);
@@ -186,6 +204,19 @@ void lb_context_reset(lb_context *ctx); /* forget the KV cache */
 lb_status lb_eval(lb_context *ctx, const int32_t *tokens, int n, int pos, float *logits,
                   int all_logits);
 
+/* Several sequences in one forward pass (continuous batching): each entry is
+ * n tokens of sequence seq (0..n_seq-1, each at most once) at positions
+ * pos..pos+n-1, attending to that sequence's own KV cache (which must hold
+ * 0..pos-1). The matmuls see all the tokens as one batch: the total must be
+ * <= n_batch. logits: n_vocab floats for the last token of every entry with
+ * `logits` set, in entry order (may be NULL if none is). */
+typedef struct {
+    int seq, pos, n;
+    const int32_t *tokens;
+    int logits;
+} lb_seq_batch;
+lb_status lb_eval_multi(lb_context *ctx, const lb_seq_batch *batch, int n_entries, float *logits);
+
 /* ---- tokenizer (from the model's GGUF metadata) ---- */
 int lb_token_bos(const lb_model *m); /* -1 if none */
 int lb_token_eos(const lb_model *m);
@@ -207,8 +238,11 @@ typedef struct {
     float top_p;           /* >= 1: off */
     float min_p;           /* <= 0: off */
     float repeat_penalty;  /* 1: off */
-    int repeat_last_n;     /* how many recent tokens the penalty looks at */
+    int repeat_last_n;     /* how many recent tokens the penalties look at */
     uint64_t seed;
+    /* OpenAI's penalties over the same recent tokens: a token seen c times
+     * loses c * frequency_penalty + (c > 0) * presence_penalty (0: off) */
+    float presence_penalty, frequency_penalty;
 } lb_sampler_params;
 
 typedef struct lb_sampler lb_sampler;
@@ -258,6 +292,10 @@ typedef struct {
     double mx_bpw, mx_bpw_eq10;
     /* the layer matrices (blk.N.*, 2-D) alone: embedding and head apart */
     double layer_bpw;
+    /* --from-uniform (BCQ): matrices converted from a uniform type, their
+     * groups, and the groups whose z is not an fp16 (rounded, not exact) */
+    int n_from_uniform;
+    int64_t uniform_groups, uniform_inexact;
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
@@ -290,6 +328,16 @@ typedef struct {
      * and the share of its weights kept as fp16 outliers (else 0.25, 0.002) */
     int mx_set;
     float mx_hi, mx_outliers;
+    /* MX: which groups take 4 bits: 0, by eq. (9) with the Hessian of gptq,
+     * else by their 2-bit tiles' error (importance-weighted by the imatrix);
+     * 2: by that error with the Hessian too (diag H weighting it) */
+    int mx_rank;
+    /* BCQ types (docs/bcq.md): from_uniform converts uniform q-bit inputs
+     * (GQ{q}_G*, Q4_0, Q4_1) to BCQ exactly (LUT-GEMM App. C) instead of
+     * re-quantizing; bcq_iters: the quantizer's alternating iterations
+     * (0: the default, 8; < 0: none, the starts only) */
+    int from_uniform;
+    int bcq_iters;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

@@ -3,6 +3,7 @@
 
 #include "cli/cli.h"
 #include "core/common.h"
+#include "formats/bcq.h"
 #include "formats/gq.h"
 #include "formats/gqc.h"
 #include "formats/repack.h"
@@ -27,13 +28,21 @@ static void help(void) {
            "                    it is also the output head)\n"
            "      --output-tensor-type T    the output head's type (default: TYPE; MX: Q6_K)\n"
            "      --mx-hi F     MX: share of each matrix's 32-column groups in 4 bits (default 0.25)\n"
-           "      --mx-outliers F  MX: share of weights kept as fp16 outliers (default 0.002)\n\n"
+           "      --mx-outliers F  MX: share of weights kept as fp16 outliers (default 0.002)\n"
+           "      --mx-rank R   MX: groups for 4 bits by eq9 (with --gptq's Hessian; the default) or by\n"
+           "                    error (their 2-bit tiles' error; the default without a Hessian)\n"
+           "      --from-uniform  BCQ types: convert uniform inputs of as many bits (GQ{q}_G{g} with g a\n"
+           "                    multiple of the BCQ group; Q4_0, Q4_1 for BCQ4_G32) exactly (LUT-GEMM App. C)\n"
+           "      --bcq-iters N BCQ: alternating least-squares iterations after the greedy and uniform\n"
+           "                    starts (default 8; 0: the starts only)\n\n"
            "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
            "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
            "in 2 bits with 4-bit second-order scales, and a few fp16 outliers; with --gptq the\n"
            "weights are rounded with GPTQ's error feedback. The embedding and head take the types above.\n\n"
            "GQ4_GC, GQ3_GC, GQ2_GC (GPTQ's group_size -1, docs/gq.md) keep one scale and zero point\n"
            "per row, in a side tensor NAME.gq_sz (F16, 2 values per row) beside each matrix.\n\n"
+           "BCQ{q}_G{g} (seed 003, docs/bcq.md): w = sum_i alpha_i b_i + z per group of g, b_i = +-1,\n"
+           "q bit planes, fp16 alpha_i and z; --imatrix and --gptq weight its quantizer.\n\n"
            "types: MX (2/4/16-bit mixed, ~2.9-3.1 bpw)");
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
                          LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS,
@@ -46,7 +55,11 @@ static void help(void) {
                          LB_TYPE_Q5_1_16X4, LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,
                          LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16, LB_TYPE_GQ2_G128,
                          LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16, LB_TYPE_GQ4_GC, LB_TYPE_GQ3_GC,
-                         LB_TYPE_GQ2_GC};
+                         LB_TYPE_GQ2_GC,
+#define BCQ_HELP(name, NAME, Q, G) LB_TYPE_##NAME,
+                         LB_BCQ_LIST(BCQ_HELP)
+#undef BCQ_HELP
+                         };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const lb_type_traits *t = lb_traits(types[i]);
         if (t && lb_gqc_bits(types[i])) printf(" %s (%d bpw + 32 bits per row)", t->name, lb_gqc_bits(types[i]));
@@ -58,7 +71,7 @@ static void help(void) {
 int cmd_quantize(int argc, char **argv) {
     cli_args a = {argc, 1, argv, "quantize", 0};
     const char *pos[3] = {0};
-    int n_pos = 0, threads = 0;
+    int n_pos = 0, threads = 0, bcq_iters = -2;
     lb_quantize_options opt = {0};
     const char *embd_name = NULL, *out_name = NULL;
     opt.mx_hi = 0.25f, opt.mx_outliers = 0.002f; /* the defaults, for a flag given alone */
@@ -78,6 +91,14 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--output-tensor-type", NULL)) out_name = cli_value(&a);
         else if (cli_flag(&a, "--mx-hi", NULL)) opt.mx_set = 1, opt.mx_hi = (float)cli_float(&a, 0.0, 1.0);
         else if (cli_flag(&a, "--mx-outliers", NULL)) opt.mx_set = 1, opt.mx_outliers = (float)cli_float(&a, 0.0, 0.5);
+        else if (cli_flag(&a, "--mx-rank", NULL)) {
+            const char *v = cli_value(&a);
+            if (v && !strcmp(v, "eq9")) opt.mx_rank = 0;
+            else if (v && !strcmp(v, "error")) opt.mx_rank = 2;
+            else if (v) { fprintf(stderr, "lowbit quantize: --mx-rank wants eq9 or error, not '%s'\n", v); a.bad = 1; }
+        }
+        else if (cli_flag(&a, "--from-uniform", NULL)) opt.from_uniform = 1;
+        else if (cli_flag(&a, "--bcq-iters", NULL)) bcq_iters = cli_int(&a, 0, 1000);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
         else { fprintf(stderr, "lowbit quantize: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
@@ -105,8 +126,13 @@ int cmd_quantize(int argc, char **argv) {
         }
         *dst[i] = t, *set[i] = 1;
     }
-    if (opt.mx_set && type != LB_TYPE_MX) {
-        fprintf(stderr, "lowbit quantize: --mx-hi and --mx-outliers apply to TYPE MX only\n");
+    if ((opt.from_uniform || bcq_iters != -2) && !lb_bcq_bits(type)) {
+        fprintf(stderr, "lowbit quantize: --from-uniform and --bcq-iters apply to the BCQ types only\n");
+        return CLI_USAGE;
+    }
+    if (bcq_iters != -2) opt.bcq_iters = bcq_iters > 0 ? bcq_iters : -1;
+    if ((opt.mx_set || opt.mx_rank) && type != LB_TYPE_MX) {
+        fprintf(stderr, "lowbit quantize: --mx-hi, --mx-outliers and --mx-rank apply to TYPE MX only\n");
         return CLI_USAGE;
     }
     if (!strcmp(pos[0], pos[1])) { fprintf(stderr, "lowbit quantize: output must differ from input\n"); return CLI_USAGE; }
@@ -131,6 +157,10 @@ int cmd_quantize(int argc, char **argv) {
         printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
                lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
+    if (opt.from_uniform)
+        printf("  from uniform: %d matrices converted, %lld of %lld groups exact (%lld with z rounded to fp16), "
+               "%d quantized from their values\n", st.n_from_uniform, (long long)(st.uniform_groups - st.uniform_inexact),
+               (long long)st.uniform_groups, (long long)st.uniform_inexact, st.n_quantized - st.n_from_uniform);
     printf("  size: %.2f MiB -> %.2f MiB, %lld parameters, %.3f bits per weight\n", st.bytes_in / 1048576.0,
            st.bytes_out / 1048576.0, (long long)st.n_params, st.bpw_out);
     printf("  layer matrices: %.4f bits per weight (the embedding and the output head apart)\n", st.layer_bpw);

@@ -10,6 +10,7 @@
  * against to_float for every type). */
 #include <math.h>
 
+#include "formats/bcq.h"
 #include "formats/cb.h"
 #include "formats/gq.h"
 #include "formats/grid.h"
@@ -282,7 +283,7 @@ const lb_grid *lb_grid_get(int type) {
     case LB_TYPE_IQ4_XS: return &iq4_xs_grid;
     case LB_TYPE_CB2: return &cb2_grid;
     case LB_TYPE_CB3: return &cb3_grid;
-    default: return lb_gq_grid(type);
+    default: return lb_gq_grid(type) ? lb_gq_grid(type) : lb_bcq_grid(type); /* formats/bcq.h */
     }
 }
 

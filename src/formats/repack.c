@@ -9,6 +9,7 @@
 
 #include "formats/repack_kx.h"
 #include "formats/repack_qg.h"
+#include "formats/bcq.h"
 
 static const lb_repack_layout layouts[] = {
     {LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0, 4, 4},     {LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0, 4, 8},
@@ -28,6 +29,10 @@ static const lb_repack_layout layouts[] = {
 #define QG_LAYOUT(name, NAME, B, G) {LB_TYPE_##NAME##_QG, LB_TYPE_##NAME, 16, 4},
     LB_GQ_LIST(QG_LAYOUT)
 #undef QG_LAYOUT
+    /* the BCQ types for the table-lookup kernels, 16 rows of plane bytes (formats/bcq_lut.c) */
+#define BCQ_LAYOUT(name, NAME, Q, G) {LB_TYPE_##NAME##_LUT, LB_TYPE_##NAME, LB_BCQ_ROWS, 1},
+    LB_BCQ_LIST(BCQ_LAYOUT)
+#undef BCQ_LAYOUT
 };
 enum { N_LAYOUTS = sizeof layouts / sizeof layouts[0] };
 
@@ -124,6 +129,10 @@ void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int6
         lb_repack_qg_tensor(L, plain, packed, K, N);
         return;
     }
+    if (lb_bcq_is_plain(L->base)) {
+        lb_repack_bcq_tensor(type, plain, packed, K, N);
+        return;
+    }
     if (lb_repack_is_kx(L->base)) {
         lb_repack_kx_tensor(L, plain, packed, K, N);
         return;
@@ -146,6 +155,10 @@ void lb_unpack_tensor(int type, const void *packed, void *plain, int64_t K, int6
     }
     if (lb_repack_is_qg(L->base)) {
         lb_unpack_qg_tensor(L, packed, plain, K, N);
+        return;
+    }
+    if (lb_bcq_is_plain(L->base)) {
+        lb_unpack_bcq_tensor(type, packed, plain, K, N);
         return;
     }
     if (lb_repack_is_kx(L->base)) {
@@ -204,6 +217,7 @@ static const lb_type_traits repack_traits[N_LAYOUTS] = {
 };
 
 const lb_type_traits *lb_repack_traits(int type) {
+    if (lb_bcq_plain_of_lut(type) >= 0) return lb_bcq_traits(type);
     const lb_type_traits *kq = lb_repack_kq_traits(type);
     if (kq) return kq;
     const lb_type_traits *kx = lb_repack_kx_traits(type);

@@ -10,6 +10,7 @@
 #include "formats/gq.h"
 #include "formats/gqc.h"
 #include "formats/mx.h"
+#include "formats/bcq.h"
 
 static const lb_type_traits traits_f32 = {"F32", 1, 4, 0, LB_TYPE_F32,
     lb_f32_to_float, lb_f32_from_float, lb_vec_dot_f32_ref};
@@ -41,6 +42,10 @@ const lb_type_traits *lb_traits(int type) {
         return lb_gq_traits(type);
     case LB_TYPE_MX2: case LB_TYPE_MX4: case LB_TYPE_MX: return lb_mx_traits(type);
     case LB_TYPE_GQ4_GC: case LB_TYPE_GQ3_GC: case LB_TYPE_GQ2_GC: return lb_gqc_traits(type);
+#define BCQ_CASES(name, NAME, Q, G) case LB_TYPE_##NAME: case LB_TYPE_##NAME##_LUT:
+    LB_BCQ_LIST(BCQ_CASES)
+#undef BCQ_CASES
+    case LB_TYPE_Q8_0_LUT4: return lb_bcq_traits(type);
     default: return type >= 1000 ? lb_repack_traits(type) : lb_kquant_traits(type);
     }
 }
@@ -88,6 +93,10 @@ int lb_type_fallback(int type, int64_t ne0) {
     case LB_TYPE_GQ2_G128: case LB_TYPE_GQ2_G64: case LB_TYPE_GQ2_G32: case LB_TYPE_GQ2_G16:
     case LB_TYPE_GQ4_GC: case LB_TYPE_GQ3_GC: case LB_TYPE_GQ2_GC:
         sub = LB_TYPE_Q8_0; break; /* GPTQ's groups: rows not a multiple of 128 keep 8 bits */
+#define BCQ_CASES(name, NAME, Q, G) case LB_TYPE_##NAME:
+    LB_BCQ_LIST(BCQ_CASES)
+#undef BCQ_CASES
+        sub = LB_TYPE_Q8_0; break; /* BCQ: rows the group does not divide */
     }
     if (sub >= 0) return lb_type_fits_row(sub, ne0) ? sub : LB_TYPE_F16;
     /* Other quantized rows that don't fit: the closest wider type that does. */

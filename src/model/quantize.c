@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "formats/bcq.h"
 #include "formats/gq.h"
 #include "formats/mx.h"
 #include "formats/repack.h"
@@ -46,6 +47,7 @@ typedef struct {
     lb_qgc_cache gc;     /* the GC matrix being written */
     lb_quantize_stats *st;
     double mx_eq10_sum, mx_weights;
+    int from_uniform;    /* BCQ outputs: uniform inputs converted exactly (formats/bcq.h) */
 } qctx;
 
 /* All of tensor t as N x K floats (interleaved layouts unpacked first, GC
@@ -171,6 +173,26 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
         src = unpacked;
         src_type = lb_type_base(src_type);
     }
+    if (q->from_uniform && lb_bcq_is_plain(out_type)) {
+        /* uniform q-bit groups -> BCQ, exactly where z fits fp16 (LUT-GEMM App. C) */
+        if (lb_bcq_uniform_fits(src_type, out_type)) {
+            int64_t groups = 0;
+            const int64_t inexact = lb_bcq_from_uniform(src_type, src, out_type, dst, K, rows, &groups);
+            if (inexact < 0) {
+                s = LB_ERR_NOMEM;
+            } else {
+                q->st->n_from_uniform++;
+                q->st->uniform_groups += groups;
+                q->st->uniform_inexact += inexact;
+                lb_log(2, "%.*s: %s -> %s, %lld of %lld groups exact\n", (int)t->name.len, t->name.ptr,
+                       lb_type_name(src_type), lb_type_name(out_type), (long long)(groups - inexact), (long long)groups);
+            }
+            free(unpacked);
+            return s;
+        }
+        lb_log(1, "%.*s: %s is no uniform grid %s holds exactly (--from-uniform): quantized from its values\n",
+               (int)t->name.len, t->name.ptr, lb_type_name(src_type), lb_type_name(out_type));
+    }
     const float *imp = lb_quant_extras_importance(q->ex, t);
     int gptq_done = 0;
     if (q->ex->calib && src_type != out_base) {
@@ -247,6 +269,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         return lb_fail(LB_ERR_UNSUPPORTED, "the embedding's or the head's type cannot be quantized to");
     lb_mx_params mxp = lb_mx_default_params();
     if (o->mx_set) mxp.hi_frac = o->mx_hi, mxp.outlier_frac = o->mx_outliers;
+    mxp.rank_by_error = o->mx_rank == 2;
     mxp.n_threads = p->n_threads;
     if (mx && !(mxp.hi_frac >= 0.0f && mxp.hi_frac <= 1.0f && mxp.outlier_frac >= 0.0f && mxp.outlier_frac <= 0.5f))
         return lb_fail(LB_ERR_ARG, "MX: 4-bit share %g (0..1) or outlier share %g (0..0.5) out of range",
@@ -271,6 +294,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.hi_fraction", mxp.hi_frac);
     if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.outlier_fraction", mxp.outlier_frac);
     if (s == LB_OK) s = lb_quant_extras_begin(in, p, o, w, &ex);
+    lb_bcq_set_iters(o->bcq_iters > 0 ? o->bcq_iters : o->bcq_iters < 0 ? 0 : 8); /* BCQ's alternating iterations */
     for (int64_t i = 0; i < nt && s == LB_OK; i++) {
         const gguf_tensor *t = gguf_tensor_at(in, i);
         char name[256];
@@ -334,7 +358,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     st.layer_bpw = layer_w ? 8.0 * (double)layer_b / (double)layer_w : 0;
     if (s == LB_OK) {
         qctx q = {in, outs, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex, o->sym, mxp,
-                  {.in_index = -1}, {.in_index = -1}, &st, 0.0, 0.0};
+                  {.in_index = -1}, {.in_index = -1}, &st, 0.0, 0.0, o->from_uniform};
         s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
         lb_qmx_cache_free(&q.mx);
         lb_qgc_cache_free(&q.gc);

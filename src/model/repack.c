@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "formats/bcq.h"
 #include "formats/gqc.h"
 #include "formats/repack.h"
 #include "formats/repack_kx.h"
@@ -61,6 +62,12 @@ int lb_repack_target(int type) {
          * where a QIGen kernel runs it, else kept (scalar reference) */
         const int g = lb_gqc_g128(type), t = lb_repack_target(g);
         return t != g ? t : type;
+    }
+    if (lb_bcq_is_plain(type)) {
+        /* BCQ: the 16-row layout of the table-lookup kernels where one runs */
+        const int t = lb_bcq_lut_of(type);
+        const lb_kernel *k = mode_in_force() == MODE_OFF ? NULL : lb_kernel_get(t);
+        return k && k->isa != LB_ISA_SCALAR ? t : type;
     }
     const int kq = lb_repack_is_kq(type) || lb_repack_is_kx(type) || lb_repack_is_qg(type);
     if (type != LB_TYPE_Q4_0 && type != LB_TYPE_IQ4_NL && type != LB_TYPE_Q8_0 && !kq) return type;
@@ -172,7 +179,11 @@ lb_status lb_model_repack(lb_model *m) {
                                 LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,
                                 LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16,
                                 LB_TYPE_GQ2_G128, LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16,
-                                LB_TYPE_GQ4_GC, LB_TYPE_GQ3_GC, LB_TYPE_GQ2_GC};
+                                LB_TYPE_GQ4_GC, LB_TYPE_GQ3_GC, LB_TYPE_GQ2_GC,
+#define BCQ_BASE(name, NAME, Q, G) LB_TYPE_##NAME,
+                                LB_BCQ_LIST(BCQ_BASE)
+#undef BCQ_BASE
+                                };
     enum { NB = sizeof bases / sizeof bases[0] };
     tally t[NB];
     for (int i = 0; i < NB; i++) t[i] = (tally){0, 0, -1};
