@@ -85,6 +85,57 @@ int main(void) {
     CHECK(lb_sampler_sample(s, logits) == 1);
     lb_sampler_free(s);
 
+    /* presence penalty: once per distinct recent token, whatever its count:
+     * after 1 twice, 3 - 0.2 = 2.8 < 2.9 picks 5; after 5 too, 2.7 < 2.8 picks 1 */
+    p = plain(0.0f);
+    p.presence_penalty = 0.2f;
+    p.repeat_last_n = 8;
+    s = make(p);
+    CHECK(lb_sampler_sample(s, logits) == 1); /* nothing seen yet */
+    lb_sampler_accept(s, 1);
+    lb_sampler_accept(s, 1);
+    CHECK(lb_sampler_sample(s, logits) == 5);
+    lb_sampler_accept(s, 5);
+    CHECK(lb_sampler_sample(s, logits) == 1);
+    lb_sampler_free(s);
+
+    /* frequency penalty: count times: 1 seen twice at 0.3 -> 2.4 < 2.5 (token 2)
+     * < 2.9 (token 5): picks 5; 5 seen once -> 2.6 > 2.5: still 5 */
+    p = plain(0.0f);
+    p.frequency_penalty = 0.3f;
+    p.repeat_last_n = 8;
+    s = make(p);
+    lb_sampler_accept(s, 1);
+    CHECK(lb_sampler_sample(s, logits) == 5); /* 1: 3 - 0.3 = 2.7 < 2.9 */
+    lb_sampler_accept(s, 1);
+    lb_sampler_accept(s, 5);
+    CHECK(lb_sampler_sample(s, logits) == 5); /* 1: 2.4, 5: 2.6, 2: 2.5 */
+    lb_sampler_accept(s, 5);
+    CHECK(lb_sampler_sample(s, logits) == 2); /* 5: 2.3, 1: 2.4, 2: 2.5 */
+    /* negative penalties favour seen tokens: 6 seen 8 times (the window) at
+     * -1: -5 + 8 = 3 ties token 1, and a tie goes to the first index */
+    lb_sampler_free(s);
+    p.frequency_penalty = -1.0f;
+    s = make(p);
+    for (int i = 0; i < 9; i++) lb_sampler_accept(s, 6);
+    CHECK(lb_sampler_sample(s, logits) == 1);
+    lb_sampler_free(s);
+    p.frequency_penalty = -1.1f;
+    s = make(p);
+    for (int i = 0; i < 8; i++) lb_sampler_accept(s, 6);
+    CHECK(lb_sampler_sample(s, logits) == 6); /* -5 + 8.8 = 3.8 */
+    lb_sampler_free(s);
+    /* at a temperature the penalty changes the distribution: a huge presence
+     * penalty removes token 1 from the draws */
+    p = plain(1.0f);
+    p.presence_penalty = 100.0f;
+    p.repeat_last_n = 4;
+    s = make(p);
+    lb_sampler_accept(s, 1);
+    histogram(s, logits, 5000, h);
+    CHECK(h[1] == 0 && h[5] > 0);
+    lb_sampler_free(s);
+
     /* same seed, same draws; another seed, other draws */
     int a[64], b[64], c[64];
     for (int run = 0; run < 3; run++) {

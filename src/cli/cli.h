@@ -64,5 +64,6 @@ int cmd_codebooks(int argc, char **argv);
 int cmd_imatrix(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

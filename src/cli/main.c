@@ -21,7 +21,8 @@ static void usage(FILE *f) {
             "  calibrate   layer-input Hessians from calibration text (for quantize --gptq)\n"
             "  tune        time the generated GQ kernels on this CPU, keep the fastest (QIGen)\n"
             "  info        metadata, tensors and bits per weight of a GGUF model\n"
-            "  convert     import llama2.c checkpoints or Hugging Face directories to GGUF\n");
+            "  convert     import llama2.c checkpoints or Hugging Face directories to GGUF\n"
+            "  serve       OpenAI-compatible HTTP server with continuous batching\n");
 }
 
 int cli_flag(cli_args *a, const char *s1, const char *s2) {
@@ -186,6 +187,7 @@ int main(int argc, char **argv) {
     if (!strcmp(sub, "imatrix")) return cmd_imatrix(argc - 1, argv + 1);
     if (!strcmp(sub, "calibrate")) return cmd_calibrate(argc - 1, argv + 1);
     if (!strcmp(sub, "tune")) return cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(sub, "serve")) return cmd_serve(argc - 1, argv + 1);
     fprintf(stderr, "lowbit: unknown subcommand '%s'\n\n", sub);
     usage(stderr);
     return CLI_USAGE;

@@ -24,7 +24,7 @@
 #include "model/model.h"
 
 lb_context_params lb_context_default_params(void) {
-    lb_context_params p = {0, 0, 0};
+    lb_context_params p = {0, 0, 0, 0};
     return p;
 }
 
@@ -36,6 +36,10 @@ void lb_context_free(lb_context *c) {
                     c->ff_up, c->logits_tmp, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
                     c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) lb_free_aligned(bufs[i]);
+    free(c->tok_pos);
+    free(c->tok_seq);
+    free(c->tok_buf);
+    free(c->row_buf);
     free(c);
 }
 
@@ -64,15 +68,26 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
         free(c);
         return lb_fail(LB_ERR_ARG, "context length %d is too large", n);
     }
-    c->n_batch = p.n_batch > 0 ? LB_MIN(p.n_batch, c->n_ctx) : LB_MIN(512, c->n_ctx);
+    c->n_seq = p.n_seq > 0 ? p.n_seq : 1;
+    if (c->n_seq > 4096) {
+        free(c);
+        return lb_fail(LB_ERR_ARG, "%d sequences is too many (at most 4096)", p.n_seq);
+    }
+    /* a batch of several sequences may hold more tokens than one sequence's context */
+    const int batch_cap = (int)LB_MIN((int64_t)c->n_ctx * c->n_seq, 1 << 30);
+    c->n_batch = p.n_batch > 0 ? LB_MIN(p.n_batch, batch_cap) : LB_MIN(512, batch_cap);
     c->n_threads = p.n_threads > 0 ? p.n_threads : (m->n_threads > 0 ? m->n_threads : default_threads());
     const size_t B = (size_t)c->n_batch, d = (size_t)hp->n_embd;
     const size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
     c->n_ctx_pad = lb_attn_ctx_pad(c->n_ctx);
     c->k_layer = (size_t)hp->n_head_kv * c->n_ctx_pad * hp->head_dim;
     c->v_layer = (size_t)hp->n_head_kv * c->n_ctx_pad * lb_attn_hd_pad(hp->head_dim);
-    c->k_cache = alloc_f((size_t)hp->n_layer * c->k_layer);
-    c->v_cache = alloc_f((size_t)hp->n_layer * c->v_layer);
+    c->k_cache = alloc_f((size_t)c->n_seq * hp->n_layer * c->k_layer);
+    c->v_cache = alloc_f((size_t)c->n_seq * hp->n_layer * c->v_layer);
+    c->tok_pos = malloc(B * sizeof *c->tok_pos);
+    c->tok_seq = malloc(B * sizeof *c->tok_seq);
+    c->tok_buf = malloc(B * sizeof *c->tok_buf);
+    c->row_buf = malloc((size_t)c->n_seq * sizeof *c->row_buf);
     c->x = alloc_f(B * d);
     c->xn = alloc_f(B * LB_MAX(d, (size_t)hp->n_ff));
     c->q = alloc_f(B * qd);
@@ -102,8 +117,9 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->act_scratch = lb_malloc_aligned(act);
     if (!c->k_cache || !c->v_cache || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
         !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
-        !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local) {
-        const double mib = (double)hp->n_layer * (c->k_layer + c->v_layer) * 4 / 1048576.0;
+        !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local ||
+        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf) {
+        const double mib = (double)c->n_seq * hp->n_layer * (c->k_layer + c->v_layer) * 4 / 1048576.0;
         lb_context_free(c);
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
                        p.n_ctx > 0 ? p.n_ctx : hp->n_ctx_train, mib);
@@ -155,22 +171,30 @@ static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, fl
 }
 
 /* RoPE tables of the batch's positions (shared by every head and layer). */
-static void rope_tables(lb_context *c, int n, int pos0) {
+static void rope_tables(lb_context *c, int n) {
     const lb_hparams *hp = &c->model->hp;
     const int rd = hp->rope_dim, local = hp->arch == LB_ARCH_GEMMA3;
     const int nth = stage_threads(c, (int64_t)n * rd * 16); /* cosf + sinf: ~16 adds' worth each */
     FOR_ROWS(nth, n, t, {
         const size_t o = (size_t)t * rd;
-        lb_rope_table(c->rope_cs + o, c->rope_sn + o, (float)(pos0 + t), c->inv_freq, rd, hp->rope_neox);
+        lb_rope_table(c->rope_cs + o, c->rope_sn + o, (float)c->tok_pos[t], c->inv_freq, rd, hp->rope_neox);
         if (local)
-            lb_rope_table(c->rope_cs_local + o, c->rope_sn_local + o, (float)(pos0 + t), c->inv_freq_local, rd,
+            lb_rope_table(c->rope_cs_local + o, c->rope_sn_local + o, (float)c->tok_pos[t], c->inv_freq_local, rd,
                           hp->rope_neox);
     });
 }
 
+/* The cache of one sequence's layer. */
+static float *k_cache_of(const lb_context *c, int seq, int il) {
+    return c->k_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->k_layer;
+}
+static float *v_cache_of(const lb_context *c, int seq, int il) {
+    return c->v_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->v_layer;
+}
+
 /* Per token, after the q, k, v matmuls: biases, Gemma 3's per-head norms,
- * RoPE, and k, v into the cache. */
-static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n, int pos0) {
+ * RoPE, and k, v into its sequence's cache. */
+static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
     const lb_layer *l = &m->layers[il];
@@ -178,7 +202,6 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n, int pos0
     const float eps = hp->norm_eps;
     const float *cs = l->is_local && hp->arch == LB_ARCH_GEMMA3 ? c->rope_cs_local : c->rope_cs;
     const float *sn = l->is_local && hp->arch == LB_ARCH_GEMMA3 ? c->rope_sn_local : c->rope_sn;
-    float *kc = c->k_cache + (size_t)il * c->k_layer, *vc = c->v_cache + (size_t)il * c->v_layer;
     const int nth = stage_threads(c, (int64_t)n * (qd + 2 * kvd));
     FOR_ROWS(nth, n, t, {
         float *q = c->q + (size_t)t * qd, *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
@@ -194,29 +217,39 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n, int pos0
             if (l->k_norm) vo->rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, l->k_norm, hd, eps);
             vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
         }
-        lb_attn_store_kv(kc, vc, c->n_ctx_pad, nkv, hd, k, kvd, v, kvd, 1, pos0 + t);
+        lb_attn_store_kv(k_cache_of(c, c->tok_seq[t], il), v_cache_of(c, c->tok_seq[t], il), c->n_ctx_pad, nkv, hd, k,
+                         kvd, v, kvd, 1, c->tok_pos[t]);
     });
 }
 
-static void attention(lb_context *c, int il, int n, int pos0) {
+/* A run of the batch's tokens from one sequence: rows t0..t0+n-1 at
+ * positions pos0.. */
+typedef struct {
+    int seq, pos0, t0, n;
+} lb_seg;
+
+/* Each run attends to its own sequence's cache. */
+static void attention(lb_context *c, int il, const lb_seg *segs, int n_segs) {
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
     const int qd = hp->n_head * hp->head_dim;
-    lb_attn_args a = {0};
-    a.q = c->q;
-    a.out = c->att_out;
-    a.k = c->k_cache + (size_t)il * c->k_layer;
-    a.v = c->v_cache + (size_t)il * c->v_layer;
-    a.q_stride = a.o_stride = (size_t)qd;
-    a.n_ctx = c->n_ctx_pad;
-    a.n = n;
-    a.pos0 = pos0;
-    a.n_head = hp->n_head;
-    a.n_head_kv = hp->n_head_kv;
-    a.head_dim = hp->head_dim;
-    a.window = m->layers[il].is_local ? hp->sliding_window : 0;
-    a.scale = hp->query_scale;
-    lb_attention(&a, c->att_scratch, c->n_threads);
+    for (int s = 0; s < n_segs; s++) {
+        lb_attn_args a = {0};
+        a.q = c->q + (size_t)segs[s].t0 * qd;
+        a.out = c->att_out + (size_t)segs[s].t0 * qd;
+        a.k = k_cache_of(c, segs[s].seq, il);
+        a.v = v_cache_of(c, segs[s].seq, il);
+        a.q_stride = a.o_stride = (size_t)qd;
+        a.n_ctx = c->n_ctx_pad;
+        a.n = segs[s].n;
+        a.pos0 = segs[s].pos0;
+        a.n_head = hp->n_head;
+        a.n_head_kv = hp->n_head_kv;
+        a.head_dim = hp->head_dim;
+        a.window = m->layers[il].is_local ? hp->sliding_window : 0;
+        a.scale = hp->query_scale;
+        lb_attention(&a, c->att_scratch, c->n_threads);
+    }
 }
 
 static void matmul(lb_context *c, const lb_matrix *w, const float *x, int n, float *y) {
@@ -235,12 +268,19 @@ static void matmul_same_x(lb_context *c, int nw, const lb_matrix *const *w, cons
     lb_matmul_multi(w, nw, x, n, y, ldy, c->act_scratch, c->n_threads);
 }
 
-/* One batch of n <= n_batch tokens at positions pos0..pos0+n-1. */
-static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0, float *logits, int all_logits) {
+/* One batch of n <= n_batch tokens, in runs of one sequence each (segs).
+ * Logits of rows [first, first + rows), or of row_idx[0..rows) if given. */
+static void forward_batch(lb_context *c, const int32_t *tokens, int n, const lb_seg *segs, int n_segs, float *logits,
+                          int first, int rows, const int *row_idx) {
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
     const lb_vecops *vo = lb_vecops_get();
     const int d = hp->n_embd, ff = hp->n_ff;
+    for (int s = 0; s < n_segs; s++)
+        for (int t = 0; t < segs[s].n; t++) {
+            c->tok_pos[segs[s].t0 + t] = segs[s].pos0 + t;
+            c->tok_seq[segs[s].t0 + t] = segs[s].seq;
+        }
 
     const lb_type_traits *et = lb_traits(m->tok_embd.type);
     for (int t = 0; t < n; t++) {
@@ -251,7 +291,7 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0,
             for (int j = 0; j < d; j++) x[j] *= s;
         }
     }
-    rope_tables(c, n, pos0);
+    rope_tables(c, n);
     residual_rows(c, vo, c->x, NULL, NULL, c->xn, m->layers[0].attn_norm, n, d);
 
     for (int il = 0; il < hp->n_layer; il++) {
@@ -262,8 +302,8 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0,
             float *y[3] = {c->q, c->k, c->v};
             matmul_same_x(c, 3, w, c->xn, n, y);
         }
-        qkv_rows(c, vo, il, n, pos0);
-        attention(c, il, n, pos0);
+        qkv_rows(c, vo, il, n);
+        attention(c, il, segs, n_segs);
         matmul(c, &l->wo, c->att_out, n, c->xn);
         residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
 
@@ -290,9 +330,12 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, int pos0,
         residual_rows(c, vo, c->x, c->xn, l->ffn_post_norm, c->xn, next, n, d);
     }
 
-    if (!logits) return;
-    const int first = all_logits ? 0 : n - 1, rows = all_logits ? n : 1;
-    residual_rows(c, vo, c->x + (size_t)first * d, NULL, NULL, c->xn, m->output_norm, rows, d);
+    if (!logits || rows <= 0) return;
+    if (row_idx)
+        for (int j = 0; j < rows; j++)
+            vo->rmsnorm(c->xn + (size_t)j * d, c->x + (size_t)row_idx[j] * d, m->output_norm, d, hp->norm_eps);
+    else
+        residual_rows(c, vo, c->x + (size_t)first * d, NULL, NULL, c->xn, m->output_norm, rows, d);
     matmul(c, &m->output, c->xn, rows, logits);
     if (hp->final_logit_softcap > 0.0f) {
         const float cap = hp->final_logit_softcap;
@@ -314,7 +357,45 @@ lb_status lb_eval(lb_context *c, const int32_t *tokens, int n, int pos, float *l
         float *out = NULL;
         if (logits && all_logits) out = logits + (size_t)done * V;
         else if (logits && last) out = logits;
-        forward_batch(c, tokens + done, nb, pos + done, out, all_logits);
+        const lb_seg seg = {0, pos + done, 0, nb};
+        forward_batch(c, tokens + done, nb, &seg, 1, out, all_logits ? 0 : nb - 1, all_logits ? nb : 1, NULL);
     }
     return LB_OK;
+}
+
+lb_status lb_eval_multi(lb_context *c, const lb_seq_batch *b, int n_entries, float *logits) {
+    const int V = c->model->hp.n_vocab;
+    if (n_entries <= 0 || n_entries > c->n_seq)
+        return lb_fail(LB_ERR_ARG, "lb_eval_multi: %d entries for %d sequences", n_entries, c->n_seq);
+    lb_seg *segs = malloc((size_t)n_entries * sizeof *segs);
+    if (!segs) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    int total = 0, rows = 0;
+    lb_status st = LB_OK;
+    for (int e = 0; e < n_entries && !st; e++) {
+        const lb_seq_batch *s = &b[e];
+        if (s->seq < 0 || s->seq >= c->n_seq)
+            st = lb_fail(LB_ERR_ARG, "lb_eval_multi: sequence %d outside 0..%d", s->seq, c->n_seq - 1);
+        else if (s->n <= 0 || !s->tokens)
+            st = lb_fail(LB_ERR_ARG, "lb_eval_multi: sequence %d has no tokens", s->seq);
+        else if (s->pos < 0 || (int64_t)s->pos + s->n > c->n_ctx)
+            st = lb_fail(LB_ERR_ARG, "lb_eval_multi: positions %d..%d exceed the context length %d", s->pos,
+                         s->pos + s->n - 1, c->n_ctx);
+        else if (s->n > c->n_batch - total)
+            st = lb_fail(LB_ERR_ARG, "lb_eval_multi: more than n_batch = %d tokens", c->n_batch);
+        for (int j = 0; j < e && !st; j++)
+            if (b[j].seq == s->seq) st = lb_fail(LB_ERR_ARG, "lb_eval_multi: sequence %d appears twice", s->seq);
+        for (int i = 0; i < s->n && !st; i++) {
+            if (s->tokens[i] < 0 || s->tokens[i] >= V)
+                st = lb_fail(LB_ERR_ARG, "lb_eval_multi: token id %d is outside the vocabulary (0..%d)", s->tokens[i],
+                             V - 1);
+            else c->tok_buf[total + i] = s->tokens[i];
+        }
+        if (st) break;
+        segs[e] = (lb_seg){s->seq, s->pos, total, s->n};
+        total += s->n;
+        if (s->logits) c->row_buf[rows++] = total - 1;
+    }
+    if (!st) forward_batch(c, c->tok_buf, total, segs, n_entries, logits, 0, rows, c->row_buf);
+    free(segs);
+    return st;
 }

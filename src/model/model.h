@@ -65,8 +65,12 @@ struct lb_context {
     lb_model *model;
     int n_ctx, n_batch, n_threads;
     int n_ctx_pad;               /* n_ctx rounded up for the K cache layout */
-    float *k_cache, *v_cache;    /* per layer, in kernels/attention.h's layout for n_ctx_pad positions */
+    float *k_cache, *v_cache;    /* per sequence, per layer, in kernels/attention.h's layout for n_ctx_pad positions */
     size_t k_layer, v_layer;     /* floats per layer */
+    int n_seq;                   /* sequences (lb_eval_multi); sequence s, layer l at (s * n_layer + l) * k_layer */
+    int *tok_pos, *tok_seq;      /* per batch token: its position and sequence */
+    int32_t *tok_buf;            /* lb_eval_multi: the batch's tokens, gathered */
+    int *row_buf;                /* lb_eval_multi: batch rows whose logits are wanted */
     /* activations for up to n_batch tokens */
     float *x, *xn, *q, *k, *v, *att_out, *ff_gate, *ff_up, *logits_tmp;
     float *att_scratch;          /* per thread: lb_attn_scratch_floats */

@@ -1,4 +1,4 @@
-/* Token sampling: repetition penalty, then temperature, top-k, top-p, min-p,
+/* Token sampling: repetition, presence and frequency penalties, then temperature, top-k, top-p, min-p,
  * then a draw from the remaining distribution. temp <= 0 is greedy. */
 #include <math.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@ struct lb_sampler {
 };
 
 lb_sampler_params lb_sampler_default_params(void) {
-    lb_sampler_params p = {0.8f, 40, 0.95f, 0.05f, 1.0f, 64, 0};
+    lb_sampler_params p = {0.8f, 40, 0.95f, 0.05f, 1.0f, 64, 0, 0.0f, 0.0f};
     return p;
 }
 
@@ -24,6 +24,8 @@ lb_status lb_sampler_new(const lb_sampler_params *p, int n_vocab, lb_sampler **o
     *out = NULL;
     if (n_vocab <= 0) return lb_fail(LB_ERR_ARG, "sampler: vocabulary size %d", n_vocab);
     if (p->repeat_penalty <= 0) return lb_fail(LB_ERR_ARG, "repeat penalty must be > 0");
+    if (!isfinite(p->presence_penalty) || !isfinite(p->frequency_penalty))
+        return lb_fail(LB_ERR_ARG, "presence and frequency penalties must be finite");
     lb_sampler *s = calloc(1, sizeof *s);
     if (!s) return lb_fail(LB_ERR_NOMEM, "out of memory");
     s->p = *p;
@@ -96,18 +98,25 @@ static int argmax(const float *l, int V) {
 
 int32_t lb_sampler_sample(lb_sampler *s, const float *in) {
     const int V = s->n_vocab;
-    if (s->p.temp <= 0.0f && (s->p.repeat_penalty == 1.0f || s->n_recent == 0)) return argmax(in, V);
+    const int penalize = s->n_recent > 0 && (s->p.repeat_penalty != 1.0f || s->p.presence_penalty != 0.0f ||
+                                              s->p.frequency_penalty != 0.0f);
+    if (s->p.temp <= 0.0f && !penalize) return argmax(in, V);
     float *l = s->logits;
     memcpy(l, in, (size_t)V * sizeof *l);
     /* repetition penalty as in llama.cpp: once per distinct recent token,
      * dividing positive logits and multiplying negative ones */
-    if (s->p.repeat_penalty != 1.0f) {
+    /* presence / frequency (OpenAI, as llama.cpp applies them after the
+     * repetition penalty): minus count * frequency + presence */
+    if (penalize) {
         for (int i = 0; i < s->n_recent; i++) {
             const int t = s->recent[i];
-            int seen = 0;
+            int seen = 0, count = 1;
             for (int j = 0; j < i && !seen; j++) seen = s->recent[j] == t;
             if (seen || t < 0 || t >= V) continue;
-            l[t] = l[t] > 0 ? l[t] / s->p.repeat_penalty : l[t] * s->p.repeat_penalty;
+            for (int j = i + 1; j < s->n_recent; j++) count += s->recent[j] == t;
+            if (s->p.repeat_penalty != 1.0f)
+                l[t] = l[t] > 0 ? l[t] / s->p.repeat_penalty : l[t] * s->p.repeat_penalty;
+            l[t] -= (float)count * s->p.frequency_penalty + s->p.presence_penalty;
         }
     }
     if (s->p.temp <= 0.0f) return argmax(l, V);

@@ -100,6 +100,16 @@ static inline uint32_t lb_score_key(float f) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+/* Tokens cut out of the text before SPM / BPE: `rank[id]` orders them
+ * longest first; the trie finds them. */
+typedef struct {
+    int32_t n;
+    int32_t *rank;     /* per token: rank among these tokens, -1 if not one */
+    int32_t *by_rank;  /* the tokens in that order */
+    lb_u64map trie;    /* (node << 8 | byte) -> (child node, unused) */
+    int32_t *node_tok; /* per trie node: the token ending there, or -1 */
+} lb_tok_matcher;
+
 struct lb_tokenizer {
     lb_tok_model model;
     lb_tok_pre pre;
@@ -141,13 +151,9 @@ struct lb_tokenizer {
     int32_t raw_byte_token[256];
 
     /* User-defined tokens are split out of the text before the model runs,
-     * even with parse_special=false (llama.cpp's tokenizer_st_partition).
-     * `user_rank[id]` orders them longest first; the trie finds them. */
-    int32_t n_user;
-    int32_t *user_rank;     /* per token: rank among user tokens, -1 if not one */
-    int32_t *user_by_rank;  /* the user tokens in that order */
-    lb_u64map user_trie;    /* (node << 8 | byte) -> (child node, unused) */
-    int32_t *user_node_tok; /* per trie node: the user token ending there, or -1 */
+     * even with parse_special=false (llama.cpp's tokenizer_st_partition);
+     * with parse_special=true, control and unknown tokens too (`special`). */
+    lb_tok_matcher user, special;
 };
 
 static inline const char *lb_tok_text(const lb_tokenizer *t, int32_t id) {

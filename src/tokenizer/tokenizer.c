@@ -18,10 +18,13 @@ void lb_tokenizer_free(lb_tokenizer *t) {
     free(t->piece_off);
     free(t->piece_len);
     lb_u64map_free(&t->merges);
-    free(t->user_rank);
-    free(t->user_by_rank);
-    lb_u64map_free(&t->user_trie);
-    free(t->user_node_tok);
+    lb_tok_matcher *ms[2] = {&t->user, &t->special};
+    for (int i = 0; i < 2; i++) {
+        free(ms[i]->rank);
+        free(ms[i]->by_rank);
+        lb_u64map_free(&ms[i]->trie);
+        free(ms[i]->node_tok);
+    }
     free(t);
 }
 
@@ -60,7 +63,7 @@ static int cmp_u64(const void *a, const void *b) {
 }
 
 /* Sets tok_at[pos] to the user token claimed at pos, -1 elsewhere. */
-static lb_status find_user_tokens(const lb_tokenizer *t, const char *text, size_t len,
+static lb_status find_user_tokens(const lb_tokenizer *t, const lb_tok_matcher *mt, const char *text, size_t len,
                                   int32_t *tok_at) {
     uint64_t *cand = NULL; /* rank << 32 | position */
     size_t n_cand = 0, cap = 0;
@@ -69,8 +72,8 @@ static lb_status find_user_tokens(const lb_tokenizer *t, const char *text, size_
         int32_t node = 0, unused;
         for (size_t j = pos; j < len; j++) {
             uint64_t key = (uint64_t)node << 8 | (unsigned char)text[j];
-            if (!lb_u64map_get(&t->user_trie, key, &node, &unused)) break;
-            int32_t id = t->user_node_tok[node];
+            if (!lb_u64map_get(&mt->trie, key, &node, &unused)) break;
+            int32_t id = mt->node_tok[node];
             if (id < 0) continue;
             if (n_cand == cap) {
                 cap = cap ? cap * 2 : 64;
@@ -81,7 +84,7 @@ static lb_status find_user_tokens(const lb_tokenizer *t, const char *text, size_
                 }
                 cand = c;
             }
-            cand[n_cand++] = (uint64_t)t->user_rank[id] << 32 | pos;
+            cand[n_cand++] = (uint64_t)mt->rank[id] << 32 | pos;
         }
     }
     if (n_cand == 0) return LB_OK;
@@ -94,7 +97,7 @@ static lb_status find_user_tokens(const lb_tokenizer *t, const char *text, size_
     }
     for (size_t i = 0; i < n_cand; i++) {
         size_t pos = (size_t)(uint32_t)cand[i];
-        int32_t id = t->user_by_rank[cand[i] >> 32];
+        int32_t id = mt->by_rank[cand[i] >> 32];
         size_t n = t->text_len[id], j;
         for (j = 0; j < n && !taken[pos + j]; j++) {}
         if (j < n) continue; /* overlaps a token claimed earlier */
@@ -110,6 +113,7 @@ typedef struct {
     const lb_tokenizer *t;
     lb_ivec *out;
     int prev_special; /* SPM: the next text run gets the dummy-prefix space */
+    const lb_tok_matcher *mt; /* the tokens cut out of the text first */
 } encoder;
 
 static lb_status encode_text(encoder *e, const char *text, size_t len) {
@@ -121,10 +125,10 @@ static lb_status encode_text(encoder *e, const char *text, size_t len) {
 }
 
 static lb_status encode_fragments(encoder *e, const char *text, size_t len) {
-    if (e->t->n_user == 0) return encode_text(e, text, len);
+    if (e->mt->n == 0) return encode_text(e, text, len);
     int32_t *tok_at = malloc(len * sizeof *tok_at);
     if (!tok_at) return lb_fail(LB_ERR_NOMEM, "out of memory for %zu bytes of text", len);
-    lb_status s = find_user_tokens(e->t, text, len, tok_at);
+    lb_status s = find_user_tokens(e->t, e->mt, text, len, tok_at);
     size_t start = 0;
     for (size_t pos = 0; pos < len && !s;) {
         int32_t id = tok_at[pos];
@@ -145,6 +149,11 @@ static lb_status encode_fragments(encoder *e, const char *text, size_t len) {
 
 lb_status lb_tokenizer_encode(const lb_tokenizer *t, const char *text, size_t len, int add_bos,
                               int32_t **ids, int *n_ids) {
+    return lb_tokenizer_encode_special(t, text, len, add_bos, 0, ids, n_ids);
+}
+
+lb_status lb_tokenizer_encode_special(const lb_tokenizer *t, const char *text, size_t len, int add_bos,
+                                      int parse_special, int32_t **ids, int *n_ids) {
     if (!ids || !n_ids) return lb_fail(LB_ERR_ARG, "lb_tokenizer_encode: NULL output");
     *ids = NULL;
     *n_ids = 0;
@@ -153,7 +162,7 @@ lb_status lb_tokenizer_encode(const lb_tokenizer *t, const char *text, size_t le
         return lb_fail(LB_ERR_ARG, "text of %zu bytes is too long to tokenize at once", len);
 
     lb_ivec out = {0};
-    encoder e = {t, &out, 1};
+    encoder e = {t, &out, 1, parse_special ? &t->special : &t->user};
     lb_status s = LB_OK;
     /* add_bos plays llama_tokenize's add_special: BOS/EOS only as configured */
     if (add_bos && t->add_bos) s = lb_ivec_push(&out, t->bos);

@@ -27,6 +27,11 @@ int lb_tokenizer_is_eog(const lb_tokenizer *t, int32_t id); /* end of generation
  * appended when tokenizer.ggml.add_eos_token is set). *ids is malloc'ed (caller frees). */
 lb_status lb_tokenizer_encode(const lb_tokenizer *t, const char *text, size_t len, int add_bos,
                               int32_t **ids, int *n_ids);
+/* The same with llama_tokenize's parse_special: with it, the texts of control
+ * and unknown tokens (<|im_start|>, <start_of_turn>, <s>, ...) in the text
+ * become those tokens, as user-defined ones always do (chat templates). */
+lb_status lb_tokenizer_encode_special(const lb_tokenizer *t, const char *text, size_t len, int add_bos,
+                                      int parse_special, int32_t **ids, int *n_ids);
 
 /* The text bytes of one token: SPM "▁" -> ' ', <0xAB> byte tokens -> that byte,
  * GPT-2 byte-level unicode -> raw bytes; control tokens (BOS/EOS) -> "".

@@ -274,63 +274,71 @@ static int cmp_user(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static lb_status load_user_tokens(lb_tokenizer *t) {
-    int32_t n = t->n_vocab, n_user = 0;
+/* Does token attribute a belong to the matcher (special: parse_special)? */
+static int matched(uint8_t a, int special) {
+    if (special) return (a & (LB_ATTR_USER_DEFINED | LB_ATTR_CONTROL | LB_ATTR_UNKNOWN)) != 0;
+    return (a & LB_ATTR_USER_DEFINED) && !(a & (LB_ATTR_CONTROL | LB_ATTR_UNKNOWN));
+}
+
+static lb_status load_matcher(lb_tokenizer *t, lb_tok_matcher *mt, int special) {
+    int32_t n = t->n_vocab, n_tok = 0;
     size_t n_bytes = 0;
-    for (int32_t i = 0; i < n; i++) {
-        uint8_t a = t->attr[i];
-        if ((a & LB_ATTR_USER_DEFINED) && !(a & (LB_ATTR_CONTROL | LB_ATTR_UNKNOWN))) {
-            n_user++;
+    for (int32_t i = 0; i < n; i++)
+        if (matched(t->attr[i], special) && t->text_len[i] > 0) {
+            n_tok++;
             n_bytes += t->text_len[i];
         }
-    }
-    t->n_user = n_user;
-    if (n_user == 0) return LB_OK;
+    mt->n = n_tok;
+    if (n_tok == 0) return LB_OK;
     if (n_bytes >= (size_t)INT32_MAX) /* trie nodes are numbered in int32 */
-        return lb_fail(LB_ERR_UNSUPPORTED, "user-defined tokens total %zu bytes", n_bytes);
+        return lb_fail(LB_ERR_UNSUPPORTED, "%s tokens total %zu bytes", special ? "special" : "user-defined", n_bytes);
 
-    len_id *ids = malloc((size_t)n_user * sizeof *ids);
-    t->user_rank = malloc((size_t)n * sizeof *t->user_rank);
-    t->user_node_tok = malloc((n_bytes + 1) * sizeof *t->user_node_tok);
-    t->user_by_rank = malloc((size_t)n_user * sizeof *t->user_by_rank);
+    len_id *ids = malloc((size_t)n_tok * sizeof *ids);
+    mt->rank = malloc((size_t)n * sizeof *mt->rank);
+    mt->node_tok = malloc((n_bytes + 1) * sizeof *mt->node_tok);
+    mt->by_rank = malloc((size_t)n_tok * sizeof *mt->by_rank);
     lb_status s = LB_OK;
-    if (!ids || !t->user_rank || !t->user_node_tok || !t->user_by_rank) {
-        s = lb_fail(LB_ERR_NOMEM, "out of memory indexing %d user-defined tokens", (int)n_user);
+    if (!ids || !mt->rank || !mt->node_tok || !mt->by_rank) {
+        s = lb_fail(LB_ERR_NOMEM, "out of memory indexing %d %s tokens", (int)n_tok, special ? "special" : "user-defined");
         goto done;
     }
-    s = lb_u64map_init(&t->user_trie, n_bytes);
+    s = lb_u64map_init(&mt->trie, n_bytes);
     if (s) goto done;
 
     int32_t k = 0;
     for (int32_t i = 0; i < n; i++) {
-        uint8_t a = t->attr[i];
-        t->user_rank[i] = -1;
-        if ((a & LB_ATTR_USER_DEFINED) && !(a & (LB_ATTR_CONTROL | LB_ATTR_UNKNOWN)))
-            ids[k++] = (len_id){(int32_t)t->text_len[i], i};
+        mt->rank[i] = -1;
+        if (matched(t->attr[i], special) && t->text_len[i] > 0) ids[k++] = (len_id){(int32_t)t->text_len[i], i};
     }
-    qsort(ids, (size_t)n_user, sizeof *ids, cmp_user);
+    qsort(ids, (size_t)n_tok, sizeof *ids, cmp_user);
 
     int32_t n_nodes = 1;
-    t->user_node_tok[0] = -1;
-    for (int32_t r = 0; r < n_user; r++) {
+    mt->node_tok[0] = -1;
+    for (int32_t r = 0; r < n_tok; r++) {
         int32_t id = ids[r].id, node = 0;
-        t->user_rank[id] = r;
-        t->user_by_rank[r] = id;
+        mt->rank[id] = r;
+        mt->by_rank[r] = id;
         const unsigned char *txt = (const unsigned char *)lb_tok_text(t, id);
         for (uint32_t j = 0; j < t->text_len[id]; j++) {
             uint64_t key = (uint64_t)node << 8 | txt[j];
             int32_t child, unused;
-            if (!lb_u64map_get(&t->user_trie, key, &child, &unused)) {
+            if (!lb_u64map_get(&mt->trie, key, &child, &unused)) {
                 child = n_nodes++;
-                t->user_node_tok[child] = -1;
-                lb_u64map_put(&t->user_trie, key, child, 0);
+                mt->node_tok[child] = -1;
+                lb_u64map_put(&mt->trie, key, child, 0);
             }
             node = child;
         }
-        t->user_node_tok[node] = id;
+        mt->node_tok[node] = id;
     }
 done:
     free(ids);
+    return s;
+}
+
+static lb_status load_user_tokens(lb_tokenizer *t) {
+    lb_status s = load_matcher(t, &t->user, 0);
+    if (!s) s = load_matcher(t, &t->special, 1);
     return s;
 }
 
@@ -471,7 +479,7 @@ lb_status lb_tokenizer_load(const gguf_file *g, lb_tokenizer **out) {
         return lb_fail_prefix(s, "loading the tokenizer");
     }
     lb_log(2, "tokenizer: %s, %d tokens, %d user-defined, loaded in %.1f ms\n",
-           t->model == LB_TOK_SPM ? "SPM" : "BPE", (int)t->n_vocab, (int)t->n_user,
+           t->model == LB_TOK_SPM ? "SPM" : "BPE", (int)t->n_vocab, (int)t->user.n,
            (lb_time_s() - t0) * 1e3);
     *out = t;
     return LB_OK;

@@ -1,0 +1,98 @@
+/* libFuzzer target for lowbit serve's request parser (src/serve/request.c,
+ * over cJSON) and what a parsed chat request reaches next, the chat
+ * template formatters (src/model/chat_template.c): any body must either be
+ * refused with a well-formed 4xx error or give parameters in range, and
+ * every family must format the messages or refuse them with a message.
+ * Input: the first byte picks the endpoint (bit 0: chat) and a template
+ * family, the rest is the HTTP body. The same bytes are also run through
+ * template detection (as a template text) and the UTF-8 helpers. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/chat_template.h"
+#include "serve/serve.h"
+
+#define REQUIRE(cond)                                                   \
+    do {                                                                \
+        if (!(cond)) {                                                  \
+            fprintf(stderr, "invariant failed: %s (line %d)\n", #cond, __LINE__); \
+            abort();                                                    \
+        }                                                               \
+    } while (0)
+
+static int valid_utf8(const char *s, size_t n) {
+    char *c = srv_utf8_clean(s, n, NULL);
+    int same = c && strlen(c) == n && !memcmp(c, s, n);
+    free(c);
+    return same;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    const srv_kind kind = data[0] & 1 ? SRV_CHAT : SRV_COMPLETION;
+    const int family = (data[0] >> 1) % LB_CHAT_COUNT;
+    const size_t len = size - 1;
+    /* an exact-size copy, so any read past the body trips ASan */
+    char *body = malloc(len ? len : 1);
+    if (!body) return 0;
+    memcpy(body, data + 1, len);
+
+    srv_params p;
+    srv_error e;
+    if (srv_parse_request(body, len, kind, &p, &e) == 0) {
+        REQUIRE(e.status == 0);
+        REQUIRE(p.temperature >= 0 && p.temperature <= 2 && p.top_p >= 0 && p.top_p <= 1);
+        REQUIRE(p.presence_penalty >= -2 && p.presence_penalty <= 2);
+        REQUIRE(p.frequency_penalty >= -2 && p.frequency_penalty <= 2);
+        REQUIRE(p.max_tokens == -1 || p.max_tokens >= 1);
+        REQUIRE(p.n_stop >= 0 && p.n_stop <= SRV_MAX_STOP);
+        for (int i = 0; i < p.n_stop; i++) REQUIRE(p.stop[i] && p.stop[i][0]);
+        if (kind == SRV_CHAT) {
+            REQUIRE(p.n_msgs >= 1 && p.msgs);
+            lb_chat_template t;
+            REQUIRE(lb_chat_template_named(lb_chat_template_names()[family], "<s>", "</s>", &t) == LB_OK);
+            char *out = NULL;
+            size_t n = 0;
+            lb_status s = lb_chat_apply(&t, p.msgs, p.n_msgs, "01 Jan 2025", &out, &n);
+            REQUIRE(s == LB_OK ? out && strlen(out) == n : out == NULL && s == LB_ERR_ARG);
+            free(out);
+        } else {
+            REQUIRE(p.prompt_is_ids ? p.n_prompt_ids >= 1 : p.prompt != NULL);
+        }
+    } else {
+        REQUIRE(e.status >= 400 && e.status < 600 && e.message[0] && e.type[0]);
+        char *j = srv_error_json(&e);
+        REQUIRE(j && valid_utf8(j, strlen(j)));
+        free(j);
+    }
+    srv_params_free(&p);
+
+    /* the body as a template text */
+    char *text = malloc(len + 1);
+    if (text) {
+        memcpy(text, body, len);
+        text[len] = 0;
+        lb_chat_template t;
+        if (lb_chat_template_detect(text, "<s>", "</s>", &t) == LB_OK) {
+            lb_chat_msg m[3] = {{"system", "s"}, {"user", "u"}, {"assistant", " a "}};
+            char *out = NULL;
+            if (lb_chat_apply(&t, m, 3, NULL, &out, NULL) == LB_OK) REQUIRE(out && strstr(out, "u"));
+            free(out);
+        }
+        free(text);
+    }
+
+    /* UTF-8: the cleaned text is valid, and complete() cuts at most 3 bytes */
+    size_t n;
+    char *c = srv_utf8_clean(body, len, &n);
+    if (c) {
+        REQUIRE(valid_utf8(c, n));
+        free(c);
+    }
+    size_t k = srv_utf8_complete(body, len);
+    REQUIRE(k <= len && len - k <= 3);
+    free(body);
+    return 0;
+}

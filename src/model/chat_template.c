@@ -1,0 +1,446 @@
+/* Chat templates by family (model/chat_template.h). Each formatter follows
+ * its official Jinja template statement by statement; the comments quote the
+ * parts that decide the bytes. Jinja's `trim` / `.strip()` are Python's
+ * str.strip(): Unicode whitespace at both ends. */
+#include "model/chat_template.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *const names[LB_CHAT_COUNT + 1] = {
+    "llama2", "llama3", "llama3.1", "mistral", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
+    "chatml", "gemma", "gemma3", NULL};
+
+const char *const *lb_chat_template_names(void) { return names; }
+const char *lb_chat_family_name(lb_chat_family f) { return f >= 0 && f < LB_CHAT_COUNT ? names[f] : "?"; }
+
+static void set_str(char *dst, size_t cap, const char *src) {
+    snprintf(dst, cap, "%s", src ? src : "");
+}
+
+static void init(lb_chat_template *t, lb_chat_family f, const char *bos, const char *eos) {
+    memset(t, 0, sizeof *t);
+    t->family = f;
+    set_str(t->bos, sizeof t->bos, bos);
+    set_str(t->eos, sizeof t->eos, eos);
+    set_str(t->date, sizeof t->date, "26 Jul 2024");
+    set_str(t->gemma_sep, sizeof t->gemma_sep, "\n\n");
+}
+
+/* A Jinja string literal's text: n bytes at p, escapes resolved; 0 if it
+ * does not fit in cap. */
+static int unescape(const char *p, size_t n, char *out, size_t cap) {
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c == '\\' && i + 1 < n) {
+            c = p[++i];
+            c = c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+        }
+        if (o + 1 >= cap) return 0;
+        out[o++] = c;
+    }
+    out[o] = 0;
+    return 1;
+}
+
+/* The literal that starts just after the opening quote q at p. */
+static int read_literal(const char *p, char q, char *out, size_t cap) {
+    const char *e = p;
+    while (*e && *e != q) e += e[0] == '\\' && e[1] ? 2 : 1;
+    return *e == q && unescape(p, (size_t)(e - p), out, cap);
+}
+
+/* ChatML's default system message: a literal '<|im_start|>system\n...<|im_end|>'
+ * (Qwen 2 / 2.5 write one when the conversation has no system message). */
+static void chatml_default_system(const char *s, lb_chat_template *t) {
+    /* the newline escaped in the literal, or a raw one */
+    static const char *const markers[2] = {"<|im_start|>system\\n", "<|im_start|>system\n"};
+    for (int k = 0; k < 2; k++)
+        for (const char *p = strstr(s, markers[k]); p; p = strstr(p + 1, markers[k])) {
+            const char *body = p + strlen(markers[k]), *end = strstr(body, "<|im_end|>");
+            if (p == s || (p[-1] != '\'' && p[-1] != '"') || !end || end == body) continue;
+            const size_t n = (size_t)(end - body);
+            if (memchr(body, '\'', n) || memchr(body, '"', n)) continue; /* not one literal */
+            if (unescape(body, n, t->default_system, sizeof t->default_system)) {
+                t->has_default_system = 1;
+                return;
+            }
+        }
+}
+
+lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eos, lb_chat_template *t) {
+    if (!s || !*s) return lb_fail(LB_ERR_UNSUPPORTED, "the model has no chat template");
+    if (strstr(s, "<|im_start|>")) {
+        init(t, LB_CHAT_CHATML, bos, eos);
+        chatml_default_system(s, t);
+        return LB_OK;
+    }
+    if (strstr(s, "<start_of_turn>")) {
+        const char *p = strstr(s, "first_user_prefix = messages[0]['content'] + ");
+        if (!p) {
+            init(t, LB_CHAT_GEMMA, bos, eos);
+            return LB_OK;
+        }
+        init(t, LB_CHAT_GEMMA3, bos, eos);
+        p += strlen("first_user_prefix = messages[0]['content'] + ");
+        if ((*p == '\'' || *p == '"') && read_literal(p + 1, *p, t->gemma_sep, sizeof t->gemma_sep)) return LB_OK;
+        return lb_fail(LB_ERR_UNSUPPORTED, "a Gemma 3 chat template with an unusual system prefix");
+    }
+    if (strstr(s, "<|start_header_id|>")) {
+        if (!strstr(s, "Cutting Knowledge Date")) {
+            init(t, LB_CHAT_LLAMA3, bos, eos);
+            return LB_OK;
+        }
+        init(t, LB_CHAT_LLAMA31, bos, eos);
+        t->date_now = strstr(s, "strftime_now") != NULL;
+        const char *p = strstr(s, "set date_string = \"");
+        if (p) read_literal(p + strlen("set date_string = \""), '"', t->date, sizeof t->date);
+        return LB_OK;
+    }
+    if (strstr(s, "[INST]")) {
+        if (strstr(s, "[SYSTEM_PROMPT]")) {
+            if (!strstr(s, "'[SYSTEM_PROMPT] ' + message['content']"))
+                return lb_fail(LB_ERR_UNSUPPORTED, "a Mistral [SYSTEM_PROMPT] chat template other than the v7 one "
+                                                   "lowbit knows; pass --chat-template NAME");
+            init(t, LB_CHAT_MISTRAL_V7, bos, eos);
+        } else if (strstr(s, "<<SYS>>")) {
+            init(t, LB_CHAT_LLAMA2, bos, eos);
+        } else if (strstr(s, "' [INST] ' + system_message") || strstr(s, "[AVAILABLE_TOOLS]")) {
+            /* llama.cpp's test: the official v1, v3 and v3-tekken templates */
+            lb_chat_family f = strstr(s, " [INST]")       ? LB_CHAT_MISTRAL_V1
+                               : strstr(s, "\"[INST]\"") ? LB_CHAT_MISTRAL_V3_TEKKEN
+                                                        : LB_CHAT_MISTRAL_V3;
+            init(t, f, bos, eos);
+        } else {
+            init(t, LB_CHAT_MISTRAL, bos, eos);
+        }
+        return LB_OK;
+    }
+    return lb_fail(LB_ERR_UNSUPPORTED,
+                   "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen or Gemma); name one with "
+                   "--chat-template (llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3, mistral-v3-tekken, "
+                   "mistral-v7, chatml, gemma, gemma3)");
+}
+
+lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *t) {
+    for (int f = 0; f < LB_CHAT_COUNT; f++)
+        if (name && !strcmp(name, names[f])) {
+            init(t, (lb_chat_family)f, bos, eos);
+            return LB_OK;
+        }
+    return lb_fail(LB_ERR_ARG,
+                   "unknown chat template '%s' (known: llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3, "
+                   "mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3)",
+                   name ? name : "");
+}
+
+/* ---- output ---- */
+
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf;
+
+static void put_n(sbuf *b, const char *s, size_t n) {
+    if (b->oom) return;
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->n + n + 1) cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+static void put(sbuf *b, const char *s) { put_n(b, s, strlen(s)); }
+
+/* Python's str.isspace() for the code point at s (its byte length in *len). */
+static int py_space_at(const unsigned char *s, size_t avail, size_t *len) {
+    unsigned c = s[0];
+    *len = 1;
+    if (c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f)) return 1;
+    if (c == 0xc2 && avail >= 2 && (s[1] == 0x85 || s[1] == 0xa0)) return *len = 2, 1;
+    if (c == 0xe1 && avail >= 3 && s[1] == 0x9a && s[2] == 0x80) return *len = 3, 1; /* U+1680 */
+    if (c == 0xe2 && avail >= 3) {
+        unsigned cp = ((c & 0x0f) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu);
+        if ((cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f)
+            return *len = 3, 1;
+    }
+    if (c == 0xe3 && avail >= 3 && s[1] == 0x80 && s[2] == 0x80) return *len = 3, 1; /* U+3000 */
+    return 0;
+}
+
+/* Appends s.strip() (Jinja's trim). */
+static void put_trim(sbuf *b, const char *s) {
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s), a = 0, e = n, k;
+    while (a < e && py_space_at(u + a, e - a, &k)) a += k;
+    /* from the end: step back over one code point at a time */
+    while (e > a) {
+        size_t st = e - 1;
+        while (st > a && (u[st] & 0xc0) == 0x80 && e - st < 4) st--;
+        if (!py_space_at(u + st, e - st, &k) || st + k != e) break;
+        e = st;
+    }
+    put_n(b, s + a, e - a);
+}
+
+static int is(const lb_chat_msg *m, const char *role) { return m->role && !strcmp(m->role, role); }
+static const char *content(const lb_chat_msg *m) { return m->content ? m->content : ""; }
+
+static lb_status raise(const char *msg) { return lb_fail(LB_ERR_ARG, "%s", msg); }
+
+static const char ALTERNATE[] = "Conversation roles must alternate user/assistant/user/assistant/...";
+static const char ALTERNATE_V1[] =
+    "After the optional system message, conversation roles must alternate user/assistant/user/assistant/...";
+static const char ONLY_UA_V1[] =
+    "Only user and assistant roles are supported, with the exception of an initial optional system message!";
+
+/* {% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %} ... */
+static int first_system(const lb_chat_msg *m, int n) { return n > 0 && is(&m[0], "system"); }
+
+static lb_status llama2(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    const int off = first_system(m, n);
+    for (int i = off; i < n; i++) {
+        const int k = i - off;
+        if (is(&m[i], "user") != (k % 2 == 0)) return raise(ALTERNATE);
+        /* {% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\n' + system_message
+         * + '\n<</SYS>>\n\n' + message['content'] %} ... content.strip() */
+        sbuf c = {0};
+        if (k == 0 && off) {
+            put(&c, "<<SYS>>\n");
+            put(&c, content(&m[0]));
+            put(&c, "\n<</SYS>>\n\n");
+        }
+        put(&c, content(&m[i]));
+        if (c.oom) return lb_fail(LB_ERR_NOMEM, "out of memory");
+        if (is(&m[i], "user")) {
+            put(b, t->bos); /* bos_token + '[INST] ' + content.strip() + ' [/INST]' */
+            put(b, "[INST] ");
+            put_trim(b, c.p ? c.p : "");
+            put(b, " [/INST]");
+        } else if (is(&m[i], "assistant")) {
+            put(b, " "); /* ' '  + content.strip() + ' ' + eos_token */
+            put_trim(b, c.p ? c.p : "");
+            put(b, " ");
+            put(b, t->eos);
+        }
+        free(c.p);
+    }
+    return LB_OK;
+}
+
+static void llama3_turn(sbuf *b, const char *role, const char *text) {
+    /* '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' */
+    put(b, "<|start_header_id|>");
+    put(b, role);
+    put(b, "<|end_header_id|>\n\n");
+    put_trim(b, text);
+    put(b, "<|eot_id|>");
+}
+
+static lb_status llama3(const lb_chat_template *t, const lb_chat_msg *m, int n, const char *date, sbuf *b) {
+    if (t->family == LB_CHAT_LLAMA3) {
+        for (int i = 0; i < n; i++) {
+            if (i == 0) put(b, t->bos); /* {% if loop.index0 == 0 %}{% set content = bos_token + content %} */
+            llama3_turn(b, m[i].role, content(&m[i]));
+        }
+    } else {
+        /* 3.1+: {{- bos_token }} ... the system header always, with the dates and the trimmed system message */
+        const int off = first_system(m, n);
+        char today[32];
+        if (!date && t->date_now) {
+            time_t now = time(NULL);
+            struct tm tm;
+            localtime_r(&now, &tm);
+            strftime(today, sizeof today, "%d %b %Y", &tm);
+            date = today;
+        }
+        put(b, t->bos);
+        put(b, "<|start_header_id|>system<|end_header_id|>\n\n");
+        put(b, "Cutting Knowledge Date: December 2023\n");
+        put(b, "Today Date: ");
+        put(b, date && t->date_now ? date : t->date);
+        put(b, "\n\n");
+        if (off) put_trim(b, content(&m[0]));
+        put(b, "<|eot_id|>");
+        for (int i = off; i < n; i++) llama3_turn(b, m[i].role, content(&m[i]));
+    }
+    put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    return LB_OK;
+}
+
+static lb_status mistral(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    switch (t->family) {
+    case LB_CHAT_MISTRAL: /* old: no system message, roles alternate from the first */
+        put(b, t->bos);
+        for (int i = 0; i < n; i++) {
+            if (is(&m[i], "user") != (i % 2 == 0)) return raise(ALTERNATE);
+            if (is(&m[i], "user")) {
+                put(b, "[INST] ");
+                put(b, content(&m[i]));
+                put(b, " [/INST]");
+            } else if (is(&m[i], "assistant")) {
+                put(b, content(&m[i]));
+                put(b, t->eos);
+            } else {
+                return raise("Only user and assistant roles are supported!");
+            }
+        }
+        return LB_OK;
+    case LB_CHAT_MISTRAL_V1: {
+        const int off = first_system(m, n);
+        put(b, t->bos);
+        for (int i = off; i < n; i++) {
+            if (is(&m[i], "user") != ((i - off) % 2 == 0)) return raise(ALTERNATE_V1);
+            if (is(&m[i], "user")) {
+                put(b, " [INST] "); /* loop.first and system_message is defined: sys + '\n\n' + content */
+                if (i == off && off) {
+                    put(b, content(&m[0]));
+                    put(b, "\n\n");
+                }
+                put(b, content(&m[i]));
+                put(b, " [/INST]");
+            } else if (is(&m[i], "assistant")) {
+                put(b, " ");
+                put(b, content(&m[i]));
+                put(b, t->eos);
+            } else {
+                return raise(ONLY_UA_V1);
+            }
+        }
+        return LB_OK;
+    }
+    case LB_CHAT_MISTRAL_V3:
+    case LB_CHAT_MISTRAL_V3_TEKKEN: {
+        const int off = first_system(m, n), tekken = t->family == LB_CHAT_MISTRAL_V3_TEKKEN;
+        /* the alternation is checked over all of loop_messages before any output */
+        for (int i = off; i < n; i++)
+            if (is(&m[i], "user") != ((i - off) % 2 == 0)) return raise(ALTERNATE_V1);
+        put(b, t->bos);
+        for (int i = off; i < n; i++) {
+            if (is(&m[i], "user")) {
+                put(b, tekken ? "[INST]" : "[INST] "); /* loop.last and system_message is defined */
+                if (i == n - 1 && off) {
+                    put(b, content(&m[0]));
+                    put(b, "\n\n");
+                }
+                put(b, content(&m[i]));
+                put(b, "[/INST]");
+            } else if (is(&m[i], "assistant")) {
+                if (tekken) put(b, content(&m[i])); /* message["content"] + eos_token */
+                else {
+                    put(b, " "); /* " " + message["content"]|trim + eos_token */
+                    put_trim(b, content(&m[i]));
+                }
+                put(b, t->eos);
+            } else {
+                return raise(ONLY_UA_V1);
+            }
+        }
+        return LB_OK;
+    }
+    default: /* LB_CHAT_MISTRAL_V7 */
+        put(b, t->bos);
+        for (int i = 0; i < n; i++) {
+            if (is(&m[i], "user")) {
+                put(b, "[INST] ");
+                put(b, content(&m[i]));
+                put(b, "[/INST]");
+            } else if (is(&m[i], "system")) {
+                put(b, "[SYSTEM_PROMPT] ");
+                put(b, content(&m[i]));
+                put(b, "[/SYSTEM_PROMPT]");
+            } else if (is(&m[i], "assistant")) {
+                put(b, " ");
+                put(b, content(&m[i]));
+                put(b, t->eos);
+            } else {
+                return raise("Only user, system and assistant roles are supported!");
+            }
+        }
+        return LB_OK;
+    }
+}
+
+static lb_status chatml(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    if (t->has_default_system && !first_system(m, n)) {
+        put(b, "<|im_start|>system\n");
+        put(b, t->default_system);
+        put(b, "<|im_end|>\n");
+    }
+    for (int i = 0; i < n; i++) {
+        put(b, "<|im_start|>"); /* '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' */
+        put(b, m[i].role);
+        put(b, "\n");
+        put(b, content(&m[i]));
+        put(b, "<|im_end|>\n");
+    }
+    put(b, "<|im_start|>assistant\n");
+    return LB_OK;
+}
+
+static lb_status gemma(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    const int g3 = t->family == LB_CHAT_GEMMA3, off = first_system(m, n);
+    if (off && !g3) return raise("System role not supported");
+    put(b, t->bos);
+    for (int i = off; i < n; i++) {
+        if (is(&m[i], "user") != ((i - off) % 2 == 0)) return raise(ALTERNATE);
+        /* '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") + content | trim */
+        put(b, "<start_of_turn>");
+        put(b, is(&m[i], "assistant") ? "model" : m[i].role);
+        put(b, "\n");
+        if (g3 && off && i == off) {
+            put(b, content(&m[0]));
+            put(b, t->gemma_sep);
+        }
+        put_trim(b, content(&m[i]));
+        put(b, "<end_of_turn>\n");
+    }
+    put(b, "<start_of_turn>model\n");
+    return LB_OK;
+}
+
+lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int n, const char *date, char **out,
+                        size_t *out_len) {
+    *out = NULL;
+    if (out_len) *out_len = 0;
+    if (n < 0 || (n > 0 && !msgs)) return lb_fail(LB_ERR_ARG, "lb_chat_apply: bad arguments");
+    for (int i = 0; i < n; i++)
+        if (!msgs[i].role) return lb_fail(LB_ERR_ARG, "message %d has no role", i);
+    sbuf b = {0};
+    put(&b, ""); /* an empty result is still a string */
+    lb_status s;
+    switch (t->family) {
+    case LB_CHAT_LLAMA2: s = llama2(t, msgs, n, &b); break;
+    case LB_CHAT_LLAMA3:
+    case LB_CHAT_LLAMA31: s = llama3(t, msgs, n, date, &b); break;
+    case LB_CHAT_CHATML: s = chatml(t, msgs, n, &b); break;
+    case LB_CHAT_GEMMA:
+    case LB_CHAT_GEMMA3: s = gemma(t, msgs, n, &b); break;
+    case LB_CHAT_MISTRAL:
+    case LB_CHAT_MISTRAL_V1:
+    case LB_CHAT_MISTRAL_V3:
+    case LB_CHAT_MISTRAL_V3_TEKKEN:
+    case LB_CHAT_MISTRAL_V7: s = mistral(t, msgs, n, &b); break;
+    default: s = lb_fail(LB_ERR_ARG, "bad chat template family %d", (int)t->family);
+    }
+    if (!s && b.oom) s = lb_fail(LB_ERR_NOMEM, "out of memory formatting a conversation");
+    if (s) {
+        free(b.p);
+        return s;
+    }
+    *out = b.p;
+    if (out_len) *out_len = b.n;
+    return LB_OK;
+}

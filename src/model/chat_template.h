@@ -1,0 +1,65 @@
+/* Chat templates without a Jinja engine: the model's tokenizer.chat_template
+ * is recognised by distinctive substrings as one of the common families, and
+ * a C formatter per family writes what the official Jinja template writes for
+ * a conversation (with add_generation_prompt), its whitespace, BOS/EOS texts
+ * and raise_exception() errors included. tests/test_chat_template.c checks
+ * every family against jinja2's rendering of the real templates
+ * (tests/data/chat-templates/, scripts/gen-chat-expected.py). */
+#ifndef LB_CHAT_TEMPLATE_H
+#define LB_CHAT_TEMPLATE_H
+
+#include <stddef.h>
+
+#include "core/common.h"
+
+typedef enum {
+    LB_CHAT_LLAMA2,            /* Llama 2 chat: [INST] <<SYS>> ... [/INST], BOS before every user turn */
+    LB_CHAT_LLAMA3,            /* Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|> */
+    LB_CHAT_LLAMA31,           /* Llama 3.1-3.3: the same, always a system header with the dates */
+    LB_CHAT_MISTRAL,           /* Mistral 7B Instruct v0.1/v0.2 (old): [INST] x [/INST]y</s>, no system */
+    LB_CHAT_MISTRAL_V1,        /* Mistral's "v1": " [INST] x [/INST] y</s>", system before the first user */
+    LB_CHAT_MISTRAL_V3,        /* Mistral's "v3" (7B v0.3, Large 2407): "[INST] x[/INST] y</s>", system in the last user */
+    LB_CHAT_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken" (Nemo): "[INST]x[/INST]y</s>" */
+    LB_CHAT_MISTRAL_V7,        /* Mistral's "v7" (Large 2411): [SYSTEM_PROMPT] x[/SYSTEM_PROMPT] */
+    LB_CHAT_CHATML,            /* ChatML (Qwen, Hermes, ...): <|im_start|>role\n...<|im_end|>\n */
+    LB_CHAT_GEMMA,             /* Gemma 1/2: <start_of_turn>user|model, no system role */
+    LB_CHAT_GEMMA3,            /* Gemma 3: the same, the system message before the first user turn */
+    LB_CHAT_COUNT
+} lb_chat_family;
+
+typedef struct {
+    lb_chat_family family;
+    /* details a family's templates vary in, read from the template text */
+    char default_system[512]; /* ChatML: the system message when none is given (Qwen), "" if none */
+    int has_default_system;
+    char date[32];            /* Llama 3.1: date_string's default ("26 Jul 2024") */
+    int date_now;             /* Llama 3.2+: strftime_now("%d %b %Y") (today), else `date` */
+    char gemma_sep[8];        /* Gemma 3: after the system text in the first user turn ("\n\n") */
+    char bos[64], eos[64];    /* the model's BOS and EOS token texts */
+} lb_chat_template;
+
+typedef struct {
+    const char *role;    /* "system", "user", "assistant" */
+    const char *content; /* UTF-8 */
+} lb_chat_msg;
+
+/* Names for --chat-template: "llama2", "llama3", "llama3.1", "mistral",
+ * "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "chatml",
+ * "gemma", "gemma3"; NULL-terminated. */
+const char *const *lb_chat_template_names(void);
+const char *lb_chat_family_name(lb_chat_family f);
+
+/* Recognises a Jinja template's family; LB_ERR_UNSUPPORTED (with a message)
+ * if none matches. bos / eos: the token texts (may be NULL: ""). */
+lb_status lb_chat_template_detect(const char *jinja, const char *bos, const char *eos, lb_chat_template *out);
+/* A family by name (lb_chat_template_names); LB_ERR_ARG if unknown. */
+lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *out);
+
+/* Formats the conversation as the template does, with the generation prompt
+ * (the assistant's turn opened). date: Llama 3.2's strftime_now text, NULL for
+ * today. The template's own errors (roles not alternating, a system role it
+ * refuses) give LB_ERR_ARG with its message. *out is malloc'ed, NUL-terminated. */
+lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int n_msgs, const char *date, char **out,
+                        size_t *out_len);
+
+#endif

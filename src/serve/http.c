@@ -1,0 +1,660 @@
+/* HTTP with libmicrohttpd, one thread per connection: a handler may block
+ * (waiting for a whole answer, or inside the server-sent-events reader for
+ * the next tokens) without holding up other clients. While it waits it
+ * looks at the client's socket every 100 ms: a client that has gone away
+ * cancels its request, which frees the slot at the engine's next step.
+ *
+ * Routes: GET / (chat page), GET /health, GET /v1/models[/ID],
+ * POST /v1/completions, POST /v1/chat/completions (also without /v1).
+ * The API key (if set) guards every /v1/ route; bodies above max_body get 413 as soon
+ * as their Content-Length (or their bytes) pass it. */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/common.h"
+#include "model/model.h"
+#include "serve/serve.h"
+#include "tokenizer/tokenizer.h"
+
+struct srv_http {
+    srv_http_opts o;
+    struct MHD_Daemon *d;
+    long created;
+    atomic_int in_flight; /* completion requests queued and not yet answered to the end */
+};
+
+typedef enum { R_NONE, R_PAGE, R_HEALTH, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_NOT_FOUND, R_BAD_METHOD } route;
+
+typedef struct {
+    route rt;
+    char *body;
+    size_t len, cap;
+    int rejected; /* a response was queued early (401, 413) */
+    int too_big;  /* the body passed the limit while it came in */
+    size_t dropped;
+    int counted;  /* in h->in_flight until the request completes */
+    double t0;
+} conn_state;
+
+/* ---- small helpers ---- */
+
+static enum MHD_Result send_body(struct MHD_Connection *c, int status, const char *type, const char *body,
+                                 size_t len) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *c, int status, cJSON *root) {
+    char *s = root ? cJSON_PrintUnformatted(root) : NULL;
+    cJSON_Delete(root);
+    if (!s) return MHD_NO;
+    enum MHD_Result ok = send_body(c, status, "application/json", s, strlen(s));
+    free(s);
+    return ok;
+}
+
+static enum MHD_Result send_error(srv_http *h, struct MHD_Connection *c, const srv_error *e, const char *method,
+                                  const char *url) {
+    char *s = srv_error_json(e);
+    if (!s) return MHD_NO;
+    if (h->o.verbose || e->status >= 500)
+        fprintf(stderr, "lowbit serve: %s %s -> %d %s\n", method, url, e->status, e->message);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_COPY);
+    free(s);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    if (e->status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (e->status == 503) MHD_add_response_header(r, "Retry-After", "1");
+    if (e->status == 405) MHD_add_response_header(r, "Allow", "GET, POST");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)e->status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* The client closed its end (or the socket broke). */
+static int client_gone(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 0;
+    struct pollfd p = {ci->connect_fd, POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) return 1;
+    if (p.revents & POLLIN) {
+        char b;
+        ssize_t n = recv(ci->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
+    return 0;
+}
+
+static void make_id(char *out, size_t cap, const char *prefix) {
+    static atomic_uint_fast64_t counter;
+    uint64_t x = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ (atomic_fetch_add(&counter, 1) + 1) * 0xD1B54A32D192ED03ull;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    snprintf(out, cap, "%s%016llx", prefix, (unsigned long long)x);
+}
+
+/* Constant-time comparison of the Authorization header with "Bearer KEY". */
+static int key_ok(srv_http *h, struct MHD_Connection *c) {
+    if (!h->o.api_key) return 1;
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!auth || strncmp(auth, "Bearer ", 7) != 0) return 0;
+    const char *got = auth + 7, *want = h->o.api_key;
+    size_t gl = strlen(got), wl = strlen(want);
+    unsigned diff = gl != wl;
+    for (size_t i = 0; i < wl; i++) diff |= (unsigned char)want[i] ^ (unsigned char)(i < gl ? got[i] : 0);
+    return diff == 0;
+}
+
+static route route_of(const char *method, const char *url) {
+    const int get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+    if (!strncmp(url, "/v1/", 4)) url += 3; /* "/v1/models" -> "/models" */
+    route r = R_NOT_FOUND;
+    int want_get = 1;
+    if (!strcmp(url, "/") || !strcmp(url, "/index.html")) r = R_PAGE;
+    else if (!strcmp(url, "/health")) r = R_HEALTH;
+    else if (!strcmp(url, "/models")) r = R_MODELS;
+    else if (!strncmp(url, "/models/", 8)) r = R_MODEL;
+    else if (!strcmp(url, "/completions")) r = R_COMPLETIONS, want_get = 0;
+    else if (!strcmp(url, "/chat/completions")) r = R_CHAT, want_get = 0;
+    else return R_NOT_FOUND;
+    if (want_get ? !get : !post) return R_BAD_METHOD;
+    return r;
+}
+
+/* ---- GET routes ---- */
+
+static cJSON *model_object(srv_http *h) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "id", h->o.model_id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)h->created);
+    cJSON_AddStringToObject(m, "owned_by", "lowbit");
+    return m;
+}
+
+static enum MHD_Result get_route(srv_http *h, struct MHD_Connection *c, route rt, const char *url) {
+    if (rt == R_PAGE) {
+        struct MHD_Response *r =
+            MHD_create_response_from_buffer(lb_serve_page_len, (void *)lb_serve_page, MHD_RESPMEM_PERSISTENT);
+        if (!r) return MHD_NO;
+        MHD_add_response_header(r, "Content-Type", "text/html; charset=utf-8");
+        MHD_add_response_header(r, "Content-Security-Policy",
+                                "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'");
+        enum MHD_Result ok = MHD_queue_response(c, MHD_HTTP_OK, r);
+        MHD_destroy_response(r);
+        return ok;
+    }
+    if (rt == R_HEALTH) {
+        srv_stats st;
+        srv_engine_stats(h->o.engine, &st);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "status", "ok");
+        cJSON_AddNumberToObject(o, "slots_idle", st.idle);
+        cJSON_AddNumberToObject(o, "slots_processing", st.busy);
+        cJSON_AddNumberToObject(o, "requests_queued", st.queued);
+        cJSON_AddNumberToObject(o, "steps", (double)st.steps);
+        cJSON_AddNumberToObject(o, "max_batch_sequences", st.max_batch_seqs);
+        cJSON_AddNumberToObject(o, "prompt_tokens", (double)st.prompt_tokens);
+        cJSON_AddNumberToObject(o, "generated_tokens", (double)st.generated_tokens);
+        return send_json(c, 200, o);
+    }
+    if (rt == R_MODELS) {
+        cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
+        cJSON_AddStringToObject(o, "object", "list");
+        cJSON_AddItemToArray(data, model_object(h));
+        return send_json(c, 200, o);
+    }
+    /* R_MODEL */
+    const char *id = strrchr(url, '/') + 1;
+    if (strcmp(id, h->o.model_id) != 0) {
+        srv_error e;
+        srv_error_set(&e, 404, "invalid_request_error", "model_not_found", "model",
+                      "The model '%.200s' does not exist (this server has '%s').", id, h->o.model_id);
+        return send_error(h, c, &e, "GET", url);
+    }
+    return send_json(c, 200, model_object(h));
+}
+
+/* ---- completions ---- */
+
+/* Tokens of a prompt: chat templates and raw prompts alike may write special
+ * tokens' texts (llama-server parses them too); BOS as the model adds it,
+ * unless the text begins with the BOS text (templates that write it). */
+static int tokenize(srv_http *h, const char *text, int32_t **ids, int *n, srv_error *err) {
+    const lb_tokenizer *tok = h->o.model->tok;
+    int add_bos = lb_add_bos_default(h->o.model);
+    const int bos = lb_token_bos(h->o.model);
+    if (bos >= 0) {
+        const char *bt = lb_tokenizer_token_text(tok, bos);
+        if (bt[0] && !strncmp(text, bt, strlen(bt))) add_bos = 0;
+    }
+    if (lb_tokenizer_encode_special(tok, text, strlen(text), add_bos, 1, ids, n)) {
+        srv_error_set(err, 400, "invalid_request_error", "invalid_value", "prompt", "cannot tokenize the prompt: %s",
+                      lb_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    srv_http *h;
+    struct MHD_Connection *conn;
+    srv_req *r;
+    srv_kind kind;
+    char id[48];
+    long created;
+    int include_usage, n_prompt;
+    char *out; /* SSE bytes not sent yet */
+    size_t out_len, out_off, out_cap;
+    size_t have;
+    int started, finished;
+    double t0;
+} stream_state;
+
+static void out_add(stream_state *st, const char *s, size_t n) {
+    if (st->out_off == st->out_len) st->out_off = st->out_len = 0;
+    if (st->out_len + n > st->out_cap) {
+        size_t cap = st->out_cap ? st->out_cap : 1024;
+        while (cap < st->out_len + n) cap *= 2;
+        char *o = realloc(st->out, cap);
+        if (!o) return;
+        st->out = o;
+        st->out_cap = cap;
+    }
+    memcpy(st->out + st->out_len, s, n);
+    st->out_len += n;
+}
+
+static void out_event(stream_state *st, cJSON *o) {
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    if (!s) return;
+    out_add(st, "data: ", 6);
+    out_add(st, s, strlen(s));
+    out_add(st, "\n\n", 2);
+    free(s);
+}
+
+static cJSON *usage_object(int n_prompt, int n_gen) {
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddNumberToObject(u, "prompt_tokens", n_prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
+    cJSON_AddNumberToObject(u, "total_tokens", n_prompt + n_gen);
+    return u;
+}
+
+/* The envelope of a response or chunk; its choices array in *choices. */
+static cJSON *envelope(srv_http *h, srv_kind kind, int chunk, const char *id, long created, cJSON **choices) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "object", kind == SRV_CHAT ? (chunk ? "chat.completion.chunk" : "chat.completion")
+                                                          : "text_completion");
+    cJSON_AddNumberToObject(o, "created", (double)created);
+    cJSON_AddStringToObject(o, "model", h->o.model_id);
+    cJSON_AddNullToObject(o, "system_fingerprint");
+    *choices = cJSON_AddArrayToObject(o, "choices");
+    return o;
+}
+
+/* One streamed choice: text (may be NULL) and finish (NULL while running). */
+static void chunk_event(stream_state *st, const char *text, const char *finish, int role) {
+    cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
+    cJSON *ch = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ch, "index", 0);
+    if (st->kind == SRV_CHAT) {
+        cJSON *d = cJSON_AddObjectToObject(ch, "delta");
+        if (role) cJSON_AddStringToObject(d, "role", "assistant");
+        if (text) cJSON_AddStringToObject(d, "content", text);
+    } else {
+        cJSON_AddStringToObject(ch, "text", text ? text : "");
+    }
+    cJSON_AddNullToObject(ch, "logprobs");
+    if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
+    else cJSON_AddNullToObject(ch, "finish_reason");
+    cJSON_AddItemToArray(choices, ch);
+    out_event(st, o);
+}
+
+static void log_done(srv_http *h, const char *what, int status, int n_prompt, int n_gen, double t0) {
+    fprintf(stderr, "lowbit serve: %s %d: prompt %d + %d generated tokens in %.2f s\n", what, status, n_prompt, n_gen,
+            lb_time_s() - t0);
+    (void)h;
+}
+
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream_state *st = cls;
+    while (st->out_off == st->out_len) {
+        if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (!st->started) {
+            st->started = 1;
+            if (st->kind == SRV_CHAT) chunk_event(st, "", NULL, 1);
+            continue;
+        }
+        srv_take tk;
+        srv_req_take(st->h->o.engine, st->r, &st->have, 100, &tk);
+        size_t from = 0;
+        for (int i = 0; i <= tk.n_cuts && from < tk.delta_len; i++) { /* an event per step's text */
+            const size_t to = i < tk.n_cuts && tk.cuts[i] <= tk.delta_len ? tk.cuts[i] : tk.delta_len;
+            if (to <= from) continue;
+            const char keep = tk.delta[to];
+            tk.delta[to] = 0;
+            chunk_event(st, tk.delta + from, NULL, 0);
+            tk.delta[to] = keep;
+            from = to;
+        }
+        free(tk.delta);
+        free(tk.cuts);
+        if (tk.done) {
+            if (tk.err.status) {
+                char *e = srv_error_json(&tk.err);
+                if (e) {
+                    out_add(st, "data: ", 6);
+                    out_add(st, e, strlen(e));
+                    out_add(st, "\n\n", 2);
+                }
+                free(e);
+            } else {
+                chunk_event(st, st->kind == SRV_CHAT ? NULL : "", tk.finish, 0);
+                if (st->include_usage) {
+                    cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
+                    cJSON_AddItemToObject(o, "usage", usage_object(tk.n_prompt, tk.n_gen));
+                    out_event(st, o);
+                }
+            }
+            out_add(st, "data: [DONE]\n\n", 14);
+            st->finished = 1;
+            log_done(st->h, st->kind == SRV_CHAT ? "chat (stream)" : "completion (stream)",
+                     tk.err.status ? tk.err.status : 200, tk.n_prompt, tk.n_gen, st->t0);
+            continue;
+        }
+        if (!tk.delta_len && client_gone(st->conn)) {
+            srv_req_cancel(st->h->o.engine, st->r);
+            if (st->h->o.verbose) fprintf(stderr, "lowbit serve: stream client disconnected\n");
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+    size_t n = LB_MIN(max, st->out_len - st->out_off);
+    memcpy(buf, st->out + st->out_off, n);
+    st->out_off += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls) {
+    stream_state *st = cls;
+    srv_req_cancel(st->h->o.engine, st->r); /* no-op when it finished */
+    srv_req_release(st->h->o.engine, st->r);
+    free(st->out);
+    free(st);
+}
+
+static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kind kind, conn_state *cs,
+                                  const char *method, const char *url) {
+    srv_params p;
+    srv_error err;
+    int32_t *ids = NULL;
+    int n_ids = 0;
+    char *text = NULL;
+    srv_req *r = NULL;
+    enum MHD_Result ok = MHD_NO;
+    if (srv_parse_request(cs->body, cs->len, kind, &p, &err)) goto fail;
+    if (p.model && strcmp(p.model, h->o.model_id) && strcmp(p.model, h->o.model_path)) {
+        srv_error_set(&err, 404, "invalid_request_error", "model_not_found", "model",
+                      "The model '%.200s' does not exist (this server has '%s').", p.model, h->o.model_id);
+        goto fail;
+    }
+    if (kind == SRV_CHAT) {
+        if (!h->o.tmpl) {
+            srv_error_set(&err, 400, "invalid_request_error", "no_chat_template", "messages",
+                          "This server has no chat template (%s): start it with --chat-template NAME, or use "
+                          "/v1/completions.",
+                          h->o.tmpl_error ? h->o.tmpl_error : "none");
+            goto fail;
+        }
+        if (lb_chat_apply(h->o.tmpl, p.msgs, p.n_msgs, NULL, &text, NULL)) {
+            srv_error_set(&err, 400, "invalid_request_error", "invalid_value", "messages",
+                          "The chat template refused the conversation: %s", lb_last_error());
+            goto fail;
+        }
+        if (tokenize(h, text, &ids, &n_ids, &err)) goto fail;
+    } else if (p.prompt_is_ids) {
+        const int V = lb_model_n_vocab(h->o.model);
+        for (int i = 0; i < p.n_prompt_ids; i++)
+            if (p.prompt_ids[i] >= V) {
+                srv_error_set(&err, 400, "invalid_request_error", "invalid_value", "prompt",
+                              "Invalid 'prompt': token id %d is outside the vocabulary (0..%d).", p.prompt_ids[i],
+                              V - 1);
+                goto fail;
+            }
+        ids = p.prompt_ids;
+        n_ids = p.n_prompt_ids;
+        p.prompt_ids = NULL;
+    } else if (tokenize(h, p.prompt, &ids, &n_ids, &err)) {
+        goto fail;
+    }
+    if (n_ids == 0) {
+        srv_error_set(&err, 400, "invalid_request_error", "invalid_value", kind == SRV_CHAT ? "messages" : "prompt",
+                      "The prompt is empty (and this model adds no BOS token).");
+        goto fail;
+    }
+    const int n_ctx = srv_engine_n_ctx(h->o.engine);
+    if (n_ids >= n_ctx) {
+        srv_error_set(&err, 400, "invalid_request_error", "context_length_exceeded",
+                      kind == SRV_CHAT ? "messages" : "prompt",
+                      "This model's maximum context length is %d tokens, but your prompt has %d tokens (at least "
+                      "one more is needed to generate).",
+                      n_ctx, n_ids);
+        goto fail;
+    }
+    uint64_t seed = p.has_seed ? p.seed : (uint64_t)(lb_time_s() * 1e9) ^ (uint64_t)(uintptr_t)cs;
+    if (!(r = srv_req_new(ids, n_ids, &p, seed))) {
+        srv_error_set(&err, 500, "server_error", "out_of_memory", NULL, "out of memory");
+        goto fail;
+    }
+    if (srv_engine_submit(h->o.engine, r, &err)) goto fail;
+    atomic_fetch_add(&h->in_flight, 1);
+    cs->counted = 1;
+
+    char id[48];
+    make_id(id, sizeof id, kind == SRV_CHAT ? "chatcmpl-" : "cmpl-");
+    const long created = (long)time(NULL);
+    if (p.stream) {
+        stream_state *st = calloc(1, sizeof *st);
+        struct MHD_Response *resp =
+            st ? MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, stream_reader, st, stream_free) : NULL;
+        if (!resp) {
+            free(st);
+            srv_req_cancel(h->o.engine, r);
+            goto done;
+        }
+        st->h = h;
+        st->conn = c;
+        st->r = r;
+        r = NULL; /* the stream owns the reference now */
+        st->kind = kind;
+        snprintf(st->id, sizeof st->id, "%s", id);
+        st->created = created;
+        st->include_usage = p.include_usage;
+        st->n_prompt = n_ids;
+        st->t0 = cs->t0;
+        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        ok = MHD_queue_response(c, MHD_HTTP_OK, resp);
+        MHD_destroy_response(resp);
+        goto done;
+    }
+    /* the whole answer, watching the client meanwhile */
+    char *answer = NULL;
+    size_t answer_len = 0, have = 0;
+    srv_take tk;
+    double checked = lb_time_s();
+    for (;;) {
+        srv_req_take(h->o.engine, r, &have, 100, &tk);
+        if (tk.delta_len) {
+            char *a = realloc(answer, answer_len + tk.delta_len + 1);
+            if (a) {
+                memcpy(a + answer_len, tk.delta, tk.delta_len);
+                answer_len += tk.delta_len;
+                a[answer_len] = 0;
+                answer = a;
+            }
+        }
+        free(tk.delta);
+        free(tk.cuts);
+        if (tk.done) break;
+        if (lb_time_s() - checked < 0.1) continue;
+        checked = lb_time_s();
+        if (client_gone(c)) {
+            srv_req_cancel(h->o.engine, r);
+            if (h->o.verbose) fprintf(stderr, "lowbit serve: client disconnected\n");
+            free(answer);
+            goto done; /* MHD_NO: drop the connection */
+        }
+    }
+    if (tk.err.status) {
+        free(answer);
+        err = tk.err;
+        goto fail;
+    }
+    cJSON *choices, *o = envelope(h, kind, 0, id, created, &choices);
+    cJSON *ch = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ch, "index", 0);
+    if (kind == SRV_CHAT) {
+        cJSON *m = cJSON_AddObjectToObject(ch, "message");
+        cJSON_AddStringToObject(m, "role", "assistant");
+        cJSON_AddStringToObject(m, "content", answer ? answer : "");
+    } else {
+        cJSON_AddStringToObject(ch, "text", answer ? answer : "");
+    }
+    cJSON_AddNullToObject(ch, "logprobs");
+    cJSON_AddStringToObject(ch, "finish_reason", tk.finish ? tk.finish : "stop");
+    cJSON_AddItemToArray(choices, ch);
+    cJSON_AddItemToObject(o, "usage", usage_object(tk.n_prompt, tk.n_gen));
+    free(answer);
+    log_done(h, kind == SRV_CHAT ? "chat" : "completion", 200, tk.n_prompt, tk.n_gen, cs->t0);
+    ok = send_json(c, 200, o);
+    goto done;
+fail:
+    ok = send_error(h, c, &err, method, url);
+done:
+    if (r) srv_req_release(h->o.engine, r);
+    free(ids);
+    free(text);
+    srv_params_free(&p);
+    return ok;
+}
+
+/* ---- the handler ---- */
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                               const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    (void)version;
+    srv_http *h = cls;
+    conn_state *cs = *con_cls;
+    srv_error err;
+    if (!cs) { /* headers are in: route, key, size */
+        if (!(cs = calloc(1, sizeof *cs))) return MHD_NO;
+        *con_cls = cs;
+        cs->t0 = lb_time_s();
+        cs->rt = route_of(method, url);
+        if (cs->rt == R_NOT_FOUND) {
+            srv_error_set(&err, 404, "invalid_request_error", "not_found", NULL, "No route for %.16s %.200s.", method,
+                          url);
+        } else if (cs->rt == R_BAD_METHOD) {
+            srv_error_set(&err, 405, "invalid_request_error", "method_not_allowed", NULL,
+                          "%.16s is not allowed on %.200s.", method, url);
+        } else if (cs->rt != R_PAGE && cs->rt != R_HEALTH && !key_ok(h, c)) {
+            srv_error_set(&err, 401, "authentication_error", "invalid_api_key", NULL,
+                          "Missing or incorrect API key: send the header 'Authorization: Bearer KEY'.");
+        } else {
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+            if (cl && strtoull(cl, NULL, 10) > h->o.max_body) {
+                srv_error_set(&err, 413, "invalid_request_error", "request_too_large", NULL,
+                              "The request body is larger than the limit of %zu bytes.", h->o.max_body);
+            } else {
+                return MHD_YES;
+            }
+        }
+        cs->rejected = 1;
+        return send_error(h, c, &err, method, url);
+    }
+    if (*upload_size) {
+        /* a body without a length (chunked) that passes the limit: the rest
+         * is read and dropped, the 413 goes out at the end (libmicrohttpd
+         * takes no response in mid-upload); far past it, the connection is cut */
+        if (cs->too_big) {
+            cs->dropped += *upload_size;
+            *upload_size = 0;
+            return cs->dropped > 16 * h->o.max_body ? MHD_NO : MHD_YES;
+        }
+        if (!cs->rejected) {
+            if (cs->len + *upload_size > h->o.max_body) {
+                cs->too_big = 1;
+                cs->dropped = *upload_size;
+                *upload_size = 0;
+                return MHD_YES;
+            }
+            if (cs->len + *upload_size + 1 > cs->cap) {
+                size_t cap = cs->cap ? cs->cap : 4096;
+                while (cap < cs->len + *upload_size + 1) cap *= 2;
+                char *b = realloc(cs->body, cap);
+                if (!b) return MHD_NO;
+                cs->body = b;
+                cs->cap = cap;
+            }
+            memcpy(cs->body + cs->len, upload, *upload_size);
+            cs->len += *upload_size;
+            cs->body[cs->len] = 0;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (cs->rejected) return MHD_YES;
+    if (cs->too_big) {
+        srv_error_set(&err, 413, "invalid_request_error", "request_too_large", NULL,
+                      "The request body is larger than the limit of %zu bytes.", h->o.max_body);
+        return send_error(h, c, &err, method, url);
+    }
+    switch (cs->rt) {
+    case R_COMPLETIONS: return completion(h, c, SRV_COMPLETION, cs, method, url);
+    case R_CHAT: return completion(h, c, SRV_CHAT, cs, method, url);
+    default: return get_route(h, c, cs->rt, url);
+    }
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)c, (void)toe;
+    srv_http *h = cls;
+    conn_state *cs = *con_cls;
+    if (!cs) return;
+    if (cs->counted) atomic_fetch_sub(&h->in_flight, 1);
+    free(cs->body);
+    free(cs);
+    *con_cls = NULL;
+}
+
+srv_http *srv_http_start(const srv_http_opts *o, int *bound_port) {
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->o = *o;
+    h->created = (long)time(NULL);
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    char port[16];
+    snprintf(port, sizeof port, "%d", o->port);
+    int rc = getaddrinfo(o->host, port, &hints, &ai);
+    if (rc || !ai) {
+        fprintf(stderr, "lowbit serve: --host %s: %s\n", o->host, gai_strerror(rc));
+        free(h);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+    h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handler, h, MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)600, MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_END);
+    freeaddrinfo(ai);
+    if (!h->d) {
+        fprintf(stderr, "lowbit serve: cannot listen on %s:%d (%s)\n", o->host, o->port,
+                errno ? strerror(errno) : "libmicrohttpd refused");
+        free(h);
+        return NULL;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    *bound_port = di ? di->port : o->port;
+    return h;
+}
+
+void srv_http_quiesce(srv_http *h) {
+    MHD_socket s = MHD_quiesce_daemon(h->d);
+    if (s != MHD_INVALID_SOCKET) close(s);
+}
+
+void srv_http_drain(srv_http *h, int timeout_ms) {
+    for (int waited = 0; atomic_load(&h->in_flight) > 0 && waited < timeout_ms; waited += 10) usleep(10 * 1000);
+}
+
+void srv_http_stop(srv_http *h) {
+    if (!h) return;
+    MHD_stop_daemon(h->d);
+    free(h);
+}

@@ -1,0 +1,451 @@
+/* Request bodies of /v1/completions and /v1/chat/completions (cJSON), checked
+ * field by field as OpenAI documents them: a wrong type, a value out of range
+ * or a missing field is a 400 naming the field (`param`). Unknown fields are
+ * ignored (as llama-server does); null is "not given". No model or engine
+ * state is touched, so the fuzzer (fuzz/fuzz_serve_request.c) runs this alone. */
+#include <cjson/cJSON.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/serve.h"
+
+void srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param,
+                   const char *fmt, ...) {
+    e->status = status;
+    snprintf(e->type, sizeof e->type, "%s", type ? type : "");
+    snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+    snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+}
+
+char *srv_error_json(const srv_error *e) {
+    cJSON *root = cJSON_CreateObject(), *o = cJSON_AddObjectToObject(root, "error");
+    size_t n;
+    char *msg = srv_utf8_clean(e->message, strlen(e->message), &n);
+    if (!o || !msg) {
+        free(msg);
+        cJSON_Delete(root);
+        return NULL;
+    }
+    cJSON_AddStringToObject(o, "message", msg);
+    cJSON_AddStringToObject(o, "type", e->type);
+    if (e->param[0]) cJSON_AddStringToObject(o, "param", e->param);
+    else cJSON_AddNullToObject(o, "param");
+    if (e->code[0]) cJSON_AddStringToObject(o, "code", e->code);
+    else cJSON_AddNullToObject(o, "code");
+    char *s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    free(msg);
+    return s;
+}
+
+/* ---- UTF-8 ---- */
+
+/* Length of the valid UTF-8 sequence at s (avail bytes), 0 if invalid, -1 if
+ * it is a valid start that needs more bytes than avail. */
+static int utf8_seq(const unsigned char *s, size_t avail) {
+    unsigned c = s[0];
+    int n;
+    unsigned min;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf) n = 2, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef) n = 3, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4) n = 4, min = 0x10000;
+    else return 0;
+    unsigned cp = c & (0x3fu >> (n - 1));
+    for (int i = 1; i < n; i++) {
+        if ((size_t)i >= avail) return -1;
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3fu);
+        /* reject overlong / surrogate / > U+10FFFF prefixes as soon as they show */
+        if (i == 1 && n == 3 && ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0))) return 0;
+        if (i == 1 && n == 4 && ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))) return 0;
+    }
+    return cp >= min ? n : 0;
+}
+
+size_t srv_utf8_complete(const char *s, size_t n) {
+    /* only the last 3 bytes can start an unfinished sequence */
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        const unsigned char *p = (const unsigned char *)s + n - back;
+        if ((*p & 0xc0) == 0x80) continue;
+        return utf8_seq(p, back) < 0 ? n - back : n;
+    }
+    return n;
+}
+
+char *srv_utf8_clean(const char *s, size_t n, size_t *out_len) {
+    char *o = malloc(n * 3 + 1), *w = o; /* each bad byte becomes 3 */
+    if (!o) return NULL;
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        int k = u[i] ? utf8_seq(u + i, n - i) : 0; /* NUL too: a C string cannot carry it */
+        if (k > 0) {
+            memcpy(w, u + i, (size_t)k);
+            w += k;
+            i += (size_t)k;
+        } else {
+            memcpy(w, "\xef\xbf\xbd", 3);
+            w += 3;
+            i++;
+        }
+    }
+    *w = 0;
+    if (out_len) *out_len = (size_t)(w - o);
+    return o;
+}
+
+/* ---- fields ---- */
+
+static const char *type_name(const cJSON *v) {
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsArray(v)) return "an array";
+    if (cJSON_IsObject(v)) return "an object";
+    if (cJSON_IsNull(v)) return "null";
+    return "something else";
+}
+
+static int bad_type(srv_error *err, const char *field, const char *want, const cJSON *v) {
+    srv_error_set(err, 400, "invalid_request_error", "invalid_type", field,
+                  "Invalid type for '%s': expected %s, but got %s instead.", field, want, type_name(v));
+    return -1;
+}
+
+static int bad_value(srv_error *err, const char *field, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad_value(srv_error *err, const char *field, const char *fmt, ...) {
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    srv_error_set(err, 400, "invalid_request_error", "invalid_value", field, "Invalid '%s': %s", field, why);
+    return -1;
+}
+
+/* A field that is present and not null, else NULL. */
+static const cJSON *field(const cJSON *o, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+    return v && !cJSON_IsNull(v) ? v : NULL;
+}
+
+static int get_bool(const cJSON *o, const char *name, int *out, srv_error *err) {
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsBool(v)) return bad_type(err, name, "a boolean", v);
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+static int get_float(const cJSON *o, const char *name, double lo, double hi, float *out, srv_error *err) {
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v)) return bad_type(err, name, "a number", v);
+    double x = v->valuedouble;
+    if (!isfinite(x) || x < lo || x > hi)
+        return bad_value(err, name, "expected a value in [%g, %g], but got %g instead.", lo, hi, x);
+    *out = (float)x;
+    return 0;
+}
+
+/* An integer (a JSON number with no fraction) in [lo, hi]. */
+static int get_int(const cJSON *o, const char *name, double lo, double hi, double *out, srv_error *err) {
+    const cJSON *v = field(o, name);
+    if (!v) return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !isfinite(v->valuedouble))
+        return bad_type(err, name, "an integer", v);
+    if (v->valuedouble < lo || v->valuedouble > hi)
+        return bad_value(err, name, "expected an integer in [%.0f, %.0f], but got %.0f instead.", lo, hi,
+                         v->valuedouble);
+    *out = v->valuedouble;
+    return 1;
+}
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+static int oom(srv_error *err) {
+    srv_error_set(err, 500, "server_error", "out_of_memory", NULL, "out of memory parsing the request");
+    return -1;
+}
+
+/* stop: a string or an array of up to 4 strings; empty strings are dropped. */
+static int get_stop(const cJSON *o, srv_params *p, srv_error *err) {
+    const cJSON *v = field(o, "stop");
+    if (!v) return 0;
+    if (cJSON_IsString(v)) {
+        if (!v->valuestring[0]) return 0;
+        if (!(p->stop[0] = dup_str(v->valuestring))) return oom(err);
+        p->n_stop = 1;
+        return 0;
+    }
+    if (!cJSON_IsArray(v)) return bad_type(err, "stop", "a string or an array of strings", v);
+    if (cJSON_GetArraySize(v) > SRV_MAX_STOP)
+        return bad_value(err, "stop", "at most %d stop sequences, but got %d.", SRV_MAX_STOP, cJSON_GetArraySize(v));
+    const cJSON *s;
+    cJSON_ArrayForEach(s, v) {
+        if (!cJSON_IsString(s)) return bad_type(err, "stop", "an array of strings", s);
+        if (!s->valuestring[0]) continue;
+        if (!(p->stop[p->n_stop] = dup_str(s->valuestring))) return oom(err);
+        p->n_stop++;
+    }
+    return 0;
+}
+
+/* A message's content: a string, null (as "") or an array of text parts. */
+static int get_content(const cJSON *m, int idx, char **out, srv_error *err) {
+    char param[48];
+    snprintf(param, sizeof param, "messages[%d].content", idx);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+    if (!c || cJSON_IsNull(c)) {
+        *out = dup_str("");
+        return *out ? 0 : oom(err);
+    }
+    if (cJSON_IsString(c)) {
+        *out = dup_str(c->valuestring);
+        return *out ? 0 : oom(err);
+    }
+    if (!cJSON_IsArray(c)) return bad_type(err, param, "a string or an array of content parts", c);
+    /* the parts' texts, joined by "\n" (llama-server's way) */
+    size_t total = 1;
+    const cJSON *part;
+    cJSON_ArrayForEach(part, c) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+        if (!cJSON_IsObject(part)) return bad_type(err, param, "an array of content parts (objects)", part);
+        if (!cJSON_IsString(type))
+            return bad_value(err, param, "every content part needs a string 'type'.");
+        if (strcmp(type->valuestring, "text") != 0) {
+            srv_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
+                          "content parts of type '%.64s' are not supported (text only).", type->valuestring);
+            return -1;
+        }
+        if (!cJSON_IsString(text)) return bad_type(err, param, "a string 'text' in every text part", text);
+        total += strlen(text->valuestring) + 1;
+    }
+    char *s = malloc(total), *w = s;
+    if (!s) return oom(err);
+    cJSON_ArrayForEach(part, c) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+        if (w != s) *w++ = '\n';
+        size_t n = strlen(t);
+        memcpy(w, t, n);
+        w += n;
+    }
+    *w = 0;
+    *out = s;
+    return 0;
+}
+
+static int get_messages(const cJSON *root, srv_params *p, srv_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "messages");
+    if (!v || cJSON_IsNull(v)) {
+        srv_error_set(err, 400, "invalid_request_error", "missing_required_parameter", "messages",
+                      "Missing required parameter: 'messages'.");
+        return -1;
+    }
+    if (!cJSON_IsArray(v)) return bad_type(err, "messages", "an array", v);
+    const int n = cJSON_GetArraySize(v);
+    if (n == 0) return bad_value(err, "messages", "expected an array with at least one message.");
+    if (!(p->msgs = calloc((size_t)n, sizeof *p->msgs))) return oom(err);
+    const cJSON *m;
+    int i = 0;
+    cJSON_ArrayForEach(m, v) {
+        char param[48];
+        snprintf(param, sizeof param, "messages[%d]", i);
+        if (!cJSON_IsObject(m)) return bad_type(err, param, "an object", m);
+        snprintf(param, sizeof param, "messages[%d].role", i);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+        if (!role || cJSON_IsNull(role)) {
+            srv_error_set(err, 400, "invalid_request_error", "missing_required_parameter", param,
+                          "Missing required parameter: '%s'.", param);
+            return -1;
+        }
+        if (!cJSON_IsString(role)) return bad_type(err, param, "a string", role);
+        const char *r = role->valuestring;
+        if (!strcmp(r, "developer")) r = "system"; /* OpenAI's newer name for it */
+        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")) {
+            srv_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
+                          "Invalid value for '%s': '%.64s' (supported: system, developer, user, assistant).", param,
+                          role->valuestring);
+            return -1;
+        }
+        const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+        if (calls && !cJSON_IsNull(calls) && !(cJSON_IsArray(calls) && cJSON_GetArraySize(calls) == 0)) {
+            snprintf(param, sizeof param, "messages[%d].tool_calls", i);
+            srv_error_set(err, 400, "invalid_request_error", "unsupported_parameter", param,
+                          "tool calls are not supported.");
+            return -1;
+        }
+        char *content = NULL;
+        if (get_content(m, i, &content, err)) return -1;
+        char *rd = dup_str(r);
+        if (!rd) {
+            free(content);
+            return oom(err);
+        }
+        p->msgs[i].role = rd;
+        p->msgs[i].content = content;
+        p->n_msgs = ++i;
+    }
+    return 0;
+}
+
+static int get_prompt(const cJSON *root, srv_params *p, srv_error *err) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+    if (!v || cJSON_IsNull(v)) {
+        srv_error_set(err, 400, "invalid_request_error", "missing_required_parameter", "prompt",
+                      "Missing required parameter: 'prompt'.");
+        return -1;
+    }
+    if (cJSON_IsString(v)) {
+        p->prompt = dup_str(v->valuestring);
+        return p->prompt ? 0 : oom(err);
+    }
+    if (!cJSON_IsArray(v)) return bad_type(err, "prompt", "a string or an array of token ids", v);
+    const int n = cJSON_GetArraySize(v);
+    if (n == 0) return bad_value(err, "prompt", "expected a non-empty string or array.");
+    const cJSON *first = cJSON_GetArrayItem(v, 0);
+    if (cJSON_IsString(first)) {
+        if (n > 1) {
+            srv_error_set(err, 400, "invalid_request_error", "unsupported_value", "prompt",
+                          "several prompts in one request are not supported: send one request per prompt.");
+            return -1;
+        }
+        p->prompt = dup_str(first->valuestring);
+        return p->prompt ? 0 : oom(err);
+    }
+    if (!(p->prompt_ids = malloc((size_t)n * sizeof *p->prompt_ids))) return oom(err);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, v) {
+        if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
+            t->valuedouble > INT32_MAX)
+            return bad_type(err, "prompt", "a string or an array of token ids (non-negative integers)", t);
+        p->prompt_ids[p->n_prompt_ids++] = (int32_t)t->valuedouble;
+    }
+    p->prompt_is_ids = 1;
+    return 0;
+}
+
+static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_error *err) {
+    if (!cJSON_IsObject(root)) {
+        srv_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
+                      "The request body must be a JSON object, but it is %s.", type_name(root));
+        return -1;
+    }
+    const cJSON *v = field(root, "model");
+    if (v) {
+        if (!cJSON_IsString(v)) return bad_type(err, "model", "a string", v);
+        if (!(p->model = dup_str(v->valuestring))) return oom(err);
+    }
+    if (kind == SRV_CHAT ? get_messages(root, p, err) : get_prompt(root, p, err)) return -1;
+    if (get_bool(root, "stream", &p->stream, err)) return -1;
+    if ((v = field(root, "stream_options"))) {
+        if (!cJSON_IsObject(v)) return bad_type(err, "stream_options", "an object", v);
+        if (get_bool(v, "include_usage", &p->include_usage, err)) return -1;
+    }
+    if (get_float(root, "temperature", 0, 2, &p->temperature, err)) return -1;
+    if (get_float(root, "top_p", 0, 1, &p->top_p, err)) return -1;
+    if (get_float(root, "min_p", 0, 1, &p->min_p, err)) return -1;
+    if (get_float(root, "presence_penalty", -2, 2, &p->presence_penalty, err)) return -1;
+    if (get_float(root, "frequency_penalty", -2, 2, &p->frequency_penalty, err)) return -1;
+    if (get_float(root, "repeat_penalty", 0.01, 100, &p->repeat_penalty, err)) return -1; /* llama.cpp's */
+    double x;
+    int r;
+    if ((r = get_int(root, "top_k", 0, INT_MAX, &x, err)) < 0) return -1;
+    if (r) p->top_k = (int)x;
+    /* max_tokens (completions; legacy in chat) or max_completion_tokens (chat) */
+    const char *mt[2] = {"max_tokens", "max_completion_tokens"};
+    for (int i = 0; i < (kind == SRV_CHAT ? 2 : 1); i++) {
+        const cJSON *f = field(root, mt[i]);
+        if (f && (!cJSON_IsNumber(f) || f->valuedouble != floor(f->valuedouble) || !isfinite(f->valuedouble)))
+            return bad_type(err, mt[i], "an integer", f);
+        if (f && f->valuedouble <= 0)
+            return bad_value(err, mt[i], "expected a value >= 1, but got %.0f instead.", f->valuedouble);
+        if (f) p->max_tokens = f->valuedouble > INT_MAX ? INT_MAX : (int)f->valuedouble;
+    }
+    /* any int64 or uint64 (the upper bound: the largest double below 2^64) */
+    if ((r = get_int(root, "seed", -9223372036854775808.0, 18446744073709549568.0, &x, err)) < 0) return -1;
+    if (r) {
+        p->has_seed = 1;
+        p->seed = x < 0 ? (uint64_t)(int64_t)x : (uint64_t)x;
+    }
+    if (get_stop(root, p, err)) return -1;
+    if ((r = get_int(root, "n", 1, 1, &x, err)) < 0) {
+        if (!strcmp(err->code, "invalid_value"))
+            snprintf(err->message, sizeof err->message, "Invalid 'n': only n = 1 is supported.");
+        return -1;
+    }
+    /* features that would change the answer's meaning: refused, not ignored */
+    static const char *const unsupported[] = {"tools", "functions", "logprobs", "top_logprobs", "suffix", "echo",
+                                              "best_of", "response_format"};
+    for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
+        v = field(root, unsupported[i]);
+        if (!v || (cJSON_IsBool(v) && !cJSON_IsTrue(v)) || (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
+            continue;
+        if (!strcmp(unsupported[i], "best_of") && cJSON_IsNumber(v) && v->valuedouble == 1) continue;
+        if (!strcmp(unsupported[i], "response_format") && cJSON_IsObject(v)) {
+            const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
+            if (cJSON_IsString(t) && !strcmp(t->valuestring, "text")) continue;
+        }
+        if (!strcmp(unsupported[i], "suffix") && cJSON_IsString(v) && !v->valuestring[0]) continue;
+        srv_error_set(err, 400, "invalid_request_error", "unsupported_parameter", unsupported[i],
+                      "'%s' is not supported by lowbit serve.", unsupported[i]);
+        return -1;
+    }
+    return 0;
+}
+
+int srv_parse_request(const char *body, size_t len, srv_kind kind, srv_params *p, srv_error *err) {
+    memset(p, 0, sizeof *p);
+    memset(err, 0, sizeof *err);
+    p->kind = kind;
+    p->temperature = 1.0f; /* OpenAI's defaults */
+    p->top_p = 1.0f;
+    p->repeat_penalty = 1.0f;
+    p->max_tokens = kind == SRV_COMPLETION ? 16 : -1;
+    const char *end = NULL;
+    if (!body) body = "", len = 0;
+    cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+    if (root && end) /* only whitespace may follow the value */
+        for (const char *q = end; q < body + len; q++)
+            if (*q != ' ' && *q != '\t' && *q != '\r' && *q != '\n') {
+                cJSON_Delete(root);
+                root = NULL;
+                break;
+            }
+    if (!root) {
+        srv_error_set(err, 400, "invalid_request_error", "invalid_json", NULL,
+                      "We could not parse the JSON body of your request: it is not valid JSON (or not one value).");
+        return -1;
+    }
+    int rc = parse_fields(root, kind, p, err);
+    cJSON_Delete(root);
+    return rc;
+}
+
+void srv_params_free(srv_params *p) {
+    if (!p) return;
+    free(p->model);
+    free(p->prompt);
+    free(p->prompt_ids);
+    for (int i = 0; i < p->n_msgs; i++) {
+        free((char *)p->msgs[i].role);
+        free((char *)p->msgs[i].content);
+    }
+    free(p->msgs);
+    for (int i = 0; i < p->n_stop; i++) free(p->stop[i]);
+    memset(p, 0, sizeof *p);
+}

@@ -1,0 +1,153 @@
+/* lowbit serve: an OpenAI-compatible HTTP server (docs/serve.md).
+ *
+ *   request.c  the JSON request bodies -> srv_params, validated (fuzzed:
+ *              fuzz/fuzz_serve_request.c); OpenAI-style error bodies
+ *   engine.c   continuous batching: slots, the bounded queue, one thread
+ *              that runs lb_eval_multi over every active slot per step
+ *   http.c     libmicrohttpd handlers: routing, API key, bodies, responses,
+ *              server-sent events, client disconnects
+ *   serve.c    `lowbit serve`: options, startup, signals, shutdown */
+#ifndef LB_SERVE_H
+#define LB_SERVE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lowbit.h"
+#include "model/chat_template.h"
+
+enum { SRV_MAX_STOP = 4 };
+
+typedef enum { SRV_COMPLETION, SRV_CHAT } srv_kind;
+
+/* An error as OpenAI reports it: {"error": {"message", "type", "param", "code"}}. */
+typedef struct {
+    int status;        /* HTTP status; 0: no error */
+    char type[32];     /* invalid_request_error, authentication_error, server_error, ... */
+    char code[48];     /* "" -> null */
+    char param[48];    /* "" -> null */
+    char message[512];
+} srv_error;
+
+void srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The JSON body of an error (malloc'ed; NULL on OOM). */
+char *srv_error_json(const srv_error *e);
+
+/* A request body, parsed and checked for types and ranges (request.c). */
+typedef struct {
+    srv_kind kind;
+    int stream, include_usage;
+    char *model;               /* NULL when absent */
+    /* completions: text, or token ids */
+    char *prompt;
+    int32_t *prompt_ids;
+    int n_prompt_ids, prompt_is_ids;
+    /* chat */
+    lb_chat_msg *msgs;         /* role and content owned here */
+    int n_msgs;
+    /* sampling (OpenAI's defaults unless given) */
+    float temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;
+    int top_k;
+    int max_tokens;            /* -1: until end of text or context */
+    int has_seed;
+    uint64_t seed;
+    char *stop[SRV_MAX_STOP];
+    int n_stop;
+} srv_params;
+
+/* 0 and *p filled, or -1 with *err set (400s). p is always safe to free. */
+int srv_parse_request(const char *body, size_t len, srv_kind kind, srv_params *p, srv_error *err);
+void srv_params_free(srv_params *p);
+
+/* Replaces invalid UTF-8 (and NUL bytes) in s[0..n) by U+FFFD: a malloc'ed,
+ * NUL-terminated copy, its length in *out_len. */
+char *srv_utf8_clean(const char *s, size_t n, size_t *out_len);
+/* Bytes of s[0..n) that end on a complete UTF-8 sequence (an incomplete tail,
+ * which more bytes may complete, is left out). */
+size_t srv_utf8_complete(const char *s, size_t n);
+
+/* ---- engine ---- */
+
+typedef struct srv_engine srv_engine;
+typedef struct srv_req srv_req;
+
+typedef struct {
+    int n_slots, n_ctx, n_batch, n_threads, queue_max, prefill_chunk;
+    int step_delay_ms; /* tests: sleep this long after every step (LOWBIT_SERVE_TEST_DELAY_MS) */
+} srv_engine_opts;
+
+srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o); /* NULL + lb_last_error() */
+int srv_engine_start(srv_engine *e); /* the engine thread; -1 if it cannot start */
+/* Fails queued and running requests (503, shutting down), stops the thread. */
+void srv_engine_stop(srv_engine *e);
+void srv_engine_free(srv_engine *e);
+int srv_engine_n_ctx(const srv_engine *e);
+int srv_engine_threads(const srv_engine *e);
+typedef struct {
+    int idle, busy, queued;     /* slots, and requests waiting for one */
+    long long steps;            /* forward passes */
+    int max_batch_seqs;         /* most sequences one pass has held */
+    long long prompt_tokens, generated_tokens;
+} srv_stats;
+void srv_engine_stats(srv_engine *e, srv_stats *st);
+
+/* A request for the engine: its prompt tokens and sampling settings. The
+ * caller holds one reference; srv_req_release drops it. */
+srv_req *srv_req_new(const int32_t *prompt, int n_prompt, const srv_params *p, uint64_t seed);
+/* Queues r (the engine takes a reference); -1 with a 503 in *err when the
+ * queue is full or the server is stopping. */
+int srv_engine_submit(srv_engine *e, srv_req *r, srv_error *err);
+/* The client is gone: the slot (or queue place) is freed at the next step. */
+void srv_req_cancel(srv_engine *e, srv_req *r);
+void srv_req_release(srv_engine *e, srv_req *r);
+
+/* What a waiter takes out of a request. */
+typedef struct {
+    char *delta;          /* new text since the last take (malloc'ed, may be NULL) */
+    size_t delta_len;
+    size_t *cuts;         /* where the steps that produced it end in delta (malloc'ed): */
+    int n_cuts;           /* a stream sends one event per step, i.e. per token */
+    int done;             /* finished (or failed) */
+    const char *finish;   /* "stop" or "length" once done without an error */
+    int n_prompt, n_gen;
+    srv_error err;        /* err.status != 0: failed */
+} srv_take;
+
+/* Waits up to timeout_ms for text beyond *have or for the end; *have
+ * advances over the text handed out. Returns 1 if anything changed. */
+int srv_req_take(srv_engine *e, srv_req *r, size_t *have, int timeout_ms, srv_take *out);
+
+/* ---- HTTP ---- */
+
+typedef struct {
+    const char *host;
+    int port;
+    const char *api_key;      /* NULL: no key needed */
+    size_t max_body;
+    int max_connections;
+    const char *model_id;     /* the name /v1/models lists */
+    const char *model_path;
+    lb_model *model;
+    srv_engine *engine;
+    const lb_chat_template *tmpl; /* NULL: chat requests get an error */
+    const char *tmpl_error;       /* why there is no template */
+    int verbose;
+} srv_http_opts;
+
+typedef struct srv_http srv_http;
+srv_http *srv_http_start(const srv_http_opts *o, int *bound_port); /* NULL + message on stderr */
+void srv_http_quiesce(srv_http *h);  /* stop accepting connections */
+/* Waits (at most timeout_ms) until every answered request has been sent out:
+ * after srv_engine_stop, the last events and errors reach their clients. */
+void srv_http_drain(srv_http *h, int timeout_ms);
+void srv_http_stop(srv_http *h);     /* close connections, join their threads */
+
+/* The chat page (serve_page.c, generated from src/serve/chat.html). */
+extern const unsigned char lb_serve_page[];
+extern const size_t lb_serve_page_len;
+
+int srv_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,282 @@
+#!/usr/bin/env bash
+# lowbit serve on stories260K (docs/serve.md): endpoints, every bad-input case
+# with its status and OpenAI-style error body, the API key, concurrent
+# requests giving the same tokens as serial ones at temperature 0 (and being
+# batched), the bounded queue's 503, a client that disconnects freeing its
+# slot, no slot left busy at the end, and SIGTERM ending the server (also
+# with a stream in flight). Needs curl and python3; skips (77) when lowbit
+# was built without libmicrohttpd / cJSON.
+. "$(dirname "$0")/lib_cli.sh"
+need_shared models/stories260K.bin
+need_shared models/tok512.bin
+if ! "$LOWBIT" serve --help >/dev/null 2>&1; then
+  "$LOWBIT" serve 2>&1 | grep -q "built without" && { echo "SKIP: lowbit was built without libmicrohttpd / cJSON"; exit 77; }
+fi
+command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
+
+MODEL=$WORK/stories260K.gguf
+"$LOWBIT" convert --llama2c "$SHARED/models/stories260K.bin" --tokenizer "$SHARED/models/tok512.bin" -o "$MODEL" \
+  >/dev/null 2>&1 || { bad "convert"; finish; exit 1; }
+
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+
+# start_server LOG ARGS...: starts lowbit serve on a free port; sets PID and URL
+start_server() {
+  local log=$1; shift
+  "$LOWBIT" serve -m "$MODEL" --port 0 -t 2 "$@" >"$log" 2>&1 &
+  PID=$!
+  PIDS+=("$PID")
+  for _ in $(seq 1 300); do
+    URL=$(grep -o 'listening on http://[^ ]*' "$log" | sed 's/listening on //')
+    [ -n "$URL" ] && return 0
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  bad "server did not start: $(cat "$log")"
+  finish
+  exit 1
+}
+
+# stop_server: SIGTERM, must exit 0 within 10 s
+stop_server() {
+  local what=$1
+  kill -TERM "$PID"
+  for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$PID" 2>/dev/null; then bad "$what: still running 10 s after SIGTERM"; kill -KILL "$PID"; return; fi
+  wait "$PID"; local rc=$?
+  [ $rc -eq 0 ] && ok "$what: SIGTERM ends the server (exit 0)" || bad "$what: exit $rc after SIGTERM"
+}
+
+KEY=sekrit
+AUTH=(-H "Authorization: Bearer $KEY")
+
+# expect STATUS CODE DESCRIPTION curl-args...: the status, and an OpenAI error
+# body {"error": {"message", "type", "param", "code"}} with that code
+expect() {
+  local status=$1 code=$2 what=$3; shift 3
+  local out got
+  out=$(curl -s -w '\n%{http_code}' "$@"); got=${out##*$'\n'}; out=${out%$'\n'*}
+  if [ "$got" != "$status" ]; then bad "$what: HTTP $got, expected $status: $out"; return; fi
+  if python3 - "$code" "$out" <<'EOF'
+import json, sys
+e = json.loads(sys.argv[2])["error"]
+assert set(e) == {"message", "type", "param", "code"}, e
+assert e["code"] == sys.argv[1] and e["message"] and e["type"], e
+EOF
+  then ok "$what: $status $code"; else bad "$what: body $out"; fi
+}
+
+start_server "$WORK/serve.log" -np 3 -c 256 --api-key "$KEY" --chat-template llama2 --max-body 65536
+echo "server at $URL"
+
+# ---- endpoints
+out=$(curl -s "$URL/health")
+grep -q '"slots_idle":3' <<<"$out" && ok "/health without a key: $out" || bad "/health: $out"
+out=$(curl -s "${AUTH[@]}" "$URL/v1/models")
+grep -q '"id":"stories260K.gguf"' <<<"$out" && ok "/v1/models lists the model" || bad "/v1/models: $out"
+out=$(curl -s "$URL/")
+grep -q "<title>lowbit chat</title>" <<<"$out" && ok "GET / serves the chat page" || bad "GET /: ${out:0:200}"
+
+# ---- bad input: status and error body
+C=(-H "Content-Type: application/json" "${AUTH[@]}")
+expect 401 invalid_api_key "no API key" "$URL/v1/completions" -d '{"prompt":"x"}'
+expect 401 invalid_api_key "wrong API key" -H "Authorization: Bearer nope" "$URL/v1/models"
+expect 400 invalid_json "malformed JSON" "${C[@]}" "$URL/v1/completions" -d '{"prompt": "x",'
+expect 400 invalid_json "trailing garbage" "${C[@]}" "$URL/v1/completions" -d '{"prompt": "x"} x'
+expect 400 invalid_json "empty body" "${C[@]}" -X POST "$URL/v1/completions"
+expect 400 invalid_type "body not an object" "${C[@]}" "$URL/v1/completions" -d '["x"]'
+expect 400 invalid_type "prompt of the wrong type" "${C[@]}" "$URL/v1/completions" -d '{"prompt": {"a": 1}}'
+expect 400 invalid_type "temperature a string" "${C[@]}" "$URL/v1/completions" -d '{"prompt":"x","temperature":"hot"}'
+expect 400 invalid_type "max_tokens not an integer" "${C[@]}" "$URL/v1/completions" -d '{"prompt":"x","max_tokens":2.5}'
+expect 400 invalid_type "stream not a boolean" "${C[@]}" "$URL/v1/completions" -d '{"prompt":"x","stream":"yes"}'
+expect 400 invalid_type "messages not an array" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":"hi"}'
+expect 400 invalid_type "content a number" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":5}]}'
+expect 400 invalid_value "temperature out of range" "${C[@]}" "$URL/v1/completions" -d '{"prompt":"x","temperature":7}'
+expect 400 invalid_value "max_tokens = 0" "${C[@]}" "$URL/v1/completions" -d '{"prompt":"x","max_tokens":0}'
+expect 400 invalid_value "max_tokens < 0" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":-1}'
+expect 400 invalid_value "token id outside the vocabulary" "${C[@]}" "$URL/v1/completions" -d '{"prompt":[1,600]}'
+expect 400 invalid_value "no messages" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[]}'
+expect 400 unsupported_value "unknown role" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"wizard","content":"x"}]}'
+expect 400 missing_required_parameter "no prompt" "${C[@]}" "$URL/v1/completions" -d '{"max_tokens":3}'
+expect 400 unsupported_parameter "tools" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}'
+expect 404 model_not_found "unknown model" "${C[@]}" "$URL/v1/completions" -d '{"model":"gpt-4o","prompt":"x"}'
+expect 404 model_not_found "unknown model (chat)" "${C[@]}" "$URL/v1/chat/completions" -d '{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}'
+python3 -c 'import json; print(json.dumps({"prompt": "Once upon a time " * 100}))' >"$WORK/long.json"
+expect 400 context_length_exceeded "prompt longer than the context" "${C[@]}" "$URL/v1/completions" -d @"$WORK/long.json"
+python3 -c 'print("{\"prompt\": \"" + "a" * 70000 + "\"}")' >"$WORK/big.json"
+expect 413 request_too_large "oversized body" "${C[@]}" "$URL/v1/completions" --data-binary @"$WORK/big.json"
+expect 413 request_too_large "oversized body, chunked" "${C[@]}" -H "Transfer-Encoding: chunked" "$URL/v1/completions" --data-binary @"$WORK/big.json"
+expect 404 not_found "unknown path" "${AUTH[@]}" "$URL/v2/engines"
+expect 405 method_not_allowed "GET on a POST route" "${AUTH[@]}" "$URL/v1/completions"
+expect 400 invalid_value "the template refuses the conversation (llama2: roles must alternate)" "${C[@]}" \
+  "$URL/v1/chat/completions" -d '{"messages":[{"role":"assistant","content":null}]}'
+kill -0 "$PID" && ok "the server survived every bad request" || bad "the server died"
+
+# ---- answers, streaming and not, usage and finish_reason; serial == concurrent at temperature 0
+python3 - "$URL" "$KEY" <<'EOF' && ok "completions and chat, streamed and not; concurrent == serial at temperature 0" || bad "answers (see above)"
+import concurrent.futures as cf, json, sys, urllib.request
+url, key = sys.argv[1], sys.argv[2]
+H = {"Content-Type": "application/json", "Authorization": "Bearer " + key}
+
+def post(path, body):
+    req = urllib.request.Request(url + path, json.dumps(body).encode(), H)
+    with urllib.request.urlopen(req, timeout=120) as r:
+        if not body.get("stream"):
+            return json.loads(r.read())
+        chunks, done = [], False
+        for line in r.read().decode().split("\n"):
+            if not line.startswith("data: "):
+                continue
+            d = line[6:]
+            if d == "[DONE]":
+                done = True
+                continue
+            assert not done, "data after [DONE]"
+            chunks.append(json.loads(d))
+        assert done, "no data: [DONE]"
+        return chunks
+
+def run(kind, prompt, stream, max_tokens=40, **extra):
+    body = dict(max_tokens=max_tokens, temperature=0, stream=stream)
+    body.update(extra)
+    if kind == "chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+        path = "/v1/chat/completions"
+    else:
+        body["prompt"] = prompt
+        path = "/v1/completions"
+    out = post(path, body)
+    if not stream:
+        c = out["choices"][0]
+        assert out["object"] == ("chat.completion" if kind == "chat" else "text_completion"), out
+        text = c["message"]["content"] if kind == "chat" else c["text"]
+        assert (c["message"]["role"] == "assistant") if kind == "chat" else True
+        u = out["usage"]
+        assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"], u
+        return text, c["finish_reason"], u["completion_tokens"]
+    text, finish, usage = "", None, None
+    for ch in out:
+        if ch.get("usage"):
+            usage = ch["usage"]
+        if not ch["choices"]:
+            continue
+        c = ch["choices"][0]
+        assert ch["object"] == ("chat.completion.chunk" if kind == "chat" else "text_completion"), ch
+        text += (c["delta"].get("content") or "") if kind == "chat" else c["text"]
+        if c["finish_reason"]:
+            finish = c["finish_reason"]
+    return text, finish, usage["completion_tokens"] if usage else None
+
+prompts = ["Once upon a time", "The little dog", "Lily and Tom went", "One day, a big", "There was a cat",
+           "Sam had a red ball"]
+# usage and finish_reason
+t, f, n = run("completion", "Once upon a time", False, max_tokens=7)
+assert f == "length" and n == 7, (t, f, n)
+t2, f2, n2 = run("completion", "Once upon a time", True, max_tokens=7, stream_options={"include_usage": True})
+assert (t2, f2, n2) == (t, "length", 7), (t2, f2, n2)
+full, _, _ = run("completion", "Once upon a time", False, max_tokens=30)
+t, f, n = run("completion", "Once upon a time", False, max_tokens=30, stop=["Lily"])
+assert f == "stop" and full.startswith(t) and "Lily" not in t and "Lily" in full, (t, f)
+t2, f2, _ = run("completion", "Once upon a time", True, max_tokens=30, stop=["Lily"])
+assert (t2, f2) == (t, "stop"), (t2, f2)
+# seeds: the same seed draws the same tokens
+a = run("completion", "Once upon a time", False, max_tokens=20, seed=7, temperature=1.0)
+b = run("completion", "Once upon a time", False, max_tokens=20, seed=7, temperature=1.0)
+assert a == b, (a, b)
+# penalties are honoured: strong ones change the greedy text
+p = run("completion", "Once upon a time", False, max_tokens=30, frequency_penalty=2.0, presence_penalty=2.0)
+assert p[0] != full, p
+jobs = [(k, pr, s) for k in ("completion", "chat") for pr in prompts for s in (False, True)]
+serial = [run(*j) for j in jobs]
+with cf.ThreadPoolExecutor(len(jobs)) as ex:
+    concurrent = list(ex.map(lambda j: run(*j), jobs))
+bad = [(j, a, b) for j, a, b in zip(jobs, serial, concurrent) if a[:2] != b[:2]]
+for b in bad:
+    print("differs:", b)
+assert not bad
+assert all(s[0] for s in serial), "empty answers"
+print(len(jobs), "requests: concurrent answers equal the serial ones")
+EOF
+out=$(curl -s "$URL/health")
+python3 -c 'import json,sys; h=json.loads(sys.argv[1]); assert h["max_batch_sequences"] >= 2, h' "$out" \
+  && ok "requests were batched: $out" || bad "no step held two sequences: $out"
+grep -q '"slots_idle":3,"slots_processing":0,"requests_queued":0' <<<"$out" && ok "no slot busy afterwards" || bad "slots after the answers: $out"
+stop_server "main server"
+
+# ---- slow steps (LOWBIT_SERVE_TEST_DELAY_MS): the queue bound, disconnects, shutdown in flight;
+# no --chat-template and stories260K has none: chat requests get a 400
+LOWBIT_SERVE_TEST_DELAY_MS=20 start_server "$WORK/serve-slow.log" -np 2 --queue 1 -c 512
+expect 400 no_chat_template "no chat template" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}]}'
+
+python3 - "$URL" <<'EOF' && ok "beyond 2 slots + a queue of 1: HTTP 503 server_busy" || bad "queue bound (see above)"
+import concurrent.futures as cf, json, sys, urllib.error, urllib.request
+url = sys.argv[1]
+def go(i):
+    req = urllib.request.Request(url + "/v1/completions",
+                                 json.dumps({"prompt": "Once upon a time", "max_tokens": 30, "temperature": 0}).encode(),
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+with cf.ThreadPoolExecutor(6) as ex:
+    res = list(ex.map(go, range(6)))
+codes = sorted(c for c, _ in res)
+print("statuses:", codes)
+assert codes.count(200) >= 3 and codes.count(503) >= 1, codes
+for c, b in res:
+    if c == 503:
+        assert b["error"]["code"] == "server_busy", b
+EOF
+
+# a client that goes away frees its slot long before its 400 tokens (8 s here) would end
+slot_freed() {
+  local what=$1; shift
+  curl -s --max-time 1 -o /dev/null "$@"
+  local t0=$SECONDS out
+  for _ in $(seq 1 30); do
+    out=$(curl -s "$URL/health")
+    grep -q '"slots_processing":0' <<<"$out" && break
+    sleep 0.1
+  done
+  grep -q '"slots_idle":2,"slots_processing":0,"requests_queued":0' <<<"$out" \
+    && ok "$what: slot freed ($out)" || bad "$what: slot still busy 3 s after the client left: $out"
+}
+slot_freed "streaming client disconnects" -N "$URL/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":400,"temperature":0,"stream":true}'
+slot_freed "waiting client disconnects" "$URL/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":400,"temperature":0}'
+
+# SIGTERM with a stream and a plain request in flight: both end (an error event / 503), the server exits
+curl -s -N "$URL/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":400,"stream":true}' >"$WORK/inflight.sse" &
+c1=$!
+curl -s -w '\n%{http_code}' "$URL/v1/completions" -d '{"prompt":"The dog","max_tokens":400}' >"$WORK/inflight.json" &
+c2=$!
+# and two idle connections: one that sent nothing, one stuck in the middle of its body
+port=${URL##*:}
+exec 7<>"/dev/tcp/127.0.0.1/$port"
+exec 8<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"prompt":' >&8
+sleep 1
+stop_server "server with requests in flight and idle connections"
+exec 7>&- 8>&-
+wait $c1 $c2
+if grep -q '"code":"shutting_down"' "$WORK/inflight.sse" && tail -n 2 "$WORK/inflight.sse" | grep -q 'data: \[DONE\]'; then
+  ok "the stream in flight got an error event and [DONE]"
+else
+  bad "stream in flight: $(tail -c 300 "$WORK/inflight.sse")"
+fi
+if tail -n 1 "$WORK/inflight.json" | grep -q 503 && grep -q shutting_down "$WORK/inflight.json"; then
+  ok "the request in flight got 503 shutting_down"
+else
+  bad "request in flight: $(cat "$WORK/inflight.json")"
+fi
+
+# ---- startup errors
+expect_fail "unknown --chat-template" "unknown chat template" "$LOWBIT" serve -m "$MODEL" --chat-template jinja2 --port 0
+expect_fail "no model" "-m MODEL is required" "$LOWBIT" serve --port 0
+"$LOWBIT" serve -m "$MODEL" --port 0 --host 256.1.2.3 >"$WORK/badhost.log" 2>&1
+[ $? -ne 0 ] && grep -q "host" "$WORK/badhost.log" && ok "a bad --host is refused" || bad "bad host: $(cat "$WORK/badhost.log")"
+finish

@@ -1,0 +1,130 @@
+/* Chat templates (model/chat_template.h): every real template in
+ * tests/data/chat-templates/ is recognised as its family, and the C
+ * formatter gives, byte for byte, what jinja2 renders from the template for
+ * each fixed conversation, or the same raise_exception() message
+ * (expected.inc, from scripts/gen-chat-expected.py). Also: names, unknown
+ * templates, and parse_special tokenization of the control-token texts a
+ * template writes. */
+#include "model/chat_template.h"
+#include "lowbit.h"
+#include "model/model.h"
+#include "test_util.h"
+#include "tokenizer/tokenizer.h"
+
+#include "data/chat-templates/expected.inc"
+
+static void show_diff(const char *want, const char *got) {
+    size_t i = 0;
+    while (want[i] && want[i] == got[i]) i++;
+    fprintf(stderr, "  first difference at byte %zu:\n  want: ...%.60s\n  got:  ...%.60s\n", i,
+            want + (i > 20 ? i - 20 : 0), got + (i > 20 ? i - 20 : 0));
+}
+
+static void check_templates(void) {
+    for (int t = 0; t < N_TEMPLATES; t++) {
+        lb_chat_template ct;
+        lb_status s = lb_chat_template_detect(templates[t].jinja, templates[t].bos, templates[t].eos, &ct);
+        CHECK_MSG(s == LB_OK, "%s: not recognised: %s", templates[t].file, lb_last_error());
+        if (s) continue;
+        CHECK_MSG(!strcmp(lb_chat_family_name(ct.family), templates[t].family), "%s: detected as %s, not %s",
+                  templates[t].file, lb_chat_family_name(ct.family), templates[t].family);
+        for (int c = 0; c < N_CONV; c++) {
+            char *out = NULL;
+            size_t len = 0;
+            s = lb_chat_apply(&ct, conversations[c].msgs, conversations[c].n, fixed_date, &out, &len);
+            if (templates[t].expected[c]) {
+                CHECK_MSG(s == LB_OK, "%s / %s: failed: %s", templates[t].file, conversations[c].name,
+                          lb_last_error());
+                if (s == LB_OK) {
+                    int same = !strcmp(out, templates[t].expected[c]) && len == strlen(out);
+                    CHECK_MSG(same, "%s / %s: output differs from jinja2's", templates[t].file,
+                              conversations[c].name);
+                    if (!same) show_diff(templates[t].expected[c], out);
+                }
+            } else {
+                CHECK_MSG(s == LB_ERR_ARG, "%s / %s: should raise '%s'", templates[t].file, conversations[c].name,
+                          templates[t].error[c]);
+                if (s == LB_ERR_ARG)
+                    CHECK_MSG(!strcmp(lb_last_error(), templates[t].error[c]), "%s / %s: raised '%s', not '%s'",
+                              templates[t].file, conversations[c].name, lb_last_error(), templates[t].error[c]);
+            }
+            free(out);
+        }
+    }
+}
+
+static void check_names(void) {
+    const char *const *names = lb_chat_template_names();
+    int n = 0;
+    for (; names[n]; n++) {
+        lb_chat_template ct;
+        CHECK_OK(lb_chat_template_named(names[n], "<s>", "</s>", &ct));
+        CHECK(!strcmp(lb_chat_family_name(ct.family), names[n]));
+        /* every family formats a plain conversation */
+        lb_chat_msg m[2] = {{"user", "hi"}, {"assistant", "ho"}};
+        char *out = NULL;
+        CHECK_OK(lb_chat_apply(&ct, m, 2, NULL, &out, NULL));
+        CHECK(out && strstr(out, "hi") && strstr(out, "ho"));
+        free(out);
+    }
+    CHECK(n == LB_CHAT_COUNT);
+    lb_chat_template ct;
+    CHECK(lb_chat_template_named("jinja", "", "", &ct) == LB_ERR_ARG);
+    CHECK(lb_chat_template_named(NULL, "", "", &ct) == LB_ERR_ARG);
+    /* unknown and missing templates say so, and name the way out */
+    CHECK(lb_chat_template_detect("{% for m in messages %}{{ m.content }}{% endfor %}", "", "", &ct) ==
+          LB_ERR_UNSUPPORTED);
+    CHECK(strstr(lb_last_error(), "--chat-template") != NULL);
+    CHECK(lb_chat_template_detect("", "", "", &ct) == LB_ERR_UNSUPPORTED);
+    CHECK(lb_chat_template_detect(NULL, "", "", &ct) == LB_ERR_UNSUPPORTED);
+    /* a ChatML template without a default system message adds none */
+    CHECK_OK(lb_chat_template_detect("{{'<|im_start|>' + message['role'] + '\\n'}}", "", "", &ct));
+    CHECK(!ct.has_default_system);
+    /* Llama 3.2 without a date argument writes today's */
+    for (int t = 0; t < N_TEMPLATES; t++)
+        if (strstr(templates[t].file, "llama3.2")) {
+            CHECK_OK(lb_chat_template_detect(templates[t].jinja, "", "", &ct));
+            CHECK(ct.date_now);
+            char *out = NULL;
+            lb_chat_msg m = {"user", "x"};
+            CHECK_OK(lb_chat_apply(&ct, &m, 1, NULL, &out, NULL));
+            CHECK(out && strstr(out, "Today Date: ") && !strstr(out, fixed_date));
+            free(out);
+        }
+}
+
+/* parse_special: "<s>" in the text is BOS only when asked for; user text
+ * around it is tokenized as usual. */
+static void check_parse_special(void) {
+    const char *path = lb_test_shared("models/stories260K-f32.gguf");
+    lb_model *m = NULL;
+    if (lb_model_load(path, NULL, &m) != LB_OK) {
+        fprintf(stderr, "skipping the parse_special check: %s\n", lb_last_error());
+        return;
+    }
+    const lb_tokenizer *tok = m->tok;
+    const char *text = "<s>Hello</s> world";
+    int32_t *a = NULL, *b = NULL, *c = NULL;
+    int na = 0, nb = 0, nc = 0;
+    CHECK_OK(lb_tokenizer_encode_special(tok, text, strlen(text), 0, 1, &a, &na));
+    CHECK_OK(lb_tokenizer_encode_special(tok, text, strlen(text), 0, 0, &b, &nb));
+    CHECK_OK(lb_tokenizer_encode(tok, "Hello", 5, 0, &c, &nc));
+    CHECK(na >= 3 && a[0] == lb_token_bos(m));
+    int has_eos = 0;
+    for (int i = 0; i < na; i++) has_eos |= a[i] == lb_token_eos(m);
+    CHECK(has_eos);
+    for (int i = 0; i < nb; i++) CHECK(b[i] != lb_token_bos(m) && b[i] != lb_token_eos(m));
+    /* after a special token the text gets SPM's dummy prefix, as llama.cpp does */
+    CHECK(na >= 1 + nc && !memcmp(a + 1, c, (size_t)nc * sizeof *c));
+    free(a);
+    free(b);
+    free(c);
+    lb_model_free(m);
+}
+
+int main(void) {
+    check_templates();
+    check_names();
+    check_parse_special();
+    return lb_test_result("test_chat_template");
+}
