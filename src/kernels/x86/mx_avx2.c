@@ -140,9 +140,7 @@ INLINE void hi_tile(const block_mx4 *b, int MR, const block_q8_0 *const *a, cons
     }
 }
 
-/* x[32 g + i] = d_g * q_gi: the activations as the outliers' products take
- * them (d * q, as the reference) */
-LB_MXA static void act_floats(const block_q8_0 *a, const act_blk *as, int64_t G, float *x) {
+LB_MXA void lb_mx_act_floats_avx2(const block_q8_0 *a, const lb_mx_act *as, int64_t G, float *x) {
     for (int64_t g = 0; g < G; g++) {
         const __m256 d = _mm256_set1_ps(2.0f * as[g].d);
         for (int i = 0; i < 32; i += 8)
@@ -166,13 +164,8 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, int MR, const
             float yr[16];
             _mm256_storeu_ps(yr, acc[m][0]);
             _mm256_storeu_ps(yr + 8, acc[m][1]);
-            if (xf[m]) {
-                for (int r = 0; r < 16; r++)
-                    for (uint32_t o = v->row_ptr[16 * t + r]; o < v->row_ptr[16 * t + r + 1]; o++) {
-                        const uint32_t w = v->outliers[o];
-                        yr[r] += _cvtsh_ss((uint16_t)(w >> 16)) * xf[m][w & 0xffffu];
-                    }
-            } else lb_mx_add_outliers(v, t, a[m], as[m], yr);
+            if (xf[m] && v->row_ptr) lb_mx_add_outliers_x(v, t, xf[m], yr);
+            else lb_mx_add_outliers(v, t, a[m], as[m], yr);
             memcpy(y[m] + 16 * t, yr, sizeof yr);
         }
     }
@@ -346,7 +339,7 @@ void lb_gemv_mx_q8_0_avx2(int64_t K, const void *W, size_t w_row_size, int n0, i
             y[i] = Y + (size_t)(m + i) * ldy;
         }
         const float *xf[2] = {NULL, NULL};
-        for (int i = 0; i < mr && xbuf; i++) act_floats(a[i], as[i], G, xbuf + i * K), xf[i] = xbuf + i * K;
+        for (int i = 0; i < mr && xbuf; i++) lb_mx_act_floats_avx2(a[i], as[i], G, xbuf + i * K), xf[i] = xbuf + i * K;
         if (mr == 2) gemv2(v, n0 / 16, n1 / 16, a, as, y, xf);
         else gemv1(v, n0 / 16, n1 / 16, a[0], as[0], y[0], xf[0]);
     }

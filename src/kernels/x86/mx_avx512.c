@@ -130,7 +130,7 @@ INLINE __m512 hi_apply(const hi_dec *D, const int8_t *qs, const lb_mx_act *as, _
 /* Tile rows [t0, t1) x M activation rows (a: row m's blocks at A + m *
  * a_row_size, sides[m * G ..]): each tile decoded once for all M rows */
 INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
-                               int M, const lb_mx_act *sides, float *Y, size_t ldy, int gf) {
+                               int M, const lb_mx_act *sides, const float *xf, float *Y, size_t ldy, int gf) {
     const int64_t G = v->K / LB_MX_M;
     __m512 acc[LB_MX_GEMM_MB];
     lo_dec dl;
@@ -154,7 +154,8 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t
         for (int m = 0; m < M; m++) {
             float yr[16];
             _mm512_storeu_ps(yr, acc[m]);
-            lb_mx_add_outliers(v, t, (const block_q8_0 *)(A + (size_t)m * a_row_size), sides + m * G, yr);
+            if (xf && v->row_ptr) lb_mx_add_outliers_x(v, t, xf + (size_t)m * (size_t)v->K, yr);
+            else lb_mx_add_outliers(v, t, (const block_q8_0 *)(A + (size_t)m * a_row_size), sides + m * G, yr);
             memcpy(Y + (size_t)m * ldy + 16 * t, yr, sizeof yr);
         }
     }
@@ -164,22 +165,24 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t
  * the decoded planes stay in registers, and for any M; with and without GFNI */
 #define MX512_PASSES(SFX, GF)                                                                                   \
     LB_MX512 static void rows_pass1##SFX(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A,        \
-                                         size_t ars, const lb_mx_act *sides, float *Y, size_t ldy) {           \
-        rows_pass(v, t0, t1, A, ars, 1, sides, Y, ldy, GF);                                                    \
+                                         size_t ars, const lb_mx_act *sides, const float *xf, float *Y,        \
+                                         size_t ldy) {                                                         \
+        rows_pass(v, t0, t1, A, ars, 1, sides, xf, Y, ldy, GF);                                                \
     }                                                                                                          \
     LB_MX512 static void rows_pass2##SFX(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A,        \
-                                         size_t ars, const lb_mx_act *sides, float *Y, size_t ldy) {           \
-        rows_pass(v, t0, t1, A, ars, 2, sides, Y, ldy, GF);                                                    \
+                                         size_t ars, const lb_mx_act *sides, const float *xf, float *Y,        \
+                                         size_t ldy) {                                                         \
+        rows_pass(v, t0, t1, A, ars, 2, sides, xf, Y, ldy, GF);                                                \
     }                                                                                                          \
     LB_MX512 static void rows_passm##SFX(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A,        \
                                          size_t ars, int M, const lb_mx_act *sides, float *Y, size_t ldy) {    \
-        rows_pass(v, t0, t1, A, ars, M, sides, Y, ldy, GF);                                                    \
+        rows_pass(v, t0, t1, A, ars, M, sides, NULL, Y, ldy, GF);                                              \
     }
 MX512_PASSES(, 0)
 MX512_PASSES(_gf, 1)
 
-typedef void (*pass_fn)(const lb_mx_view *, int64_t, int64_t, const uint8_t *, size_t, const lb_mx_act *, float *,
-                        size_t);
+typedef void (*pass_fn)(const lb_mx_view *, int64_t, int64_t, const uint8_t *, size_t, const lb_mx_act *,
+                        const float *, float *, size_t);
 typedef void (*passm_fn)(const lb_mx_view *, int64_t, int64_t, const uint8_t *, size_t, int, const lb_mx_act *,
                          float *, size_t);
 
@@ -193,16 +196,21 @@ static void gemv(pass_fn p1, pass_fn p2, passm_fn pm, int64_t K, const void *W, 
     lb_mx_act *sides = M >= 4 ? lb_malloc_aligned((size_t)(LB_MX_GEMM_MB * G) * sizeof *sides) : NULL;
     const int mb_max = sides ? LB_MX_GEMM_MB : 2;
     if (!sides) sides = small;
+    /* decode with outliers: the activations as floats for them (mx_x86_impl.h) */
+    float *xf = mb_max == 2 && v->row_ptr ? lb_malloc_aligned((size_t)(2 * K) * sizeof *xf) : NULL;
     for (int m0 = 0; m0 < M; m0 += mb_max) {
         const int mb = LB_MIN(mb_max, M - m0);
         const uint8_t *a = (const uint8_t *)A + (size_t)m0 * a_row_size;
         for (int m = 0; m < mb; m++) lb_mx_act_sides_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), G, sides + m * G);
         float *y = Y + (size_t)m0 * ldy;
-        if (mb == 1) p1(v, n0 / 16, n1 / 16, a, a_row_size, sides, y, ldy);
-        else if (mb == 2) p2(v, n0 / 16, n1 / 16, a, a_row_size, sides, y, ldy);
+        for (int m = 0; m < mb && xf && mb <= 2; m++)
+            lb_mx_act_floats_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), sides + m * G, G, xf + (size_t)m * K);
+        if (mb == 1) p1(v, n0 / 16, n1 / 16, a, a_row_size, sides, xf, y, ldy);
+        else if (mb == 2) p2(v, n0 / 16, n1 / 16, a, a_row_size, sides, xf, y, ldy);
         else pm(v, n0 / 16, n1 / 16, a, a_row_size, mb, sides, y, ldy);
     }
     if (sides != small) lb_free_aligned(sides);
+    lb_free_aligned(xf);
 }
 
 void lb_gemv_mx_q8_0_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,

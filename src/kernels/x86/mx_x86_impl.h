@@ -4,6 +4,8 @@
 #ifndef LB_MX_X86_IMPL_H
 #define LB_MX_X86_IMPL_H
 
+#include <immintrin.h>
+
 #include "core/fp16.h"
 #include "formats/mx.h"
 
@@ -26,6 +28,21 @@ static inline void lb_mx_add_outliers(const lb_mx_view *v, int64_t t, const bloc
         for (uint32_t o = v->row_ptr[16 * t + r]; o < v->row_ptr[16 * t + r + 1]; o++) {
             const uint32_t w = v->outliers[o], c = w & 0xffffu;
             yr[r] += lb_fp16_to_f32((lb_fp16)(w >> 16)) * ((2.0f * as[c / 32].d) * (float)a[c / 32].qs[c % 32]);
+        }
+}
+
+/* x[32 g + i] = d_g q_gi for the G blocks: the activations as the outliers'
+ * products take them (d * q, as the reference) (kernels/x86/mx_avx2.c) */
+void lb_mx_act_floats_avx2(const block_q8_0 *a, const lb_mx_act *as, int64_t G, float *x);
+
+/* The same as lb_mx_add_outliers with x from lb_mx_act_floats_avx2: a load,
+ * a conversion and a multiply-add an outlier (decode forms x once a call) */
+__attribute__((target("f16c"))) static inline void lb_mx_add_outliers_x(const lb_mx_view *v, int64_t t,
+                                                                        const float *x, float yr[16]) {
+    for (int r = 0; r < 16; r++)
+        for (uint32_t o = v->row_ptr[16 * t + r]; o < v->row_ptr[16 * t + r + 1]; o++) {
+            const uint32_t w = v->outliers[o];
+            yr[r] += _cvtsh_ss((uint16_t)(w >> 16)) * x[w & 0xffffu];
         }
 }
 
