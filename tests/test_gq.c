@@ -19,6 +19,7 @@
 #include "gguf/gguf.h"
 #include "kernels/dispatch.h"
 #include "test_matmul_util.h"
+#include "test_gguf_build.h"
 #include "test_util.h"
 
 typedef struct {
@@ -485,39 +486,10 @@ static void test_matmul(void) {
 }
 
 /* ---- GGUF: the reader's size checks hold for GQ tensors ---- */
-typedef struct {
-    uint8_t p[4096];
-    size_t n;
-} gbuf;
-static void g_bytes(gbuf *b, const void *s, size_t n) {
-    if (b->n + n <= sizeof b->p) memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
-static void g_u32(gbuf *b, uint32_t v) { g_bytes(b, &v, 4); }
-static void g_u64(gbuf *b, uint64_t v) { g_bytes(b, &v, 8); }
-
-/* One 2-D tensor "w" of type, ne, then data_bytes of data. */
-static void one_tensor(gbuf *b, uint32_t type, int64_t ne0, int64_t ne1, size_t data_bytes) {
-    b->n = 0;
-    g_bytes(b, "GGUF", 4);
-    g_u32(b, 3);
-    g_u64(b, 1);
-    g_u64(b, 0);
-    g_u64(b, 1);
-    g_bytes(b, "w", 1);
-    g_u32(b, 2);
-    g_u64(b, (uint64_t)ne0);
-    g_u64(b, (uint64_t)ne1);
-    g_u32(b, type);
-    g_u64(b, 0);
-    while (b->n % 32) g_bytes(b, "", 1);
-    for (size_t i = 0; i < data_bytes; i++) g_bytes(b, "\x11", 1);
-}
-
 static void test_gguf(void) {
-    gbuf b;
+    lb_test_gbuf b;
     gguf_file *g = NULL;
-    one_tensor(&b, LB_TYPE_GQ3_G64, 256, 2, 4 * 56);
+    lb_test_one_tensor_gguf(&b, LB_TYPE_GQ3_G64, 256, 2, 4 * 56);
     CHECK_OK(gguf_open_memory(b.p, b.n, &g));
     if (g) {
         const gguf_tensor *t = gguf_find_tensor(g, "w");
@@ -525,18 +497,18 @@ static void test_gguf(void) {
         gguf_close(g);
     }
     g = NULL;
-    one_tensor(&b, LB_TYPE_GQ4_G128, 64, 2, 256);
+    lb_test_one_tensor_gguf(&b, LB_TYPE_GQ4_G128, 64, 2, 256);
     lb_status s = gguf_open_memory(b.p, b.n, &g);
     CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "not a multiple of the GQ4_G128 block size 128"),
               "row of 64: %s", lb_last_error());
     gguf_close(g);
     g = NULL;
-    one_tensor(&b, LB_TYPE_GQ2_G16, 256, 3, 3 * 2 * 56 - 1);
+    lb_test_one_tensor_gguf(&b, LB_TYPE_GQ2_G16, 256, 3, 3 * 2 * 56 - 1);
     s = gguf_open_memory(b.p, b.n, &g);
     CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "past end"), "short data: %s", lb_last_error());
     gguf_close(g);
     g = NULL;
-    one_tensor(&b, 1054, 256, 1, 256); /* the id after the last GQ type's _QG layout */
+    lb_test_one_tensor_gguf(&b, 1054, 256, 1, 256); /* the id after the last GQ type's _QG layout */
     s = gguf_open_memory(b.p, b.n, &g);
     CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "unknown type 1054"), "id 1054: %s", lb_last_error());
     gguf_close(g);
