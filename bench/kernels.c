@@ -31,7 +31,11 @@
  * --shape 256x2048) runs from L2: the kernel's compute rate without memory
  * stalls, to compare with the streaming figure.
  *
+ * --mx-outliers F: MX matrices with that share of fp16 outliers (default
+ * 0.002, the quantizer's), to measure what the outliers cost.
+ *
  * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm] [--cpu] [--hot]
+ *                [--mx-outliers F]
  *   default M = 256, 0.3 s per measurement, the six issue shapes, all types. */
 #include <omp.h>
 #include <stdio.h>
@@ -152,7 +156,7 @@ static double bench_gemm(const lb_matrix *W, const float *x, int M, float *y, vo
 
 int main(int argc, char **argv) {
     int M = 256, do_gemm = 1, hot = 0;
-    double budget = 0.3;
+    double budget = 0.3, mx_outliers = -1;
     int shapes[8][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}, {4096, 4096}, {11008, 4096}, {14336, 4096}};
     int n_shapes = 6;
     int use[N_ALL];
@@ -163,6 +167,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--no-gemm")) do_gemm = 0;
         else if (!strcmp(argv[i], "--cpu")) use_cpu_time = 1;
         else if (!strcmp(argv[i], "--hot")) hot = 1;
+        else if (!strcmp(argv[i], "--mx-outliers") && i + 1 < argc) mx_outliers = atof(argv[++i]);
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             const char *a = argv[++i];
             char end;
@@ -222,7 +227,8 @@ int main(int argc, char **argv) {
         for (int t = 0; t < N_ALL; t++) {
             if (!use[t]) continue;
             const int type = all_types[t].type, base = lb_type_base(type);
-            const lb_mx_params mxp = lb_mx_default_params();
+            lb_mx_params mxp = lb_mx_default_params();
+            if (mx_outliers >= 0) mxp.outlier_frac = (float)mx_outliers;
             const size_t row_size = lb_row_size(type, K);
             const size_t bytes = type == LB_TYPE_MX ? lb_mx_random_size(N, K, &mxp) : row_size * (size_t)N;
             /* copies: 1 GiB together */
