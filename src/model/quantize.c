@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "formats/abq.h"
 #include "formats/bcq.h"
 #include "formats/gq.h"
 #include "formats/mx.h"
@@ -274,6 +275,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (mx && !(mxp.hi_frac >= 0.0f && mxp.hi_frac <= 1.0f && mxp.outlier_frac >= 0.0f && mxp.outlier_frac <= 0.5f))
         return lb_fail(LB_ERR_ARG, "MX: 4-bit share %g (0..1) or outlier share %g (0..0.5) out of range",
                        (double)mxp.hi_frac, (double)mxp.outlier_frac);
+    if (o->act_bits < 0 || o->act_bits > LB_ABQ_MAX_BITS)
+        return lb_fail(LB_ERR_ARG, "activation bits %d: ABQ takes 1..8", o->act_bits);
     gguf_file *in = NULL;
     lb_status s = gguf_open(in_path, &in);
     if (s) return lb_fail_prefix(s, "reading %s", in_path);
@@ -293,6 +296,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (s == LB_OK) s = gguf_writer_set_str(w, "general.quantized_by", "lowbit");
     if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.hi_fraction", mxp.hi_frac);
     if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.outlier_fraction", mxp.outlier_frac);
+    if (s == LB_OK && lb_abq_bits(p->type)) /* ABQ: the activation bits a run takes unless told otherwise */
+        s = gguf_writer_set_u32(w, "lowbit.abq.act_bits", (uint32_t)(o->act_bits ? o->act_bits : LB_ABQ_MAX_BITS));
     if (s == LB_OK) s = lb_quant_extras_begin(in, p, o, w, &ex);
     lb_bcq_set_iters(o->bcq_iters > 0 ? o->bcq_iters : o->bcq_iters < 0 ? 0 : 8); /* BCQ's alternating iterations */
     for (int64_t i = 0; i < nt && s == LB_OK; i++) {
