@@ -76,6 +76,7 @@ void lb_abq_quantize_act(const float *x, void *vy, int64_t k, int p) {
             /* comparisons before the conversion: NaN and huge values stay in range */
             const int c = v >= (float)cmax ? cmax : v > -(float)cmax ? (int)LB_MIN(LB_MAX(lrintf(v) + z, 0), cmax) : 0;
             b->sum += c;
+            b->c[j] = (int8_t)(c - 128);
             for (int t = 0; t < p; t++) b->b[t][j / 8] |= (uint8_t)(((c >> t) & 1) << (j % 8));
         }
     }

@@ -29,7 +29,9 @@
  * max(x, 0)] to p bits (p = 1..8, lb_abq_act_bits()):
  *     da = (hi - lo) / (2^p - 1), za = round(-lo / da), ca = clamp(round(x / da) + za)
  * in blocks of 128 that each repeat the token's da, za and p, and hold the
- * block's p planes (planes p..7 zero) and the sum of its codes.
+ * block's p planes (planes p..7 zero), its codes again as bytes ca - 128
+ * (for the kernels that recombine weight planes into bytes instead of
+ * counting bits) and the sum of its codes.
  *
  * Dot of a weight row and an activation row, in every kernel:
  *     I_g = sum_j (cw_j - zw)(ca_j - za)      exact int32 per group g:
@@ -88,14 +90,15 @@ static_assert(8 * sizeof(block_abq_w2s) == 3 * LB_ABQ_G + 16, "block_abq_w2s: 3.
 
 typedef struct {
     uint8_t b[LB_ABQ_MAX_BITS][LB_ABQ_PLANE]; /* planes 0..p-1; p..7 zero */
+    int8_t c[LB_ABQ_G];                       /* the same codes as bytes, ca - 128 (the int8 kernels) */
     float d;                                  /* the token's scale da */
     int32_t sum;                              /* sum of this block's 128 codes */
     int16_t z;                                /* the token's zero point za */
     uint8_t p;                                /* the token's bits */
-    uint8_t pad[5];                           /* to 144: blocks of a row stay 16-byte aligned */
+    uint8_t pad[5];                           /* to 272: blocks of a row stay 16-byte aligned */
 } block_abq_act;
-static_assert(sizeof(block_abq_act) == 144, "block_abq_act size");
-static_assert(offsetof(block_abq_act, d) == 128, "block_abq_act d offset");
+static_assert(sizeof(block_abq_act) == 272, "block_abq_act size");
+static_assert(offsetof(block_abq_act, c) == 128 && offsetof(block_abq_act, d) == 256, "block_abq_act offsets");
 
 /* ---- the activation bits (a run-time choice, docs/abq.md) ----
  * The bits ABQ_ACT rows are quantized to: 1..8, default 8. A model file
