@@ -289,9 +289,12 @@ static void test_kernels(void) {
         }
     }
     lb_abq_set_act_bits(8);
-    printf("kernels: %d (p, q) x data cases, %d groups plane dot == code dot, %d on integer data within float rounding of the double dot, "
-           "%d level x thread cases and %d AVX2 popcount / int8 dots bit-identical to the reference\n", n_pairs,
-           n_groups, n_exact, n_cases, n_ways);
+    printf("kernels: %d (p, q) x data cases, %d groups plane dot == code dot, %d on integer data within float "
+           "rounding of the double dot, %d level x thread cases bit-identical to the reference",
+           n_pairs, n_groups, n_exact, n_cases);
+    if (n_ways) printf(", and %d dots of the AVX2 popcount and int8 ways", n_ways);
+    printf("\n");
+
     for (int li = 0; li < LB_ISA_COUNT; li++) {
         const lb_kernel *k = lb_kernel_get_at(LB_TYPE_ABQ_W4, (lb_isa)li);
         if (lb_test_level_available(li)) printf("  level %s: %s\n", lb_isa_name((lb_isa)li), k ? k->name : "none");

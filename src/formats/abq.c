@@ -58,6 +58,7 @@ int lb_abq_get_code(int type, const void *blk, int j) {
 
 void lb_abq_quantize_act(const float *x, void *vy, int64_t k, int p) {
     block_abq_act *y = vy;
+    if (p < 1 || p > LB_ABQ_MAX_BITS) p = LB_ABQ_MAX_BITS; /* planes beyond 8 do not exist */
     const int cmax = (1 << p) - 1;
     /* the range always holds 0, so an all-zero row stays exact and z is a code */
     float lo = 0.0f, hi = 0.0f;

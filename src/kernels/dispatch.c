@@ -27,6 +27,7 @@
 #include "kernels/x86/bcq_x86.h"
 #include "kernels/abq_kernels.h"
 #include "kernels/x86/abq_x86.h"
+#include "kernels/arm/abq_arm.h"
 
 /* Entries name the first seven lb_kernel fields; the fields appended later
  * (gemv, act_rows, ...) default to zero for them. */
@@ -78,6 +79,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_KX_ARM_KERNELS, /* kernels/arm/kx_arm.h: Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 16X4 at neon, dotprod, i8mm */
     LB_QG_ARM_KERNELS /* the GQ*_QG layouts: generated NEON GEMV (kernels/qigen.h) */
     LB_MX_ARM_KERNELS /* kernels/arm/mx_arm.h: MX at neon, dotprod, i8mm */
+    LB_ABQ_ARM_KERNELS /* kernels/arm/abq_arm.h: ABQ's bit-plane dot (CNT) at neon */
 #endif
 #if LB_HAVE_X86_KERNELS
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */
