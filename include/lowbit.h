@@ -305,6 +305,7 @@ typedef struct {
      * groups, and the groups whose z is not an fp16 (rounded, not exact) */
     int n_from_uniform;
     int64_t uniform_groups, uniform_inexact;
+    int n_smooth_groups;     /* --smooth-alpha: groups whose balance vector was folded in */
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
@@ -350,6 +351,12 @@ typedef struct {
     /* ABQ types (docs/abq.md): the activation bits stored as the file's
      * default, lowbit.abq.act_bits (1..8; 0: 8) */
     int act_bits;
+    /* SmoothQuant's balance vectors (ABQ's initialisation, docs/abq.md) folded
+     * into attn_norm, ffn_norm, ffn_up's rows and the matrices reading them, with
+     * smooth_set: s_j = rms(X_j)^alpha / max|W_j|^(1 - alpha), rms from the
+     * imatrix (required) */
+    int smooth_set;
+    float smooth_alpha;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

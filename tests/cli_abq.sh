@@ -6,7 +6,9 @@
 # `perplexity` gives KL divergences against F32 in the expected order (more
 # weight bits, more activation bits: lower), bit balance (ABQ_W2S) below
 # plain ABQ_W2, --act-bits at run time overrides the file; flags that do not
-# apply, bad bit counts and the activation type are refused.
+# apply, bad bit counts and the activation type are refused; --smooth-alpha
+# folds SmoothQuant's balance vectors into the norms exactly (F32 output:
+# KLD ~ 0) and its effect on W8A4 / W4A4 is printed.
 . "$(dirname "$0")/lib_cli.sh"
 need_shared interop/tiny-F32.gguf
 F32=$SHARED/interop/tiny-F32.gguf
@@ -59,6 +61,28 @@ awk -v a="$W8A8" -v b="$W8A4" -v c="$W4A8" -v d="$W4A4" 'BEGIN { exit !(a < b &&
 "$LOWBIT" perplexity -m "$WORK/w4a6.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/d.ppl" 2>/dev/null
 [ "$(kld_of "$WORK/d.ppl")" = "$(kld "$WORK/w4a6.gguf" 6)" ] && ok "no --act-bits: the file's 6 bits" \
   || bad "the file's default act bits are not what a run takes"
+
+# SmoothQuant's balance vectors folded into the norms: exact in float (an F32
+# output keeps the F32 model's outputs), then W8A4 / W4A4 with and without
+"$LOWBIT" imatrix -m "$F32" -f "$TEXT" -o "$WORK/imat.gguf" -c 128 --chunks 8 -t 2 > "$WORK/imat.log" 2>&1 \
+  || { bad "imatrix"; cat "$WORK/imat.log"; }
+"$LOWBIT" quantize -t 2 --imatrix "$WORK/imat.gguf" --smooth-alpha 0.5 "$F32" "$WORK/sm-f32.gguf" F32 > "$WORK/sm.log" 2>&1 \
+  && grep -q "smoothing: 6 groups folded (alpha 0.50)" "$WORK/sm.log" \
+  && ok "--smooth-alpha 0.5: 6 groups (2 layers x attn_norm, ffn_norm, ffn_up rows)" || { bad "quantize --smooth-alpha"; cat "$WORK/sm.log"; }
+"$LOWBIT" perplexity -m "$WORK/sm-f32.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/sm.ppl" 2>/dev/null
+awk -v k="$(kld_of "$WORK/sm.ppl")" 'BEGIN { exit !(k != "" && k < 1e-5) }' \
+  && ok "smoothing folded into F32 is exact: KLD $(kld_of "$WORK/sm.ppl")" || bad "smoothed F32 KLD $(kld_of "$WORK/sm.ppl")"
+for t in ABQ_W8 ABQ_W4; do
+  "$LOWBIT" quantize -t 2 --imatrix "$WORK/imat.gguf" --smooth-alpha 0.5 "$F32" "$WORK/sm-$t.gguf" $t > /dev/null 2>&1 \
+    || bad "quantize $t --smooth-alpha"
+  "$LOWBIT" quantize -t 2 --imatrix "$WORK/imat.gguf" "$F32" "$WORK/im-$t.gguf" $t > /dev/null 2>&1 || bad "quantize $t --imatrix"
+  IM=$(kld "$WORK/im-$t.gguf" 4); SM=$(kld "$WORK/sm-$t.gguf" 4)
+  echo "$t A4 KLD: imatrix $IM, imatrix + smoothing 0.5 $SM; A8: $(kld "$WORK/im-$t.gguf" 8), $(kld "$WORK/sm-$t.gguf" 8)"
+  awk -v a="$SM" -v b="$IM" 'BEGIN { exit !(a > 0 && a < b) }' && ok "$t A4: smoothing lowers KLD $IM -> $SM" \
+    || bad "$t A4: smoothing KLD $SM not below $IM"
+done
+expect_fail "--smooth-alpha without an imatrix" "give --imatrix" "$LOWBIT" quantize --smooth-alpha 0.5 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--smooth-alpha 2" "smooth-alpha" "$LOWBIT" quantize --smooth-alpha 2 "$F32" "$WORK/x.gguf" ABQ_W4
 
 expect_fail "--act-bits for a non-ABQ type" "applies to the ABQ types only" "$LOWBIT" quantize --act-bits 4 "$F32" "$WORK/x.gguf" Q4_0
 expect_fail "quantize --act-bits 9" "act-bits" "$LOWBIT" quantize --act-bits 9 "$F32" "$WORK/x.gguf" ABQ_W4

@@ -37,7 +37,11 @@ static void help(void) {
            "      --bcq-iters N BCQ: alternating least-squares iterations after the greedy and uniform\n"
            "                    starts (default 8; 0: the starts only)\n"
            "      --act-bits P  ABQ types: the activation bits (1..8, default 8) stored as the file's\n"
-           "                    default (lowbit.abq.act_bits); run / perplexity / bench --act-bits override it\n\n"
+           "                    default (lowbit.abq.act_bits); run / perplexity / bench --act-bits override it\n"
+           "      --smooth-alpha A  SmoothQuant's balance vectors (0..1), folded into attn_norm, ffn_norm and\n"
+           "                    ffn_up's rows (for ffn_down) and the matrices reading them: s_j = rms(X_j)^A /\n"
+           "                    max|W_j|^(1-A), rms from --imatrix (needed); any output type, meant for the ABQ\n"
+           "                    types' p-bit activations\n\n"
            "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
            "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
            "in 2 bits with 4-bit second-order scales, and a few fp16 outliers; with --gptq the\n"
@@ -109,6 +113,7 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--from-uniform", NULL)) opt.from_uniform = 1;
         else if (cli_flag(&a, "--bcq-iters", NULL)) bcq_iters = cli_int(&a, 0, 1000);
         else if (cli_flag(&a, "--act-bits", NULL)) opt.act_bits = cli_int(&a, 1, 8);
+        else if (cli_flag(&a, "--smooth-alpha", NULL)) opt.smooth_set = 1, opt.smooth_alpha = (float)cli_float(&a, 0.0, 1.0);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
         else { fprintf(stderr, "lowbit quantize: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
@@ -171,6 +176,8 @@ int cmd_quantize(int argc, char **argv) {
         printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
                lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);
     if (lb_abq_bits(type)) printf("  ABQ: activations at %d bits by default (lowbit.abq.act_bits)\n", opt.act_bits ? opt.act_bits : 8);
+    if (opt.smooth_set)
+        printf("  smoothing: %d groups folded (alpha %.2f)\n", st.n_smooth_groups, (double)opt.smooth_alpha);
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
     if (opt.from_uniform)
         printf("  from uniform: %d matrices converted, %lld of %lld groups exact (%lld with z rounded to fp16), "
