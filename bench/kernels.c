@@ -34,8 +34,10 @@
  * --mx-outliers F: MX matrices with that share of fp16 outliers (default
  * 0.002, the quantizer's), to measure what the outliers cost.
  *
+ * --act-bits P: the ABQ types' activation bits (1..8, default 8).
+ *
  * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm] [--cpu] [--hot]
- *                [--mx-outliers F]
+ *                [--mx-outliers F] [--act-bits P]
  *   default M = 256, 0.3 s per measurement, the six issue shapes, all types. */
 #include <omp.h>
 #include <stdio.h>
@@ -44,6 +46,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "formats/abq.h"
 #include "formats/mx.h"
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
@@ -96,6 +99,9 @@ static const bench_type all_types[] = {
     {LB_TYPE_Q5_1_16X4, "Q5_1_16X4"},
     /* seed 002's 2/4/16 mixed precision (formats/mx.h): 25 % of groups in 4 bits, 0.2 % outliers */
     {LB_TYPE_MX, "MX"},
+    /* seed 004's bit planes (formats/abq.h), activations at --act-bits P (default 8) */
+    {LB_TYPE_ABQ_W8, "ABQ_W8"}, {LB_TYPE_ABQ_W4, "ABQ_W4"}, {LB_TYPE_ABQ_W3, "ABQ_W3"}, {LB_TYPE_ABQ_W2, "ABQ_W2"},
+    {LB_TYPE_ABQ_W2S, "ABQ_W2S"},
 };
 enum { N_ALL = sizeof all_types / sizeof all_types[0] };
 
@@ -168,6 +174,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cpu")) use_cpu_time = 1;
         else if (!strcmp(argv[i], "--hot")) hot = 1;
         else if (!strcmp(argv[i], "--mx-outliers") && i + 1 < argc) mx_outliers = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--act-bits") && i + 1 < argc) lb_abq_set_act_bits(atoi(argv[++i]));
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             const char *a = argv[++i];
             char end;
@@ -187,7 +194,7 @@ int main(int argc, char **argv) {
                 use[t] = strstr(wrapped, key) != NULL;
             }
         } else {
-            fprintf(stderr, "usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types Q4_0,Q4_0_8X8,...] [--no-gemm] [--cpu] [--hot]\n");
+            fprintf(stderr, "usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types Q4_0,Q4_0_8X8,...] [--no-gemm] [--cpu] [--hot] [--act-bits P]\n");
             return 2;
         }
     }

@@ -148,6 +148,14 @@ typedef enum {
     /* lowbit-only activation type of the BCQ kernels: Q8_0 blocks with their
      * 16-entry sign tables (mu = 4); never a weight type */
     LB_TYPE_Q8_0_LUT4 = 1090,
+    /* ABQ (seed 004, src/formats/abq.h): bit-plane weights, q planes per
+     * group of 128 with fp16 scale and integer zero point; ABQ_W2S the
+     * balanced 2-bit grid {-2..2}; activations quantized per token to p bits
+     * (ABQ_ACT, never a weight type) */
+    LB_TYPE_ABQ_ACT = 1100,
+    LB_TYPE_ABQ_W1 = 1101, LB_TYPE_ABQ_W2 = 1102, LB_TYPE_ABQ_W3 = 1103, LB_TYPE_ABQ_W4 = 1104,
+    LB_TYPE_ABQ_W5 = 1105, LB_TYPE_ABQ_W6 = 1106, LB_TYPE_ABQ_W7 = 1107, LB_TYPE_ABQ_W8 = 1108,
+    LB_TYPE_ABQ_W2S = 1109,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */
@@ -161,6 +169,7 @@ typedef struct lb_context lb_context;
 typedef struct {
     int n_threads;     /* 0: all cores */
     int verbose;       /* log loading details to stderr */
+    int act_bits;      /* ABQ types: activation bits 1..8; 0: the file's lowbit.abq.act_bits (else 8) */
 } lb_model_params;
 
 typedef struct {
@@ -296,6 +305,7 @@ typedef struct {
      * groups, and the groups whose z is not an fp16 (rounded, not exact) */
     int n_from_uniform;
     int64_t uniform_groups, uniform_inexact;
+    int n_smooth_groups;     /* --smooth-alpha: groups whose balance vector was folded in */
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
@@ -338,6 +348,15 @@ typedef struct {
      * (0: the default, 8; < 0: none, the starts only) */
     int from_uniform;
     int bcq_iters;
+    /* ABQ types (docs/abq.md): the activation bits stored as the file's
+     * default, lowbit.abq.act_bits (1..8; 0: 8) */
+    int act_bits;
+    /* SmoothQuant's balance vectors (ABQ's initialisation, docs/abq.md) folded
+     * into attn_norm, ffn_norm, ffn_up's rows and the matrices reading them, with
+     * smooth_set: s_j = rms(X_j)^alpha / max|W_j|^(1 - alpha), rms from the
+     * imatrix (required) */
+    int smooth_set;
+    float smooth_alpha;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

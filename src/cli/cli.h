@@ -32,14 +32,17 @@ typedef struct {
     int threads;
     const char *isa;
     int verbose;
+    int act_bits; /* ABQ models: activation bits (0: the file's default) */
 } cli_common;
-/* Consumes -m/--model, -t/--threads, --isa, -v/--verbose; returns 1 if it did. */
+/* Consumes -m/--model, -t/--threads, --isa, --act-bits, -v/--verbose; returns 1 if it did. */
 int cli_common_flag(cli_args *a, cli_common *c);
 #define CLI_COMMON_HELP                                                      \
     "  -m, --model FILE     GGUF model\n"                                    \
     "  -t, --threads N      threads (default: all cores)\n"                  \
     "      --isa LEVEL      force a lower kernel level: scalar|avx2|avx512|amx|neon|dotprod|i8mm\n" \
     "                       (also LOWBIT_ISA=...)\n"                         \
+    "      --act-bits P     ABQ models: quantize activations to P bits, 1..8 (default: the\n" \
+    "                       file's lowbit.abq.act_bits, set by quantize --act-bits)\n" \
     "  -v, --verbose        more logging\n"                                  \
     "  -h, --help           this help\n"
 /* Applies --isa/--verbose; prints an error and returns nonzero on failure. */

@@ -158,6 +158,7 @@ int cmd_bench(int argc, char **argv) {
     if (synthetic) {
         lb_model_params mp = lb_model_default_params();
         mp.n_threads = co.threads;
+        mp.act_bits = co.act_bits;
         fprintf(stderr, "building synthetic %s (%s)...\n", synthetic, type_name);
         s = lb_model_synthetic(synthetic, type, &mp, &m);
     } else {

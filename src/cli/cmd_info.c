@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "formats/abq.h"
 #include "formats/gqc.h"
 #include "formats/mx.h"
 #include "formats/types.h"
@@ -183,6 +184,12 @@ int cmd_info(int argc, char **argv) {
         printf("  %-8s %4d tensors %14lld weights %10.2f MiB  %6.3f bpw  kernel: %s\n", lb_type_name(t) ? lb_type_name(t) : "?",
                count_by_type[t], (long long)params_by_type[t], bytes_by_type[t] / 1048576.0,
                params_by_type[t] ? 8.0 * bytes_by_type[t] / params_by_type[t] : 0.0, k ? k->name : "none (cannot compute)");
+        if (lb_abq_bits(t)) {
+            uint32_t p = 8;
+            gguf_get_u32(g, "lowbit.abq.act_bits", &p);
+            printf("  %-8s activations quantized per token to %u bits (lowbit.abq.act_bits; --act-bits P overrides)\n",
+                   "", p);
+        }
         const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */
         if (rt != t) {
             /* the embedding keeps its plain rows for lookups; a tied head

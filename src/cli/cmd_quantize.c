@@ -3,6 +3,7 @@
 
 #include "cli/cli.h"
 #include "core/common.h"
+#include "formats/abq.h"
 #include "formats/bcq.h"
 #include "formats/gq.h"
 #include "formats/gqc.h"
@@ -34,7 +35,13 @@ static void help(void) {
            "      --from-uniform  BCQ types: convert uniform inputs of as many bits (GQ{q}_G{g} with g a\n"
            "                    multiple of the BCQ group; Q4_0, Q4_1 for BCQ4_G32) exactly (LUT-GEMM App. C)\n"
            "      --bcq-iters N BCQ: alternating least-squares iterations after the greedy and uniform\n"
-           "                    starts (default 8; 0: the starts only)\n\n"
+           "                    starts (default 8; 0: the starts only)\n"
+           "      --act-bits P  ABQ types: the activation bits (1..8, default 8) stored as the file's\n"
+           "                    default (lowbit.abq.act_bits); run / perplexity / bench --act-bits override it\n"
+           "      --smooth-alpha A  SmoothQuant's balance vectors (0..1), folded into attn_norm, ffn_norm and\n"
+           "                    ffn_up's rows (for ffn_down) and the matrices reading them: s_j = rms(X_j)^A /\n"
+           "                    max|W_j|^(1-A), rms from --imatrix (needed); any output type, meant for the ABQ\n"
+           "                    types' p-bit activations\n\n"
            "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
            "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
            "in 2 bits with 4-bit second-order scales, and a few fp16 outliers; with --gptq the\n"
@@ -43,6 +50,9 @@ static void help(void) {
            "per row, in a side tensor NAME.gq_sz (F16, 2 values per row) beside each matrix.\n\n"
            "BCQ{q}_G{g} (seed 003, docs/bcq.md): w = sum_i alpha_i b_i + z per group of g, b_i = +-1,\n"
            "q bit planes, fp16 alpha_i and z; --imatrix and --gptq weight its quantizer.\n\n"
+           "ABQ_W{q} (seed 004, docs/abq.md): q bit planes per group of 128, fp16 scale and integer zero\n"
+           "point; ABQ_W2S the balanced grid {-2..2} in 3 planes; activations quantized per token to P bits\n"
+           "(--act-bits), the matmul a sum of plane popcounts; --imatrix weights the clipping search.\n\n"
            "types: MX (2/4/16-bit mixed, ~2.9-3.1 bpw)");
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
                          LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS,
@@ -59,6 +69,9 @@ static void help(void) {
 #define BCQ_HELP(name, NAME, Q, G) LB_TYPE_##NAME,
                          LB_BCQ_LIST(BCQ_HELP)
 #undef BCQ_HELP
+#define ABQ_HELP(name, NAME, Q) LB_TYPE_##NAME,
+                         LB_ABQ_LIST(ABQ_HELP)
+#undef ABQ_HELP
                          };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const lb_type_traits *t = lb_traits(types[i]);
@@ -99,6 +112,8 @@ int cmd_quantize(int argc, char **argv) {
         }
         else if (cli_flag(&a, "--from-uniform", NULL)) opt.from_uniform = 1;
         else if (cli_flag(&a, "--bcq-iters", NULL)) bcq_iters = cli_int(&a, 0, 1000);
+        else if (cli_flag(&a, "--act-bits", NULL)) opt.act_bits = cli_int(&a, 1, 8);
+        else if (cli_flag(&a, "--smooth-alpha", NULL)) opt.smooth_set = 1, opt.smooth_alpha = (float)cli_float(&a, 0.0, 1.0);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
         else { fprintf(stderr, "lowbit quantize: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
@@ -130,6 +145,10 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "lowbit quantize: --from-uniform and --bcq-iters apply to the BCQ types only\n");
         return CLI_USAGE;
     }
+    if (opt.act_bits && !lb_abq_bits(type)) {
+        fprintf(stderr, "lowbit quantize: --act-bits applies to the ABQ types only\n");
+        return CLI_USAGE;
+    }
     if (bcq_iters != -2) opt.bcq_iters = bcq_iters > 0 ? bcq_iters : -1;
     if ((opt.mx_set || opt.mx_rank) && type != LB_TYPE_MX) {
         fprintf(stderr, "lowbit quantize: --mx-hi, --mx-outliers and --mx-rank apply to TYPE MX only\n");
@@ -156,6 +175,9 @@ int cmd_quantize(int argc, char **argv) {
     else
         printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
                lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);
+    if (lb_abq_bits(type)) printf("  ABQ: activations at %d bits by default (lowbit.abq.act_bits)\n", opt.act_bits ? opt.act_bits : 8);
+    if (opt.smooth_set)
+        printf("  smoothing: %d groups folded (alpha %.2f)\n", st.n_smooth_groups, (double)opt.smooth_alpha);
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
     if (opt.from_uniform)
         printf("  from uniform: %d matrices converted, %lld of %lld groups exact (%lld with z rounded to fp16), "

@@ -99,6 +99,7 @@ int cli_common_flag(cli_args *a, cli_common *c) {
     else if (cli_flag(a, "-t", "--threads")) c->threads = cli_int(a, 1, 1024);
     else if (cli_flag(a, "--isa", NULL)) c->isa = cli_value(a);
     else if (cli_flag(a, "-v", "--verbose")) c->verbose = 1;
+    else if (cli_flag(a, "--act-bits", NULL)) c->act_bits = cli_int(a, 1, 8);
     else return 0;
     return 1;
 }
@@ -122,6 +123,7 @@ lb_status cli_load_model(const cli_common *c, lb_model **m) {
     lb_model_params mp = lb_model_default_params();
     mp.n_threads = c->threads;
     mp.verbose = c->verbose;
+    mp.act_bits = c->act_bits;
     return lb_model_load(c->model, &mp, m);
 }
 

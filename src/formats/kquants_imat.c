@@ -8,6 +8,7 @@
  * the end routes it. */
 #include <math.h>
 
+#include "formats/abq.h"
 #include "formats/bcq.h"
 #include "formats/cb.h"
 
@@ -174,6 +175,7 @@ int lb_quantize_row_weighted(int type, const float *x, void *y, int64_t k, const
     case LB_TYPE_Q2_K: lb_quantize_row_q2_K_imat(x, y, k, imp); return 1;
     case LB_TYPE_Q3_K: lb_quantize_row_q3_K_imat(x, y, k, imp); return 1;
     case LB_TYPE_IQ4_XS: lb_quantize_row_iq4_xs_imat(x, y, k, imp); return 1; /* formats/iq4_xs.c */
-    default: return lb_bcq_quantize_row_imp(type, x, y, k, imp); /* BCQ (formats/bcq.h); 0 for other types */
+    default: /* BCQ (formats/bcq.h), ABQ (formats/abq.h); 0 for other types */
+        return lb_bcq_quantize_row_imp(type, x, y, k, imp) || lb_abq_quantize_row_imp(type, x, y, k, imp);
     }
 }

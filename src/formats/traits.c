@@ -11,6 +11,7 @@
 #include "formats/gqc.h"
 #include "formats/mx.h"
 #include "formats/bcq.h"
+#include "formats/abq.h"
 
 static const lb_type_traits traits_f32 = {"F32", 1, 4, 0, LB_TYPE_F32,
     lb_f32_to_float, lb_f32_from_float, lb_vec_dot_f32_ref};
@@ -46,6 +47,10 @@ const lb_type_traits *lb_traits(int type) {
     LB_BCQ_LIST(BCQ_CASES)
 #undef BCQ_CASES
     case LB_TYPE_Q8_0_LUT4: return lb_bcq_traits(type);
+#define ABQ_CASES(name, NAME, Q) case LB_TYPE_##NAME:
+    LB_ABQ_LIST(ABQ_CASES)
+#undef ABQ_CASES
+    case LB_TYPE_ABQ_ACT: return lb_abq_traits(type);
     default: return type >= 1000 ? lb_repack_traits(type) : lb_kquant_traits(type);
     }
 }
@@ -97,6 +102,10 @@ int lb_type_fallback(int type, int64_t ne0) {
     LB_BCQ_LIST(BCQ_CASES)
 #undef BCQ_CASES
         sub = LB_TYPE_Q8_0; break; /* BCQ: rows the group does not divide */
+#define ABQ_CASES(name, NAME, Q) case LB_TYPE_##NAME:
+    LB_ABQ_LIST(ABQ_CASES)
+#undef ABQ_CASES
+        sub = LB_TYPE_Q8_0; break; /* ABQ: rows 128 does not divide */
     }
     if (sub >= 0) return lb_type_fits_row(sub, ne0) ? sub : LB_TYPE_F16;
     /* Other quantized rows that don't fit: the closest wider type that does. */

@@ -25,6 +25,9 @@
 #include "kernels/x86/mx_x86.h"
 #include "kernels/bcq_kernels.h"
 #include "kernels/x86/bcq_x86.h"
+#include "kernels/abq_kernels.h"
+#include "kernels/x86/abq_x86.h"
+#include "kernels/arm/abq_arm.h"
 
 /* Entries name the first seven lb_kernel fields; the fields appended later
  * (gemv, act_rows, ...) default to zero for them. */
@@ -68,12 +71,15 @@ static const lb_kernel lb_kernel_list[] = {
      0, NULL, 0, 0, 1},
     /* BCQ (formats/bcq.h): Q8_0_LUT4 activations; kernels/bcq_kernels.h */
     LB_BCQ_REF_KERNELS
+    /* ABQ (formats/abq.h): ABQ_ACT activations, whole rows; kernels/abq_kernels.h */
+    LB_ABQ_REF_KERNELS
 #if LB_HAVE_ARM_KERNELS
     LB_ARM_KERNELS, /* kernels/arm_kernels.h: neon, dotprod, i8mm */
     LB_ARM_KQ_KERNELS, /* kernels/arm_kq.h: Q2_K, CB2, CB3 at neon, dotprod, i8mm */
     LB_KX_ARM_KERNELS, /* kernels/arm/kx_arm.h: Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 16X4 at neon, dotprod, i8mm */
     LB_QG_ARM_KERNELS /* the GQ*_QG layouts: generated NEON GEMV (kernels/qigen.h) */
     LB_MX_ARM_KERNELS /* kernels/arm/mx_arm.h: MX at neon, dotprod, i8mm */
+    LB_ABQ_ARM_KERNELS /* kernels/arm/abq_arm.h: ABQ's bit-plane dot (CNT) at neon */
 #endif
 #if LB_HAVE_X86_KERNELS
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */
@@ -86,6 +92,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_QG_X86_KERNELS /* the GQ*_QG layouts: generated AVX2 / AVX-512 GEMV (kernels/qigen.h) */
     LB_MX_X86_KERNELS /* MX (kernels/x86/mx_x86.h) */
     LB_BCQ_X86_KERNELS /* BCQ _LUT layouts: the mu = 4 table-lookup GEMV (kernels/x86/bcq_x86.h) */
+    LB_ABQ_X86_KERNELS /* ABQ: the bit-plane popcount dot (kernels/x86/abq_x86.h) */
     {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
     {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
     {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},

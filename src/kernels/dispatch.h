@@ -39,6 +39,8 @@ typedef struct {
     int whole_m;                /* 1: gemm blocks K itself and decodes each weight tile once per
                                  * call, so the driver passes as many activation rows as fit 3/4
                                  * of the L2; 0: tiles of LB_ACT_TILE_BYTES (kernels/matmul.c) */
+    int act_whole_row;          /* 1: quantize_act needs whole rows (a per-token scale, ABQ): the
+                                 * driver never splits one row's blocks among threads */
 } lb_kernel;
 
 /* Upper bound of act_x4_block per 4 rows over all kernels: scratch sizes use

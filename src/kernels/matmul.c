@@ -193,7 +193,7 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
         if (steal && nth <= MAX_STEAL_THREADS) atomic_init(&next[ith], shared_from(n_units, ith, nth)); /* read after the barrier */
         for (int g = ith; g < M4 / AR; g += nth)
             k->quantize_act_x4(X + (size_t)g * AR * K, (size_t)K, (char *)scratch + (size_t)g * g_size, K);
-        if (M - plain_from >= nth) {
+        if (M - plain_from >= nth || k->act_whole_row) {
             for (int m = plain_from + ith; m < M; m += nth)
                 k->quantize_act(X + (size_t)m * K, (char *)a1 + (size_t)m * arow, K);
         } else {

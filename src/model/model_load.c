@@ -7,10 +7,11 @@
 #include "model/model.h"
 #include "formats/cb_gguf.h"
 #include "formats/gqc.h"
+#include "formats/abq.h"
 #include "formats/mx.h"
 
 lb_model_params lb_model_default_params(void) {
-    lb_model_params p = {0, 0};
+    lb_model_params p = {0, 0, 0};
     return p;
 }
 
@@ -150,6 +151,9 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
     if (!lb_traits((int)t->type) || !lb_kernel_get((int)t->type))
         return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
                        name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);
+    /* ABQ: scales, zero points and balanced codes checked once, so no kernel meets a malformed block */
+    if (lb_abq_check_blocks((int)t->type, t->data, K, N) != LB_OK)
+        return lb_fail_prefix(LB_ERR_FORMAT, "tensor %s", name);
     out->type = (int)t->type;
     out->K = K;
     out->N = N;
@@ -272,6 +276,17 @@ static lb_status load_weights(loader *L) {
     return LB_OK;
 }
 
+/* ABQ's activation bits (formats/abq.h): the caller's, else the file's default, else 8. */
+static lb_status set_act_bits(const gguf_file *g, int requested) {
+    uint32_t v = LB_ABQ_MAX_BITS;
+    if (gguf_find_kv(g, "lowbit.abq.act_bits") && (!gguf_get_u32(g, "lowbit.abq.act_bits", &v) || v < 1 || v > 8))
+        return lb_fail(LB_ERR_FORMAT, "lowbit.abq.act_bits is not an integer 1..8");
+    if (requested && (requested < 1 || requested > LB_ABQ_MAX_BITS))
+        return lb_fail(LB_ERR_ARG, "activation bits %d: ABQ takes 1..8", requested);
+    lb_abq_set_act_bits(requested ? requested : (int)v);
+    return LB_OK;
+}
+
 lb_status lb_model_load(const char *path, const lb_model_params *params, lb_model **out) {
     *out = NULL;
     if (!path) return lb_fail(LB_ERR_ARG, "no model path given");
@@ -285,6 +300,7 @@ lb_status lb_model_load(const char *path, const lb_model_params *params, lb_mode
     if (s == LB_OK) s = lb_cb_acquire_for_file(m->gguf, &m->cb_held); /* CB2/CB3 books */
     if (s == LB_OK) s = load_hparams(&L);
     if (s == LB_OK) s = load_weights(&L);
+    if (s == LB_OK) s = set_act_bits(m->gguf, p.act_bits);
     if (s == LB_OK) {
         s = lb_tokenizer_load(m->gguf, &m->tok);
         if (s == LB_OK && lb_tokenizer_n_vocab(m->tok) != m->hp.n_vocab) {

@@ -4,12 +4,14 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "formats/abq.h"
 #include "formats/bcq.h"
 #include "formats/gq.h"
 #include "formats/mx.h"
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/quantize_extras.h"
+#include "model/quantize_smooth.h"
 #include "model/quantize_gqc.h"
 #include "model/quantize_mx.h"
 #include "formats/types.h"
@@ -48,11 +50,12 @@ typedef struct {
     lb_quantize_stats *st;
     double mx_eq10_sum, mx_weights;
     int from_uniform;    /* BCQ outputs: uniform inputs converted exactly (formats/bcq.h) */
+    lb_smooth *smooth;   /* --smooth-alpha: balance vectors folded into the norms (model/quantize_smooth.h) */
 } qctx;
 
 /* All of tensor t as N x K floats (interleaved layouts unpacked first, GC
  * matrices through their side tensor in `in`). */
-static lb_status tensor_floats(const gguf_file *in, const gguf_tensor *t, int n_threads, float **out) {
+lb_status lb_quantize_tensor_floats(const gguf_file *in, const gguf_tensor *t, int n_threads, float **out) {
     const int64_t K = t->ne[0], rows = (int64_t)(t->size / lb_row_size((int)t->type, K));
     if (lb_gqc_bits((int)t->type)) {
         lb_gqc_view *v = NULL;
@@ -87,7 +90,7 @@ static lb_status tensor_floats(const gguf_file *in, const gguf_tensor *t, int n_
 static lb_status produce_mx(qctx *q, const out_tensor *o, void *dst, uint64_t nbytes) {
     const gguf_tensor *t = gguf_tensor_at(q->in, o->in);
     float *W = NULL;
-    lb_status s = lb_qmx_cached(&q->mx, o->in) ? LB_OK : tensor_floats(q->in, t, q->n_threads, &W);
+    lb_status s = lb_qmx_cached(&q->mx, o->in) ? LB_OK : lb_quantize_tensor_floats(q->in, t, q->n_threads, &W);
     int quantized = 0;
     if (s == LB_OK) s = lb_qmx_produce(&q->mx, q->ex, &q->mxp, t, o->in, W, o->kind, dst, nbytes, &quantized);
     free(W);
@@ -112,7 +115,7 @@ static lb_status produce_gqc(qctx *q, const out_tensor *o, void *dst, uint64_t n
     lb_gqc_view *same = NULL;
     lb_status s = LB_OK;
     if (o->kind == LB_QGC_CODES)
-        s = (int)t->type == o->type ? lb_qgc_input_view(q->in, t, &same) : tensor_floats(q->in, t, q->n_threads, &W);
+        s = (int)t->type == o->type ? lb_qgc_input_view(q->in, t, &same) : lb_quantize_tensor_floats(q->in, t, q->n_threads, &W);
     int gptq = 0;
     if (s == LB_OK)
         s = lb_qgc_produce(&q->gc, q->ex, q->sym, t, o->in, o->type, W, same, o->kind, dst, nbytes, q->n_threads, &gptq);
@@ -153,7 +156,11 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     if (q->outs[index].kind != LB_QMX_NONE) return produce_mx(q, &q->outs[index], dst, nbytes);
     const gguf_tensor *t = gguf_tensor_at(q->in, q->outs[index].in);
     const int out_type = q->outs[index].type, out_base = lb_type_base(out_type);
-    if ((int)t->type == out_type) {
+    /* smoothed: its floats, and its importance in the same allocation (freed as `unpacked`) */
+    float *smoothed = NULL, *smooth_imp = NULL;
+    lb_status s = lb_smooth_tensor(q->smooth, t, lb_quant_extras_importance(q->ex, t), &smoothed, &smooth_imp);
+    if (s != LB_OK) return s;
+    if ((int)t->type == out_type && !smoothed) {
         memcpy(dst, t->data, nbytes);
         return LB_OK;
     }
@@ -161,10 +168,12 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     const void *src = t->data;
     int src_type = (int)t->type;
     void *unpacked = NULL, *plain = NULL;
-    lb_status s = LB_OK;
-    if (lb_gqc_bits(src_type)) { /* a GC input: its floats, through its side tensor */
+    if (smoothed) {
+        src = unpacked = smoothed;
+        src_type = LB_TYPE_F32;
+    } else if (lb_gqc_bits(src_type)) { /* a GC input: its floats, through its side tensor */
         float *f = NULL;
-        if ((s = tensor_floats(q->in, t, q->n_threads, &f))) return s;
+        if ((s = lb_quantize_tensor_floats(q->in, t, q->n_threads, &f))) return s;
         src = unpacked = f;
         src_type = LB_TYPE_F32;
     } else if (src_type != lb_type_base(src_type)) {
@@ -193,7 +202,7 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
         lb_log(1, "%.*s: %s is no uniform grid %s holds exactly (--from-uniform): quantized from its values\n",
                (int)t->name.len, t->name.ptr, lb_type_name(src_type), lb_type_name(out_type));
     }
-    const float *imp = lb_quant_extras_importance(q->ex, t);
+    const float *imp = smooth_imp ? smooth_imp : lb_quant_extras_importance(q->ex, t);
     int gptq_done = 0;
     if (q->ex->calib && src_type != out_base) {
         /* GPTQ writes plain rows: straight into dst, or via `plain` for an interleaved output */
@@ -274,6 +283,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (mx && !(mxp.hi_frac >= 0.0f && mxp.hi_frac <= 1.0f && mxp.outlier_frac >= 0.0f && mxp.outlier_frac <= 0.5f))
         return lb_fail(LB_ERR_ARG, "MX: 4-bit share %g (0..1) or outlier share %g (0..0.5) out of range",
                        (double)mxp.hi_frac, (double)mxp.outlier_frac);
+    if (o->act_bits < 0 || o->act_bits > LB_ABQ_MAX_BITS)
+        return lb_fail(LB_ERR_ARG, "activation bits %d: ABQ takes 1..8", o->act_bits);
     gguf_file *in = NULL;
     lb_status s = gguf_open(in_path, &in);
     if (s) return lb_fail_prefix(s, "reading %s", in_path);
@@ -293,7 +304,16 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (s == LB_OK) s = gguf_writer_set_str(w, "general.quantized_by", "lowbit");
     if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.hi_fraction", mxp.hi_frac);
     if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.outlier_fraction", mxp.outlier_frac);
+    if (s == LB_OK && lb_abq_bits(p->type)) /* ABQ: the activation bits a run takes unless told otherwise */
+        s = gguf_writer_set_u32(w, "lowbit.abq.act_bits", (uint32_t)(o->act_bits ? o->act_bits : LB_ABQ_MAX_BITS));
     if (s == LB_OK) s = lb_quant_extras_begin(in, p, o, w, &ex);
+    lb_smooth *smooth = NULL;
+    if (s == LB_OK && o->smooth_set) {
+        s = o->gptq ? lb_fail(LB_ERR_ARG, "--smooth-alpha with --gptq: the Hessians would need the same rewrite (not yet)")
+                    : lb_smooth_begin(in, ex.imatrix, o->smooth_alpha, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(),
+                                      &smooth);
+        if (s == LB_OK) s = gguf_writer_set_f32(w, "lowbit.smooth.alpha", o->smooth_alpha);
+    }
     lb_bcq_set_iters(o->bcq_iters > 0 ? o->bcq_iters : o->bcq_iters < 0 ? 0 : 8); /* BCQ's alternating iterations */
     for (int64_t i = 0; i < nt && s == LB_OK; i++) {
         const gguf_tensor *t = gguf_tensor_at(in, i);
@@ -358,13 +378,15 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     st.layer_bpw = layer_w ? 8.0 * (double)layer_b / (double)layer_w : 0;
     if (s == LB_OK) {
         qctx q = {in, outs, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex, o->sym, mxp,
-                  {.in_index = -1}, {.in_index = -1}, &st, 0.0, 0.0, o->from_uniform};
+                  {.in_index = -1}, {.in_index = -1}, &st, 0.0, 0.0, o->from_uniform, smooth};
         s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
         lb_qmx_cache_free(&q.mx);
         lb_qgc_cache_free(&q.gc);
         if (q.mx_weights > 0) st.mx_bpw /= q.mx_weights, st.mx_bpw_eq10 = q.mx_eq10_sum / q.mx_weights;
     }
     st.n_gptq = ex.n_gptq;
+    st.n_smooth_groups = lb_smooth_groups(smooth);
+    lb_smooth_free(smooth);
     if (s == LB_OK && stats) *stats = st;
 done:
     lb_quant_extras_end(&ex);

@@ -2,6 +2,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "formats/abq.h"
 #include "formats/bcq.h"
 #include "formats/cb_gguf.h"
 #include "formats/gqc.h"
@@ -16,7 +17,8 @@ static void say_progress(void *user, const char *what, int done, int total) {
 
 static int takes_importance(int type) {
     return type == LB_TYPE_MX || type == LB_TYPE_CB2 || type == LB_TYPE_CB3 || type == LB_TYPE_Q2_K || type == LB_TYPE_Q3_K ||
-           type == LB_TYPE_IQ4_XS || lb_bcq_is_plain(lb_type_base(type));
+           type == LB_TYPE_IQ4_XS || lb_bcq_is_plain(lb_type_base(type)) ||
+           lb_abq_bits(type);
 }
 
 /* The output's books: from o->codebooks, else discovered from the input. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "formats/abq.h"
 #include "formats/gqc.h"
 #include "formats/mx.h"
 #include "model/model.h"
@@ -162,6 +163,7 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
     lb_model *m = calloc(1, sizeof *m);
     if (!m) return lb_fail(LB_ERR_NOMEM, "out of memory");
     m->n_threads = params ? params->n_threads : 0;
+    lb_abq_set_act_bits(params && params->act_bits ? params->act_bits : LB_ABQ_MAX_BITS); /* formats/abq.h */
     lb_hparams *hp = &m->hp;
     hp->arch = LB_ARCH_LLAMA;
     snprintf(hp->arch_name, sizeof hp->arch_name, "llama");

@@ -1,0 +1,165 @@
+/* ABQ_W{q} and ABQ_W2S: seed 004's (ABQ-LLM) bit-plane weights, with
+ * activations quantized per token to p bits and split into p bit planes, so
+ * that a matmul is a sum of 1-bit products (eqs. (6)-(7), App. B):
+ *
+ *     sum_j cw_j ca_j = sum_{s<q} sum_{t<p} 2^(s+t) popcount(Wplane_s AND Aplane_t)
+ *
+ * Weights: per group of 128 consecutive weights of a row (a GGUF row is one
+ * output channel's K inputs), asymmetric uniform codes
+ *
+ *     w = d (c - z)       c in 0 .. 2^q - 1, z an integer in the same range, d fp16
+ *
+ * The paper quantizes weights per channel; a group of 128 keeps the fixed
+ * block size every lowbit type has (rows of any K that 128 divides), costs
+ * 0.25 bit per weight for d and z, and is the finer (better) grid. Rows that
+ * 128 does not divide fall back to Q8_0 (lb_type_fallback).
+ *
+ *     ABQ_W{q}  (q = 1..8, ids 1101-1108):  lb_fp16 d; int16_t z; uint8_t b[q][16]
+ *               16 q + 4 bytes, exactly q + 0.25 bits per weight
+ *     ABQ_W2S   (id 1109, bit balance, sec. 3.3): the symmetric 2-bit grid
+ *               {-2, -1, 0, 1, 2}: w = d (c - 2), c in 0..4 in 3 planes
+ *               (offset binary, z = 2 implied): lb_fp16 d; uint8_t b[3][16]
+ *               50 bytes, exactly 3.125 bits per weight. A code 5..7 is
+ *               malformed (lb_abq_check_blocks).
+ *
+ * Plane s of a group: bit j % 8 of byte j / 8 is bit s of weight j's code.
+ *
+ * Activations, ABQ_ACT (id 1100, never a weight type): one token's row of K
+ * values (K a multiple of 128) quantized asymmetrically over [min(x, 0),
+ * max(x, 0)] to p bits (p = 1..8, lb_abq_act_bits()):
+ *     da = (hi - lo) / (2^p - 1), za = round(-lo / da), ca = clamp(round(x / da) + za)
+ * in blocks of 128 that each repeat the token's da, za and p, and hold the
+ * block's p planes (planes p..7 zero), its codes again as bytes ca - 128
+ * (for the kernels that recombine weight planes into bytes instead of
+ * counting bits) and the sum of its codes.
+ *
+ * Dot of a weight row and an activation row, in every kernel:
+ *     I_g = sum_j (cw_j - zw)(ca_j - za)      exact int32 per group g:
+ *         = P - za Sw - zw Sa + 128 zw za      P the plane popcount sum above,
+ *                                              Sw, Sa the groups' code sums
+ *     y   = (float)(da * sum_g (double) dw_g * I_g)   groups in order, in double
+ * dw_g * I_g (11 x 24 bits) is exact in double, so the result does not
+ * depend on whether a compiler fuses the multiply-add: every kernel gives
+ * the reference's float, bit for bit. */
+#ifndef LB_ABQ_H
+#define LB_ABQ_H
+
+#include <stddef.h>
+
+#include "formats/types.h"
+
+#define LB_ABQ_G 128       /* weights per group (block) */
+#define LB_ABQ_PLANE 16    /* bytes per plane of a group */
+#define LB_ABQ_MAX_BITS 8
+
+/* The weight types: X(lower-case name, LB_TYPE_ suffix, q), in id order. */
+#define LB_ABQ_LIST(X)                                                                                       \
+    X(abq_w1, ABQ_W1, 1) X(abq_w2, ABQ_W2, 2) X(abq_w3, ABQ_W3, 3) X(abq_w4, ABQ_W4, 4)                     \
+    X(abq_w5, ABQ_W5, 5) X(abq_w6, ABQ_W6, 6) X(abq_w7, ABQ_W7, 7) X(abq_w8, ABQ_W8, 8)                     \
+    X(abq_w2s, ABQ_W2S, 3)
+
+#define LB_ABQ_SIZE(q) (4 + LB_ABQ_PLANE * (q))
+#define LB_ABQ_W2S_SIZE (2 + 3 * LB_ABQ_PLANE)
+
+#define LB_ABQ_BLOCK(name, NAME, Q)                                                                          \
+    typedef struct {                                                                                        \
+        lb_fp16 d;                                                                                          \
+        int16_t z;                                                                                          \
+        uint8_t b[Q][LB_ABQ_PLANE];                                                                         \
+    } block_##name;
+LB_ABQ_BLOCK(abq_w1, ABQ_W1, 1) LB_ABQ_BLOCK(abq_w2, ABQ_W2, 2) LB_ABQ_BLOCK(abq_w3, ABQ_W3, 3)
+LB_ABQ_BLOCK(abq_w4, ABQ_W4, 4) LB_ABQ_BLOCK(abq_w5, ABQ_W5, 5) LB_ABQ_BLOCK(abq_w6, ABQ_W6, 6)
+LB_ABQ_BLOCK(abq_w7, ABQ_W7, 7) LB_ABQ_BLOCK(abq_w8, ABQ_W8, 8)
+#undef LB_ABQ_BLOCK
+typedef struct {
+    lb_fp16 d;
+    uint8_t b[3][LB_ABQ_PLANE];
+} block_abq_w2s;
+
+static_assert(sizeof(block_abq_w1) == 20, "block_abq_w1 size");
+static_assert(sizeof(block_abq_w4) == 68, "block_abq_w4 size");
+static_assert(sizeof(block_abq_w8) == 132, "block_abq_w8 size");
+static_assert(8 * sizeof(block_abq_w2) == 2 * LB_ABQ_G + 32, "block_abq_w2: 2.25 bits per weight");
+static_assert(8 * sizeof(block_abq_w3) == 3 * LB_ABQ_G + 32, "block_abq_w3: 3.25 bits per weight");
+static_assert(8 * sizeof(block_abq_w5) == 5 * LB_ABQ_G + 32, "block_abq_w5: 5.25 bits per weight");
+static_assert(8 * sizeof(block_abq_w6) == 6 * LB_ABQ_G + 32, "block_abq_w6: 6.25 bits per weight");
+static_assert(8 * sizeof(block_abq_w7) == 7 * LB_ABQ_G + 32, "block_abq_w7: 7.25 bits per weight");
+static_assert(offsetof(block_abq_w4, b) == 4, "block_abq_w planes offset");
+static_assert(sizeof(block_abq_w2s) == LB_ABQ_W2S_SIZE, "block_abq_w2s size");
+static_assert(8 * sizeof(block_abq_w2s) == 3 * LB_ABQ_G + 16, "block_abq_w2s: 3.125 bits per weight");
+
+typedef struct {
+    uint8_t b[LB_ABQ_MAX_BITS][LB_ABQ_PLANE]; /* planes 0..p-1; p..7 zero */
+    int8_t c[LB_ABQ_G];                       /* the same codes as bytes, ca - 128 (the int8 kernels) */
+    float d;                                  /* the token's scale da */
+    int32_t sum;                              /* sum of this block's 128 codes */
+    int16_t z;                                /* the token's zero point za */
+    uint8_t p;                                /* the token's bits */
+    uint8_t pad[5];                           /* to 272: blocks of a row stay 16-byte aligned */
+} block_abq_act;
+static_assert(sizeof(block_abq_act) == 272, "block_abq_act size");
+static_assert(offsetof(block_abq_act, c) == 128 && offsetof(block_abq_act, d) == 256, "block_abq_act offsets");
+
+/* ---- the activation bits (a run-time choice, docs/abq.md) ----
+ * The bits ABQ_ACT rows are quantized to: 1..8, default 8. A model file
+ * stores its default (lowbit.abq.act_bits); the model load sets it, a
+ * caller's lb_model_params.act_bits overrides it. One value per process:
+ * every ABQ matrix of every model takes the same p. */
+void lb_abq_set_act_bits(int p);
+int lb_abq_act_bits(void);
+
+/* fp32 row of k values (k a multiple of 128, the whole token) -> ABQ_ACT
+ * blocks at lb_abq_act_bits(); the same at p bits. */
+void lb_quantize_row_abq_act_ref(const float *x, void *y, int64_t k);
+void lb_abq_quantize_act(const float *x, void *y, int64_t k, int p);
+void lb_dequantize_row_abq_act(const void *x, float *y, int64_t k);
+
+/* ---- weights ---- */
+/* q (planes: 1..8, 3 for W2S) of an ABQ weight type; 0 for other types. */
+int lb_abq_bits(int type);
+/* 1 for ABQ_W2S (its implied z = 2, codes 0..4) */
+int lb_abq_is_balanced(int type);
+/* ABQ_W{q} for q = 1..8, -1 otherwise */
+int lb_abq_type(int q);
+/* Traits of the weight types and of ABQ_ACT; NULL otherwise. */
+const lb_type_traits *lb_abq_traits(int type);
+
+/* One block's parts: its d, z (2 for W2S) and plane s (16 bytes). */
+float lb_abq_block_d(int type, const void *blk);
+int lb_abq_block_z(int type, const void *blk);
+const uint8_t *lb_abq_block_plane(int type, const void *blk, int s);
+/* Code of weight j (0..127) of a block. */
+int lb_abq_get_code(int type, const void *blk, int j);
+
+/* Reference routines of each type (k, n multiples of 128). The quantizer:
+ * RTN with a clipping search (lb_abq_quantize_group). */
+#define LB_ABQ_DECLARE(name, NAME, Q)                                                                        \
+    void lb_dequantize_row_##name(const void *x, float *y, int64_t k);                                      \
+    void lb_quantize_row_##name##_ref(const float *x, void *y, int64_t k);                                  \
+    void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a);
+LB_ABQ_LIST(LB_ABQ_DECLARE)
+#undef LB_ABQ_DECLARE
+
+/* The integer group dot I_g above, plainly: sum_j (cw_j - zw)(ca_j - za)
+ * from the codes (the tests' second reference) and from the planes. */
+int32_t lb_abq_group_dot_codes(int type, const void *wblk, const block_abq_act *a);
+int32_t lb_abq_group_dot_planes(int type, const void *wblk, const block_abq_act *a);
+/* Row dot from the group dots: the float every kernel returns. */
+float lb_abq_row_dot(int type, int64_t n, const void *w, const void *a);
+
+/* Quantizes one group of 128 weights x (importance imp, NULL: 1) into blk:
+ * asymmetric RTN over [clip * min(x, 0), clip * max(x, 0)] (W2S: symmetric,
+ * d = clip * max|x| / 2) for clip in 1.0, 0.95, ... 0.55, keeping the clip
+ * of least sum imp_j (x_j - w_j)^2 (with d as stored, in fp16). Returns
+ * that error. NaN weights count as 0, infinities as +-65504. */
+double lb_abq_quantize_group(int type, const float *x, const float *imp, void *blk);
+/* k values (a multiple of 128) with importance imp (NULL: none). Returns 0
+ * (and writes nothing) for other types. */
+int lb_abq_quantize_row_imp(int type, const float *x, void *y, int64_t k, const float *imp);
+
+/* Whether rows * K weights of an ABQ type are well formed: every d finite,
+ * z within 0 .. 2^q - 1, W2S codes within 0..4. LB_OK, or LB_ERR_FORMAT with
+ * a message naming the row, group and what is wrong. Other types: LB_OK. */
+lb_status lb_abq_check_blocks(int type, const void *data, int64_t K, int64_t rows);
+
+#endif

@@ -1,0 +1,14 @@
+/* Kernel table entries of the ABQ types (formats/abq.h) at the scalar
+ * level: the reference plane-popcount dot on ABQ_ACT rows, quantized per
+ * token (whole rows: act_whole_row). The fast kernels: kernels/x86/abq_x86.h. */
+#ifndef LB_ABQ_KERNELS_H
+#define LB_ABQ_KERNELS_H
+
+#include "formats/abq.h"
+
+#define LB_ABQ_REF_KERNEL(name, NAME, Q)                                                                      \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_SCALAR, #name "_abq_act_ref", lb_quantize_row_abq_act_ref,         \
+     lb_vec_dot_##name##_ref, NULL, NULL, 0, NULL, 0, 0, 0, 1},
+#define LB_ABQ_REF_KERNELS LB_ABQ_LIST(LB_ABQ_REF_KERNEL)
+
+#endif

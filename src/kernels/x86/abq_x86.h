@@ -1,0 +1,45 @@
+/* x86 kernels of the ABQ types (formats/abq.h), AVX2, also those of every
+ * higher x86 level (dispatch picks the highest level at or below the one in
+ * force):
+ *   abq_w{q}_abq_act_avx2   the bit-plane dot, one of two ways per (q, p):
+ *       popcount (each weight plane ANDed with two activation planes at once,
+ *       bytes counted by the vpshufb nibble table, vpsadbw, shifted by
+ *       2^(s+t)) or int8 (the planes recombined into code bytes in
+ *       registers, vpmaddubsw against the activation codes as bytes); the
+ *       integer group dot and the double accumulation as the reference:
+ *       bit-identical to it either way. The gemm (M > 1 activation rows,
+ *       q <= 7) takes the int8 way and recombines each weight group once for
+ *       all M rows: prefill pays the plane expansion once per weight.
+ * The activations are quantized by the scalar reference (per token, whole
+ * rows): a row costs O(K p), nothing beside the N K q p / 256 vector ANDs. */
+#ifndef LB_ABQ_X86_H
+#define LB_ABQ_X86_H
+
+#include "formats/abq.h"
+#include "kernels/x86/kernels_x86.h" /* LB_HAVE_X86_KERNELS */
+
+#if LB_HAVE_X86_KERNELS
+/* vec_dot's int8 way serves q <= 7 at p >= this (measured: docs/abq.md),
+ * popcount the rest */
+#define LB_ABQ_INT8_MIN_P 5
+int lb_abq_avx2_int8_wins(int q, int p);
+/* One row's dot by a chosen way (the tests and the bench): way 0 popcount,
+ * 1 int8 (q <= 7; popcount for q = 8), -1 the one vec_dot takes. */
+float lb_abq_dot_avx2(int type, int way, int64_t n, const void *w, const void *a);
+
+#define LB_ABQ_AVX2_DECLARE(name, NAME, Q)                                                                    \
+    void lb_vec_dot_##name##_avx2(int64_t n, float *s, const void *w, const void *a);                         \
+    void lb_gemm_##name##_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,     \
+                               size_t a_row_size, int M, float *Y, size_t ldy);
+LB_ABQ_LIST(LB_ABQ_AVX2_DECLARE)
+#undef LB_ABQ_AVX2_DECLARE
+
+/* lb_kernel_list entries (kernels/dispatch.c; fields: kernels/dispatch.h):
+ * whole activation rows (act_whole_row), the token's scale being per row */
+#define LB_ABQ_AVX2_KERNEL(name, NAME, Q)                                                                     \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_quantize_row_abq_act_ref,          \
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 0, 1},
+#define LB_ABQ_X86_KERNELS LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL)
+#endif
+
+#endif

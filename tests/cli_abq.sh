@@ -1,0 +1,93 @@
+# The ABQ types (seed 004's bit-plane weights and per-token p-bit
+# activations, formats/abq.h, docs/abq.md) through the CLI on tiny-F32 (dim
+# 256, ff 768: every matrix fits groups of 128): quantize to ABQ_W4 with
+# --act-bits 6, `info` shows the type at 4.25 bpw and the activation bits,
+# `run` generates at the best level and at scalar with the same tokens,
+# `perplexity` gives KL divergences against F32 in the expected order (more
+# weight bits, more activation bits: lower), bit balance (ABQ_W2S) below
+# plain ABQ_W2, --act-bits at run time overrides the file; flags that do not
+# apply, bad bit counts and the activation type are refused; --smooth-alpha
+# folds SmoothQuant's balance vectors into the norms exactly (F32 output:
+# KLD ~ 0) and its effect on W8A4 / W4A4 is printed.
+. "$(dirname "$0")/lib_cli.sh"
+need_shared interop/tiny-F32.gguf
+F32=$SHARED/interop/tiny-F32.gguf
+TEXT=$SHARED/data/TinyStories-valid.head31195.txt
+
+for t in ABQ_W8 ABQ_W4 ABQ_W2 ABQ_W2S; do
+  "$LOWBIT" quantize -t 2 "$F32" "$WORK/$t.gguf" $t > "$WORK/$t.quant.log" 2>&1 \
+    && ok "quantize $t" || { bad "quantize $t"; cat "$WORK/$t.quant.log"; }
+done
+"$LOWBIT" quantize -t 2 --act-bits 6 "$F32" "$WORK/w4a6.gguf" ABQ_W4 > "$WORK/w4a6.log" 2>&1 \
+  && grep -q "16 to ABQ_W4, 0 kept a wider type" "$WORK/w4a6.log" && grep -q "activations at 6 bits" "$WORK/w4a6.log" \
+  && ok "quantize ABQ_W4 --act-bits 6: all 16 matrices" || { bad "quantize --act-bits 6"; cat "$WORK/w4a6.log"; }
+grep -q "layer matrices: 4.2500 bits per weight" "$WORK/w4a6.log" && ok "ABQ_W4: 4.25 bits per weight" \
+  || bad "ABQ_W4 bits per weight: $(cat "$WORK/w4a6.log")"
+grep -q "layer matrices: 3.1250 bits per weight" "$WORK/ABQ_W2S.quant.log" && ok "ABQ_W2S: 3.125 bits per weight" \
+  || bad "ABQ_W2S bits per weight: $(cat "$WORK/ABQ_W2S.quant.log")"
+"$LOWBIT" info "$WORK/w4a6.gguf" > "$WORK/w4a6.info" 2>/dev/null
+grep -qE 'ABQ_W4 +16 tensors.*4\.250 bpw +kernel: abq_w4_abq_act_' "$WORK/w4a6.info" \
+  && grep -q 'activations quantized per token to 6 bits' "$WORK/w4a6.info" \
+  && ok "info: ABQ_W4 at 4.250 bpw, activations at 6 bits" || bad "info ABQ_W4: $(cat "$WORK/w4a6.info")"
+"$LOWBIT" quantize --help | grep -q 'ABQ_W2S (3.12 bpw)' && ok "quantize --help lists ABQ_W2S" \
+  || bad "quantize --help lacks the ABQ types"
+
+# the kernels are bit-identical to the reference, so every level generates the same text
+for isa in "" scalar; do
+  LOWBIT_ISA=$isa "$LOWBIT" run -m "$WORK/w4a6.gguf" -p "Once upon a time" -n 12 -t 2 --temp 0 \
+    > "$WORK/run${isa:-best}.out" 2>/dev/null && ok "run an ABQ_W4 model (${isa:-best} level)" || bad "run ${isa:-best}"
+done
+cmp -s "$WORK/runbest.out" "$WORK/runscalar.out" && ok "the best level and scalar generate the same text" \
+  || bad "best level and scalar differ: $(cat "$WORK/runbest.out") / $(cat "$WORK/runscalar.out")"
+
+"$LOWBIT" perplexity -m "$F32" -f "$TEXT" -c 128 --chunks 4 -t 2 --kl-divergence-base "$WORK/base.kld" \
+  > /dev/null 2>&1 || bad "perplexity F32"
+kld_of() { grep -oE 'Mean KLD = [0-9.]+' "$1" | awk '{print $4}'; }
+kld() { # model, act bits
+  "$LOWBIT" perplexity -m "$1" -t 2 --act-bits "$2" --kl-divergence-base "$WORK/base.kld" --kl-divergence \
+    > "$WORK/k.ppl" 2>/dev/null || bad "perplexity $1 --act-bits $2"
+  kld_of "$WORK/k.ppl"
+}
+W8A8=$(kld "$WORK/ABQ_W8.gguf" 8); W8A4=$(kld "$WORK/ABQ_W8.gguf" 4)
+W4A8=$(kld "$WORK/ABQ_W4.gguf" 8); W4A4=$(kld "$WORK/ABQ_W4.gguf" 4)
+W2A8=$(kld "$WORK/ABQ_W2.gguf" 8); W2SA8=$(kld "$WORK/ABQ_W2S.gguf" 8)
+echo "KLD vs F32: W8A8 $W8A8 W8A4 $W8A4 W4A8 $W4A8 W4A4 $W4A4 W2A8 $W2A8 W2*A8 $W2SA8"
+awk -v a="$W8A8" -v b="$W4A8" -v c="$W2SA8" -v d="$W2A8" 'BEGIN { exit !(a > 0 && a < b && b < c && c < d) }' \
+  && ok "KLD W8A8 $W8A8 < W4A8 $W4A8 < W2*A8 $W2SA8 < W2A8 $W2A8 (bit balance helps)" \
+  || bad "KLD order over weight bits: W8A8 $W8A8, W4A8 $W4A8, W2*A8 $W2SA8, W2A8 $W2A8"
+awk -v a="$W8A8" -v b="$W8A4" -v c="$W4A8" -v d="$W4A4" 'BEGIN { exit !(a < b && c < d) }' \
+  && ok "fewer activation bits cost: W8A8 < W8A4, W4A8 < W4A4" || bad "KLD over activation bits: $W8A8 $W8A4 $W4A8 $W4A4"
+# the file's default (6) is what a run takes without --act-bits
+"$LOWBIT" perplexity -m "$WORK/w4a6.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/d.ppl" 2>/dev/null
+[ "$(kld_of "$WORK/d.ppl")" = "$(kld "$WORK/w4a6.gguf" 6)" ] && ok "no --act-bits: the file's 6 bits" \
+  || bad "the file's default act bits are not what a run takes"
+
+# SmoothQuant's balance vectors folded into the norms: exact in float (an F32
+# output keeps the F32 model's outputs), then W8A4 / W4A4 with and without
+"$LOWBIT" imatrix -m "$F32" -f "$TEXT" -o "$WORK/imat.gguf" -c 128 --chunks 8 -t 2 > "$WORK/imat.log" 2>&1 \
+  || { bad "imatrix"; cat "$WORK/imat.log"; }
+"$LOWBIT" quantize -t 2 --imatrix "$WORK/imat.gguf" --smooth-alpha 0.5 "$F32" "$WORK/sm-f32.gguf" F32 > "$WORK/sm.log" 2>&1 \
+  && grep -q "smoothing: 6 groups folded (alpha 0.50)" "$WORK/sm.log" \
+  && ok "--smooth-alpha 0.5: 6 groups (2 layers x attn_norm, ffn_norm, ffn_up rows)" || { bad "quantize --smooth-alpha"; cat "$WORK/sm.log"; }
+"$LOWBIT" perplexity -m "$WORK/sm-f32.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/sm.ppl" 2>/dev/null
+awk -v k="$(kld_of "$WORK/sm.ppl")" 'BEGIN { exit !(k != "" && k < 1e-5) }' \
+  && ok "smoothing folded into F32 is exact: KLD $(kld_of "$WORK/sm.ppl")" || bad "smoothed F32 KLD $(kld_of "$WORK/sm.ppl")"
+for t in ABQ_W8 ABQ_W4; do
+  "$LOWBIT" quantize -t 2 --imatrix "$WORK/imat.gguf" --smooth-alpha 0.5 "$F32" "$WORK/sm-$t.gguf" $t > /dev/null 2>&1 \
+    || bad "quantize $t --smooth-alpha"
+  "$LOWBIT" quantize -t 2 --imatrix "$WORK/imat.gguf" "$F32" "$WORK/im-$t.gguf" $t > /dev/null 2>&1 || bad "quantize $t --imatrix"
+  IM=$(kld "$WORK/im-$t.gguf" 4); SM=$(kld "$WORK/sm-$t.gguf" 4)
+  echo "$t A4 KLD: imatrix $IM, imatrix + smoothing 0.5 $SM; A8: $(kld "$WORK/im-$t.gguf" 8), $(kld "$WORK/sm-$t.gguf" 8)"
+  awk -v a="$SM" -v b="$IM" 'BEGIN { exit !(a > 0 && a < b) }' && ok "$t A4: smoothing lowers KLD $IM -> $SM" \
+    || bad "$t A4: smoothing KLD $SM not below $IM"
+done
+expect_fail "--smooth-alpha without an imatrix" "give --imatrix" "$LOWBIT" quantize --smooth-alpha 0.5 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--smooth-alpha 2" "smooth-alpha" "$LOWBIT" quantize --smooth-alpha 2 "$F32" "$WORK/x.gguf" ABQ_W4
+
+expect_fail "--act-bits for a non-ABQ type" "applies to the ABQ types only" "$LOWBIT" quantize --act-bits 4 "$F32" "$WORK/x.gguf" Q4_0
+expect_fail "quantize --act-bits 9" "act-bits" "$LOWBIT" quantize --act-bits 9 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "run --act-bits 0" "act-bits" "$LOWBIT" run -m "$WORK/ABQ_W4.gguf" --act-bits 0 -p "Once" -n 1
+expect_fail "quantize to ABQ_W9" "unknown or unsupported type" "$LOWBIT" quantize "$F32" "$WORK/x.gguf" ABQ_W9
+expect_fail "quantize to the activation type" "unknown or unsupported type" "$LOWBIT" quantize "$F32" "$WORK/x.gguf" ABQ_ACT
+[ ! -e "$WORK/x.gguf" ] && ok "no output file left behind" || bad "a failure left $WORK/x.gguf"
+finish
