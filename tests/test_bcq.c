@@ -13,7 +13,7 @@
  *  - the reference dot against a double dot of the dequantized sides; the
  *    table-lookup reference gives its bits;
  *  - every kernel of every level available (the plain reference, the _LUT
- *    scalar GEMV, the AVX2 and NEON mu = 4 GEMVs) equals the reference bit for bit on
+ *    scalar GEMV, the AVX2, AVX-512 and NEON mu = 4 GEMVs) equals the reference bit for bit on
  *    random data, K of one and several groups, N = 1..37, M = 1..17, through
  *    the kernels and through lb_matmul (tails, threads); on integer-valued
  *    data the result is the exact integer dot product;
@@ -451,16 +451,20 @@ static void test_kernels(void) {
     }
     printf("kernels: %d level x layout x shape cases bit-identical to the reference; %d integer cases exact\n",
            n_cases, n_exact_int);
-    /* the kernel each level picks */
-    for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++)
-        if (level_available(kLevels[li])) {
-            const lb_kernel *k = lb_kernel_get_at(LB_TYPE_BCQ3_G128_LUT, kLevels[li]);
-            printf("  level %s: %s\n", lb_isa_name(kLevels[li]), k ? k->name : "none");
-            /* the AVX2 kernel serves every x86 level, the NEON one every Arm level */
-            if (lb_isa_is_x86(kLevels[li])) CHECK(k && k->isa == LB_ISA_AVX2);
-            if (lb_isa_is_arm(kLevels[li])) CHECK(k && k->isa == LB_ISA_NEON);
-        }
-}
+    /* the kernel each level picks (the table is checked even where the level cannot run):
+     * AVX2 at avx2, AVX-512 at avx512 and amx, the NEON one at every Arm level */
+    const lb_isa hw = lb_cpu_detected();
+    for (size_t li = 1; li < sizeof kLevels / sizeof kLevels[0]; li++) {
+        const lb_isa lv = kLevels[li];
+        const lb_kernel *k = lb_kernel_get_at(LB_TYPE_BCQ3_G128_LUT, lv);
+        const lb_isa want = lb_isa_is_arm(lv) ? LB_ISA_NEON : lv == LB_ISA_AVX2 ? LB_ISA_AVX2 : LB_ISA_AVX512;
+        const int family = lb_isa_is_x86(hw) ? lb_isa_is_x86(lv) : lb_isa_is_arm(hw) && lb_isa_is_arm(lv);
+        if (family) CHECK(k && k->isa == want);
+        if (level_available(lv)) printf("  level %s: %s\n", lb_isa_name(lv), k ? k->name : "none");
+        else if (family)
+            printf("  SKIP level %s: this CPU (%s) lacks it; %s is not run here\n", lb_isa_name(lv),
+                   lb_isa_name(hw), k ? k->name : "no kernel");
+    }
 }
 
 /* ---- mu = 8 float tables ---- */
