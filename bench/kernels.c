@@ -22,6 +22,15 @@
  * Also the 256-weight super-block formats Q2_K, CB2, CB3 (the built-in
  * C = 8 books) and their 16-row layouts Q2_K_16X4, CB2_16X4, CB3_16X4.
  *
+ * And BCQ{4,3,2}_G128 (formats/bcq.h) with their 16-row _LUT layouts, the
+ * mu = 4 table-lookup GEMV, whose work is q table lookups per 4 weights, so
+ * the last column, weights per second at one thread (with --hot: from
+ * cache, the compute rate), compares it with the int8 GEMVs of Q4_0 / Q8_0
+ * per weight; on x86 each _LUT row is followed by the mu = 8 float-table
+ * path (lb_bcq_f8_prepare + lb_bcq_gemv_f8_avx2, one thread, table
+ * building included). The GEMM column is the prefill side: the table-lookup
+ * GEMV once per activation row.
+ *
  * --cpu: one thread only, every time (bandwidth included) taken as the
  * thread's CPU time (CLOCK_THREAD_CPUTIME_ID): on a machine shared with
  * other jobs wall time is meaningless, CPU time much less so (it still
@@ -47,11 +56,13 @@
 #include <time.h>
 
 #include "formats/abq.h"
+#include "formats/bcq.h"
 #include "formats/mx.h"
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
 #include "kernels/membw.h"
 #include "kernels/peak.h"
+#include "kernels/x86/bcq_x86.h"
 
 #include "bench_util.h"
 
@@ -102,6 +113,9 @@ static const bench_type all_types[] = {
     /* seed 004's bit planes (formats/abq.h), activations at --act-bits P (default 8) */
     {LB_TYPE_ABQ_W8, "ABQ_W8"}, {LB_TYPE_ABQ_W4, "ABQ_W4"}, {LB_TYPE_ABQ_W3, "ABQ_W3"}, {LB_TYPE_ABQ_W2, "ABQ_W2"},
     {LB_TYPE_ABQ_W2S, "ABQ_W2S"},
+    /* seed 003's binary-coding quantization and its table-lookup layouts (formats/bcq.h) */
+    {LB_TYPE_BCQ4_G128, "BCQ4_G128"}, {LB_TYPE_BCQ4_G128_LUT, "BCQ4_G128_LUT"}, {LB_TYPE_BCQ3_G128, "BCQ3_G128"},
+    {LB_TYPE_BCQ3_G128_LUT, "BCQ3_G128_LUT"}, {LB_TYPE_BCQ2_G128, "BCQ2_G128"}, {LB_TYPE_BCQ2_G128_LUT, "BCQ2_G128_LUT"},
 };
 enum { N_ALL = sizeof all_types / sizeof all_types[0] };
 
@@ -119,10 +133,11 @@ static void fill_plain(int base, uint8_t *w, size_t bytes) {
     const int two = base == LB_TYPE_Q2_K || base == LB_TYPE_Q4_K || base == LB_TYPE_Q5_K || base == LB_TYPE_Q4_1 ||
                     base == LB_TYPE_Q5_1;
     const size_t doff = !last ? 0 : two ? bs - 4 : bs - 2;
+    /* fp16 scales at doff: 2 (d, m), q + 1 for BCQ (alphas, z: no NaN or subnormal from random bits), else 1 */
+    const int n_scales = two ? 2 : lb_bcq_bits(base) ? lb_bcq_bits(base) + 1 : 1;
     for (size_t b = 0; b < bytes / bs; b++) {
         const lb_fp16 d = lb_f32_to_fp16(0.001f * (float)(1 + next_rand() % 16));
-        memcpy(w + b * bs + doff, &d, 2);
-        if (two) memcpy(w + b * bs + doff + 2, &d, 2);
+        for (int i = 0; i < n_scales; i++) memcpy(w + b * bs + doff + 2 * i, &d, 2);
     }
 }
 
@@ -159,6 +174,30 @@ static double bench_gemm(const lb_matrix *W, const float *x, int M, float *y, vo
     } while (reps < 2 || now() - start < budget);
     return 2.0 * M * (double)W->N * (double)W->K / best / 1e9;
 }
+
+#if LB_HAVE_X86_KERNELS
+/* The mu = 8 float-table GEMV of a BCQ _LUT matrix, one thread: the tables
+ * (lb_bcq_f8_prepare) and the lookups, each copy once per pass; GB/s of
+ * weights as bench_gemv. */
+static double bench_gemv_f8(const lb_matrix *copies, int n_copies, const float *x, float *y, double budget) {
+    void *act = lb_malloc_aligned(lb_bcq_f8_size(copies[0].K));
+    double best = 1e30;
+    const double start = now();
+    int passes = 0;
+    do {
+        const double t0 = now();
+        for (int c = 0; c < n_copies; c++) {
+            lb_bcq_f8_prepare(x, copies[c].K, act);
+            lb_bcq_gemv_f8_avx2(copies[c].type, copies[c].K, copies[c].data, copies[c].N, act, y);
+        }
+        const double dt = (now() - t0) / n_copies;
+        if (dt < best) best = dt;
+        passes++;
+    } while (passes < 3 || now() - start < budget);
+    lb_free_aligned(act);
+    return (double)lb_matrix_bytes(&copies[0]) / best / 1e9;
+}
+#endif
 
 int main(int argc, char **argv) {
     int M = 256, do_gemm = 1, hot = 0;
@@ -222,8 +261,8 @@ int main(int argc, char **argv) {
         printf("int8 peak (%s): %.0f GOPS (1 thread), %.0f GOPS (2 threads)\n", lb_int8_peak_what(),
                lb_int8_peak_gops(1, 5), lb_int8_peak_gops(2, 5));
     printf("\n");
-    printf("| shape NxK | type | kernel | GEMV GB/s t1 | %%read | GEMV GB/s t2 | %%read | GEMM GOPS t1 | GEMM GOPS t2 | vs plain (GEMV, GEMM: t2; t1 with --cpu) |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| shape NxK | type | kernel | GEMV GB/s t1 | %%read | GEMV GB/s t2 | %%read | GEMM GOPS t1 | GEMM GOPS t2 | vs plain (GEMV, GEMM: t2; t1 with --cpu) | GEMV Gweights/s t1 |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
 
     for (int si = 0; si < n_shapes; si++) {
         const int N = shapes[si][0], K = shapes[si][1];
@@ -276,9 +315,18 @@ int main(int argc, char **argv) {
             if (type != base && plain_res[pi].gemv_gbs[rt] > 0)
                 snprintf(ratio, sizeof ratio, "%.2fx, %.2fx", r.gemv_gbs[rt] / plain_res[pi].gemv_gbs[rt],
                          do_gemm ? r.gemm_gops[rt] / plain_res[pi].gemm_gops[rt] : 0.0);
-            printf("| %dx%d | %s | %s | %.1f | %.0f%% | %.1f | %.0f%% | %.1f | %.1f | %s |\n", N, K, all_types[t].label,
-                   lb_kernel_get(type)->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1], r.gemv_gbs[2],
-                   100.0 * r.gemv_gbs[2] / rbw[2], r.gemm_gops[1], r.gemm_gops[2], ratio);
+            const double weights_per_byte = (double)N * K / (double)lb_matrix_bytes(&copies[0]);
+            printf("| %dx%d | %s | %s | %.1f | %.0f%% | %.1f | %.0f%% | %.1f | %.1f | %s | %.2f |\n", N, K,
+                   all_types[t].label, lb_kernel_get(type)->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1],
+                   r.gemv_gbs[2], 100.0 * r.gemv_gbs[2] / rbw[2], r.gemm_gops[1], r.gemm_gops[2], ratio,
+                   r.gemv_gbs[1] * weights_per_byte);
+#if LB_HAVE_X86_KERNELS
+            if (lb_bcq_plain_of_lut(type) >= 0 && lb_isa_is_x86(lb_cpu_level())) {
+                const double f8 = bench_gemv_f8(copies, n_copies, x, y, budget);
+                printf("| %dx%d | %s mu=8 | bcq_f8_avx2 (float tables) | %.1f | %.0f%% | - | - | - | - | %.2fx mu=4, t1 | %.2f |\n",
+                       N, K, all_types[t].label, f8, 100.0 * f8 / rbw[1], f8 / r.gemv_gbs[1], f8 * weights_per_byte);
+            }
+#endif
             fflush(stdout);
             for (int c = 0; c < n_copies; c++) {
                 if (mx_views[c]) free(mx_bufs[c]), lb_free_aligned(mx_views[c]);

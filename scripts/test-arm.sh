@@ -28,7 +28,7 @@ mode=${1:-default}
 case $mode in default | --quick | --full) ;; *) echo "usage: $0 [--quick | --full]" >&2; exit 2 ;; esac
 emu_cli="cli_errors cli_interop cli_perplexity"
 emu_skip="test_cb"
-fallback_skip="test_interop test_kq_repack_model test_gptq test_sgemm test_bcq" # test_bcq: scalar BCQ kernels only on Arm (part 1)
+fallback_skip="test_interop test_kq_repack_model test_gptq test_sgemm"
 [ "$mode" = --quick ] && emu_cli="cli_errors"
 [ "$mode" = --full ] && emu_cli="all" && emu_skip="" && fallback_skip=""
 

@@ -8,12 +8,12 @@
  *    alternating iterations (asserted per group, every type, with and
  *    without importance), the iterations help, importance helps the weighted
  *    error, degenerate groups (zero, constant, NaN, inf);
- *  - Q8_0_LUT4: the tables hold the signed sums, the AVX2 builder writes the
- *    scalar one's bytes;
+ *  - Q8_0_LUT4: the tables hold the signed sums, the builder of every
+ *    level's kernel (AVX2, NEON) writes the scalar one's bytes;
  *  - the reference dot against a double dot of the dequantized sides; the
  *    table-lookup reference gives its bits;
  *  - every kernel of every level available (the plain reference, the _LUT
- *    scalar GEMV, the AVX2 mu = 4 GEMV) equals the reference bit for bit on
+ *    scalar GEMV, the AVX2, AVX-512 and NEON mu = 4 GEMVs) equals the reference bit for bit on
  *    random data, K of one and several groups, N = 1..37, M = 1..17, through
  *    the kernels and through lb_matmul (tails, threads); on integer-valued
  *    data the result is the exact integer dot product;
@@ -280,14 +280,15 @@ static void test_act(void) {
             }
     }
     CHECK_MSG(ok, "Q8_0_LUT4: Q8_0's values and the signed sums");
-#if LB_HAVE_X86_KERNELS
-    if (level_available(LB_ISA_AVX2)) {
-        lb_quantize_row_q8_0_lut4_avx2(x, b, K);
-        CHECK_MSG(!memcmp(a, b, sizeof a), "Q8_0_LUT4: the AVX2 builder differs from the scalar one");
+    /* the table builder of every level's kernel (AVX2, NEON, ...) writes the scalar one's bytes */
+    for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
+        if (!level_available(kLevels[li])) continue;
+        const lb_kernel *k = lb_kernel_get_at(LB_TYPE_BCQ3_G128_LUT, kLevels[li]);
+        memset(b, 0xA5, sizeof b);
+        k->quantize_act(x, b, K);
+        CHECK_MSG(!memcmp(a, b, sizeof a), "Q8_0_LUT4: the builder of %s (level %s) differs from the scalar one",
+                  k->name, lb_isa_name(kLevels[li]));
     }
-#else
-    (void)b;
-#endif
 }
 
 /* ---- reference dot ---- */
@@ -451,13 +452,20 @@ static void test_kernels(void) {
     }
     printf("kernels: %d level x layout x shape cases bit-identical to the reference; %d integer cases exact\n",
            n_cases, n_exact_int);
-    /* the kernel each level picks */
-    for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++)
-        if (level_available(kLevels[li])) {
-            const lb_kernel *k = lb_kernel_get_at(LB_TYPE_BCQ3_G128_LUT, kLevels[li]);
-            printf("  level %s: %s\n", lb_isa_name(kLevels[li]), k ? k->name : "none");
-            if (lb_isa_is_x86(kLevels[li])) CHECK(k && k->isa == LB_ISA_AVX2);
-        }
+    /* the kernel each level picks (the table is checked even where the level cannot run):
+     * AVX2 at avx2, AVX-512 at avx512 and amx, the NEON one at every Arm level */
+    const lb_isa hw = lb_cpu_detected();
+    for (size_t li = 1; li < sizeof kLevels / sizeof kLevels[0]; li++) {
+        const lb_isa lv = kLevels[li];
+        const lb_kernel *k = lb_kernel_get_at(LB_TYPE_BCQ3_G128_LUT, lv);
+        const lb_isa want = lb_isa_is_arm(lv) ? LB_ISA_NEON : lv == LB_ISA_AVX2 ? LB_ISA_AVX2 : LB_ISA_AVX512;
+        const int family = lb_isa_is_x86(hw) ? lb_isa_is_x86(lv) : lb_isa_is_arm(hw) && lb_isa_is_arm(lv);
+        if (family) CHECK(k && k->isa == want);
+        if (level_available(lv)) printf("  level %s: %s\n", lb_isa_name(lv), k ? k->name : "none");
+        else if (family)
+            printf("  SKIP level %s: this CPU (%s) lacks it; %s is not run here\n", lb_isa_name(lv),
+                   lb_isa_name(hw), k ? k->name : "no kernel");
+    }
 }
 
 /* ---- mu = 8 float tables ---- */

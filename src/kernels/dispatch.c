@@ -24,6 +24,7 @@
 #include "kernels/qigen.h"
 #include "kernels/x86/mx_x86.h"
 #include "kernels/bcq_kernels.h"
+#include "kernels/arm/bcq_arm.h"
 #include "kernels/x86/bcq_x86.h"
 #include "kernels/abq_kernels.h"
 #include "kernels/x86/abq_x86.h"
@@ -80,6 +81,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_QG_ARM_KERNELS /* the GQ*_QG layouts: generated NEON GEMV (kernels/qigen.h) */
     LB_MX_ARM_KERNELS /* kernels/arm/mx_arm.h: MX at neon, dotprod, i8mm */
     LB_ABQ_ARM_KERNELS /* kernels/arm/abq_arm.h: ABQ's bit-plane dot (CNT) at neon */
+    LB_BCQ_ARM_KERNELS /* BCQ _LUT layouts: the mu = 4 TBL GEMV, neon and up (kernels/arm/bcq_arm.h) */
 #endif
 #if LB_HAVE_X86_KERNELS
     LB_REPACK_X86_KERNELS, /* kernels/q4_0_repack_x86.h */

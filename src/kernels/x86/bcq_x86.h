@@ -1,14 +1,17 @@
 /* x86 kernels of the BCQ types (formats/bcq.h), all on the _LUT layouts
- * (16 rows interleaved, repacked at load), AVX2 (+F16C), also the kernels
- * of every higher x86 level (dispatch picks the highest level at or below
- * the one in force):
- *   bcq{q}_g{g}_lut_q8_0_lut4_avx2   mu = 4: per 4 activations the 16 signed
+ * (16 rows interleaved, repacked at load); dispatch picks the highest level
+ * at or below the one in force:
+ *   bcq{q}_g{g}_lut_q8_0_lut4_avx2   the avx2 level, mu = 4: per 4 activations the 16 signed
  *       sums as int16 tables split in low / high bytes (Q8_0_LUT4, built once
  *       per token and call by lb_quantize_row_q8_0_lut4_avx2 and shared by
  *       all rows and planes); each plane byte's two nibbles index them with
  *       two vpshufb per table, the bytes are re-joined to int16 (vpunpck)
  *       and summed exactly over a Q8_0 block, then scaled in float in the
  *       reference's order: the result is bit-identical to it;
+ *   bcq{q}_g{g}_lut_q8_0_lut4_1x16_avx512   the avx512 and amx levels: the
+ *       same with 4 slices per zmm, the block's tables loaded once for all
+ *       planes, 16 rows' floats in one zmm, the same bits (bcq_avx512.c;
+ *       not yet run on hardware: test_bcq checks it where the CPU has AVX-512);
  *   lb_bcq_gemv_f8_avx2              mu = 8: tables of 256 floats per 8
  *       activations (lb_bcq_f8_prepare), vgatherdps of 8 rows' entries;
  *       bit-identical to lb_bcq_gemv_f8_ref (the float path's own reference;
@@ -28,6 +31,12 @@ void lb_quantize_row_q8_0_lut4_avx2(const float *x, void *y, int64_t k);
 LB_BCQ_LIST(LB_BCQ_AVX2_DECLARE)
 #undef LB_BCQ_AVX2_DECLARE
 
+#define LB_BCQ_AVX512_DECLARE(name, NAME, Q, G)                                                              \
+    void lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, \
+                                                    const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
+LB_BCQ_LIST(LB_BCQ_AVX512_DECLARE)
+#undef LB_BCQ_AVX512_DECLARE
+
 /* The whole _LUT tensor W (N rows of K) against one F8 row: groups of 16
  * rows by AVX2, the N % 16 last rows by the scalar dot. */
 void lb_bcq_gemv_f8_avx2(int lut_type, int64_t K, const void *W, int64_t N, const void *act, float *y);
@@ -36,7 +45,10 @@ void lb_bcq_gemv_f8_avx2(int lut_type, int64_t K, const void *W, int64_t N, cons
 #define LB_BCQ_AVX2_KERNEL(name, NAME, Q, G)                                                                  \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX2, #name "_lut_q8_0_lut4_avx2",                         \
      lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut4_avx2},
-#define LB_BCQ_X86_KERNELS LB_BCQ_LIST(LB_BCQ_AVX2_KERNEL)
+#define LB_BCQ_AVX512_KERNEL(name, NAME, Q, G)                                                                \
+    {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX512, #name "_lut_q8_0_lut4_1x16_avx512",                 \
+     lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512},
+#define LB_BCQ_X86_KERNELS LB_BCQ_LIST(LB_BCQ_AVX2_KERNEL) LB_BCQ_LIST(LB_BCQ_AVX512_KERNEL)
 #endif
 
 #endif
