@@ -66,8 +66,18 @@ def send(method, params=None, session=None):
 
 state = {}
 try:
-    target = send("Target.createTarget", {"url": url})["targetId"]
+    # note when the reply has text while the page still says "streaming": the DOM grows piece by piece.
+    # The observer is installed before the page's own script runs (the page sends its prompt at load,
+    # and on a loaded machine the whole reply can arrive before a later Runtime.evaluate would)
+    watch = """new MutationObserver(() => { if (document.body && document.body.dataset.state === 'streaming' &&
+            document.querySelector('.msg.assistant') && document.querySelector('.msg.assistant').textContent)
+            window.__lbSeen = true; }).observe(document, {subtree: true, childList: true, characterData: true,
+                                                          attributes: true});"""
+    target = send("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    send("Page.enable", {}, session)
+    send("Page.addScriptToEvaluateOnNewDocument", {"source": watch}, session)
+    send("Page.navigate", {"url": url}, session)
     probe = """JSON.stringify((() => {
         const r = document.querySelectorAll('.msg.assistant');
         const last = r.length ? r[r.length - 1] : null;
@@ -78,16 +88,9 @@ try:
                  error: last ? last.classList.contains('error') : null,
                  chunk_seen_while_streaming: window.__lbSeen || false };
     })())"""
-    # note when the reply has text while the page still says "streaming": the DOM grows piece by piece
-    watch = """(() => { if (!window.__lbWatch) { window.__lbWatch = 1;
-        new MutationObserver(() => { if (document.body.dataset.state === 'streaming' &&
-            document.querySelector('.msg.assistant') && document.querySelector('.msg.assistant').textContent)
-            window.__lbSeen = true; }).observe(document.body, {subtree: true, childList: true, characterData: true});
-        } return 1; })()"""
     deadline = time.time() + 90
     while time.time() < deadline:
         try:
-            send("Runtime.evaluate", {"expression": watch, "returnByValue": True}, session)
             state = json.loads(send("Runtime.evaluate", {"expression": probe, "returnByValue": True},
                                     session)["result"]["value"])
         except RuntimeError:
