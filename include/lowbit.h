@@ -293,6 +293,7 @@ typedef struct {
     uint64_t bytes_in, bytes_out;
     double bpw_out;          /* bits per weight of all tensors in the output */
     int n_tensors, n_quantized, n_fallback; /* fallback: kept a wider type */
+    int n_own_type;          /* of n_quantized: the embedding and head, sent to their own types */
     int n_gptq;              /* matrices rounded with GPTQ (lb_quantize_options.gptq) */
     /* MX (type LB_TYPE_MX): its matrices, the bits per weight they store
      * (tiles, group maps, outliers with row pointers) and eq. (10)'s figure

@@ -90,6 +90,12 @@ awk -v a="$K_GC" -v b="$K_GQ2_G32" 'BEGIN { exit !(a > 0 && a < b) }' \
   && grep -q "tensors: 21 (16 to Q8_0" "$WORK/gc-q8.log" \
   && "$LOWBIT" run -m "$WORK/gc-q8.gguf" -p "Once" -n 2 -t 2 > /dev/null 2>&1 \
   && ok "GQ4_GC -> Q8_0 requantizes and runs" || { bad "requantizing a GQ4_GC file"; cat "$WORK/gc-q8.log"; }
+# the summary counts the embedding and head apart when they take their own types
+"$LOWBIT" quantize -t 2 --token-embedding-type Q4_K --output-tensor-type Q6_K "$F32" "$WORK/own.gguf" Q8_0 \
+  > "$WORK/own.log" 2>&1 && grep -q "tensors: 21 (14 to Q8_0, 2 to the embedding's and head's types" "$WORK/own.log" \
+  && ok "quantize's summary: 14 to Q8_0, 2 to the embedding's and head's types" \
+  || { bad "quantize's summary with --token-embedding-type / --output-tensor-type"; cat "$WORK/own.log"; }
+rm -f "$WORK/own.gguf"
 "$LOWBIT" bench --synthetic stories15m --type GQ4_GC -p 8 -n 2 -r 1 -t 2 > "$WORK/bench-gc.out" 2> "$WORK/bench-gc.err" \
   && grep -q 'llama 15M GQ4_GC' "$WORK/bench-gc.out" \
   && grep -qE 'GQ4_GC weights:.*gq4_gc_q8_0_ref|GQ4_G128_QG weights:.*gq4_g128_qg_' "$WORK/bench-gc.err" \

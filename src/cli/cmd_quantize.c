@@ -172,6 +172,10 @@ int cmd_quantize(int argc, char **argv) {
         printf("  tensors: %d in (%d matrices to MX, %d to the embedding's and head's types, %d kept a wider type, "
                "%d copied)\n", st.n_tensors, st.n_mx, st.n_quantized - st.n_mx, st.n_fallback,
                st.n_tensors - st.n_quantized - st.n_fallback);
+    else if (st.n_own_type)
+        printf("  tensors: %d (%d to %s, %d to the embedding's and head's types, %d kept a wider type, %d copied)\n",
+               st.n_tensors, st.n_quantized - st.n_own_type, lb_type_name(type), st.n_own_type, st.n_fallback,
+               st.n_tensors - st.n_quantized - st.n_fallback);
     else
         printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
                lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);

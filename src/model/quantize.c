@@ -353,7 +353,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
             }
             int fell_back = 0;
             out = plain_type(in, t, p->type, o, &fell_back);
-            if (!fell_back) st.n_quantized++;
+            if (!fell_back) st.n_quantized++, st.n_own_type += lb_type_base(out) != lb_type_base(p->type);
             else {
                 st.n_fallback++;
                 lb_log(1, "%s: row length %lld does not fit; keeping %s\n", name, (long long)t->ne[0], lb_type_name(out));
