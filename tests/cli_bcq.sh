@@ -24,8 +24,10 @@ grep -q "layer matrices: 3.5000 bits per weight" "$WORK/BCQ3_G128.quant.log" && 
 grep -qE 'BCQ4_G128 +16 tensors.*4\.625 bpw +kernel: bcq4_g128_q8_0_lut4_ref' "$WORK/BCQ4_G128.info" \
   && ok "info: BCQ4_G128 at 4.625 bpw, reference kernel" || bad "info BCQ4_G128: $(cat "$WORK/BCQ4_G128.info")"
 if grep -q 'avx2' <<<"$("$LOWBIT" info "$WORK/BCQ4_G128.gguf" 2>/dev/null | grep '^cpu:')"; then
-  grep -q 'repacked at load to BCQ4_G128_LUT.*kernel: bcq4_g128_lut_q8_0_lut4_avx2' "$WORK/BCQ4_G128.info" \
-    && ok "info: repacked to BCQ4_G128_LUT for the AVX2 table-lookup GEMV" || bad "info: no BCQ4_G128_LUT repack"
+  # the AVX2 kernel, or the AVX-512 one at the avx512 and amx levels
+  grep -qE 'repacked at load to BCQ4_G128_LUT.*kernel: bcq4_g128_lut_q8_0_lut4_(avx2|1x16_avx512)' "$WORK/BCQ4_G128.info" \
+    && ok "info: repacked to BCQ4_G128_LUT for the x86 table-lookup GEMV" \
+    || bad "info: no BCQ4_G128_LUT repack: $(cat "$WORK/BCQ4_G128.info")"
 fi
 "$LOWBIT" info "$WORK/BCQ2_G64.gguf" 2>/dev/null | grep -qE 'BCQ2_G64 +16 tensors.*2\.750 bpw' \
   && ok "info: BCQ2_G64 at 2.750 bpw" || bad "info does not show BCQ2_G64 at 2.750 bpw"
