@@ -23,7 +23,8 @@ grep -q "layer matrices: 3.5000 bits per weight" "$WORK/BCQ3_G128.quant.log" && 
 "$LOWBIT" info "$WORK/BCQ4_G128.gguf" > "$WORK/BCQ4_G128.info" 2>/dev/null
 grep -qE 'BCQ4_G128 +16 tensors.*4\.625 bpw +kernel: bcq4_g128_q8_0_lut4_ref' "$WORK/BCQ4_G128.info" \
   && ok "info: BCQ4_G128 at 4.625 bpw, reference kernel" || bad "info BCQ4_G128: $(cat "$WORK/BCQ4_G128.info")"
-if grep -q 'avx2' <<<"$("$LOWBIT" info "$WORK/BCQ4_G128.gguf" 2>/dev/null | grep '^cpu:')"; then
+# on x86 above the scalar level (LOWBIT_ISA=scalar keeps the plain layout)
+if grep -qE 'kernels at level (avx2|avx512|amx)' "$WORK/BCQ4_G128.info"; then
   # the AVX2 kernel, or the AVX-512 one at the avx512 and amx levels
   grep -qE 'repacked at load to BCQ4_G128_LUT.*kernel: bcq4_g128_lut_q8_0_lut4_(avx2|1x16_avx512)' "$WORK/BCQ4_G128.info" \
     && ok "info: repacked to BCQ4_G128_LUT for the x86 table-lookup GEMV" \
