@@ -56,13 +56,6 @@ static const bcq_want kTypes[12] = {
 
 static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2,    LB_ISA_AVX512, LB_ISA_AMX,
                                  LB_ISA_NEON,   LB_ISA_DOTPROD, LB_ISA_I8MM};
-static int level_available(lb_isa level) {
-    const lb_isa hw = lb_cpu_detected();
-    if (level == LB_ISA_SCALAR) return 1;
-    if (lb_isa_is_x86(hw)) return lb_isa_is_x86(level) && level <= hw;
-    return lb_isa_is_arm(level) && level <= hw;
-}
-
 /* a roughly Gaussian value (sum of 4 uniforms) */
 static float gauss(uint64_t *s) {
     return (lb_test_randf(s) + lb_test_randf(s) + lb_test_randf(s) + lb_test_randf(s)) * 0.866f;
@@ -282,7 +275,7 @@ static void test_act(void) {
     CHECK_MSG(ok, "Q8_0_LUT4: Q8_0's values and the signed sums");
     /* the table builder of every level's kernel (AVX2, NEON, ...) writes the scalar one's bytes */
     for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         const lb_kernel *k = lb_kernel_get_at(LB_TYPE_BCQ3_G128_LUT, kLevels[li]);
         memset(b, 0xA5, sizeof b);
         k->quantize_act(x, b, K);
@@ -416,7 +409,7 @@ static void test_kernels(void) {
             uint8_t *packed = malloc(row * (size_t)N);
             lb_repack_tensor(L, w, packed, K, N);
             for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-                if (!level_available(kLevels[li])) continue;
+                if (!lb_test_level_available(kLevels[li])) continue;
                 lb_cpu_force_level(kLevels[li]);
                 for (int layout = 0; layout < 2; layout++) {
                     const int type = layout ? L : t->type;
@@ -432,7 +425,7 @@ static void test_kernels(void) {
             lb_cpu_force_level(lb_cpu_detected());
             /* the kernels of every level on whole groups directly (no driver) */
             for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-                if (!level_available(kLevels[li]) || N < 16) continue;
+                if (!lb_test_level_available(kLevels[li]) || N < 16) continue;
                 const lb_kernel *k = lb_kernel_get_at(L, kLevels[li]);
                 const size_t arow = lb_row_size(LB_TYPE_Q8_0_LUT4, K);
                 uint8_t *A = malloc(arow * (size_t)M);
@@ -461,7 +454,7 @@ static void test_kernels(void) {
         const lb_isa want = lb_isa_is_arm(lv) ? LB_ISA_NEON : lv == LB_ISA_AVX2 ? LB_ISA_AVX2 : LB_ISA_AVX512;
         const int family = lb_isa_is_x86(hw) ? lb_isa_is_x86(lv) : lb_isa_is_arm(hw) && lb_isa_is_arm(lv);
         if (family) CHECK(k && k->isa == want);
-        if (level_available(lv)) printf("  level %s: %s\n", lb_isa_name(lv), k ? k->name : "none");
+        if (lb_test_level_available(lv)) printf("  level %s: %s\n", lb_isa_name(lv), k ? k->name : "none");
         else if (family)
             printf("  SKIP level %s: this CPU (%s) lacks it; %s is not run here\n", lb_isa_name(lv),
                    lb_isa_name(hw), k ? k->name : "no kernel");
@@ -515,7 +508,7 @@ static void test_f8(void) {
         printf("%s: error against the double dot of float activations, of the terms: mu = 8 float tables %.2g, "
                "mu = 4 int8 tables (Q8_0 activations) %.2g\n", t->name, worst_f8, worst_q8);
 #if LB_HAVE_X86_KERNELS
-        if (level_available(LB_ISA_AVX2)) {
+        if (lb_test_level_available(LB_ISA_AVX2)) {
             float y2[37];
             lb_bcq_gemv_f8_avx2(L, K, packed, N, act, y2);
             CHECK_MSG(!memcmp(y, y2, sizeof y), "%s: the AVX2 F8 kernel differs from its reference", t->name);

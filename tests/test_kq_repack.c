@@ -48,13 +48,6 @@ static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_I
                                  LB_ISA_NEON,   LB_ISA_DOTPROD, LB_ISA_I8MM};
 enum { N_LEVELS = sizeof kLevels / sizeof kLevels[0] };
 
-static int level_available(lb_isa level) {
-    const lb_isa hw = lb_cpu_detected();
-    if (level == LB_ISA_SCALAR) return 1;
-    if (lb_isa_is_x86(hw)) return lb_isa_is_x86(level) && level <= hw;
-    return lb_isa_is_arm(level) && level <= hw;
-}
-
 static size_t bsize(int base) { return lb_traits(base)->type_size; }
 
 /* Books with count C for k centroids: ascending, in [lo, hi], the first
@@ -312,7 +305,7 @@ static void test_acts(void) {
     const unsigned extra = lb_cpu_extra_features();
     for (int t = 0; t < 3; t++)
         for (int li = 0; li < N_LEVELS; li++) {
-            if (!level_available(kLevels[li])) continue;
+            if (!lb_test_level_available(kLevels[li])) continue;
             const lb_kernel *k = lb_kernel_get_at(kTypes[t], kLevels[li]);
             CHECK(k && k->gemv && k->gemm && !k->vec_dot && k->act_type == LB_TYPE_Q8_K && k->quantize_act_x4);
             if (!k || !k->quantize_act_x4) continue;
@@ -386,7 +379,7 @@ static void exact_case(int t, const uint8_t *plain, int64_t K, int64_t N, const 
     double *want = malloc(sizeof(double) * N * M), *mag = malloc(sizeof(double) * N * M);
     reference(base, plain, x, K, N, M, want, mag);
     for (int li = 0; li < N_LEVELS; li++) {
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         lb_cpu_force_level(kLevels[li]);
         for (int nth = 1; nth <= 2; nth++) {
             float *y = lb_test_matmul(kTypes[t], packed, K, N, x, M, nth);
@@ -457,7 +450,7 @@ static void extreme_case(int t) {
     ref->gemm(K, packed, wrs, 0, (int)N, a4, grp, M, want4, (size_t)N);
     CHECK(!memcmp(want, want4, sizeof(float) * N * M));
     for (int li = 0; li < N_LEVELS; li++) {
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         const lb_kernel *k = lb_kernel_get_at(kTypes[t], kLevels[li]);
         for (int pass = 0; pass < 2; pass++) {
             for (int64_t i = 0; i < N * M; i++) y[i] = NAN;
@@ -507,7 +500,7 @@ static void float_case(int t, int64_t K, int64_t N, int Mmax, int all_m, uint64_
     double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
     reference(base, plain, x, K, N, Mmax, want, mag);
     for (int li = 0; li < N_LEVELS; li++) {
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         lb_cpu_force_level(kLevels[li]);
         for (int M = 1; M <= Mmax; M++) {
             const int some = M == 1 || M == 4 || M == 7 || M == 17 || M == 32 || M == 48;

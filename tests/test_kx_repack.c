@@ -30,13 +30,6 @@ enum { N_BASES = sizeof kBases / sizeof kBases[0] };
 static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_AMX,
                                  LB_ISA_NEON,   LB_ISA_DOTPROD, LB_ISA_I8MM};
 
-static int level_available(lb_isa level) {
-    const lb_isa hw = lb_cpu_detected();
-    if (level == LB_ISA_SCALAR) return 1;
-    if (lb_isa_is_x86(hw)) return lb_isa_is_x86(level) && level <= hw;
-    return lb_isa_is_arm(level) && level <= hw;
-}
-
 static int repacked(int base) {
     for (int t = 1000; t < 1100; t++) {
         const lb_repack_layout *L = lb_repack_layout_of(t);
@@ -251,7 +244,7 @@ static void test_act_quantizers(void) {
         const int T = repacked(kBases[i]);
         const lb_kernel *ref = lb_kernel_get_at(T, LB_ISA_SCALAR);
         for (size_t li = 1; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-            if (!level_available(kLevels[li])) continue;
+            if (!lb_test_level_available(kLevels[li])) continue;
             const lb_kernel *k = lb_kernel_get_at(T, kLevels[li]);
             if (!k || k == ref || !k->quantize_act_x4 || k->act_rows != 4) continue;
             const size_t n = (size_t)(K / 32) * k->act_x4_block;
@@ -278,7 +271,7 @@ static void run_case(int base, const uint8_t *plain, int64_t K, int64_t N, const
     double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
     reference(base, plain, x, K, N, Mmax, want, mag);
     for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         lb_cpu_force_level(kLevels[li]);
         for (int M = 1; M <= Mmax; M++) {
             if (M > 17 && M != 32 && M != Mmax) continue;
@@ -349,7 +342,7 @@ static void test_kernels(void) {
  * (the dispatcher would otherwise run the scalar reference, slowly). */
 static void test_dispatch(void) {
     for (size_t li = 1; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         for (int i = 0; i < N_BASES; i++) {
             const lb_kernel *k = lb_kernel_get_at(repacked(kBases[i]), kLevels[li]);
             CHECK_MSG(k && k->isa != LB_ISA_SCALAR, "%s at %s: only the scalar reference (%s)",

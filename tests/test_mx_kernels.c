@@ -26,13 +26,6 @@ static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_I
                                  LB_ISA_NEON,   LB_ISA_DOTPROD, LB_ISA_I8MM};
 enum { N_LEVELS = sizeof kLevels / sizeof kLevels[0] };
 
-static int level_available(lb_isa level) {
-    const lb_isa hw = lb_cpu_detected();
-    if (level == LB_ISA_SCALAR) return 1;
-    if (lb_isa_is_x86(hw)) return lb_isa_is_x86(level) && level <= hw;
-    return lb_isa_is_arm(level) && level <= hw;
-}
-
 static uint32_t rnd(uint64_t *s, uint32_t n) { return (uint32_t)(lb_test_rand(s) % n); }
 
 /* A random MX matrix: n_hi random groups in 4 bits, every code random, and
@@ -148,7 +141,7 @@ int main(void) {
      * that takes the code planes by shifts and masks) */
     for (int pass = 0; pass < 2 * N_LEVELS; pass++) {
         const int li = pass % N_LEVELS, no_gfni = pass >= N_LEVELS;
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         if (no_gfni && (kLevels[li] < LB_ISA_AVX512 || kLevels[li] > LB_ISA_AMX || !(lb_cpu_extra_features() & LB_CPU_GFNI)))
             continue;
         lb_cpu_disable_features(no_gfni ? LB_CPU_GFNI : 0);

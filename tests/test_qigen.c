@@ -38,13 +38,6 @@
 static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_NEON, LB_ISA_DOTPROD, LB_ISA_I8MM};
 enum { N_LEVELS = sizeof kLevels / sizeof kLevels[0] };
 
-static int level_available(lb_isa level) {
-    const lb_isa hw = lb_cpu_detected();
-    if (level == LB_ISA_SCALAR) return 1;
-    if (lb_isa_is_x86(hw)) return lb_isa_is_x86(level) && level <= hw;
-    return lb_isa_is_arm(level) && level <= hw;
-}
-
 static int gq(int i) { return LB_GQ_FIRST + i; }
 static size_t rsize(int type, int64_t K) { return lb_row_size(type, K); }
 
@@ -337,7 +330,7 @@ static void test_matmul(void) {
     static const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 32};
     uint64_t seed = 21;
     for (size_t li = 0; li < N_LEVELS; li++) {
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         lb_cpu_force_level(kLevels[li]);
         const double t0 = lb_time_s();
         int runs = 0;
@@ -379,7 +372,7 @@ static void test_matmul(void) {
 
 static void test_dispatch(void) {
     for (size_t li = 1; li < N_LEVELS; li++) {
-        if (!level_available(kLevels[li])) continue;
+        if (!lb_test_level_available(kLevels[li])) continue;
         lb_cpu_force_level(kLevels[li]);
         for (int i = 0; i < 12; i++) {
             const int T = lb_qg_type_of(gq(i));

@@ -30,13 +30,6 @@ enum { N_TYPES = sizeof kTypes / sizeof kTypes[0] };
 
 static double worst = 0.0;
 
-static int level_available(lb_isa level) {
-    const lb_isa hw = lb_cpu_detected();
-    if (level == LB_ISA_SCALAR) return 1;
-    if (lb_isa_is_x86(hw)) return lb_isa_is_x86(level) && level <= hw;
-    return lb_isa_is_arm(level) && level <= hw;
-}
-
 static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_AMX, LB_ISA_NEON, LB_ISA_DOTPROD, LB_ISA_I8MM};
 
 /* Plain rows with scale 1 and random quants (Q8_0 includes -128). */
@@ -123,7 +116,7 @@ static void test_exact(void) {
             double *want = malloc(sizeof(double) * N * M), *mag = malloc(sizeof(double) * N * M);
             reference(L->base, plain, x, K, N, M, want, mag);
             for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-                if (!level_available(kLevels[li])) continue;
+                if (!lb_test_level_available(kLevels[li])) continue;
                 lb_cpu_force_level(kLevels[li]);
                 float *y = lb_test_matmul(L->type, packed, K, N, x, M, 1);
                 int bad = 0;
@@ -161,7 +154,7 @@ static void test_float(void) {
                 double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
                 reference(L->base, plain, x, K, N, Mmax, want, mag);
                 for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-                    if (!level_available(kLevels[li])) continue;
+                    if (!lb_test_level_available(kLevels[li])) continue;
                     lb_cpu_force_level(kLevels[li]);
                     for (int M = 1; M <= Mmax; M++) {
                         /* every M to 17 at K = 96; a few elsewhere (time) */
@@ -208,7 +201,7 @@ static void test_entries(void) {
     for (int i = 0; i < 32; i++) x[K + i] = 0.0f;
     for (int t = 0; t < N_TYPES; t++)
         for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
-            if (!level_available(kLevels[li])) continue;
+            if (!lb_test_level_available(kLevels[li])) continue;
             const lb_kernel *k = lb_kernel_get_at(kTypes[t], kLevels[li]);
             CHECK(k && k->gemv && !k->vec_dot && k->act_type == LB_TYPE_Q8_0);
             if (!k) continue;
