@@ -143,7 +143,7 @@ static lb_matrix make_rows(int type, int64_t N, int64_t K, void **mem) {
         }
     }
     *mem = b;
-    return (lb_matrix){type, K, N, rs, b};
+    return (lb_matrix){type, K, N, rs, b, 0};
 }
 
 static void gpu_line(const lb_cuda_device_info *info) {
@@ -250,7 +250,7 @@ int main(int argc, char **argv) {
                     fprintf(stderr, "MX view: %s\n", lb_last_error());
                     return 1;
                 }
-                W = (lb_matrix){LB_TYPE_MX, K, N, 0, v};
+                W = (lb_matrix){LB_TYPE_MX, K, N, 0, v, 0};
             } else {
                 W = make_rows(types[ti], N, K, &mem);
             }

@@ -202,6 +202,7 @@ static double bench_gemv_f8(const lb_matrix *copies, int n_copies, const float *
 int main(int argc, char **argv) {
     int M = 256, do_gemm = 1, hot = 0;
     double budget = 0.3, mx_outliers = -1;
+    int act_bits = 8;
     int shapes[8][2] = {{2048, 2048}, {5632, 2048}, {2048, 5632}, {4096, 4096}, {11008, 4096}, {14336, 4096}};
     int n_shapes = 6;
     int use[N_ALL];
@@ -213,7 +214,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--cpu")) use_cpu_time = 1;
         else if (!strcmp(argv[i], "--hot")) hot = 1;
         else if (!strcmp(argv[i], "--mx-outliers") && i + 1 < argc) mx_outliers = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--act-bits") && i + 1 < argc) lb_abq_set_act_bits(atoi(argv[++i]));
+        else if (!strcmp(argv[i], "--act-bits") && i + 1 < argc) act_bits = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             const char *a = argv[++i];
             char end;
@@ -292,13 +293,13 @@ int main(int argc, char **argv) {
                     lb_mx_random_pieces(N, K, &mxp, (uint64_t)c + 1, d, &parts);
                     if (lb_mx_view_make(&parts, &v)) return 1;
                     mx_views[c] = v, mx_bufs[c] = d;
-                    copies[c] = (lb_matrix){type, K, N, 0, v};
+                    copies[c] = (lb_matrix){type, K, N, 0, v, 0};
                     continue;
                 }
                 if (c) memcpy(d, copies[0].data, bytes);
                 else if (type == base) memcpy(d, plain, bytes);
                 else lb_repack_tensor(type, plain, d, K, N);
-                copies[c] = (lb_matrix){type, K, N, row_size, d};
+                copies[c] = (lb_matrix){type, K, N, row_size, d, lb_abq_bits(type) ? act_bits : 0};
             }
             void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&copies[0], M));
             result r;

@@ -106,7 +106,7 @@ static double pass(const copies *c, const lb_qg_set *s, int ci, const float *x, 
     const double t0 = now();
     for (int i = 0; i < c->n; i++) {
         if (ci < 0) {
-            lb_matrix W = {c->type, c->K, c->N, lb_row_size(c->type, c->K), c->copy[i]};
+            lb_matrix W = {c->type, c->K, c->N, lb_row_size(c->type, c->K), c->copy[i], 0};
             lb_matmul(&W, x, M, y, (size_t)c->N, scratch, nth);
         } else {
             lb_qg_matmul(s, ci, c->copy[i], c->K, c->N, x, M, y, nth);
@@ -246,11 +246,11 @@ int main(int argc, char **argv) {
     }
     size_t scratch_size = 0;
     for (int h = 0; h < 2; h++) {
-        lb_matrix W = {hand[h], K, N, lb_row_size(hand[h], K), NULL};
+        lb_matrix W = {hand[h], K, N, lb_row_size(hand[h], K), NULL, 0};
         scratch_size = LB_MAX(scratch_size, lb_matmul_scratch_size(&W, M));
     }
     for (int i = 0; i < ng; i++) {
-        lb_matrix W = {gc[i].type, K, N, lb_row_size(gc[i].type, K), NULL};
+        lb_matrix W = {gc[i].type, K, N, lb_row_size(gc[i].type, K), NULL, 0};
         scratch_size = LB_MAX(scratch_size, lb_matmul_scratch_size(&W, M));
     }
     void *scratch = lb_malloc_aligned(scratch_size + 4096);
@@ -323,7 +323,7 @@ int main(int argc, char **argv) {
                 for (int r = 0; r < rounds; r++) {
                     const double t0 = now();
                     if (path == 0) {
-                        lb_matrix W = {c->type, K, N, lb_row_size(c->type, K), c->copy[0]};
+                        lb_matrix W = {c->type, K, N, lb_row_size(c->type, K), c->copy[0], 0};
                         lb_matmul(&W, x, M, y, (size_t)N, scratch, nth);
                     } else {
                         lb_qg_matmul(s, lb_qg_choice(s), c->copy[0], K, N, x, M, y, nth);

@@ -405,7 +405,7 @@ static void run_speed(void) {
             enum { M = 64 };
             float *X = malloc((size_t)M * C * sizeof *X), *Y = malloc((size_t)M * R * sizeof *Y);
             for (size_t i = 0; i < (size_t)M * C; i++) X[i] = (float)nrand();
-            const lb_matrix mat = {type, C, R, rsz, w};
+            const lb_matrix mat = {type, C, R, rsz, w, 0};
             void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&mat, M));
             double best = 1e9;
             for (int rep = 0; rep < 3; rep++) {

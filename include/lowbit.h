@@ -350,8 +350,11 @@ typedef struct {
     int from_uniform;
     int bcq_iters;
     /* ABQ types (docs/abq.md): the activation bits stored as the file's
-     * default, lowbit.abq.act_bits (1..8; 0: 8) */
+     * default, lowbit.abq.act_bits (1..8; 0: 8); act_bits_down, when set,
+     * ffn_down's (lowbit.abq.act_bits_ffn_down: seed 004 finds its input the
+     * most sensitive) */
     int act_bits;
+    int act_bits_down;
     /* SmoothQuant's balance vectors (ABQ's initialisation, docs/abq.md) folded
      * into attn_norm, ffn_norm, ffn_up's rows and the matrices reading them, with
      * smooth_set: s_j = rms(X_j)^alpha / max|W_j|^(1 - alpha), rms from the

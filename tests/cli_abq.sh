@@ -5,7 +5,8 @@
 # `run` generates at the best level and at scalar with the same tokens,
 # `perplexity` gives KL divergences against F32 in the expected order (more
 # weight bits, more activation bits: lower), bit balance (ABQ_W2S) below
-# plain ABQ_W2, --act-bits at run time overrides the file; flags that do not
+# plain ABQ_W2, --act-bits at run time overrides the file, --act-bits-down
+# keeps ffn_down's input at its own bits (info shows it); flags that do not
 # apply, bad bit counts and the activation type are refused; --smooth-alpha
 # folds SmoothQuant's balance vectors into the norms exactly (F32 output:
 # KLD ~ 0) and its effect on W8A4 / W4A4 is printed.
@@ -62,6 +63,20 @@ awk -v a="$W8A8" -v b="$W8A4" -v c="$W4A8" -v d="$W4A4" 'BEGIN { exit !(a < b &&
 [ "$(kld_of "$WORK/d.ppl")" = "$(kld "$WORK/w4a6.gguf" 6)" ] && ok "no --act-bits: the file's 6 bits" \
   || bad "the file's default act bits are not what a run takes"
 
+# ffn_down's input at its own bits (lowbit.abq.act_bits_ffn_down): info names it, a run takes it
+# (lower KLD than W4A4 everywhere), and --act-bits at run time covers ffn_down too
+"$LOWBIT" quantize -t 2 --act-bits 4 --act-bits-down 8 "$F32" "$WORK/w4a4d8.gguf" ABQ_W4 > "$WORK/w4a4d8.log" 2>&1 \
+  && grep -q "ffn_down's at 8" "$WORK/w4a4d8.log" && ok "quantize --act-bits 4 --act-bits-down 8" \
+  || { bad "quantize --act-bits-down"; cat "$WORK/w4a4d8.log"; }
+"$LOWBIT" info "$WORK/w4a4d8.gguf" 2>/dev/null | grep -q "ffn_down's inputs (every layer) to 8 bits" \
+  && ok "info: ffn_down's inputs at 8 bits" || bad "info does not show ffn_down's bits"
+"$LOWBIT" perplexity -m "$WORK/w4a4d8.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/d8.ppl" 2>/dev/null
+W4A4D8=$(kld_of "$WORK/d8.ppl")
+awk -v a="$W4A4D8" -v b="$W4A4" 'BEGIN { exit !(a > 0 && a < b) }' \
+  && ok "W4A4 with ffn_down at A8: KLD $W4A4D8 < W4A4 $W4A4" || bad "ffn_down at 8 bits: KLD $W4A4D8, W4A4 $W4A4"
+[ "$(kld "$WORK/w4a4d8.gguf" 4)" = "$W4A4" ] && ok "--act-bits 4 at run time: ffn_down at 4 too (= W4A4)" \
+  || bad "--act-bits 4 does not override ffn_down's bits"
+
 # SmoothQuant's balance vectors folded into the norms: exact in float (an F32
 # output keeps the F32 model's outputs), then W8A4 / W4A4 with and without
 "$LOWBIT" imatrix -m "$F32" -f "$TEXT" -o "$WORK/imat.gguf" -c 128 --chunks 8 -t 2 > "$WORK/imat.log" 2>&1 \
@@ -86,6 +101,7 @@ expect_fail "--smooth-alpha 2" "smooth-alpha" "$LOWBIT" quantize --smooth-alpha 
 
 expect_fail "--act-bits for a non-ABQ type" "applies to the ABQ types only" "$LOWBIT" quantize --act-bits 4 "$F32" "$WORK/x.gguf" Q4_0
 expect_fail "quantize --act-bits 9" "act-bits" "$LOWBIT" quantize --act-bits 9 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--act-bits-down for a non-ABQ type" "act-bits-down applies to the ABQ types only" "$LOWBIT" quantize --act-bits-down 8 "$F32" "$WORK/x.gguf" Q4_0
 expect_fail "run --act-bits 0" "act-bits" "$LOWBIT" run -m "$WORK/ABQ_W4.gguf" --act-bits 0 -p "Once" -n 1
 expect_fail "quantize to ABQ_W9" "unknown or unsupported type" "$LOWBIT" quantize "$F32" "$WORK/x.gguf" ABQ_W9
 expect_fail "quantize to the activation type" "unknown or unsupported type" "$LOWBIT" quantize "$F32" "$WORK/x.gguf" ABQ_ACT

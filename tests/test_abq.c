@@ -25,6 +25,7 @@
 #include "gguf/gguf.h"
 #include "lowbit.h"
 #include "kernels/dispatch.h"
+#include "model/model.h"
 #include "kernels/x86/abq_x86.h"
 #include "test_matmul_util.h"
 #include "test_util.h"
@@ -178,10 +179,6 @@ static void test_act(void) {
     lb_abq_quantize_act(x, a, K, 4);
     lb_dequantize_row_abq_act(a, y, K);
     CHECK(!memcmp(x, y, sizeof x) && a[0].sum == 0);
-    lb_abq_set_act_bits(5);
-    CHECK(lb_abq_act_bits() == 5);
-    lb_abq_set_act_bits(0);
-    CHECK(lb_abq_act_bits() == 8);
 }
 
 /* ---- dots and kernels ---- */
@@ -200,7 +197,6 @@ static void test_kernels(void) {
     int n_pairs = 0, n_groups = 0, n_cases = 0, n_exact = 0, n_ways = 0;
     const int64_t Ks[] = {128, 384, 640};
     for (int p = 1; p <= 8; p++) {
-        lb_abq_set_act_bits(p);
         for (int i = 0; i < 9; i++) {
             const int t = weight_type(i);
             const int64_t K = Ks[(p + i) % 3], N = 1 + 2 * ((p * 3 + i) % 9); /* odd N */
@@ -275,7 +271,7 @@ static void test_kernels(void) {
 #endif
                     lb_cpu_force_level((lb_isa)li);
                     for (int nth = 1; nth <= 2; nth++) {
-                        float *y = lb_test_matmul(t, W, K, N, x, M, nth);
+                        float *y = lb_test_matmul_bits(t, W, K, N, x, M, nth, p);
                         CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s p %d K %lld N %lld M %d: lb_matmul at %s, %d threads",
                                   lb_type_name(t), p, (long long)K, (long long)N, M, lb_isa_name((lb_isa)li), nth);
                         free(y);
@@ -288,7 +284,6 @@ static void test_kernels(void) {
             }
         }
     }
-    lb_abq_set_act_bits(8);
     printf("kernels: %d (p, q) x data cases, %d groups plane dot == code dot, %d on integer data within float "
            "rounding of the double dot, %d level x thread cases bit-identical to the reference",
            n_pairs, n_groups, n_exact, n_cases);
@@ -358,16 +353,26 @@ static void test_loader(void) {
     qp.n_threads = 2;
     lb_quantize_options o = {0};
     o.act_bits = 6;
+    o.act_bits_down = 8;
     CHECK_OK(lb_quantize_file_ex(f32, out, &qp, &o, NULL));
-    lb_model *m = NULL;
+    /* the bits are each matrix's: two models loaded at once keep their own */
+    lb_model *m = NULL, *m3 = NULL;
     CHECK_OK(lb_model_load(out, NULL, &m));
-    CHECK(lb_abq_act_bits() == 6);
-    lb_model_free(m);
     lb_model_params mp = lb_model_default_params();
     mp.act_bits = 3;
-    CHECK_OK(lb_model_load(out, &mp, &m));
-    CHECK(lb_abq_act_bits() == 3);
+    CHECK_OK(lb_model_load(out, &mp, &m3));
+    if (m && m3) {
+        const lb_layer *l = &m->layers[0], *l3 = &m3->layers[m3->hp.n_layer - 1];
+        CHECK_MSG(l->wq.act_bits == 6 && l->w_gate.act_bits == 6 && l->w_down.act_bits == 8,
+                  "file's bits: wq %d, ffn_gate %d, ffn_down %d (want 6, 6, 8)", l->wq.act_bits, l->w_gate.act_bits,
+                  l->w_down.act_bits);
+        CHECK_MSG(l3->wq.act_bits == 3 && l3->w_down.act_bits == 3, "--act-bits 3: wq %d, ffn_down %d",
+                  l3->wq.act_bits, l3->w_down.act_bits);
+        CHECK(m->layers[m->hp.n_layer - 1].w_down.act_bits == 8);
+    }
+    lb_model_free(m3);
     lb_model_free(m);
+    m = NULL;
     /* corrupt blk.0.ffn_down.weight's first zero point */
     size_t n = 0;
     uint8_t *buf = read_file(out, &n);
@@ -394,7 +399,6 @@ static void test_loader(void) {
     }
     free(buf);
     remove(bad);
-    lb_abq_set_act_bits(8);
 }
 
 int main(void) {

@@ -263,7 +263,7 @@ static void test_matmul(void) {
             free(y);
         }
         /* the view's bytes and weights */
-        CHECK(lb_matrix_bytes(&(lb_matrix){type, K, N, rs, v}) == (uint64_t)N * rs + 4 * N);
+        CHECK(lb_matrix_bytes(&(lb_matrix){type, K, N, rs, v, 0}) == (uint64_t)N * rs + 4 * N);
         float *wd = malloc(sizeof(float) * K * N), *wr = malloc(sizeof(float) * K);
         lb_gqc_view_dequantize(v, wd);
         int same = 1;

@@ -289,7 +289,7 @@ static int matmul_run(int type, int64_t K, int N, int unit, const char *what, ui
     for (int m = 0; m < MAXM; m++) lb_quantize_row_q8_K_ref(X + m * K, A + m * ars, K);
     if (unit) CHECK(((const block_q8_K *)A)->d == 1.0f);
     reference(type, K, W, N, A, MAXM, ref, mag);
-    const lb_matrix mat = {type, K, N, wrs, W};
+    const lb_matrix mat = {type, K, N, wrs, W, 0};
     void *scratch = malloc(lb_matmul_scratch_size(&mat, MAXM) + 64);
     int bad = 0;
     for (int l = 0; l < n_levels; l++) {

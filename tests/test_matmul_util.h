@@ -21,15 +21,21 @@ static inline int lb_test_level_available(int l) {
     return lb_isa_is_arm(level) && level <= hw;
 }
 
-static inline float *lb_test_matmul(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M,
-                                    int nth) {
-    lb_matrix W = {type, K, N, lb_row_size(type, K), packed};
+/* The same with the matrix's act_bits (ABQ: the activations' bits). */
+static inline float *lb_test_matmul_bits(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M,
+                                         int nth, int act_bits) {
+    lb_matrix W = {type, K, N, lb_row_size(type, K), packed, act_bits};
     float *y = malloc(sizeof(float) * N * M);
     for (int64_t i = 0; i < N * M; i++) y[i] = NAN;
     void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&W, M) + 64);
     lb_matmul(&W, x, M, y, (size_t)N, scratch, nth);
     lb_free_aligned(scratch);
     return y;
+}
+
+static inline float *lb_test_matmul(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M,
+                                    int nth) {
+    return lb_test_matmul_bits(type, packed, K, N, x, M, nth, 0);
 }
 
 #endif

@@ -272,7 +272,7 @@ static void test_multi(void) {
             packed[i] = malloc(lb_row_size(L->base, K) * Ns[i]);
             lb_repack_tensor(type, plain, packed[i], K, Ns[i]);
             free(plain);
-            W[i] = (lb_matrix){type, K, Ns[i], lb_row_size(type, K), packed[i]};
+            W[i] = (lb_matrix){type, K, Ns[i], lb_row_size(type, K), packed[i], 0};
             pw[i] = &W[i];
         }
         for (int M = 1; M <= 37; M += 36) {

@@ -189,6 +189,8 @@ int cmd_info(int argc, char **argv) {
             gguf_get_u32(g, "lowbit.abq.act_bits", &p);
             printf("  %-8s activations quantized per token to %u bits (lowbit.abq.act_bits; --act-bits P overrides)\n",
                    "", p);
+            if (gguf_get_u32(g, "lowbit.abq.act_bits_ffn_down", &p))
+                printf("  %-8s ffn_down's inputs (every layer) to %u bits (lowbit.abq.act_bits_ffn_down)\n", "", p);
         }
         const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */
         if (rt != t) {

@@ -38,6 +38,8 @@ static void help(void) {
            "                    starts (default 8; 0: the starts only)\n"
            "      --act-bits P  ABQ types: the activation bits (1..8, default 8) stored as the file's\n"
            "                    default (lowbit.abq.act_bits); run / perplexity / bench --act-bits override it\n"
+           "      --act-bits-down P  ABQ types: ffn_down's input at P bits instead (its input, after the\n"
+           "                    gated activation, is the one seed 004 finds most sensitive)\n"
            "      --smooth-alpha A  SmoothQuant's balance vectors (0..1), folded into attn_norm, ffn_norm and\n"
            "                    ffn_up's rows (for ffn_down) and the matrices reading them: s_j = rms(X_j)^A /\n"
            "                    max|W_j|^(1-A), rms from --imatrix (needed); any output type, meant for the ABQ\n"
@@ -113,6 +115,7 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--from-uniform", NULL)) opt.from_uniform = 1;
         else if (cli_flag(&a, "--bcq-iters", NULL)) bcq_iters = cli_int(&a, 0, 1000);
         else if (cli_flag(&a, "--act-bits", NULL)) opt.act_bits = cli_int(&a, 1, 8);
+        else if (cli_flag(&a, "--act-bits-down", NULL)) opt.act_bits_down = cli_int(&a, 1, 8);
         else if (cli_flag(&a, "--smooth-alpha", NULL)) opt.smooth_set = 1, opt.smooth_alpha = (float)cli_float(&a, 0.0, 1.0);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
@@ -145,8 +148,8 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "lowbit quantize: --from-uniform and --bcq-iters apply to the BCQ types only\n");
         return CLI_USAGE;
     }
-    if (opt.act_bits && !lb_abq_bits(type)) {
-        fprintf(stderr, "lowbit quantize: --act-bits applies to the ABQ types only\n");
+    if ((opt.act_bits || opt.act_bits_down) && !lb_abq_bits(type)) {
+        fprintf(stderr, "lowbit quantize: %s applies to the ABQ types only\n", opt.act_bits ? "--act-bits" : "--act-bits-down");
         return CLI_USAGE;
     }
     if (bcq_iters != -2) opt.bcq_iters = bcq_iters > 0 ? bcq_iters : -1;
@@ -179,7 +182,11 @@ int cmd_quantize(int argc, char **argv) {
     else
         printf("  tensors: %d (%d to %s, %d kept a wider type, %d copied)\n", st.n_tensors, st.n_quantized,
                lb_type_name(type), st.n_fallback, st.n_tensors - st.n_quantized - st.n_fallback);
-    if (lb_abq_bits(type)) printf("  ABQ: activations at %d bits by default (lowbit.abq.act_bits)\n", opt.act_bits ? opt.act_bits : 8);
+    if (lb_abq_bits(type)) {
+        printf("  ABQ: activations at %d bits by default (lowbit.abq.act_bits)", opt.act_bits ? opt.act_bits : 8);
+        if (opt.act_bits_down) printf(", ffn_down's at %d (lowbit.abq.act_bits_ffn_down)", opt.act_bits_down);
+        printf("\n");
+    }
     if (opt.smooth_set)
         printf("  smoothing: %d groups folded (alpha %.2f)\n", st.n_smooth_groups, (double)opt.smooth_alpha);
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);

@@ -7,13 +7,6 @@
 
 #include "formats/abq.h"
 
-/* ---- the activation bits ---- */
-
-static int abq_act_bits = LB_ABQ_MAX_BITS;
-
-void lb_abq_set_act_bits(int p) { abq_act_bits = p >= 1 && p <= LB_ABQ_MAX_BITS ? p : LB_ABQ_MAX_BITS; }
-int lb_abq_act_bits(void) { return abq_act_bits; }
-
 /* ---- type geometry ---- */
 
 int lb_abq_bits(int type) {
@@ -83,7 +76,7 @@ void lb_abq_quantize_act(const float *x, void *vy, int64_t k, int p) {
     }
 }
 
-void lb_quantize_row_abq_act_ref(const float *x, void *y, int64_t k) { lb_abq_quantize_act(x, y, k, abq_act_bits); }
+void lb_quantize_row_abq_act_ref(const float *x, void *y, int64_t k) { lb_abq_quantize_act(x, y, k, LB_ABQ_MAX_BITS); }
 
 void lb_dequantize_row_abq_act(const void *vx, float *y, int64_t k) {
     const block_abq_act *x = vx;

@@ -26,7 +26,7 @@
  *
  * Activations, ABQ_ACT (id 1100, never a weight type): one token's row of K
  * values (K a multiple of 128) quantized asymmetrically over [min(x, 0),
- * max(x, 0)] to p bits (p = 1..8, lb_abq_act_bits()):
+ * max(x, 0)] to p bits (p = 1..8, a property of each matrix: lb_matrix.act_bits):
  *     da = (hi - lo) / (2^p - 1), za = round(-lo / da), ca = clamp(round(x / da) + za)
  * in blocks of 128 that each repeat the token's da, za and p, and hold the
  * block's p planes (planes p..7 zero), its codes again as bytes ca - 128
@@ -101,15 +101,15 @@ static_assert(sizeof(block_abq_act) == 272, "block_abq_act size");
 static_assert(offsetof(block_abq_act, c) == 128 && offsetof(block_abq_act, d) == 256, "block_abq_act offsets");
 
 /* ---- the activation bits (a run-time choice, docs/abq.md) ----
- * The bits ABQ_ACT rows are quantized to: 1..8, default 8. A model file
- * stores its default (lowbit.abq.act_bits); the model load sets it, a
- * caller's lb_model_params.act_bits overrides it. One value per process:
- * every ABQ matrix of every model takes the same p. */
-void lb_abq_set_act_bits(int p);
-int lb_abq_act_bits(void);
+ * The bits ABQ_ACT rows are quantized to: 1..8, default 8, held by each
+ * weight matrix (lb_matrix.act_bits, kernels/dispatch.h), so two models
+ * (or two layers) in one process may differ. A file stores its default,
+ * lowbit.abq.act_bits, and may keep ffn_down's inputs at other bits,
+ * lowbit.abq.act_bits_ffn_down; the model load sets every matrix's, and
+ * lb_model_params.act_bits overrides both. */
 
 /* fp32 row of k values (k a multiple of 128, the whole token) -> ABQ_ACT
- * blocks at lb_abq_act_bits(); the same at p bits. */
+ * blocks at 8 bits (the traits' from_float); the same at p bits. */
 void lb_quantize_row_abq_act_ref(const float *x, void *y, int64_t k);
 void lb_abq_quantize_act(const float *x, void *y, int64_t k, int p);
 void lb_dequantize_row_abq_act(const void *x, float *y, int64_t k);

@@ -15,6 +15,9 @@ typedef void (*lb_gemm_fn)(int64_t K, const void *W, size_t w_row_size, int n0, 
  * activation blocks (e.g. lb_block_q8_0x4a, formats/repack.h). */
 typedef void (*lb_quantize_x4_fn)(const float *x, size_t ldx, void *y, int64_t k);
 
+/* fp32 row of k values -> act_type row at bits (ABQ's p: formats/abq.h). */
+typedef void (*lb_quantize_bits_fn)(const float *x, void *y, int64_t k, int bits);
+
 typedef struct {
     int type;                   /* weight type */
     int act_type;               /* activations are converted to this type */
@@ -41,6 +44,8 @@ typedef struct {
                                  * of the L2; 0: tiles of LB_ACT_TILE_BYTES (kernels/matmul.c) */
     int act_whole_row;          /* 1: quantize_act needs whole rows (a per-token scale, ABQ): the
                                  * driver never splits one row's blocks among threads */
+    lb_quantize_bits_fn quantize_act_bits; /* when set, activations take the matrix's act_bits
+                                 * (lb_matrix) through this instead of quantize_act (ABQ) */
 } lb_kernel;
 
 /* Upper bound of act_x4_block per 4 rows over all kernels: scratch sizes use
@@ -58,6 +63,9 @@ typedef struct {
     int64_t K, N;
     size_t row_size;
     const void *data;
+    int act_bits; /* kernels with quantize_act_bits (ABQ): the bits its activations are quantized
+                   * to, 1..8, a property of the matrix (the file's lowbit.abq.* keys, model_load.c);
+                   * 0: the kernel's default (8) */
 } lb_matrix;
 
 /* Bytes W's weights occupy: row_size * N, or for MX (data an lb_mx_view,

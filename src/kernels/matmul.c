@@ -129,7 +129,7 @@ static int shared_from(int n_units, int t, int nth) {
 /* Whether several matrices can share one activation conversion. */
 static int same_kernel(const lb_matrix *const *W, int nw) {
     for (int i = 1; i < nw; i++)
-        if (W[i]->type != W[0]->type || W[i]->K != W[0]->K) return 0;
+        if (W[i]->type != W[0]->type || W[i]->K != W[0]->K || W[i]->act_bits != W[0]->act_bits) return 0;
     return 1;
 }
 
@@ -193,9 +193,13 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
         if (steal && nth <= MAX_STEAL_THREADS) atomic_init(&next[ith], shared_from(n_units, ith, nth)); /* read after the barrier */
         for (int g = ith; g < M4 / AR; g += nth)
             k->quantize_act_x4(X + (size_t)g * AR * K, (size_t)K, (char *)scratch + (size_t)g * g_size, K);
-        if (M - plain_from >= nth || k->act_whole_row) {
-            for (int m = plain_from + ith; m < M; m += nth)
-                k->quantize_act(X + (size_t)m * K, (char *)a1 + (size_t)m * arow, K);
+        if (M - plain_from >= nth || k->act_whole_row || k->quantize_act_bits) {
+            for (int m = plain_from + ith; m < M; m += nth) {
+                if (k->quantize_act_bits && W[0]->act_bits)
+                    k->quantize_act_bits(X + (size_t)m * K, (char *)a1 + (size_t)m * arow, K, W[0]->act_bits);
+                else
+                    k->quantize_act(X + (size_t)m * K, (char *)a1 + (size_t)m * arow, K);
+            }
         } else {
             /* decode: fewer rows than threads, so each thread takes a slice
              * of every row's blocks (shorter wait at the barrier) */

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formats/abq.h"
 #include "formats/gqc.h"
 #include "formats/mx.h"
 #include "formats/repack.h"
@@ -148,6 +149,17 @@ int lb_model_n_ctx_train(const lb_model *m) { return m->hp.n_ctx_train; }
 int lb_model_n_embd(const lb_model *m) { return m->hp.n_embd; }
 int lb_model_n_layer(const lb_model *m) { return m->hp.n_layer; }
 int64_t lb_model_n_params(const lb_model *m) { return m->n_params; }
+void lb_model_set_act_bits(lb_model *m, int all, int down) {
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        lb_layer *l = &m->layers[il];
+        lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up};
+        for (int i = 0; i < 6; i++) ws[i]->act_bits = lb_abq_bits(ws[i]->type) ? all : 0;
+        l->w_down.act_bits = lb_abq_bits(l->w_down.type) ? down : 0;
+    }
+    m->tok_embd.act_bits = lb_abq_bits(m->tok_embd.type) ? all : 0;
+    m->output.act_bits = lb_abq_bits(m->output.type) ? all : 0;
+}
+
 uint64_t lb_model_size_bytes(const lb_model *m) { return m->weight_bytes; }
 const char *lb_model_arch(const lb_model *m) { return m->hp.arch_name; }
 const char *lb_model_desc(const lb_model *m) { return m->desc; }

@@ -92,6 +92,10 @@ void *lb_model_own(lb_model *m, void *p);
 /* llama.cpp's general.file_type for a file of type t (model.c); -1 if none. */
 int lb_llama_ftype(int t, int mixed);
 
+/* ABQ matrices (formats/abq.h): their activations at `all` bits, ffn_down's
+ * at `down` (1..8); other types' act_bits stay 0. */
+void lb_model_set_act_bits(lb_model *m, int all, int down);
+
 /* Fills kernel_summary, desc, counts, once weights are in place. */
 lb_status lb_model_finish(lb_model *m);
 

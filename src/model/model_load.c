@@ -103,7 +103,7 @@ static lb_status get_mx(loader *L, const char *name, const gguf_tensor *t, int64
     lb_status s = lb_mx_view_make(&p, &v);
     if (s) return lb_fail_prefix(s, "%s", name);
     if (!lb_model_own(L->m, v)) return LB_ERR_NOMEM;
-    *out = (lb_matrix){LB_TYPE_MX, K, N, 0, v};
+    *out = (lb_matrix){LB_TYPE_MX, K, N, 0, v, 0};
     return LB_OK;
 }
 
@@ -127,7 +127,7 @@ static lb_status get_gqc(loader *L, const char *name, const gguf_tensor *t, int6
     lb_status s = lb_gqc_view_make((int)t->type, N, K, t->data, t->size, sz->data, 2 * N, &v);
     if (s) return lb_fail_prefix(s, "%s", name);
     if (!lb_model_own(L->m, v)) return LB_ERR_NOMEM;
-    *out = (lb_matrix){(int)t->type, K, N, lb_row_size((int)t->type, K), v};
+    *out = (lb_matrix){(int)t->type, K, N, lb_row_size((int)t->type, K), v, 0};
     return LB_OK;
 }
 
@@ -276,14 +276,25 @@ static lb_status load_weights(loader *L) {
     return LB_OK;
 }
 
-/* ABQ's activation bits (formats/abq.h): the caller's, else the file's default, else 8. */
-static lb_status set_act_bits(const gguf_file *g, int requested) {
-    uint32_t v = LB_ABQ_MAX_BITS;
-    if (gguf_find_kv(g, "lowbit.abq.act_bits") && (!gguf_get_u32(g, "lowbit.abq.act_bits", &v) || v < 1 || v > 8))
-        return lb_fail(LB_ERR_FORMAT, "lowbit.abq.act_bits is not an integer 1..8");
+/* One of the file's ABQ activation-bit keys: absent leaves *v as it is. */
+static lb_status get_bits_kv(const gguf_file *g, const char *key, uint32_t *v) {
+    if (gguf_find_kv(g, key) && (!gguf_get_u32(g, key, v) || *v < 1 || *v > LB_ABQ_MAX_BITS))
+        return lb_fail(LB_ERR_FORMAT, "%s is not an integer 1..8", key);
+    return LB_OK;
+}
+
+/* ABQ's activation bits (formats/abq.h), held by each ABQ matrix: the
+ * caller's for all of them, else the file's (ffn_down's may differ: its
+ * input is the one seed 004 finds most sensitive), else 8. */
+static lb_status set_act_bits(lb_model *m, int requested) {
+    uint32_t all = LB_ABQ_MAX_BITS, down = 0;
+    lb_status s = get_bits_kv(m->gguf, "lowbit.abq.act_bits", &all);
+    if (s == LB_OK) s = get_bits_kv(m->gguf, "lowbit.abq.act_bits_ffn_down", &down);
+    if (s != LB_OK) return s;
     if (requested && (requested < 1 || requested > LB_ABQ_MAX_BITS))
         return lb_fail(LB_ERR_ARG, "activation bits %d: ABQ takes 1..8", requested);
-    lb_abq_set_act_bits(requested ? requested : (int)v);
+    if (requested) all = down = (uint32_t)requested;
+    lb_model_set_act_bits(m, (int)all, down ? (int)down : (int)all);
     return LB_OK;
 }
 
@@ -300,7 +311,7 @@ lb_status lb_model_load(const char *path, const lb_model_params *params, lb_mode
     if (s == LB_OK) s = lb_cb_acquire_for_file(m->gguf, &m->cb_held); /* CB2/CB3 books */
     if (s == LB_OK) s = load_hparams(&L);
     if (s == LB_OK) s = load_weights(&L);
-    if (s == LB_OK) s = set_act_bits(m->gguf, p.act_bits);
+    if (s == LB_OK) s = set_act_bits(m, p.act_bits);
     if (s == LB_OK) {
         s = lb_tokenizer_load(m->gguf, &m->tok);
         if (s == LB_OK && lb_tokenizer_n_vocab(m->tok) != m->hp.n_vocab) {

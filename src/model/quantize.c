@@ -283,8 +283,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (mx && !(mxp.hi_frac >= 0.0f && mxp.hi_frac <= 1.0f && mxp.outlier_frac >= 0.0f && mxp.outlier_frac <= 0.5f))
         return lb_fail(LB_ERR_ARG, "MX: 4-bit share %g (0..1) or outlier share %g (0..0.5) out of range",
                        (double)mxp.hi_frac, (double)mxp.outlier_frac);
-    if (o->act_bits < 0 || o->act_bits > LB_ABQ_MAX_BITS)
-        return lb_fail(LB_ERR_ARG, "activation bits %d: ABQ takes 1..8", o->act_bits);
+    if (o->act_bits < 0 || o->act_bits > LB_ABQ_MAX_BITS || o->act_bits_down < 0 || o->act_bits_down > LB_ABQ_MAX_BITS)
+        return lb_fail(LB_ERR_ARG, "activation bits %d (ffn_down %d): ABQ takes 1..8", o->act_bits, o->act_bits_down);
     gguf_file *in = NULL;
     lb_status s = gguf_open(in_path, &in);
     if (s) return lb_fail_prefix(s, "reading %s", in_path);
@@ -306,6 +306,10 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (s == LB_OK && mx) s = gguf_writer_set_f32(w, "lowbit.mx.outlier_fraction", mxp.outlier_frac);
     if (s == LB_OK && lb_abq_bits(p->type)) /* ABQ: the activation bits a run takes unless told otherwise */
         s = gguf_writer_set_u32(w, "lowbit.abq.act_bits", (uint32_t)(o->act_bits ? o->act_bits : LB_ABQ_MAX_BITS));
+    if (s == LB_OK && lb_abq_bits(p->type) && o->act_bits_down)
+        s = gguf_writer_set_u32(w, "lowbit.abq.act_bits_ffn_down", (uint32_t)o->act_bits_down);
+    else if (s == LB_OK && gguf_find_kv(in, "lowbit.abq.act_bits_ffn_down")) /* from an ABQ input */
+        s = gguf_writer_remove_kv(w, "lowbit.abq.act_bits_ffn_down");
     if (s == LB_OK) s = lb_quant_extras_begin(in, p, o, w, &ex);
     lb_smooth *smooth = NULL;
     if (s == LB_OK && o->smooth_set) {

@@ -152,7 +152,7 @@ static lb_status unpack_embedding(lb_model *m) {
         lb_gqc_view_to_g128(e->data, 0, e->N, dst);
         lb_log(2, "token_embd is stored as %s: expanded to %s for row lookups\n", lb_type_name(e->type),
                lb_type_name(g));
-        *e = (lb_matrix){g, e->K, e->N, row, dst};
+        *e = (lb_matrix){g, e->K, e->N, row, dst, 0};
         return LB_OK;
     }
     if (!e->data || !lb_repack_layout_of(e->type)) return LB_OK;

@@ -70,7 +70,7 @@ static lb_status random_mx(lb_model *m, int64_t K, int64_t N, uint64_t seed, lb_
     lb_status st = lb_mx_view_make(&parts, &v);
     if (st) return st;
     if (!lb_model_own(m, v)) return LB_ERR_NOMEM;
-    *out = (lb_matrix){LB_TYPE_MX, K, N, 0, v};
+    *out = (lb_matrix){LB_TYPE_MX, K, N, 0, v, 0};
     return LB_OK;
 }
 
@@ -101,7 +101,7 @@ static lb_status random_gqc(lb_model *m, int type, int64_t K, int64_t N, uint64_
     lb_status st = lb_gqc_view_make(type, N, K, codes, row * (size_t)N, sz, 2 * N, &v);
     if (st) return st;
     if (!lb_model_own(m, v)) return LB_ERR_NOMEM;
-    *out = (lb_matrix){type, K, N, row, v};
+    *out = (lb_matrix){type, K, N, row, v, 0};
     return LB_OK;
 }
 
@@ -163,7 +163,6 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
     lb_model *m = calloc(1, sizeof *m);
     if (!m) return lb_fail(LB_ERR_NOMEM, "out of memory");
     m->n_threads = params ? params->n_threads : 0;
-    lb_abq_set_act_bits(params && params->act_bits ? params->act_bits : LB_ABQ_MAX_BITS); /* formats/abq.h */
     lb_hparams *hp = &m->hp;
     hp->arch = LB_ARCH_LLAMA;
     snprintf(hp->arch_name, sizeof hp->arch_name, "llama");
@@ -205,7 +204,11 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
     /* no file type to name: the type asked for (matrices that don't fit its
      * block keep a wider one, as in a file llama-quantize writes) */
     snprintf(m->ftype_name, sizeof m->ftype_name, "%s", lb_type_name(type));
-    if (s == LB_OK) s = lb_model_finish(m);
+    if (s == LB_OK) {
+        const int p = params && params->act_bits >= 1 && params->act_bits <= 8 ? params->act_bits : 8;
+        lb_model_set_act_bits(m, p, p); /* ABQ types (formats/abq.h) */
+        s = lb_model_finish(m);
+    }
     if (s != LB_OK) {
         lb_model_free(m);
         return s;

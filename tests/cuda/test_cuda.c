@@ -140,7 +140,7 @@ static void make_legacy(host_matrix *h, int type, int64_t N, int64_t K, int exac
             }
         }
     }
-    h->W = (lb_matrix){type, K, N, rs, rows};
+    h->W = (lb_matrix){type, K, N, rs, rows, 0};
     h->mem = rows;
     h->exact = exact;
     h->act_type = type == LB_TYPE_Q4_K ? LB_TYPE_Q8_K : LB_TYPE_Q8_0;
@@ -218,7 +218,7 @@ static int make_mx(host_matrix *h, int kind, int64_t N, int64_t K) {
         if (h->mx.lo) CHECK_OK(lb_mx_view_of_matrix(&h->mx, &h->view));
     }
     if (!h->view) return -1;
-    h->W = (lb_matrix){LB_TYPE_MX, K, N, 0, h->view};
+    h->W = (lb_matrix){LB_TYPE_MX, K, N, 0, h->view, 0};
     h->exact = kind == 0;
     h->act_type = LB_TYPE_Q8_0;
     h->Wf = malloc(sizeof(float) * (size_t)(N * K));
@@ -436,7 +436,7 @@ int main(void) {
     /* argument checks: a type without a kernel, run without prepare */
     {
         uint8_t row[18 * 8] = {0};
-        const lb_matrix bad = {LB_TYPE_Q4_1, 256, 1, lb_row_size(LB_TYPE_Q4_1, 256), row};
+        const lb_matrix bad = {LB_TYPE_Q4_1, 256, 1, lb_row_size(LB_TYPE_Q4_1, 256), row, 0};
         CHECK_MSG(lb_cuda_matrix_upload(&bad) == NULL, "Q4_1 has no CUDA kernel but uploaded");
     }
 

@@ -22,7 +22,7 @@ LB_ABQ_LIST(LB_ABQ_NEON_DECLARE)
 /* lb_kernel_list entries (kernels/dispatch.c; fields: kernels/dispatch.h): whole activation rows */
 #define LB_ABQ_NEON_KERNEL(name, NAME, Q)                                                                     \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_NEON, #name "_abq_act_neon", lb_quantize_row_abq_act_ref,          \
-     lb_vec_dot_##name##_neon, NULL, NULL, 0, NULL, 0, 0, 0, 1},
+     lb_vec_dot_##name##_neon, NULL, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act},
 #define LB_ABQ_ARM_KERNELS LB_ABQ_LIST(LB_ABQ_NEON_KERNEL)
 #endif
 

@@ -38,7 +38,7 @@ LB_ABQ_LIST(LB_ABQ_AVX2_DECLARE)
  * whole activation rows (act_whole_row), the token's scale being per row */
 #define LB_ABQ_AVX2_KERNEL(name, NAME, Q)                                                                     \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_quantize_row_abq_act_ref,          \
-     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 0, 1},
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act},
 #define LB_ABQ_X86_KERNELS LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL)
 #endif
 
