@@ -112,7 +112,8 @@ static const bench_type all_types[] = {
     {LB_TYPE_MX, "MX"},
     /* seed 004's bit planes (formats/abq.h), activations at --act-bits P (default 8) */
     {LB_TYPE_ABQ_W8, "ABQ_W8"}, {LB_TYPE_ABQ_W4, "ABQ_W4"}, {LB_TYPE_ABQ_W3, "ABQ_W3"}, {LB_TYPE_ABQ_W2, "ABQ_W2"},
-    {LB_TYPE_ABQ_W2S, "ABQ_W2S"},
+    {LB_TYPE_ABQ_W2S, "ABQ_W2S"}, {LB_TYPE_ABQ_W4_C4, "ABQ_W4_C4"}, {LB_TYPE_ABQ_W3_C4, "ABQ_W3_C4"},
+    {LB_TYPE_ABQ_W2_C2, "ABQ_W2_C2"}, {LB_TYPE_ABQ_W2S_C4, "ABQ_W2S_C4"},
     /* seed 003's binary-coding quantization and its table-lookup layouts (formats/bcq.h) */
     {LB_TYPE_BCQ4_G128, "BCQ4_G128"}, {LB_TYPE_BCQ4_G128_LUT, "BCQ4_G128_LUT"}, {LB_TYPE_BCQ3_G128, "BCQ3_G128"},
     {LB_TYPE_BCQ3_G128_LUT, "BCQ3_G128_LUT"}, {LB_TYPE_BCQ2_G128, "BCQ2_G128"}, {LB_TYPE_BCQ2_G128_LUT, "BCQ2_G128_LUT"},
@@ -299,7 +300,7 @@ int main(int argc, char **argv) {
                 if (c) memcpy(d, copies[0].data, bytes);
                 else if (type == base) memcpy(d, plain, bytes);
                 else lb_repack_tensor(type, plain, d, K, N);
-                copies[c] = (lb_matrix){type, K, N, row_size, d, lb_abq_bits(type) ? act_bits : 0};
+                copies[c] = (lb_matrix){type, K, N, row_size, d, lb_abq_bits(base) ? act_bits : 0};
             }
             void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&copies[0], M));
             result r;

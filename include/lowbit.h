@@ -156,6 +156,10 @@ typedef enum {
     LB_TYPE_ABQ_W1 = 1101, LB_TYPE_ABQ_W2 = 1102, LB_TYPE_ABQ_W3 = 1103, LB_TYPE_ABQ_W4 = 1104,
     LB_TYPE_ABQ_W5 = 1105, LB_TYPE_ABQ_W6 = 1106, LB_TYPE_ABQ_W7 = 1107, LB_TYPE_ABQ_W8 = 1108,
     LB_TYPE_ABQ_W2S = 1109,
+    /* their code layouts for the int8 kernels, made at load, never in a file
+     * (formats/abq.h): codes in 2 or 4 bits per weight instead of planes */
+    LB_TYPE_ABQ_W1_C2 = 1110, LB_TYPE_ABQ_W2_C2 = 1111, LB_TYPE_ABQ_W3_C4 = 1112, LB_TYPE_ABQ_W4_C4 = 1113,
+    LB_TYPE_ABQ_W2S_C4 = 1114,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */

@@ -24,6 +24,7 @@
 #include "formats/abq.h"
 #include "gguf/gguf.h"
 #include "lowbit.h"
+#include "formats/repack.h"
 #include "kernels/dispatch.h"
 #include "model/model.h"
 #include "kernels/x86/abq_x86.h"
@@ -58,7 +59,7 @@ static void test_geometry(void) {
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W4, 256) == LB_TYPE_ABQ_W4);
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W4, 96) == LB_TYPE_Q8_0);
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W2S, 100) == LB_TYPE_F16);
-    CHECK(!lb_traits(1110) && !lb_traits(1099));
+    CHECK(!lb_traits(1115) && !lb_traits(1099));
 }
 
 /* ---- bit balance ---- */
@@ -179,6 +180,32 @@ static void test_act(void) {
     lb_abq_quantize_act(x, a, K, 4);
     lb_dequantize_row_abq_act(a, y, K);
     CHECK(!memcmp(x, y, sizeof x) && a[0].sum == 0);
+#if LB_HAVE_X86_KERNELS
+    /* the AVX2 quantizer writes the reference's bytes: every p, Gaussian rows with a spike, rows with NaN,
+     * infinities, huge and tiny values, all-negative and all-zero rows, a row length with a tail of 5 */
+    if (lb_test_level_available(LB_ISA_AVX2)) {
+        block_abq_act r[3], v[3];
+        int n_rows = 0, same = 1;
+        const float specials[] = {NAN, INFINITY, -INFINITY, 3e38f, -3e38f, 1e-30f, -0.0f};
+        for (int c = 0; c < 6; c++)
+            for (int p = 1; p <= 8; p++) {
+                const int64_t k = c == 5 ? K - 123 : K; /* 261: two blocks and a tail of 5 */
+                for (int j = 0; j < K; j++) {
+                    x[j] = gauss(&seed) * (c == 3 ? 1e-3f : 1.0f) + (j == 17 ? 9.0f : 0.0f);
+                    if (c == 1 && j % 37 == 5) x[j] = specials[(j / 37) % 7];
+                    if (c == 2) x[j] = -fabsf(x[j]) - 0.5f;
+                    if (c == 4) x[j] = 0.0f;
+                }
+                memset(r, 0x55, sizeof r), memset(v, 0xaa, sizeof v);
+                lb_abq_quantize_act(x, r, k, p);
+                lb_abq_quantize_act_avx2(x, v, k, p);
+                same &= !memcmp(r, v, sizeof(block_abq_act) * (size_t)(k / 128));
+                n_rows++;
+            }
+        CHECK_MSG(same, "the AVX2 activation quantizer differs from the reference");
+        printf("act: AVX2 quantizer byte-identical to the reference on %d rows (p 1..8, NaN / inf / huge rows)\n", n_rows);
+    }
+#endif
 }
 
 /* ---- dots and kernels ---- */
@@ -298,6 +325,77 @@ static void test_kernels(void) {
     }
 }
 
+/* ---- the code layouts made at load (formats/abq.h) ----
+ * Planes -> codes -> planes gives the same bytes; the codes dequantize to
+ * the planes' floats; and at every level, through lb_matmul, the code
+ * layout's outputs equal the plane type's reference bit for bit, for every
+ * activation bits p, M = 1..17 and 70, odd N, K of 1, 3 and 5 groups. */
+static void test_codes(void) {
+    static const int plains[] = {LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W2S};
+    const int64_t Ks[] = {128, 384, 640};
+    uint64_t seed = 77;
+    int n_round = 0, n_cases = 0;
+    CHECK(lb_abq_codes_of(LB_TYPE_ABQ_W5) == -1 && lb_abq_codes_of(LB_TYPE_Q4_0) == -1);
+    CHECK(lb_type_bits_per_weight(LB_TYPE_ABQ_W4_C4) == 4.5 && lb_type_bits_per_weight(LB_TYPE_ABQ_W2_C2) == 2.5);
+    for (int i = 0; i < 5; i++) {
+        const int t = plains[i], ct = lb_abq_codes_of(t);
+        CHECK(ct >= LB_TYPE_ABQ_W1_C2 && lb_abq_plain_of_codes(ct) == t && lb_type_base(ct) == t);
+        for (int p = 1; p <= 8; p++) {
+            const int64_t K = Ks[(p + i) % 3], N = 1 + 2 * ((p * 3 + i) % 9);
+            const int M = p == 8 && i == 3 ? 70 : 1 + (p * 5 + i * 3) % 17;
+            const size_t row = lb_row_size(t, K), crow = lb_row_size(ct, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
+            float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M);
+            float *f1 = malloc(sizeof(float) * K * N), *f2 = malloc(sizeof(float) * K * N);
+            uint8_t *W = malloc(row * N), *C = malloc(crow * N), *B = malloc(row * N), *A = malloc(arow * M);
+            for (int64_t j = 0; j < K * N; j++) w[j] = gauss(&seed);
+            for (int64_t j = 0; j < K * M; j++) x[j] = gauss(&seed) * (j % 89 == 0 ? 6.0f : 1.0f);
+            lb_traits(t)->from_float(w, W, K * N);
+            lb_abq_to_codes(t, W, C, K, N);
+            lb_abq_from_codes(t, C, B, K, N);
+            lb_traits(t)->to_float(W, f1, K * N);
+            lb_traits(ct)->to_float(C, f2, K * N);
+            CHECK_MSG(!memcmp(W, B, row * N) && !memcmp(f1, f2, sizeof(float) * K * N),
+                      "%s: planes -> codes -> planes or the dequantization differs", lb_type_name(ct));
+            n_round++;
+            for (int m = 0; m < M; m++) lb_abq_quantize_act(x + m * K, A + m * arow, K, p);
+            float *ref = malloc(sizeof(float) * N * M);
+            for (int m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) lb_traits(t)->vec_dot(K, &ref[m * N + n], W + n * row, A + m * arow);
+            for (int li = 0; li < LB_ISA_COUNT; li++) {
+                if (!lb_test_level_available(li)) continue;
+                const lb_kernel *k = lb_kernel_get_at(ct, (lb_isa)li);
+                CHECK_MSG(k && k->act_type == LB_TYPE_ABQ_ACT && k->act_whole_row && k->quantize_act_bits,
+                          "%s at %s: no whole-row ABQ_ACT kernel", lb_type_name(ct), lb_isa_name((lb_isa)li));
+                if (!k) continue;
+                int same = 1;
+                for (int m = 0; m < M; m++)
+                    for (int64_t n = 0; n < N; n++) {
+                        float s1;
+                        k->vec_dot(K, &s1, C + n * crow, A + m * arow);
+                        same &= !memcmp(&s1, &ref[m * N + n], sizeof s1);
+                    }
+                lb_cpu_force_level((lb_isa)li);
+                for (int nth = 1; nth <= 2; nth++) {
+                    float *y = lb_test_matmul_bits(ct, C, K, N, x, M, nth, p);
+                    same &= !memcmp(y, ref, sizeof(float) * N * M);
+                    free(y);
+                    n_cases++;
+                }
+                lb_cpu_force_level(lb_cpu_detected());
+                CHECK_MSG(same, "%s p %d K %lld N %lld M %d: %s differs from %s's reference", lb_type_name(ct), p,
+                          (long long)K, (long long)N, M, k->name, lb_type_name(t));
+            }
+            free(ref), free(w), free(x), free(f1), free(f2), free(W), free(C), free(B), free(A);
+        }
+    }
+    printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
+           n_cases);
+    for (int li = 0; li < LB_ISA_COUNT; li++) {
+        const lb_kernel *k = lb_kernel_get_at(LB_TYPE_ABQ_W4_C4, (lb_isa)li);
+        if (lb_test_level_available(li)) printf("  level %s: %s\n", lb_isa_name((lb_isa)li), k ? k->name : "none");
+    }
+}
+
 /* ---- malformed blocks ---- */
 static void test_malformed(void) {
     float x[256];
@@ -355,6 +453,12 @@ static void test_loader(void) {
     o.act_bits = 6;
     o.act_bits_down = 8;
     CHECK_OK(lb_quantize_file_ex(f32, out, &qp, &o, NULL));
+    /* a code layout is made at load, never written */
+    lb_quantize_params cp = qp;
+    cp.type = LB_TYPE_ABQ_W4_C4;
+    const lb_status cs = lb_quantize_file_ex(f32, bad, &cp, &o, NULL);
+    CHECK_MSG(cs == LB_ERR_UNSUPPORTED && strstr(lb_last_error(), "not a file type"), "quantize to ABQ_W4_C4: %s",
+              lb_last_error());
     /* the bits are each matrix's: two models loaded at once keep their own */
     lb_model *m = NULL, *m3 = NULL;
     CHECK_OK(lb_model_load(out, NULL, &m));
@@ -407,6 +511,7 @@ int main(void) {
     test_quantize();
     test_act();
     test_kernels();
+    test_codes();
     test_malformed();
     test_loader();
     return lb_test_result("test_abq");

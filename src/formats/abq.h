@@ -162,4 +162,61 @@ int lb_abq_quantize_row_imp(int type, const float *x, void *y, int64_t k, const 
  * a message naming the row, group and what is wrong. Other types: LB_OK. */
 lb_status lb_abq_check_blocks(int type, const void *data, int64_t K, int64_t rows);
 
+/* ---- the code layouts (formats/abq_codes.c), made at load ----
+ * A plane layout costs a decode kernel q recombination steps per 32 weights
+ * before it can use an int8 multiply (kernels/x86/abq_avx2.c); made once at
+ * load, the codes cost one mask (and shift) per 32 weights. So where an int8
+ * kernel runs (model/repack.c), ABQ_W{q} becomes, row by row, group by group:
+ *
+ *   ABQ_W3_C4, ABQ_W4_C4, ABQ_W2S_C4 (codes 0..15, 0..4 for W2S): 72 bytes
+ *       float d (the fp16 scale widened: no conversion per token); int16_t sw
+ *       (the group's code sum, <= 128 * 15); int16_t z (2 for W2S);
+ *       uint8_t qs[64]: byte i of half h (h = 0, 1) holds weight 64h + i in
+ *       its low nibble, weight 64h + 32 + i in its high one;
+ *   ABQ_W1_C2, ABQ_W2_C2 (codes 0..3): 40 bytes, the same head and
+ *       uint8_t qs[32]: byte i holds weights i, 32 + i, 64 + i, 96 + i in
+ *       bits 0-1, 2-3, 4-5, 6-7.
+ *
+ * so a 32-byte load and a mask give 32 code bytes in the order of the
+ * activations' c[]. The group dot is the same integer (formats/abq.h), the
+ * row dot the same float, bit for bit. Never in a file: the loader refuses
+ * these ids. Memory: 4.5 bits per weight for q = 3, 4 and W2S (3.25, 4.25,
+ * 3.125 in the file), 2.5 for q = 1, 2 (1.25, 2.25). */
+typedef struct {
+    float d;
+    int16_t sw, z;
+    uint8_t qs[LB_ABQ_G / 2];
+} block_abq_c4;
+typedef struct {
+    float d;
+    int16_t sw, z;
+    uint8_t qs[LB_ABQ_G / 4];
+} block_abq_c2;
+static_assert(sizeof(block_abq_c4) == 72, "block_abq_c4 size");
+static_assert(sizeof(block_abq_c2) == 40, "block_abq_c2 size");
+
+/* The 5 layouts: X(lower-case name, LB_TYPE_ suffix, block), in id order. */
+#define LB_ABQ_CODES_LIST(X)                                                                                 \
+    X(abq_w1_c2, ABQ_W1_C2, block_abq_c2) X(abq_w2_c2, ABQ_W2_C2, block_abq_c2)                             \
+    X(abq_w3_c4, ABQ_W3_C4, block_abq_c4) X(abq_w4_c4, ABQ_W4_C4, block_abq_c4)                             \
+    X(abq_w2s_c4, ABQ_W2S_C4, block_abq_c4)
+
+/* The reference dot of each (the traits' vec_dot): the plane types' floats. */
+#define LB_ABQ_CODES_DECLARE(name, NAME, block) void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a);
+LB_ABQ_CODES_LIST(LB_ABQ_CODES_DECLARE)
+#undef LB_ABQ_CODES_DECLARE
+
+/* The code layout of an ABQ weight type (q <= 4 or W2S), -1 for others. */
+int lb_abq_codes_of(int type);
+/* The plane type of a code layout, -1 for others. */
+int lb_abq_plain_of_codes(int type);
+/* Traits of a code layout (to_float, the reference vec_dot), NULL otherwise. */
+const lb_type_traits *lb_abq_codes_traits(int type);
+/* N rows of K (a multiple of 128) weights of plane type `plain` into its
+ * code layout (lb_row_size(lb_abq_codes_of(plain), K) bytes per row), and back. */
+void lb_abq_to_codes(int plain, const void *src, void *dst, int64_t K, int64_t N);
+void lb_abq_from_codes(int plain, const void *src, void *dst, int64_t K, int64_t N);
+/* Code j (0..127) of a code-layout block. */
+int lb_abq_codes_get(int codes_type, const void *blk, int j);
+
 #endif

@@ -9,6 +9,7 @@
 
 #include "formats/repack_kx.h"
 #include "formats/repack_qg.h"
+#include "formats/abq.h"
 #include "formats/bcq.h"
 
 static const lb_repack_layout layouts[] = {
@@ -51,6 +52,7 @@ int lb_repack_find(int base, int rows, int chunk) {
 
 int lb_type_base(int type) {
     const lb_repack_layout *L = lb_repack_layout_of(type);
+    if (!L && lb_abq_plain_of_codes(type) >= 0) return lb_abq_plain_of_codes(type); /* rows of their own size */
     return L ? L->base : type;
 }
 
@@ -120,6 +122,7 @@ static void unpack_group(const lb_repack_layout *L, const uint8_t *packed, uint8
 
 void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int64_t N) {
     const lb_repack_layout *L = lb_repack_layout_of(type);
+    if (lb_abq_plain_of_codes(type) >= 0) lb_abq_to_codes(lb_abq_plain_of_codes(type), plain, packed, K, N);
     if (!L) return;
     if (lb_repack_is_kq(L->base)) {
         lb_repack_kq_tensor(L, plain, packed, K, N);
@@ -148,6 +151,7 @@ void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int6
 
 void lb_unpack_tensor(int type, const void *packed, void *plain, int64_t K, int64_t N) {
     const lb_repack_layout *L = lb_repack_layout_of(type);
+    if (lb_abq_plain_of_codes(type) >= 0) lb_abq_from_codes(lb_abq_plain_of_codes(type), packed, plain, K, N);
     if (!L) return;
     if (lb_repack_is_kq(L->base)) {
         lb_unpack_kq_tensor(L, packed, plain, K, N);

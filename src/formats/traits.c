@@ -51,6 +51,8 @@ const lb_type_traits *lb_traits(int type) {
     LB_ABQ_LIST(ABQ_CASES)
 #undef ABQ_CASES
     case LB_TYPE_ABQ_ACT: return lb_abq_traits(type);
+    case LB_TYPE_ABQ_W1_C2: case LB_TYPE_ABQ_W2_C2: case LB_TYPE_ABQ_W3_C4: case LB_TYPE_ABQ_W4_C4:
+    case LB_TYPE_ABQ_W2S_C4: return lb_abq_codes_traits(type);
     default: return type >= 1000 ? lb_repack_traits(type) : lb_kquant_traits(type);
     }
 }

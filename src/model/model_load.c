@@ -148,6 +148,9 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3], (long long)K, (long long)N);
     if (lb_gqc_bits((int)t->type)) return get_gqc(L, name, t, K, N, out);
+    if (lb_abq_plain_of_codes((int)t->type) >= 0) /* their sums are trusted: made by the load only */
+        return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
+                       name, lb_type_name((int)t->type));
     if (!lb_traits((int)t->type) || !lb_kernel_get((int)t->type))
         return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
                        name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);

@@ -271,6 +271,9 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     const int target_base = lb_type_base(p->type); /* interleaved targets quantize as their base */
     if (!tt || (!mx && !lb_traits(target_base)->from_float && !lb_gqc_bits(target_base)))
         return lb_fail(LB_ERR_UNSUPPORTED, "cannot quantize to type id %d", p->type);
+    if (lb_abq_plain_of_codes(p->type) >= 0)
+        return lb_fail(LB_ERR_UNSUPPORTED, "%s is the layout loading makes of %s, not a file type: quantize to %s",
+                       tt->name, lb_type_name(target_base), lb_type_name(target_base));
     if ((o->token_embd_type_set && (!lb_traits(o->token_embd_type) ||
                                     (!lb_traits(o->token_embd_type)->from_float && !lb_gqc_bits(o->token_embd_type)))) ||
         (o->output_type_set &&

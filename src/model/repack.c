@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include "formats/abq.h"
 #include "formats/bcq.h"
 #include "formats/gqc.h"
 #include "formats/repack.h"
@@ -62,6 +63,12 @@ int lb_repack_target(int type) {
          * where a QIGen kernel runs it, else kept (scalar reference) */
         const int g = lb_gqc_g128(type), t = lb_repack_target(g);
         return t != g ? t : type;
+    }
+    if (lb_abq_codes_of(type) >= 0) {
+        /* ABQ: the code layout of the int8 kernels where one runs (formats/abq.h) */
+        const int t = lb_abq_codes_of(type);
+        const lb_kernel *k = mode_in_force() == MODE_OFF ? NULL : lb_kernel_get(t);
+        return k && k->isa != LB_ISA_SCALAR ? t : type;
     }
     if (lb_bcq_is_plain(type)) {
         /* BCQ: the 16-row layout of the table-lookup kernels where one runs */
@@ -126,6 +133,10 @@ static lb_status repack_matrix(lb_model *m, lb_matrix *w, int type, int replace,
         lb_repack_tensor(type, g128, dst, w->K, w->N);
         free(g128);
         w->row_size = row;
+    } else if (lb_abq_plain_of_codes(type) >= 0) {
+        /* ABQ codes: rows of their own size */
+        lb_repack_tensor(type, w->data, dst, w->K, w->N);
+        w->row_size = lb_row_size(type, w->K);
     } else {
         lb_repack_tensor(type, w->data, dst, w->K, w->N);
     }
@@ -183,6 +194,7 @@ lb_status lb_model_repack(lb_model *m) {
 #define BCQ_BASE(name, NAME, Q, G) LB_TYPE_##NAME,
                                 LB_BCQ_LIST(BCQ_BASE)
 #undef BCQ_BASE
+                                LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W2S,
                                 };
     enum { NB = sizeof bases / sizeof bases[0] };
     tally t[NB];
@@ -206,9 +218,10 @@ lb_status lb_model_repack(lb_model *m) {
         for (int i = 0; i < nw; i++) {
             to[i] = ws[i]->data ? lb_repack_target(ws[i]->type) : ws[i]->type;
             off[i] = total;
-            /* the layout's rows are its base type's (a GC matrix grows to G128's) */
-            if (to[i] != ws[i]->type)
-                total += (lb_row_size(lb_type_base(to[i]), ws[i]->K) * (size_t)ws[i]->N + 63) & ~(size_t)63;
+            /* the layout's rows are its base type's (a GC matrix grows to G128's),
+             * but ABQ's code layouts have rows of their own */
+            const int sized = lb_abq_plain_of_codes(to[i]) >= 0 ? to[i] : lb_type_base(to[i]);
+            if (to[i] != ws[i]->type) total += (lb_row_size(sized, ws[i]->K) * (size_t)ws[i]->N + 63) & ~(size_t)63;
         }
         if (!total) continue;
         uint8_t *buf = lb_model_own(m, lb_malloc_huge(total));

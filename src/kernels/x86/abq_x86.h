@@ -10,8 +10,11 @@
  *       bit-identical to it either way. The gemm (M > 1 activation rows,
  *       q <= 7) takes the int8 way and recombines each weight group once for
  *       all M rows: prefill pays the plane expansion once per weight.
- * The activations are quantized by the scalar reference (per token, whole
- * rows): a row costs O(K p), nothing beside the N K q p / 256 vector ANDs. */
+ *   abq_w{q}_c{4,2}_abq_act_avx2   the code layouts (formats/abq.h), made
+ *       at load: one or two loads and masks per group give the codes, then
+ *       the int8 way (kernels/x86/abq_codes_avx2.c).
+ * The activations are quantized per token, whole rows, by
+ * lb_abq_quantize_act_avx2 (the reference's bytes). */
 #ifndef LB_ABQ_X86_H
 #define LB_ABQ_X86_H
 
@@ -27,19 +30,29 @@ int lb_abq_avx2_int8_wins(int q, int p);
  * 1 int8 (q <= 7; popcount for q = 8), -1 the one vec_dot takes. */
 float lb_abq_dot_avx2(int type, int way, int64_t n, const void *w, const void *a);
 
+/* The activation quantizer of the AVX2 kernels: lb_abq_quantize_act's
+ * blocks byte for byte (kernels/x86/abq_act_avx2.c); the 8-bit one. */
+void lb_abq_quantize_act_avx2(const float *x, void *y, int64_t k, int p);
+void lb_abq_quantize_act8_avx2(const float *x, void *y, int64_t k);
+
 #define LB_ABQ_AVX2_DECLARE(name, NAME, Q)                                                                    \
     void lb_vec_dot_##name##_avx2(int64_t n, float *s, const void *w, const void *a);                         \
     void lb_gemm_##name##_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,     \
                                size_t a_row_size, int M, float *Y, size_t ldy);
 LB_ABQ_LIST(LB_ABQ_AVX2_DECLARE)
+#define LB_ABQ_CODES_AVX2_DECLARE(name, NAME, block) LB_ABQ_AVX2_DECLARE(name, NAME, 0)
+LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_DECLARE) /* kernels/x86/abq_codes_avx2.c */
+#undef LB_ABQ_CODES_AVX2_DECLARE
 #undef LB_ABQ_AVX2_DECLARE
 
 /* lb_kernel_list entries (kernels/dispatch.c; fields: kernels/dispatch.h):
  * whole activation rows (act_whole_row), the token's scale being per row */
 #define LB_ABQ_AVX2_KERNEL(name, NAME, Q)                                                                     \
-    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_quantize_row_abq_act_ref,          \
-     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act},
-#define LB_ABQ_X86_KERNELS LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL)
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_abq_quantize_act8_avx2,            \
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act_avx2},
+#define LB_ABQ_CODES_AVX2_KERNEL(name, NAME, block) LB_ABQ_AVX2_KERNEL(name, NAME, 0)
+/* the plane types, then their code layouts (made at load where these run) */
+#define LB_ABQ_X86_KERNELS LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL)
 #endif
 
 #endif
