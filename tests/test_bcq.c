@@ -729,39 +729,18 @@ static void test_grid(void) {
 
 /* ---- GGUF ---- */
 static void test_gguf(void) {
-    lb_test_gbuf b;
-    gguf_file *g = NULL;
-    lb_test_one_tensor_gguf(&b, LB_TYPE_BCQ3_G64, 256, 2, 8 * 32);
-    CHECK_OK(gguf_open_memory(b.p, b.n, &g));
-    if (g) {
-        const gguf_tensor *t = gguf_find_tensor(g, "w");
-        CHECK(t && t->type == LB_TYPE_BCQ3_G64 && t->size == 8 * 32);
-        gguf_close(g);
-    }
-    g = NULL;
+    uint32_t type = 0;
+    uint64_t size = 0;
+    CHECK(lb_test_open_one(LB_TYPE_BCQ3_G64, 256, 2, 8 * 32, &type, &size) == LB_OK && type == LB_TYPE_BCQ3_G64 &&
+          size == 8 * 32);
     /* the group does not divide the row */
-    lb_test_one_tensor_gguf(&b, LB_TYPE_BCQ3_G128, 96, 2, 256);
-    lb_status s = gguf_open_memory(b.p, b.n, &g);
-    CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "not a multiple of the BCQ3_G128 block size 128"),
+    CHECK_MSG(lb_test_refused(LB_TYPE_BCQ3_G128, 96, 2, 256, "not a multiple of the BCQ3_G128 block size 128"),
               "row of 96: %s", lb_last_error());
-    gguf_close(g);
-    g = NULL;
-    lb_test_one_tensor_gguf(&b, LB_TYPE_BCQ1_G32_LUT, 48, 1, 64);
-    s = gguf_open_memory(b.p, b.n, &g);
-    CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "block size 32"), "row of 48: %s", lb_last_error());
-    gguf_close(g);
-    g = NULL;
+    CHECK_MSG(lb_test_refused(LB_TYPE_BCQ1_G32_LUT, 48, 1, 64, "block size 32"), "row of 48: %s", lb_last_error());
     /* short data */
-    lb_test_one_tensor_gguf(&b, LB_TYPE_BCQ4_G128, 256, 3, 3 * 2 * 74 - 1);
-    s = gguf_open_memory(b.p, b.n, &g);
-    CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "past end"), "short data: %s", lb_last_error());
-    gguf_close(g);
-    g = NULL;
+    CHECK_MSG(lb_test_refused(LB_TYPE_BCQ4_G128, 256, 3, 3 * 2 * 74 - 1, "past end"), "short data: %s", lb_last_error());
     /* no type with other q or g: the next id is unknown */
-    lb_test_one_tensor_gguf(&b, 1091, 256, 1, 256);
-    s = gguf_open_memory(b.p, b.n, &g);
-    CHECK_MSG(s == LB_ERR_FORMAT && strstr(lb_last_error(), "unknown type 1091"), "id 1091: %s", lb_last_error());
-    gguf_close(g);
+    CHECK_MSG(lb_test_refused(1091, 256, 1, 256, "unknown type 1091"), "id 1091: %s", lb_last_error());
 }
 
 int main(void) {
