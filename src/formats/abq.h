@@ -166,43 +166,39 @@ lb_status lb_abq_check_blocks(int type, const void *data, int64_t K, int64_t row
  * A plane layout costs a decode kernel q recombination steps per 32 weights
  * before it can use an int8 multiply (kernels/x86/abq_avx2.c); made once at
  * load, the codes cost one mask (and shift) per 32 weights. So where an int8
- * kernel runs (model/repack.c), ABQ_W{q} becomes, row by row, group by group:
+ * kernel runs (model/repack.c), ABQ_W{q} becomes, row by row:
  *
- *   ABQ_W3_C4, ABQ_W4_C4, ABQ_W2S_C4 (codes 0..15, 0..4 for W2S): 72 bytes
- *       float d (the fp16 scale widened: no conversion per token); int16_t sw
- *       (the group's code sum, <= 128 * 15); int16_t z (2 for W2S);
- *       uint8_t qs[64]: byte i of half h (h = 0, 1) holds weight 64h + i in
- *       its low nibble, weight 64h + 32 + i in its high one;
- *   ABQ_W1_C2, ABQ_W2_C2 (codes 0..3): 40 bytes, the same head and
- *       uint8_t qs[32]: byte i holds weights i, 32 + i, 64 + i, 96 + i in
- *       bits 0-1, 2-3, 4-5, 6-7.
+ *   ABQ_W3_C4, ABQ_W4_C4, ABQ_W2S_C4: codes of W = 4 bits (0..15; 0..4 W2S)
+ *   ABQ_W1_C2, ABQ_W2_C2:             codes of W = 2 bits (0..3)
  *
- * so a 32-byte load and a mask give 32 code bytes in the order of the
- * activations' c[]. The group dot is the same integer (formats/abq.h), the
- * row dot the same float, bit for bit. Never in a file: the loader refuses
- * these ids. Memory: 4.5 bits per weight for q = 3, 4 and W2S (3.25, 4.25,
- * 3.125 in the file), 2.5 for q = 1, 2 (1.25, 2.25). */
-typedef struct {
-    float d;
-    int16_t sw, z;
-    uint8_t qs[LB_ABQ_G / 2];
-} block_abq_c4;
-typedef struct {
-    float d;
-    int16_t sw, z;
-    uint8_t qs[LB_ABQ_G / 4];
-} block_abq_c2;
-static_assert(sizeof(block_abq_c4) == 72, "block_abq_c4 size");
-static_assert(sizeof(block_abq_c2) == 40, "block_abq_c2 size");
+ * a row of K weights, nb = K / 128 groups, is its groups' heads side by side,
+ * then their codes (so four groups' heads are one load each):
+ *
+ *     float   d[nb]           the fp16 scales widened (no conversion per token)
+ *     int16_t sw[nb]          each group's code sum (<= 128 * 15)
+ *     int16_t z[nb]           zero points (2 for W2S)
+ *     uint8_t qs[nb][16 W]    group i's codes: W = 4, byte i of half h (h = 0,
+ *                             1) holds weight 64h + i in its low nibble, weight
+ *                             64h + 32 + i in its high one; W = 2, byte i holds
+ *                             weights i, 32 + i, 64 + i, 96 + i in bits 0-1,
+ *                             2-3, 4-5, 6-7
+ *
+ * 8 + 16 W bytes per group (72, 40): 4.5 bits per weight for q = 3, 4 and W2S
+ * (3.25, 4.25, 3.125 in the file), 2.5 for q = 1, 2 (1.25, 2.25). A 32-byte
+ * load and a mask give 32 code bytes in the order of the activations' c[].
+ * The group dot is the same integer (formats/abq.h), the row dot the same
+ * float, bit for bit. Never in a file: the loader refuses these ids. The
+ * traits' to_float and vec_dot take one whole row (k, n = K). */
+#define LB_ABQ_CODES_GROUP_BYTES(W) (8 + 16 * (W))
+static_assert(LB_ABQ_CODES_GROUP_BYTES(4) == 72 && LB_ABQ_CODES_GROUP_BYTES(2) == 40, "ABQ code group bytes");
 
-/* The 5 layouts: X(lower-case name, LB_TYPE_ suffix, block), in id order. */
+/* The 5 layouts: X(lower-case name, LB_TYPE_ suffix, code bits W), in id order. */
 #define LB_ABQ_CODES_LIST(X)                                                                                 \
-    X(abq_w1_c2, ABQ_W1_C2, block_abq_c2) X(abq_w2_c2, ABQ_W2_C2, block_abq_c2)                             \
-    X(abq_w3_c4, ABQ_W3_C4, block_abq_c4) X(abq_w4_c4, ABQ_W4_C4, block_abq_c4)                             \
-    X(abq_w2s_c4, ABQ_W2S_C4, block_abq_c4)
+    X(abq_w1_c2, ABQ_W1_C2, 2) X(abq_w2_c2, ABQ_W2_C2, 2) X(abq_w3_c4, ABQ_W3_C4, 4)                        \
+    X(abq_w4_c4, ABQ_W4_C4, 4) X(abq_w2s_c4, ABQ_W2S_C4, 4)
 
 /* The reference dot of each (the traits' vec_dot): the plane types' floats. */
-#define LB_ABQ_CODES_DECLARE(name, NAME, block) void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a);
+#define LB_ABQ_CODES_DECLARE(name, NAME, W) void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a);
 LB_ABQ_CODES_LIST(LB_ABQ_CODES_DECLARE)
 #undef LB_ABQ_CODES_DECLARE
 
@@ -216,7 +212,7 @@ const lb_type_traits *lb_abq_codes_traits(int type);
  * code layout (lb_row_size(lb_abq_codes_of(plain), K) bytes per row), and back. */
 void lb_abq_to_codes(int plain, const void *src, void *dst, int64_t K, int64_t N);
 void lb_abq_from_codes(int plain, const void *src, void *dst, int64_t K, int64_t N);
-/* Code j (0..127) of a code-layout block. */
-int lb_abq_codes_get(int codes_type, const void *blk, int j);
+/* Code j (0..127) of a group's qs (W bits per code). */
+int lb_abq_codes_get(int w, const uint8_t *qs, int j);
 
 #endif

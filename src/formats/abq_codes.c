@@ -3,6 +3,7 @@
  * the reference dot, which give the plane types' floats bit for bit (the
  * same integer group dot, the same double accumulation). */
 #include <omp.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "formats/abq.h"
@@ -12,7 +13,7 @@ static const int pairs[][2] = {
     {LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W1_C2}, {LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W2_C2}, {LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W3_C4},
     {LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W4_C4}, {LB_TYPE_ABQ_W2S, LB_TYPE_ABQ_W2S_C4},
 };
-enum { N_PAIRS = sizeof pairs / sizeof pairs[0], HEAD = 8 /* d, z, sw */ };
+enum { N_PAIRS = sizeof pairs / sizeof pairs[0] };
 
 int lb_abq_codes_of(int type) {
     for (int i = 0; i < N_PAIRS; i++)
@@ -28,54 +29,82 @@ int lb_abq_plain_of_codes(int type) {
 
 /* bits per code: 2 for the _C2 layouts, 4 for the _C4 ones */
 static int width(int ct) { return ct == LB_TYPE_ABQ_W1_C2 || ct == LB_TYPE_ABQ_W2_C2 ? 2 : 4; }
-static size_t block_size(int ct) { return width(ct) == 2 ? sizeof(block_abq_c2) : sizeof(block_abq_c4); }
 
-/* Where weight j's code lies: byte of qs[] and bit shift (formats/abq.h). */
+/* A row's parts (formats/abq.h): heads side by side, then the codes. */
+typedef struct {
+    uint8_t *d, *sw, *z, *qs; /* byte pointers: rows need no alignment */
+    int qb;                   /* code bytes per group */
+} row_parts;
+
+static row_parts parts_of(int ct, const void *row, int64_t nb) {
+    uint8_t *r = (uint8_t *)(uintptr_t)row;
+    return (row_parts){r, r + 4 * nb, r + 6 * nb, r + 8 * nb, 16 * width(ct)};
+}
+
+static float get_d(const row_parts *p, int64_t i) {
+    float d;
+    memcpy(&d, p->d + 4 * i, 4);
+    return d;
+}
+static int get_i16(const uint8_t *v, int64_t i) {
+    int16_t x;
+    memcpy(&x, v + 2 * i, 2);
+    return x;
+}
+
+/* Where weight j's code lies: byte of the group's qs and bit shift. */
 static void place(int w, int j, int *byte, int *shift) {
     if (w == 4) *byte = 32 * (j / 64) + j % 32, *shift = 4 * ((j / 32) % 2);
     else *byte = j % 32, *shift = 2 * (j / 32);
 }
 
-int lb_abq_codes_get(int ct, const void *blk, int j) {
-    const int w = width(ct);
+int lb_abq_codes_get(int w, const uint8_t *qs, int j) {
     int b, sh;
     place(w, j, &b, &sh);
-    return (((const uint8_t *)blk)[HEAD + b] >> sh) & ((1 << w) - 1);
+    return (qs[b] >> sh) & ((1 << w) - 1);
 }
 
-static void group_to_codes(int plain, int ct, const uint8_t *src, uint8_t *dst) {
-    memset(dst, 0, block_size(ct));
-    const float d = lb_abq_block_d(plain, src); /* exact: an fp16 value */
-    const int16_t z = (int16_t)lb_abq_block_z(plain, src);
-    memcpy(dst, &d, 4);
-    uint8_t c[LB_ABQ_G] = {0};
-    for (int s = 0; s < lb_abq_bits(plain); s++) { /* plane by plane, byte by byte: a load makes every weight */
-        const uint8_t *pl = lb_abq_block_plane(plain, src, s);
-        for (int j = 0; j < LB_ABQ_G; j++) c[j] |= (uint8_t)(((pl[j / 8] >> (j % 8)) & 1) << s);
+static void row_to_codes(int plain, int ct, const uint8_t *src, uint8_t *dst, int64_t nb) {
+    const row_parts p = parts_of(ct, dst, nb);
+    const size_t ps = (size_t)lb_row_size(plain, LB_ABQ_G);
+    memset(dst, 0, (size_t)nb * LB_ABQ_CODES_GROUP_BYTES(width(ct)));
+    for (int64_t i = 0; i < nb; i++) {
+        const uint8_t *blk = src + (size_t)i * ps;
+        const float d = lb_abq_block_d(plain, blk); /* exact: an fp16 value */
+        const int16_t z = (int16_t)lb_abq_block_z(plain, blk);
+        uint8_t c[LB_ABQ_G] = {0};
+        for (int s = 0; s < lb_abq_bits(plain); s++) { /* plane by plane, byte by byte */
+            const uint8_t *pl = lb_abq_block_plane(plain, blk, s);
+            for (int j = 0; j < LB_ABQ_G; j++) c[j] |= (uint8_t)(((pl[j / 8] >> (j % 8)) & 1) << s);
+        }
+        int16_t sw = 0; /* <= 128 * 15 */
+        uint8_t *qs = p.qs + (size_t)p.qb * (size_t)i;
+        for (int j = 0; j < LB_ABQ_G; j++) {
+            int b, sh;
+            place(width(ct), j, &b, &sh);
+            qs[b] |= (uint8_t)(c[j] << sh);
+            sw = (int16_t)(sw + c[j]);
+        }
+        memcpy(p.d + 4 * i, &d, 4), memcpy(p.sw + 2 * i, &sw, 2), memcpy(p.z + 2 * i, &z, 2);
     }
-    int32_t sw = 0;
-    for (int j = 0; j < LB_ABQ_G; j++) {
-        int b, sh;
-        place(width(ct), j, &b, &sh);
-        dst[HEAD + b] |= (uint8_t)(c[j] << sh);
-        sw += c[j];
-    }
-    const int16_t sw16 = (int16_t)sw; /* <= 128 * 15 */
-    memcpy(dst + 4, &sw16, 2);
-    memcpy(dst + 6, &z, 2);
 }
 
-static void group_from_codes(int plain, int ct, const uint8_t *src, uint8_t *dst) {
+static void row_from_codes(int plain, int ct, const uint8_t *src, uint8_t *dst, int64_t nb) {
+    const row_parts p = parts_of(ct, src, nb);
     const int q = lb_abq_bits(plain), head = lb_abq_is_balanced(plain) ? 2 : 4;
-    memset(dst, 0, (size_t)lb_row_size(plain, LB_ABQ_G));
-    float d;
-    memcpy(&d, src, 4);
-    const lb_fp16 h = lb_f32_to_fp16(d); /* exact: d came from an fp16 */
-    memcpy(dst, &h, 2);
-    if (head == 4) memcpy(dst + 2, src + 6, 2); /* z, where the type stores it */
-    for (int j = 0; j < LB_ABQ_G; j++) {
-        const int c = lb_abq_codes_get(ct, src, j);
-        for (int s = 0; s < q; s++) dst[head + LB_ABQ_PLANE * s + j / 8] |= (uint8_t)(((c >> s) & 1) << (j % 8));
+    const size_t ps = (size_t)lb_row_size(plain, LB_ABQ_G);
+    memset(dst, 0, ps * (size_t)nb);
+    for (int64_t i = 0; i < nb; i++) {
+        uint8_t *blk = dst + (size_t)i * ps;
+        const lb_fp16 h = lb_f32_to_fp16(get_d(&p, i)); /* exact: d came from an fp16 */
+        const int16_t z = (int16_t)get_i16(p.z, i);
+        memcpy(blk, &h, 2);
+        if (head == 4) memcpy(blk + 2, &z, 2); /* where the type stores it */
+        const uint8_t *qs = p.qs + (size_t)p.qb * (size_t)i;
+        for (int j = 0; j < LB_ABQ_G; j++) {
+            const int c = lb_abq_codes_get(width(ct), qs, j);
+            for (int s = 0; s < q; s++) blk[head + LB_ABQ_PLANE * s + j / 8] |= (uint8_t)(((c >> s) & 1) << (j % 8));
+        }
     }
 }
 
@@ -83,55 +112,47 @@ static void convert(int plain, const void *src, void *dst, int64_t K, int64_t N,
     const int ct = lb_abq_codes_of(plain);
     if (ct < 0 || K % LB_ABQ_G) return;
     const int64_t nb = K / LB_ABQ_G;
-    const size_t ps = (size_t)lb_row_size(plain, LB_ABQ_G), cs = block_size(ct);
+    const size_t prow = (size_t)lb_row_size(plain, K), crow = (size_t)lb_row_size(ct, K);
 #pragma omp parallel for schedule(static) if (N * nb > 4096)
-    for (int64_t r = 0; r < N; r++)
-        for (int64_t i = 0; i < nb; i++) {
-            const size_t g = (size_t)(r * nb + i);
-            if (to_codes) group_to_codes(plain, ct, (const uint8_t *)src + g * ps, (uint8_t *)dst + g * cs);
-            else group_from_codes(plain, ct, (const uint8_t *)src + g * cs, (uint8_t *)dst + g * ps);
-        }
+    for (int64_t r = 0; r < N; r++) {
+        if (to_codes) row_to_codes(plain, ct, (const uint8_t *)src + (size_t)r * prow, (uint8_t *)dst + (size_t)r * crow, nb);
+        else row_from_codes(plain, ct, (const uint8_t *)src + (size_t)r * crow, (uint8_t *)dst + (size_t)r * prow, nb);
+    }
 }
 
 void lb_abq_to_codes(int plain, const void *src, void *dst, int64_t K, int64_t N) { convert(plain, src, dst, K, N, 1); }
 void lb_abq_from_codes(int plain, const void *src, void *dst, int64_t K, int64_t N) { convert(plain, src, dst, K, N, 0); }
 
-/* ---- dequantization and the reference dot ---- */
-
-static void head_of(const uint8_t *blk, float *d, int *z, int32_t *sw) {
-    int16_t z16, sw16;
-    memcpy(d, blk, 4), memcpy(&sw16, blk + 4, 2), memcpy(&z16, blk + 6, 2);
-    *z = z16, *sw = sw16;
-}
+/* ---- dequantization and the reference dot: one whole row ---- */
 
 static void to_float(int ct, const void *x, float *y, int64_t k) {
-    for (int64_t i = 0; i < k / LB_ABQ_G; i++) {
-        const uint8_t *blk = (const uint8_t *)x + (size_t)i * block_size(ct);
-        float d;
-        int z;
-        int32_t sw;
-        head_of(blk, &d, &z, &sw);
+    const int64_t nb = k / LB_ABQ_G;
+    const row_parts p = parts_of(ct, x, nb);
+    for (int64_t i = 0; i < nb; i++) {
+        const float d = get_d(&p, i);
+        const int z = get_i16(p.z, i);
+        const uint8_t *qs = p.qs + (size_t)p.qb * (size_t)i;
         /* the plane types' expression (formats/abq.c) */
-        for (int j = 0; j < LB_ABQ_G; j++) y[i * LB_ABQ_G + j] = d * (float)(lb_abq_codes_get(ct, blk, j) - z);
+        for (int j = 0; j < LB_ABQ_G; j++) y[i * LB_ABQ_G + j] = d * (float)(lb_abq_codes_get(width(ct), qs, j) - z);
     }
 }
 
 static float row_dot(int ct, int64_t n, const void *w, const void *va) {
     const block_abq_act *a = va;
+    const int64_t nb = n / LB_ABQ_G;
+    const row_parts p = parts_of(ct, w, nb);
     double acc = 0.0;
-    for (int64_t i = 0; i < n / LB_ABQ_G; i++) {
-        const uint8_t *blk = (const uint8_t *)w + (size_t)i * block_size(ct);
-        float d;
-        int z;
-        int32_t sw, P = 0;
-        head_of(blk, &d, &z, &sw);
-        for (int j = 0; j < LB_ABQ_G; j++) P += lb_abq_codes_get(ct, blk, j) * (a[i].c[j] + 128);
-        acc += (double)d * (double)(P - a[i].z * sw - z * a[i].sum + LB_ABQ_G * z * a[i].z);
+    for (int64_t i = 0; i < nb; i++) {
+        const int z = get_i16(p.z, i), sw = get_i16(p.sw, i);
+        const uint8_t *qs = p.qs + (size_t)p.qb * (size_t)i;
+        int32_t P = 0;
+        for (int j = 0; j < LB_ABQ_G; j++) P += lb_abq_codes_get(width(ct), qs, j) * (a[i].c[j] + 128);
+        acc += (double)get_d(&p, i) * (double)(P - a[i].z * sw - z * a[i].sum + LB_ABQ_G * z * a[i].z);
     }
     return n >= LB_ABQ_G ? (float)(acc * (double)a[0].d) : 0.0f;
 }
 
-#define CODES_DEFINE(name, NAME, block)                                                                      \
+#define CODES_DEFINE(name, NAME, W)                                                                          \
     static void to_float_##name(const void *x, float *y, int64_t k) { to_float(LB_TYPE_##NAME, x, y, k); }     \
     void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a) {                       \
         *s = row_dot(LB_TYPE_##NAME, n, w, a);                                                              \
@@ -140,8 +161,8 @@ LB_ABQ_CODES_LIST(CODES_DEFINE)
 #undef CODES_DEFINE
 
 static const lb_type_traits codes_traits[] = {
-#define CODES_ENTRY(name, NAME, block) \
-    {#NAME, LB_ABQ_G, sizeof(block), 1, LB_TYPE_ABQ_ACT, to_float_##name, NULL, lb_vec_dot_##name##_ref},
+#define CODES_ENTRY(name, NAME, W) \
+    {#NAME, LB_ABQ_G, LB_ABQ_CODES_GROUP_BYTES(W), 1, LB_TYPE_ABQ_ACT, to_float_##name, NULL, lb_vec_dot_##name##_ref},
     LB_ABQ_CODES_LIST(CODES_ENTRY)
 #undef CODES_ENTRY
 };

@@ -9,7 +9,7 @@
 #define LB_ABQ_REF_KERNEL(name, NAME, Q)                                                                      \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_SCALAR, #name "_abq_act_ref", lb_quantize_row_abq_act_ref,         \
      lb_vec_dot_##name##_ref, NULL, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act},
-#define LB_ABQ_CODES_REF_KERNEL(name, NAME, block)                                                            \
+#define LB_ABQ_CODES_REF_KERNEL(name, NAME, W)                                                            \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_SCALAR, #name "_abq_act_ref", lb_quantize_row_abq_act_ref,         \
      lb_vec_dot_##name##_ref, NULL, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act},
 /* the plane types, then their code layouts (formats/abq.h, made at load) */

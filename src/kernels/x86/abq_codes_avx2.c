@@ -3,13 +3,17 @@
  * 32-byte loads and masks give the codes in the order of the activations'
  * bytes ca - 128; four vpmaddubsw (|pair| <= 2 * 15 * 128, four of them
  * summed <= 15360: int16 holds it) and one vpmaddwd give 8 int32 partial
- * sums. Four groups' sums are reduced at once (vphaddd), then each group's
- * exact integer dot, I = P + 128 sw - za sw - zw Sa + 128 zw za, joins the
- * reference's double accumulation in group order: every output is the
- * reference's float, bit for bit.
+ * sums. Four groups at a time: their sums reduced together (vphaddd), their
+ * exact integer dots in one SSE vector,
+ *     I = P' + sw (128 - za) - z (Sa - 128 za)      P' = sum c (ca - 128)
+ * (the reference's P - za sw - zw Sa + 128 zw za, the same integers), their
+ * d I products in one AVX vector of doubles, then added to the row's sum one
+ * by one in group order: every output is the reference's float, bit for bit.
  *
- * The gemm (prefill) decodes each group's codes once and reuses them for
- * every activation row, four rows reduced at once. */
+ * The gemm (prefill) decodes each group's codes once for every activation
+ * row, four rows at a time: their sums reduced together, their integer dots
+ * in one SSE vector, their double accumulations in the lanes of one AVX
+ * vector (a lane per row, groups in order). */
 #include "kernels/x86/abq_x86.h"
 
 #if LB_HAVE_X86_KERNELS
@@ -25,22 +29,6 @@
 
 #define LB_ABQC __attribute__((target("avx2,fma,f16c")))
 #define INLINE LB_ABQC static inline __attribute__((always_inline))
-
-/* The 4 x 32 code bytes of a group (width 4 or 2 bits). */
-INLINE void codes(const uint8_t *qs, int w, __m256i c[4]) {
-    if (w == 4) {
-        const __m256i m = _mm256_set1_epi8(0x0f);
-        const __m256i x0 = _mm256_loadu_si256((const __m256i *)qs), x1 = _mm256_loadu_si256((const __m256i *)(qs + 32));
-        c[0] = _mm256_and_si256(x0, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x0, 4), m);
-        c[2] = _mm256_and_si256(x1, m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x1, 4), m);
-    } else {
-        const __m256i m = _mm256_set1_epi8(0x03);
-        const __m256i x = _mm256_loadu_si256((const __m256i *)qs);
-        c[0] = _mm256_and_si256(x, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x, 2), m);
-        c[2] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x, 6), m);
-    }
-}
-
 #define LD(p) _mm256_loadu_si256((const __m256i *)(p))
 
 /* 8 int32 partial sums of sum_j c_j (ca_j - 128) */
@@ -49,18 +37,25 @@ INLINE __m256i sums4(__m256i c0, __m256i c1, __m256i c2, __m256i c3, const int8_
     const __m256i s23 = _mm256_add_epi16(_mm256_maddubs_epi16(c2, LD(ca + 64)), _mm256_maddubs_epi16(c3, LD(ca + 96)));
     return _mm256_madd_epi16(_mm256_add_epi16(s01, s23), _mm256_set1_epi16(1));
 }
-INLINE __m256i group_sums(const __m256i c[4], const int8_t *ca) { return sums4(c[0], c[1], c[2], c[3], ca); }
+
+/* The 4 x 32 code bytes of a group (w = 4 or 2 bits). */
+INLINE void codes(const uint8_t *qs, int w, __m256i c[4]) {
+    if (w == 4) {
+        const __m256i m = _mm256_set1_epi8(0x0f), x0 = LD(qs), x1 = LD(qs + 32);
+        c[0] = _mm256_and_si256(x0, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x0, 4), m);
+        c[2] = _mm256_and_si256(x1, m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x1, 4), m);
+    } else {
+        const __m256i m = _mm256_set1_epi8(0x03), x = LD(qs);
+        c[0] = _mm256_and_si256(x, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x, 2), m);
+        c[2] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x, 6), m);
+    }
+}
 
 /* decode and sums of one group, in registers */
 INLINE __m256i group_dot(const uint8_t *qs, int w, const int8_t *ca) {
-    if (w == 4) {
-        const __m256i m = _mm256_set1_epi8(0x0f), x0 = LD(qs), x1 = LD(qs + 32);
-        return sums4(_mm256_and_si256(x0, m), _mm256_and_si256(_mm256_srli_epi16(x0, 4), m), _mm256_and_si256(x1, m),
-                     _mm256_and_si256(_mm256_srli_epi16(x1, 4), m), ca);
-    }
-    const __m256i m = _mm256_set1_epi8(0x03), x = LD(qs);
-    return sums4(_mm256_and_si256(x, m), _mm256_and_si256(_mm256_srli_epi16(x, 2), m),
-                 _mm256_and_si256(_mm256_srli_epi16(x, 4), m), _mm256_and_si256(_mm256_srli_epi16(x, 6), m), ca);
+    __m256i c[4];
+    codes(qs, w, c);
+    return sums4(c[0], c[1], c[2], c[3], ca);
 }
 
 /* the totals of 4 vectors of 8 int32, in order */
@@ -69,58 +64,62 @@ INLINE __m128i hsum4(__m256i a, __m256i b, __m256i c, __m256i d) {
     return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
 }
 
+/* A row's parts (formats/abq.h): heads side by side, then the codes. */
 typedef struct {
-    double d;
-    int32_t z, sw;
-} head;
+    const float *d;
+    const int16_t *sw, *z;
+    const uint8_t *qs;
+} parts;
 
-INLINE head head_of(const uint8_t *blk) {
-    float d;
-    int16_t sw, z;
-    memcpy(&d, blk, 4), memcpy(&sw, blk + 4, 2), memcpy(&z, blk + 6, 2);
-    return (head){(double)d, z, sw};
+INLINE parts parts_of(const uint8_t *row, int64_t nb) {
+    return (parts){(const float *)row, (const int16_t *)(row + 4 * nb), (const int16_t *)(row + 6 * nb), row + 8 * nb};
 }
 
-/* the group's integer dot from P' = sum c (ca - 128) */
-INLINE int32_t group_int(int32_t p, head h, const block_abq_act *a) {
-    return p + 128 * h.sw - a->z * h.sw - h.z * a->sum + LB_ABQ_G * h.z * a->z;
+/* Sa - 128 za of groups i .. i + 3 */
+INLINE __m128i act_sa4(const block_abq_act *a, int64_t i) {
+    return _mm_sub_epi32(_mm_setr_epi32(a[i].sum, a[i + 1].sum, a[i + 2].sum, a[i + 3].sum),
+                         _mm_set1_epi32(128 * a[0].z));
 }
 
-/* One row against one activation row: groups four at a time. */
-INLINE float row_dot(int w, size_t bs, int64_t n, const uint8_t *row, const block_abq_act *a) {
+/* One row against one activation row. sa2 (may be NULL): Sa - 128 za of
+ * every group, formed once for all the rows of a call. */
+INLINE float row_dot(int w, int64_t n, const uint8_t *row, const block_abq_act *a, const int32_t *sa2) {
     const int64_t nb = n / LB_ABQ_G;
+    const int qb = 16 * w;
+    const parts p = parts_of(row, nb);
+    const __m128i c1 = _mm_set1_epi32(128 - a[0].z);
     double acc = 0.0;
     int64_t i = 0;
     for (; i + 4 <= nb; i += 4) {
-        const uint8_t *r = row + (size_t)i * bs + 8;
-        int32_t p[4];
-        _mm_storeu_si128((__m128i *)p, hsum4(group_dot(r, w, a[i].c), group_dot(r + bs, w, a[i + 1].c),
-                                             group_dot(r + 2 * bs, w, a[i + 2].c), group_dot(r + 3 * bs, w, a[i + 3].c)));
-        for (int g = 0; g < 4; g++) {
-            const head h = head_of(row + (size_t)(i + g) * bs);
-            acc += h.d * (double)group_int(p[g], h, &a[i + g]);
-        }
+        const uint8_t *q = p.qs + (size_t)qb * (size_t)i;
+        const __m128i P = hsum4(group_dot(q, w, a[i].c), group_dot(q + qb, w, a[i + 1].c),
+                                group_dot(q + 2 * qb, w, a[i + 2].c), group_dot(q + 3 * qb, w, a[i + 3].c));
+        const __m128i sw = _mm_cvtepi16_epi32(_mm_loadl_epi64((const __m128i *)(p.sw + i)));
+        const __m128i z = _mm_cvtepi16_epi32(_mm_loadl_epi64((const __m128i *)(p.z + i)));
+        const __m128i sa = sa2 ? _mm_loadu_si128((const __m128i *)(sa2 + i)) : act_sa4(a, i);
+        const __m128i I = _mm_sub_epi32(_mm_add_epi32(P, _mm_mullo_epi32(sw, c1)), _mm_mullo_epi32(z, sa));
+        const __m256d prod = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(p.d + i)), _mm256_cvtepi32_pd(I));
+        const __m128d lo = _mm256_castpd256_pd128(prod), hi = _mm256_extractf128_pd(prod, 1);
+        acc += _mm_cvtsd_f64(lo);
+        acc += _mm_cvtsd_f64(_mm_unpackhi_pd(lo, lo));
+        acc += _mm_cvtsd_f64(hi);
+        acc += _mm_cvtsd_f64(_mm_unpackhi_pd(hi, hi));
     }
     for (; i < nb; i++) {
-        const __m256i z = _mm256_setzero_si256();
-        int32_t p[4];
-        _mm_storeu_si128((__m128i *)p, hsum4(group_dot(row + (size_t)i * bs + 8, w, a[i].c), z, z, z));
-        const head h = head_of(row + (size_t)i * bs);
-        acc += h.d * (double)group_int(p[0], h, &a[i]);
+        const __m256i zero = _mm256_setzero_si256();
+        const int32_t P = _mm_cvtsi128_si32(hsum4(group_dot(p.qs + (size_t)qb * (size_t)i, w, a[i].c), zero, zero, zero));
+        const int32_t sw = p.sw[i], z = p.z[i], sa = a[i].sum - 128 * a[0].z;
+        acc += (double)p.d[i] * (double)(P + sw * (128 - a[0].z) - z * sa);
     }
     return n >= LB_ABQ_G ? (float)(acc * (double)a[0].d) : 0.0f;
 }
 
-/* Rows [n0, n1) x M activation rows: each group decoded once for all rows,
- * passes of up to GEMM_ROWS rows. Four rows at a time: their sums reduced
- * together, their integer dots in one SSE vector (I = P' + sw (128 - za) -
- * z (Sa - 128 za): the same integers), their double accumulations in the
- * four lanes of one AVX vector (a lane per row, groups in order: each lane
- * is the reference's sequence of multiplies and adds). */
+/* Rows [n0, n1) x M activation rows, passes of up to GEMM_ROWS rows (see the top). */
 #define GEMM_ROWS 64
-INLINE void gemm(int w, size_t bs, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
-                 size_t a_row_size, int M, float *Y, size_t ldy) {
+INLINE void gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A, size_t a_row_size,
+                 int M, float *Y, size_t ldy) {
     const int64_t nb = K / LB_ABQ_G;
+    const int qb = 16 * w;
     __m256d acc4[GEMM_ROWS / 4];
     __m128i c1[GEMM_ROWS / 4], c2[GEMM_ROWS / 4];
     double acc[GEMM_ROWS];
@@ -133,30 +132,31 @@ INLINE void gemm(int w, size_t bs, int64_t K, const void *W, size_t w_row_size, 
             c1[m / 4] = _mm_sub_epi32(_mm_set1_epi32(128), za), c2[m / 4] = _mm_slli_epi32(za, 7);
         }
         for (int n = n0; n < n1; n++) {
-            const uint8_t *row = (const uint8_t *)W + (size_t)n * w_row_size;
+            const parts p = parts_of((const uint8_t *)W + (size_t)n * w_row_size, nb);
             for (int m = 0; m < m4; m += 4) acc4[m / 4] = _mm256_setzero_pd();
             for (int m = m4; m < mr; m++) acc[m] = 0.0;
             for (int64_t i = 0; i < nb; i++) {
-                const uint8_t *blk = row + (size_t)i * bs;
-                const head h = head_of(blk);
-                const __m128i sw = _mm_set1_epi32(h.sw), zw = _mm_set1_epi32(h.z);
-                const __m256d d = _mm256_set1_pd(h.d);
+                const int32_t sw1 = p.sw[i], z1 = p.z[i];
+                const __m128i sw = _mm_set1_epi32(sw1), zw = _mm_set1_epi32(z1);
+                const __m256d d = _mm256_set1_pd((double)p.d[i]);
                 __m256i c[4];
-                codes(blk + 8, w, c);
+                codes(p.qs + (size_t)qb * (size_t)i, w, c);
                 for (int m = 0; m < m4; m += 4) {
-                    const __m128i p = hsum4(group_sums(c, ACT(m, i)->c), group_sums(c, ACT(m + 1, i)->c),
-                                            group_sums(c, ACT(m + 2, i)->c), group_sums(c, ACT(m + 3, i)->c));
+                    const __m128i P = hsum4(sums4(c[0], c[1], c[2], c[3], ACT(m, i)->c),
+                                            sums4(c[0], c[1], c[2], c[3], ACT(m + 1, i)->c),
+                                            sums4(c[0], c[1], c[2], c[3], ACT(m + 2, i)->c),
+                                            sums4(c[0], c[1], c[2], c[3], ACT(m + 3, i)->c));
                     const __m128i sa = _mm_setr_epi32(ACT(m, i)->sum, ACT(m + 1, i)->sum, ACT(m + 2, i)->sum,
                                                       ACT(m + 3, i)->sum);
-                    const __m128i I = _mm_sub_epi32(_mm_add_epi32(p, _mm_mullo_epi32(sw, c1[m / 4])),
+                    const __m128i I = _mm_sub_epi32(_mm_add_epi32(P, _mm_mullo_epi32(sw, c1[m / 4])),
                                                     _mm_mullo_epi32(zw, _mm_sub_epi32(sa, c2[m / 4])));
                     acc4[m / 4] = _mm256_add_pd(acc4[m / 4], _mm256_mul_pd(d, _mm256_cvtepi32_pd(I)));
                 }
                 for (int m = m4; m < mr; m++) {
-                    const __m256i z = _mm256_setzero_si256();
-                    int32_t p[4];
-                    _mm_storeu_si128((__m128i *)p, hsum4(group_sums(c, ACT(m, i)->c), z, z, z));
-                    acc[m] += h.d * (double)group_int(p[0], h, ACT(m, i));
+                    const __m256i zero = _mm256_setzero_si256();
+                    const block_abq_act *a = ACT(m, i);
+                    const int32_t P = _mm_cvtsi128_si32(hsum4(sums4(c[0], c[1], c[2], c[3], a->c), zero, zero, zero));
+                    acc[m] += (double)p.d[i] * (double)(P + sw1 * (128 - a->z) - z1 * (a->sum - 128 * a->z));
                 }
             }
             for (int m = 0; m < m4; m += 4) _mm256_storeu_pd(acc + m, acc4[m / 4]);
@@ -166,19 +166,26 @@ INLINE void gemm(int w, size_t bs, int64_t K, const void *W, size_t w_row_size, 
     }
 }
 
-#define ABQ_CODES_AVX2(name, NAME, block)                                                                    \
+/* decode: Sa - 128 za formed once for all the rows (stack room for K up
+ * to 128 Ki; longer rows form it per row) */
+enum { SA2_MAX = 1024 };
+
+#define ABQ_CODES_AVX2(name, NAME, W)                                                                        \
     LB_ABQC void lb_vec_dot_##name##_avx2(int64_t n, float *s, const void *w, const void *a) {              \
-        *s = row_dot(sizeof(block) == sizeof(block_abq_c4) ? 4 : 2, sizeof(block), n, w, a);                 \
+        *s = row_dot(W, n, w, a, NULL);                                                                     \
     }                                                                                                       \
-    LB_ABQC void lb_gemm_##name##_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1,          \
+    LB_ABQC void lb_gemm_##name##_avx2(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1,         \
                                         const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {     \
-        const int w = sizeof(block) == sizeof(block_abq_c4) ? 4 : 2;                                        \
         if (M > 1) {                                                                                         \
-            gemm(w, sizeof(block), K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                     \
+            gemm(W, K, Wt, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                                   \
             return;                                                                                          \
         }                                                                                                    \
+        const block_abq_act *a = A;                                                                          \
+        const int64_t nb = K / LB_ABQ_G;                                                                     \
+        int32_t sa2[SA2_MAX];                                                                                \
+        for (int64_t i = 0; i < nb && nb <= SA2_MAX; i++) sa2[i] = a[i].sum - 128 * a[0].z;                  \
         for (int n = n0; n < n1; n++)                                                                        \
-            Y[n] = row_dot(w, sizeof(block), K, (const uint8_t *)W + (size_t)n * w_row_size, A);             \
+            Y[n] = row_dot(W, K, (const uint8_t *)Wt + (size_t)n * w_row_size, a, nb <= SA2_MAX ? sa2 : NULL); \
     }
 LB_ABQ_CODES_LIST(ABQ_CODES_AVX2)
 #undef ABQ_CODES_AVX2

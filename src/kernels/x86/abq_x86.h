@@ -40,7 +40,7 @@ void lb_abq_quantize_act8_avx2(const float *x, void *y, int64_t k);
     void lb_gemm_##name##_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,     \
                                size_t a_row_size, int M, float *Y, size_t ldy);
 LB_ABQ_LIST(LB_ABQ_AVX2_DECLARE)
-#define LB_ABQ_CODES_AVX2_DECLARE(name, NAME, block) LB_ABQ_AVX2_DECLARE(name, NAME, 0)
+#define LB_ABQ_CODES_AVX2_DECLARE(name, NAME, W) LB_ABQ_AVX2_DECLARE(name, NAME, 0)
 LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_DECLARE) /* kernels/x86/abq_codes_avx2.c */
 #undef LB_ABQ_CODES_AVX2_DECLARE
 #undef LB_ABQ_AVX2_DECLARE
@@ -50,7 +50,7 @@ LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_DECLARE) /* kernels/x86/abq_codes_avx2.c */
 #define LB_ABQ_AVX2_KERNEL(name, NAME, Q)                                                                     \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_abq_quantize_act8_avx2,            \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act_avx2},
-#define LB_ABQ_CODES_AVX2_KERNEL(name, NAME, block) LB_ABQ_AVX2_KERNEL(name, NAME, 0)
+#define LB_ABQ_CODES_AVX2_KERNEL(name, NAME, W) LB_ABQ_AVX2_KERNEL(name, NAME, 0)
 /* the plane types, then their code layouts (made at load where these run) */
 #define LB_ABQ_X86_KERNELS LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL)
 #endif
