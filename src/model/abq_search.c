@@ -314,6 +314,9 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
             if (w->K != kin[mat_input[i]]) st = lb_fail(LB_ERR_UNSUPPORTED, "ABQ search: blk.%d.%s: %lld inputs, expected %lld", il,
                                                         mat_names[i], (long long)w->K, (long long)kin[mat_input[i]]);
         }
+    for (int i = 0; i < n_chunks * chunk && st == LB_OK; i++)
+        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+            st = lb_fail(LB_ERR_ARG, "ABQ search: token id %d is outside the vocabulary (0..%d)", tokens[i], hp->n_vocab - 1);
     if (st == LB_OK) {
         for (int ch = 0; ch < n_chunks; ch++) lb_embed_tokens(m, tokens + (size_t)ch * chunk, chunk, S.xfp + (size_t)ch * chunk * S.d);
         memcpy(S.xq, S.xfp, S.stream * sizeof(float));
@@ -321,6 +324,7 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
     for (int il = 0; il < hp->n_layer && st == LB_OK; il++) {
         lb_abq_search_layer *r = &res->layers[il];
         st = search_layer(&S, il, r);
+        if (st != LB_OK) m->layers[il] = S.orig; /* not a candidate about to be freed */
         if (st == LB_OK && S.p.progress) S.p.progress(S.p.user, il, hp->n_layer, r->alpha, r->clip, r->obj_default, r->obj_best);
     }
     search_free(&S);

@@ -57,7 +57,8 @@ typedef struct {
  * multiple of 128): n_chunks sequences of `chunk` tokens each, in tokens.
  * On return m's layers ARE the calibrated model (ABQ matrices at their
  * act bits, smoothed norms; buffers owned by m), and *out (free with
- * lb_abq_search_free, before or after m) the choices. */
+ * lb_abq_search_free, before or after m) the choices. On failure the layers
+ * already searched stay calibrated, the rest as they were. */
 lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, int chunk, const lb_abq_search_params *p,
                             lb_abq_search **out);
 void lb_abq_search_free(lb_abq_search *s);

@@ -320,7 +320,7 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     }
     matmul(c, &l->w_down, c->ff_gate, n, c->xn);
     /* the next layer's norm rides along; after the last, only the rows
-     * that give logits are normalized, below */
+     * that give logits are normalized (forward_batch) */
     const float *next = il + 1 < hp->n_layer ? m->layers[il + 1].attn_norm : NULL;
     residual_rows(c, vo, c->x, c->xn, l->ffn_post_norm, c->xn, next, n, d);
 }
