@@ -311,6 +311,9 @@ typedef struct {
     int n_from_uniform;
     int64_t uniform_groups, uniform_inexact;
     int n_smooth_groups;     /* --smooth-alpha: groups whose balance vector was folded in */
+    int n_search_layers;     /* abq_search: layers calibrated */
+    int search_chunks;       /* abq_search: chunks of calibration text used */
+    double search_obj_default, search_obj_best; /* abq_search: eq. (2), summed over layers */
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
@@ -365,6 +368,14 @@ typedef struct {
      * imatrix (required) */
     int smooth_set;
     float smooth_alpha;
+    /* ABQ types: the block-wise calibration search (model/abq_search.h,
+     * docs/abq.md) on the text in the file abq_search (NULL: none), in
+     * abq_search_chunks chunks (0: 8) of abq_search_ctx tokens (0: 512):
+     * per layer a smoothing alpha and a clipping cap chosen on the block
+     * output's error, stored as lowbit.abq.search_alpha / search_clip */
+    const char *abq_search;
+    int abq_search_chunks;
+    int abq_search_ctx;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

@@ -96,6 +96,29 @@ for t in ABQ_W8 ABQ_W4; do
   awk -v a="$SM" -v b="$IM" 'BEGIN { exit !(a > 0 && a < b) }' && ok "$t A4: smoothing lowers KLD $IM -> $SM" \
     || bad "$t A4: smoothing KLD $SM not below $IM"
 done
+
+# --abq-search (part 2, model/abq_search.h): per layer the smoothing alpha and the clipping cap
+# of least eq. (2) (the block output's cosine error), calibrated on text disjoint from the
+# scored chunks (the file's last 16 KB); W4A4 KLD against plain W4A4 (and, printed, the
+# imatrix and alpha 0.5 files above); info prints the per-layer choices
+tail -c 16000 "$TEXT" > "$WORK/calib.txt"
+"$LOWBIT" quantize -t 2 --act-bits 4 --abq-search "$WORK/calib.txt" --abq-search-chunks 8 -c 128 "$F32" \
+  "$WORK/se-w4a4.gguf" ABQ_W4 > "$WORK/se.log" 2> "$WORK/se.err" \
+  && grep -q "ABQ search: 2 layers on 8 chunks" "$WORK/se.log" && grep -q "ABQ search: layer 2/2: alpha" "$WORK/se.err" \
+  && ok "quantize --abq-search: 2 layers, progress on stderr" || { bad "quantize --abq-search"; cat "$WORK/se.log" "$WORK/se.err"; }
+grep "ABQ search" "$WORK/se.err" "$WORK/se.log" | sed 's/^.*ABQ search/  ABQ search/'
+SE=$(kld "$WORK/se-w4a4.gguf" 4); SE8=$(kld "$WORK/se-w4a4.gguf" 8)
+echo "W4A4 KLD: plain $W4A4, imatrix $IM, imatrix + alpha 0.5 $SM, --abq-search $SE (the same file at A8: $SE8, plain W4A8 $W4A8)"
+awk -v a="$SE" -v b="$W4A4" 'BEGIN { exit !(a > 0 && a < b) }' && ok "W4A4: --abq-search lowers KLD $W4A4 -> $SE" \
+  || bad "W4A4: --abq-search KLD $SE not below plain $W4A4"
+"$LOWBIT" info "$WORK/se-w4a4.gguf" > "$WORK/se.info" 2>/dev/null
+grep -q "block search (8 chunks of 128 tokens), per layer alpha / clip" "$WORK/se.info" \
+  && grep -qE ' 0: (none|0\.[0-9]+)/[01]\.[0-9]+ +1: (none|0\.[0-9]+)/[01]\.[0-9]+' "$WORK/se.info" \
+  && ok "info prints the per-layer choices" || bad "info lacks the search's choices: $(cat "$WORK/se.info")"
+expect_fail "--abq-search for a non-ABQ type" "applies to the ABQ types only" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" "$F32" "$WORK/x.gguf" Q4_0
+expect_fail "--abq-search with a missing text" "cannot open calibration text" "$LOWBIT" quantize --abq-search "$WORK/none.txt" "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--abq-search with --smooth-alpha" "chooses the smoothing itself" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" --smooth-alpha 0.5 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--abq-search on a text shorter than a chunk" "fewer than one chunk" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" -c 100000 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--smooth-alpha without an imatrix" "give --imatrix" "$LOWBIT" quantize --smooth-alpha 0.5 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--smooth-alpha 2" "smooth-alpha" "$LOWBIT" quantize --smooth-alpha 2 "$F32" "$WORK/x.gguf" ABQ_W4
 

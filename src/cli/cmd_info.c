@@ -56,6 +56,27 @@ static int layer_of(const gguf_tensor *t) {
     return -1;
 }
 
+/* quantize --abq-search's per-layer choices (lowbit.abq.search_alpha,
+ * search_clip; alpha -1: no smoothing). */
+static void print_abq_search(const gguf_file *g) {
+    const gguf_kv *a = gguf_get_arr(g, "lowbit.abq.search_alpha", GGUF_TYPE_FLOAT32);
+    const gguf_kv *c = gguf_get_arr(g, "lowbit.abq.search_clip", GGUF_TYPE_FLOAT32);
+    if (!a || !c || a->arr_n != c->arr_n) return;
+    uint32_t chunks = 0, ctx = 0;
+    gguf_get_u32(g, "lowbit.abq.search_chunks", &chunks);
+    gguf_get_u32(g, "lowbit.abq.search_ctx", &ctx);
+    printf("  %-8s block search (%u chunks of %u tokens), per layer alpha / clip:", "", chunks, ctx);
+    for (uint64_t l = 0; l < a->arr_n; l++) {
+        float al, cl;
+        memcpy(&al, (const char *)a->data + 4 * l, 4);
+        memcpy(&cl, (const char *)c->data + 4 * l, 4);
+        if (l % 6 == 0) printf("\n  %-8s", "");
+        if (al < 0.0f) printf("  %2llu: none/%.2f", (unsigned long long)l, (double)cl);
+        else printf("  %2llu: %.2f/%.2f", (unsigned long long)l, (double)al, (double)cl);
+    }
+    printf("\n");
+}
+
 int cmd_info(int argc, char **argv) {
     cli_args a = {argc, 1, argv, "info", 0};
     const char *path = NULL;
@@ -191,6 +212,7 @@ int cmd_info(int argc, char **argv) {
                    "", p);
             if (gguf_get_u32(g, "lowbit.abq.act_bits_ffn_down", &p))
                 printf("  %-8s ffn_down's inputs (every layer) to %u bits (lowbit.abq.act_bits_ffn_down)\n", "", p);
+            print_abq_search(g);
         }
         const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */
         if (rt != t) {

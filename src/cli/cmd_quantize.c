@@ -43,7 +43,13 @@ static void help(void) {
            "      --smooth-alpha A  SmoothQuant's balance vectors (0..1), folded into attn_norm, ffn_norm and\n"
            "                    ffn_up's rows (for ffn_down) and the matrices reading them: s_j = rms(X_j)^A /\n"
            "                    max|W_j|^(1-A), rms from --imatrix (needed); any output type, meant for the ABQ\n"
-           "                    types' p-bit activations\n\n"
+           "                    types' p-bit activations\n"
+           "      --abq-search TEXT  ABQ types: per layer, choose the smoothing alpha (none, 0.25, 0.5, 0.75)\n"
+           "                    and the clipping cap (1, 0.95, 0.9, 0.85) that minimise the block output's\n"
+           "                    error (seed 004's eq. (2)) on TEXT, greedily layer by layer (IN: F32/F16/BF16);\n"
+           "                    the choices go to lowbit.abq.search_alpha / search_clip (info prints them)\n"
+           "      --abq-search-chunks N  chunks of -c tokens of TEXT to calibrate on (default 8)\n"
+           "  -c, --ctx-size N  --abq-search: tokens per chunk (default 512)\n\n"
            "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
            "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
            "in 2 bits with 4-bit second-order scales, and a few fp16 outliers; with --gptq the\n"
@@ -117,6 +123,9 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--act-bits", NULL)) opt.act_bits = cli_int(&a, 1, 8);
         else if (cli_flag(&a, "--act-bits-down", NULL)) opt.act_bits_down = cli_int(&a, 1, 8);
         else if (cli_flag(&a, "--smooth-alpha", NULL)) opt.smooth_set = 1, opt.smooth_alpha = (float)cli_float(&a, 0.0, 1.0);
+        else if (cli_flag(&a, "--abq-search", NULL)) opt.abq_search = cli_value(&a);
+        else if (cli_flag(&a, "--abq-search-chunks", NULL)) opt.abq_search_chunks = cli_int(&a, 1, 100000);
+        else if (cli_flag(&a, "-c", "--ctx-size")) opt.abq_search_ctx = cli_int(&a, 2, 1 << 20);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
         else { fprintf(stderr, "lowbit quantize: unexpected argument '%s'\n", argv[a.i]); a.bad = 1; }
@@ -150,6 +159,18 @@ int cmd_quantize(int argc, char **argv) {
     }
     if ((opt.act_bits || opt.act_bits_down) && !lb_abq_bits(type)) {
         fprintf(stderr, "lowbit quantize: %s applies to the ABQ types only\n", opt.act_bits ? "--act-bits" : "--act-bits-down");
+        return CLI_USAGE;
+    }
+    if ((opt.abq_search || opt.abq_search_chunks || opt.abq_search_ctx) && !lb_abq_bits(type)) {
+        fprintf(stderr, "lowbit quantize: --abq-search applies to the ABQ types only, not %s\n", pos[2]);
+        return CLI_USAGE;
+    }
+    if ((opt.abq_search_chunks || opt.abq_search_ctx) && !opt.abq_search) {
+        fprintf(stderr, "lowbit quantize: --abq-search-chunks and -c go with --abq-search TEXT\n");
+        return CLI_USAGE;
+    }
+    if (opt.abq_search && (opt.smooth_set || opt.gptq)) {
+        fprintf(stderr, "lowbit quantize: --abq-search chooses the smoothing itself: not with --smooth-alpha or --gptq\n");
         return CLI_USAGE;
     }
     if (bcq_iters != -2) opt.bcq_iters = bcq_iters > 0 ? bcq_iters : -1;
@@ -189,6 +210,9 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (opt.smooth_set)
         printf("  smoothing: %d groups folded (alpha %.2f)\n", st.n_smooth_groups, (double)opt.smooth_alpha);
+    if (st.n_search_layers)
+        printf("  ABQ search: %d layers on %d chunks, eq. (2) summed over layers %.6f (default configuration %.6f)\n",
+               st.n_search_layers, st.search_chunks, st.search_obj_best, st.search_obj_default);
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
     if (opt.from_uniform)
         printf("  from uniform: %d matrices converted, %lld of %lld groups exact (%lld with z rounded to fp16), "

@@ -156,6 +156,11 @@ double lb_abq_quantize_group(int type, const float *x, const float *imp, void *b
 /* k values (a multiple of 128) with importance imp (NULL: none). Returns 0
  * (and writes nothing) for other types. */
 int lb_abq_quantize_row_imp(int type, const float *x, void *y, int64_t k, const float *imp);
+/* The same with the clipping search capped at clip_max (0.55..1: the clips
+ * clip_max, clip_max - 0.05, ... above 0.5), the per-layer clip of the block
+ * search (model/abq_search.h); clip_max 1 is lb_abq_quantize_row_imp. */
+double lb_abq_quantize_group_clip(int type, const float *x, const float *imp, float clip_max, void *blk);
+int lb_abq_quantize_row_clip(int type, const float *x, void *y, int64_t k, const float *imp, float clip_max);
 
 /* Whether rows * K weights of an ABQ type are well formed: every d finite,
  * z within 0 .. 2^q - 1, W2S codes within 0..4. LB_OK, or LB_ERR_FORMAT with

@@ -71,13 +71,20 @@ static void write_block(int type, const grid *g, const float *x, void *blk) {
     }
 }
 
-double lb_abq_quantize_group(int type, const float *x0, const float *imp, void *blk) {
+double lb_abq_quantize_group(int type, const float *x, const float *imp, void *blk) {
+    return lb_abq_quantize_group_clip(type, x, imp, 1.0f, blk);
+}
+
+/* The clips clip_max, clip_max - 0.05, ... down to 0.55 (clip_max itself
+ * when it is below): clip_max 1 is the search above. */
+double lb_abq_quantize_group_clip(int type, const float *x0, const float *imp, float clip_max, void *blk) {
     float x[LB_ABQ_G];
     for (int j = 0; j < LB_ABQ_G; j++) x[j] = finite_weight(x0[j]);
-    grid best = make_grid(type, x, 1.0f);
+    if (!(clip_max > 0.0f && clip_max <= 1.0f)) clip_max = 1.0f;
+    grid best = make_grid(type, x, clip_max);
     double best_e = grid_error(&best, x, imp);
-    for (int i = 1; i < N_CLIPS; i++) {
-        const grid g = make_grid(type, x, 1.0f - 0.05f * (float)i);
+    for (int i = 1; i < N_CLIPS && clip_max - 0.05f * (float)i > 0.5f; i++) {
+        const grid g = make_grid(type, x, clip_max - 0.05f * (float)i);
         const double e = grid_error(&g, x, imp);
         if (e < best_e) best = g, best_e = e;
     }
@@ -90,5 +97,14 @@ int lb_abq_quantize_row_imp(int type, const float *x, void *y, int64_t k, const 
     if (!t) return 0;
     for (int64_t i = 0; i < k / LB_ABQ_G; i++)
         lb_abq_quantize_group(type, x + i * LB_ABQ_G, imp ? imp + i * LB_ABQ_G : NULL, (uint8_t *)y + i * t->type_size);
+    return 1;
+}
+
+int lb_abq_quantize_row_clip(int type, const float *x, void *y, int64_t k, const float *imp, float clip_max) {
+    const lb_type_traits *t = lb_abq_bits(type) ? lb_abq_traits(type) : NULL;
+    if (!t) return 0;
+    for (int64_t i = 0; i < k / LB_ABQ_G; i++)
+        lb_abq_quantize_group_clip(type, x + i * LB_ABQ_G, imp ? imp + i * LB_ABQ_G : NULL, clip_max,
+                                   (uint8_t *)y + i * t->type_size);
     return 1;
 }

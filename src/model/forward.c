@@ -18,6 +18,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/attention.h"
 #include "kernels/vecops.h"
@@ -268,6 +269,62 @@ static void matmul_same_x(lb_context *c, int nw, const lb_matrix *const *w, cons
     lb_matmul_multi(w, nw, x, n, y, ldy, c->act_scratch, c->n_threads);
 }
 
+void lb_embed_tokens(const lb_model *m, const int32_t *tokens, int n, float *x) {
+    const lb_hparams *hp = &m->hp;
+    const int d = hp->n_embd;
+    const lb_type_traits *et = lb_traits(m->tok_embd.type);
+    for (int t = 0; t < n; t++) {
+        float *xt = x + (size_t)t * d;
+        et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_size, xt, d);
+        if (hp->arch == LB_ARCH_GEMMA3) {
+            const float s = sqrtf((float)d);
+            for (int j = 0; j < d; j++) xt[j] *= s;
+        }
+    }
+}
+
+/* Layer il for the batch: c->x the residual stream before it and c->xn its
+ * attn_norm(x); after it, c->x the stream after the layer and c->xn the next
+ * layer's attn_norm(x) (nothing after the last). */
+static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const lb_seg *segs, int n_segs) {
+    const lb_model *m = c->model;
+    const lb_hparams *hp = &m->hp;
+    const int d = hp->n_embd, ff = hp->n_ff;
+    const lb_layer *l = &m->layers[il];
+    /* attention; xn = attn_norm(x) */
+    {
+        const lb_matrix *w[3] = {&l->wq, &l->wk, &l->wv};
+        float *y[3] = {c->q, c->k, c->v};
+        matmul_same_x(c, 3, w, c->xn, n, y);
+    }
+    qkv_rows(c, vo, il, n);
+    attention(c, il, segs, n_segs);
+    matmul(c, &l->wo, c->att_out, n, c->xn);
+    residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
+
+    /* feed-forward */
+    {
+        const lb_matrix *w[2] = {&l->w_gate, &l->w_up};
+        float *y[2] = {c->ff_gate, c->ff_up};
+        matmul_same_x(c, 2, w, c->xn, n, y);
+    }
+    {
+        const int nth = stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
+        const int gelu = hp->arch == LB_ARCH_GEMMA3;
+        FOR_ROWS(nth, n, t, {
+            float *gt = c->ff_gate + (size_t)t * ff;
+            const float *ut = c->ff_up + (size_t)t * ff;
+            if (gelu) vo->gelu_mul(gt, ut, ff);
+            else vo->silu_mul(gt, ut, ff);
+        });
+    }
+    matmul(c, &l->w_down, c->ff_gate, n, c->xn);
+    /* the next layer's norm rides along; after the last, only the rows
+     * that give logits are normalized (forward_batch) */
+    const float *next = il + 1 < hp->n_layer ? m->layers[il + 1].attn_norm : NULL;
+    residual_rows(c, vo, c->x, c->xn, l->ffn_post_norm, c->xn, next, n, d);
+}
+
 /* One batch of n <= n_batch tokens, in runs of one sequence each (segs).
  * Logits of rows [first, first + rows), or of row_idx[0..rows) if given. */
 static void forward_batch(lb_context *c, const int32_t *tokens, int n, const lb_seg *segs, int n_segs, float *logits,
@@ -275,60 +332,18 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, const lb_
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
     const lb_vecops *vo = lb_vecops_get();
-    const int d = hp->n_embd, ff = hp->n_ff;
+    const int d = hp->n_embd;
     for (int s = 0; s < n_segs; s++)
         for (int t = 0; t < segs[s].n; t++) {
             c->tok_pos[segs[s].t0 + t] = segs[s].pos0 + t;
             c->tok_seq[segs[s].t0 + t] = segs[s].seq;
         }
 
-    const lb_type_traits *et = lb_traits(m->tok_embd.type);
-    for (int t = 0; t < n; t++) {
-        float *x = c->x + (size_t)t * d;
-        et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_size, x, d);
-        if (hp->arch == LB_ARCH_GEMMA3) {
-            const float s = sqrtf((float)d);
-            for (int j = 0; j < d; j++) x[j] *= s;
-        }
-    }
+    lb_embed_tokens(m, tokens, n, c->x);
     rope_tables(c, n);
     residual_rows(c, vo, c->x, NULL, NULL, c->xn, m->layers[0].attn_norm, n, d);
 
-    for (int il = 0; il < hp->n_layer; il++) {
-        const lb_layer *l = &m->layers[il];
-        /* attention; xn = attn_norm(x) */
-        {
-            const lb_matrix *w[3] = {&l->wq, &l->wk, &l->wv};
-            float *y[3] = {c->q, c->k, c->v};
-            matmul_same_x(c, 3, w, c->xn, n, y);
-        }
-        qkv_rows(c, vo, il, n);
-        attention(c, il, segs, n_segs);
-        matmul(c, &l->wo, c->att_out, n, c->xn);
-        residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
-
-        /* feed-forward */
-        {
-            const lb_matrix *w[2] = {&l->w_gate, &l->w_up};
-            float *y[2] = {c->ff_gate, c->ff_up};
-            matmul_same_x(c, 2, w, c->xn, n, y);
-        }
-        {
-            const int nth = stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
-            const int gelu = hp->arch == LB_ARCH_GEMMA3;
-            FOR_ROWS(nth, n, t, {
-                float *gt = c->ff_gate + (size_t)t * ff;
-                const float *ut = c->ff_up + (size_t)t * ff;
-                if (gelu) vo->gelu_mul(gt, ut, ff);
-                else vo->silu_mul(gt, ut, ff);
-            });
-        }
-        matmul(c, &l->w_down, c->ff_gate, n, c->xn);
-        /* the next layer's norm rides along; after the last, only the rows
-         * that give logits are normalized, below */
-        const float *next = il + 1 < hp->n_layer ? m->layers[il + 1].attn_norm : NULL;
-        residual_rows(c, vo, c->x, c->xn, l->ffn_post_norm, c->xn, next, n, d);
-    }
+    for (int il = 0; il < hp->n_layer; il++) layer_rows(c, vo, il, n, segs, n_segs);
 
     if (!logits || rows <= 0) return;
     if (row_idx)
@@ -398,4 +413,22 @@ lb_status lb_eval_multi(lb_context *c, const lb_seq_batch *b, int n_entries, flo
     if (!st) forward_batch(c, c->tok_buf, total, segs, n_entries, logits, 0, rows, c->row_buf);
     free(segs);
     return st;
+}
+
+lb_status lb_eval_layers(lb_context *c, float *x, int n, int l0, int l1) {
+    const lb_model *m = c->model;
+    const int d = m->hp.n_embd;
+    if (n <= 0 || n > c->n_batch || n > c->n_ctx)
+        return lb_fail(LB_ERR_ARG, "lb_eval_layers: %d tokens (batch %d, context %d)", n, c->n_batch, c->n_ctx);
+    if (l0 < 0 || l1 > m->hp.n_layer || l0 >= l1)
+        return lb_fail(LB_ERR_ARG, "lb_eval_layers: layers %d..%d of %d", l0, l1 - 1, m->hp.n_layer);
+    const lb_vecops *vo = lb_vecops_get();
+    const lb_seg seg = {0, 0, 0, n};
+    for (int t = 0; t < n; t++) c->tok_pos[t] = t, c->tok_seq[t] = 0;
+    memcpy(c->x, x, (size_t)n * d * sizeof *x);
+    rope_tables(c, n);
+    residual_rows(c, vo, c->x, NULL, NULL, c->xn, m->layers[l0].attn_norm, n, d);
+    for (int il = l0; il < l1; il++) layer_rows(c, vo, il, n, &seg, 1);
+    memcpy(x, c->x, (size_t)n * d * sizeof *x);
+    return LB_OK;
 }

@@ -96,6 +96,16 @@ int lb_llama_ftype(int t, int mixed);
  * at `down` (1..8); other types' act_bits stay 0. */
 void lb_model_set_act_bits(lb_model *m, int all, int down);
 
+/* Token embeddings (n x n_embd floats; Gemma 3's sqrt(n_embd) scale
+ * applied): what the first layer reads (forward.c). */
+void lb_embed_tokens(const lb_model *m, const int32_t *tokens, int n, float *x);
+
+/* Layers [l0, l1) on one sequence of n <= n_batch tokens at positions
+ * 0..n-1: x (n x n_embd) the residual stream before layer l0, replaced by the
+ * one after layer l1 - 1 (forward.c, the same code as lb_eval). For
+ * block-wise calibration (model/abq_search.h): one block at a time. */
+lb_status lb_eval_layers(lb_context *c, float *x, int n, int l0, int l1);
+
 /* Fills kernel_summary, desc, counts, once weights are in place. */
 lb_status lb_model_finish(lb_model *m);
 

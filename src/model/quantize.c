@@ -11,6 +11,7 @@
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/quantize_extras.h"
+#include "model/quantize_search.h"
 #include "model/quantize_smooth.h"
 #include "model/quantize_gqc.h"
 #include "model/quantize_mx.h"
@@ -51,6 +52,7 @@ typedef struct {
     double mx_eq10_sum, mx_weights;
     int from_uniform;    /* BCQ outputs: uniform inputs converted exactly (formats/bcq.h) */
     lb_smooth *smooth;   /* --smooth-alpha: balance vectors folded into the norms (model/quantize_smooth.h) */
+    const lb_abq_search *search; /* --abq-search: the calibrated layers' tensors (model/abq_search.h) */
 } qctx;
 
 /* All of tensor t as N x K floats (interleaved layouts unpacked first, GC
@@ -156,6 +158,17 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     if (q->outs[index].kind != LB_QMX_NONE) return produce_mx(q, &q->outs[index], dst, nbytes);
     const gguf_tensor *t = gguf_tensor_at(q->in, q->outs[index].in);
     const int out_type = q->outs[index].type, out_base = lb_type_base(out_type);
+    int found_type = 0;
+    const void *found = NULL;
+    size_t found_bytes = 0;
+    if (lb_abq_search_tensor(q->search, t->name.ptr, t->name.len, &found_type, &found, &found_bytes)) {
+        /* calibrated: the search's ABQ blocks as they are, its norms (F32) in the tensor's own type */
+        if (found_type == out_type && found_bytes == nbytes) return memcpy(dst, found, nbytes), LB_OK;
+        if (found_type == LB_TYPE_F32 && t->n_dims == 1 && (uint64_t)t->ne[0] * 4 == found_bytes)
+            return convert_rows(found, LB_TYPE_F32, dst, out_type, t->ne[0], 1, 1, 0);
+        return lb_fail(LB_ERR_UNSUPPORTED, "--abq-search: %.*s is %s here, %s in the search", (int)t->name.len,
+                       t->name.ptr, lb_type_name(out_type), lb_type_name(found_type));
+    }
     /* smoothed: its floats, and its importance in the same allocation (freed as `unpacked`) */
     float *smoothed = NULL, *smooth_imp = NULL;
     lb_status s = lb_smooth_tensor(q->smooth, t, lb_quant_extras_importance(q->ex, t), &smoothed, &smooth_imp);
@@ -321,6 +334,9 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
                                       &smooth);
         if (s == LB_OK) s = gguf_writer_set_f32(w, "lowbit.smooth.alpha", o->smooth_alpha);
     }
+    lb_quantize_search search = {0};
+    if (s == LB_OK && o->abq_search)
+        s = lb_quantize_search_begin(in_path, p->type, o, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), w, &search);
     lb_bcq_set_iters(o->bcq_iters > 0 ? o->bcq_iters : o->bcq_iters < 0 ? 0 : 8); /* BCQ's alternating iterations */
     for (int64_t i = 0; i < nt && s == LB_OK; i++) {
         const gguf_tensor *t = gguf_tensor_at(in, i);
@@ -385,7 +401,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     st.layer_bpw = layer_w ? 8.0 * (double)layer_b / (double)layer_w : 0;
     if (s == LB_OK) {
         qctx q = {in, outs, p->n_threads > 0 ? p->n_threads : omp_get_num_procs(), LB_OK, &ex, o->sym, mxp,
-                  {.in_index = -1}, {.in_index = -1}, &st, 0.0, 0.0, o->from_uniform, smooth};
+                  {.in_index = -1}, {.in_index = -1}, &st, 0.0, 0.0, o->from_uniform, smooth, search.search};
         s = gguf_writer_write(w, out_path, produce, &q, p->progress, p->user);
         lb_qmx_cache_free(&q.mx);
         lb_qgc_cache_free(&q.gc);
@@ -394,6 +410,12 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     st.n_gptq = ex.n_gptq;
     st.n_smooth_groups = lb_smooth_groups(smooth);
     lb_smooth_free(smooth);
+    if (search.search) {
+        st.n_search_layers = search.search->n_layer, st.search_chunks = search.chunks;
+        for (int l = 0; l < search.search->n_layer; l++)
+            st.search_obj_default += search.search->layers[l].obj_default, st.search_obj_best += search.search->layers[l].obj_best;
+    }
+    lb_quantize_search_end(&search);
     if (s == LB_OK && stats) *stats = st;
 done:
     lb_quant_extras_end(&ex);

@@ -80,6 +80,28 @@ static const gguf_tensor *find(const gguf_file *in, int layer, const char *what)
     return gguf_find_tensor(in, name);
 }
 
+void lb_smooth_scales(const float *ms, float *s, int64_t K, float alpha) {
+    /* log s_j = A log rms_j - (1 - A) log max|W_j|; columns without a finite
+     * positive pair keep s = 1; the rest centred on geometric mean 1 and kept
+     * within e^+-9 so fp16 scales and norms stay in range */
+    double sum = 0.0;
+    int64_t n = 0;
+    for (int64_t j = 0; j < K; j++) {
+        const double rms = sqrt((double)ms[j]), w = s[j];
+        if (rms > 0.0 && w > 0.0 && isfinite(rms) && isfinite(w)) {
+            s[j] = (float)(alpha * log(rms) - (1.0 - alpha) * log(w));
+            sum += s[j], n++;
+        } else {
+            s[j] = NAN;
+        }
+    }
+    const double mean = n ? sum / (double)n : 0.0;
+    for (int64_t j = 0; j < K; j++) {
+        const double l = s[j] == s[j] ? s[j] - mean : 0.0;
+        s[j] = (float)exp(l < -9.0 ? -9.0 : l > 9.0 ? 9.0 : l);
+    }
+}
+
 /* The group's s, or NULL (not applicable) with LB_OK. */
 static lb_status compute(lb_smooth *sm, int layer, int g, float **out) {
     *out = NULL;
@@ -108,25 +130,7 @@ static lb_status compute(lb_smooth *sm, int layer, int g, float **out) {
             }
         free(W);
     }
-    /* log s_j = A log rms_j - (1 - A) log max|W_j|; columns without a finite
-     * positive pair keep s = 1; the rest centred on geometric mean 1 and kept
-     * within e^+-9 so fp16 scales and norms stay in range */
-    double sum = 0.0;
-    int64_t n = 0;
-    for (int64_t j = 0; j < K; j++) {
-        const double rms = sqrt((double)ms[j]), w = s[j];
-        if (rms > 0.0 && w > 0.0 && isfinite(rms) && isfinite(w)) {
-            s[j] = (float)(sm->alpha * log(rms) - (1.0 - sm->alpha) * log(w));
-            sum += s[j], n++;
-        } else {
-            s[j] = NAN;
-        }
-    }
-    const double mean = n ? sum / (double)n : 0.0;
-    for (int64_t j = 0; j < K; j++) {
-        const double l = s[j] == s[j] ? s[j] - mean : 0.0;
-        s[j] = (float)exp(l < -9.0 ? -9.0 : l > 9.0 ? 9.0 : l);
-    }
+    lb_smooth_scales(ms, s, K, sm->alpha);
     *out = s;
     return LB_OK;
 }

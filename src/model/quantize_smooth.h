@@ -30,6 +30,11 @@ lb_status lb_smooth_begin(const gguf_file *in, const lb_imatrix *im, float alpha
  * for a matrix with importance imp (may be NULL), *imp_out (malloc'd, K) the
  * importance of the smoothed input; both NULL when t is in no group. */
 lb_status lb_smooth_tensor(lb_smooth *sm, const gguf_tensor *t, const float *imp, float **floats, float **imp_out);
+/* The balance vector of one group: ms[j] its input's mean squares, s[j]
+ * max_i |W_ij| over the group's rows on entry and s_j on return (geometric
+ * mean 1, each within e^+-9; columns without a finite positive pair: 1).
+ * The block search (model/abq_search.c) uses it too. */
+void lb_smooth_scales(const float *ms, float *s, int64_t K, float alpha);
 /* Groups applied so far. */
 int lb_smooth_groups(const lb_smooth *sm);
 void lb_smooth_free(lb_smooth *sm);

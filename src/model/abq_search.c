@@ -1,0 +1,369 @@
+/* ABQ's block-wise calibration by grid search (model/abq_search.h). */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/abq.h"
+#include "model/abq_search.h"
+#include "model/quantize_smooth.h"
+
+/* A block's matrices, and which input each reads: the three smoothing
+ * groups of quantize_smooth.c (attn_norm -> q, k, v; ffn_norm -> gate, up;
+ * ffn_up's rows -> down) and attn_output's input (never smoothed). */
+enum { M_Q, M_K, M_V, M_O, M_GATE, M_UP, M_DOWN, N_MAT };
+enum { G_ATTN, G_FFN, G_DOWN, G_O, N_IN };
+static const char *const mat_names[N_MAT] = {"attn_q",      "attn_k",   "attn_v",  "attn_output",
+                                             "ffn_gate",    "ffn_up",   "ffn_down"};
+static const int mat_input[N_MAT] = {G_ATTN, G_ATTN, G_ATTN, G_O, G_FFN, G_FFN, G_DOWN};
+
+static lb_matrix *mat_of(lb_layer *l, int i) {
+    lb_matrix *const a[N_MAT] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+    return a[i];
+}
+
+/* One candidate block: quantized matrices and (smoothed) norms. */
+typedef struct {
+    void *w[N_MAT];
+    size_t bytes[N_MAT];
+    float *attn_norm, *ffn_norm;
+} cand;
+
+typedef struct {
+    lb_model *m;
+    lb_abq_search_params p;
+    lb_context *c;
+    int n_chunks, chunk, d, layer;
+    size_t stream;             /* floats of one residual stream: n_chunks * chunk * d */
+    float *xfp, *xq, *yfp, *y1, *y1best, *y2;
+    float *wf[N_MAT];          /* the current layer's full-precision weights */
+    float *wtmp;               /* one matrix, scaled for a candidate */
+    double *sum2[N_IN];        /* sums of squares of the current layer's inputs */
+    int64_t rows[N_IN], kin[N_IN];
+    float *ms[N_IN], *s[3], *imp;
+    lb_layer orig;             /* the current layer as loaded */
+    cand cur, best;
+} search;
+
+static void cand_free(cand *c) {
+    for (int i = 0; i < N_MAT; i++) lb_free_aligned(c->w[i]);
+    lb_free_aligned(c->attn_norm);
+    lb_free_aligned(c->ffn_norm);
+    memset(c, 0, sizeof *c);
+}
+
+/* The matmul observer while the full-precision layer runs: its inputs' x^2. */
+static void observe(void *user, const lb_matrix *w, const float *x, int n) {
+    search *S = user;
+    lb_layer *l = &S->m->layers[S->layer];
+    const int g = w == &l->wq ? G_ATTN : w == &l->w_gate ? G_FFN : w == &l->w_down ? G_DOWN : w == &l->wo ? G_O : -1;
+    if (g < 0) return;
+    const int64_t K = w->K;
+    for (int t = 0; t < n; t++)
+        for (int64_t j = 0; j < K; j++) S->sum2[g][j] += (double)x[t * K + j] * x[t * K + j];
+    S->rows[g] += n;
+}
+
+/* The layer's matrices as floats (F32, F16, BF16 only: the fp reference). */
+static lb_status load_layer(search *S, int il) {
+    lb_layer *l = &S->m->layers[il];
+    for (int i = 0; i < N_MAT; i++) {
+        const lb_matrix *w = mat_of(l, i);
+        const lb_type_traits *t = lb_traits(w->type);
+        if (!w->data || (w->type != LB_TYPE_F32 && w->type != LB_TYPE_F16 && w->type != LB_TYPE_BF16) || !t)
+            return lb_fail(LB_ERR_UNSUPPORTED, "ABQ search: blk.%d.%s is %s; it needs an F32, F16 or BF16 model", il,
+                           mat_names[i], w->data && t ? t->name : "absent");
+        if (w->K % LB_ABQ_G)
+            return lb_fail(LB_ERR_UNSUPPORTED, "ABQ search: blk.%d.%s has rows of %lld, not a multiple of %d", il,
+                           mat_names[i], (long long)w->K, LB_ABQ_G);
+        for (int64_t r = 0; r < w->N; r++)
+            t->to_float((const char *)w->data + (size_t)r * w->row_size, S->wf[i] + (size_t)r * w->K, w->K);
+    }
+    if (!l->attn_norm || !l->ffn_norm) return lb_fail(LB_ERR_UNSUPPORTED, "ABQ search: blk.%d has no attn_norm or ffn_norm", il);
+    return LB_OK;
+}
+
+/* Candidate (alpha, clip) of the current layer into S->cur: the balance
+ * vectors folded exactly as quantize_smooth.c folds them, then every matrix
+ * quantized with its input's mean squares as importance. */
+static lb_status build(search *S, float alpha, float clip) {
+    const lb_layer *o = &S->orig;
+    const int d = S->d, type = S->p.type;
+    const int64_t kg[3] = {d, d, S->m->hp.n_ff};
+    static const int first[3] = {M_Q, M_GATE, M_DOWN}, last[3] = {M_V, M_UP, M_DOWN};
+    for (int g = 0; g < 3; g++) {
+        if (alpha < 0.0f) { /* no smoothing: s = 1 */
+            for (int64_t j = 0; j < kg[g]; j++) S->s[g][j] = 1.0f;
+            continue;
+        }
+        memset(S->s[g], 0, (size_t)kg[g] * sizeof(float)); /* max |W_j| over the group's rows */
+        for (int i = first[g]; i <= last[g]; i++) {
+            const lb_matrix *w = mat_of((lb_layer *)o, i);
+            for (int64_t r = 0; r < w->N; r++)
+                for (int64_t j = 0; j < w->K; j++) {
+                    const float a = fabsf(S->wf[i][r * w->K + j]);
+                    if (a > S->s[g][j]) S->s[g][j] = a;
+                }
+        }
+        lb_smooth_scales(S->ms[g], S->s[g], kg[g], alpha);
+    }
+    cand *c = &S->cur;
+    if (!c->attn_norm) c->attn_norm = lb_malloc_aligned((size_t)d * sizeof(float));
+    if (!c->ffn_norm) c->ffn_norm = lb_malloc_aligned((size_t)d * sizeof(float));
+    if (!c->attn_norm || !c->ffn_norm) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    for (int j = 0; j < d; j++) c->attn_norm[j] = o->attn_norm[j] / S->s[G_ATTN][j];
+    for (int j = 0; j < d; j++) c->ffn_norm[j] = o->ffn_norm[j] / S->s[G_FFN][j];
+    for (int i = 0; i < N_MAT; i++) {
+        const lb_matrix *w = mat_of((lb_layer *)o, i);
+        const int64_t K = w->K, N = w->N;
+        const int g = mat_input[i];
+        const size_t bytes = lb_row_size(type, K) * (size_t)N;
+        if (c->bytes[i] != bytes) {
+            lb_free_aligned(c->w[i]);
+            if (!(c->w[i] = lb_malloc_aligned(bytes))) return lb_fail(LB_ERR_NOMEM, "out of memory");
+            c->bytes[i] = bytes;
+        }
+        const float *sc = g == G_O ? NULL : S->s[g]; /* attn_output's input is not smoothed */
+        for (int64_t j = 0; j < K; j++) S->imp[j] = sc ? S->ms[g][j] / (sc[j] * sc[j]) : S->ms[g][j];
+        for (int64_t r = 0; r < N; r++) {
+            const float rs = i == M_UP ? 1.0f / S->s[G_DOWN][r] : 1.0f; /* ffn_up carries ffn_down's 1/s */
+            for (int64_t j = 0; j < K; j++) S->wtmp[r * K + j] = S->wf[i][r * K + j] * (sc ? sc[j] : 1.0f) * rs;
+        }
+        const size_t rb = lb_row_size(type, K);
+#pragma omp parallel for schedule(static) num_threads(S->c->n_threads)
+        for (int64_t r = 0; r < N; r++)
+            lb_abq_quantize_row_clip(type, S->wtmp + r * K, (char *)c->w[i] + (size_t)r * rb, K, S->imp, clip);
+    }
+    return LB_OK;
+}
+
+/* Layer il of the model takes candidate c. */
+static void apply(search *S, int il, const cand *c) {
+    lb_layer *l = &S->m->layers[il];
+    for (int i = 0; i < N_MAT; i++) {
+        lb_matrix *w = mat_of(l, i);
+        const int bits = i == M_DOWN && S->p.act_bits_down ? S->p.act_bits_down : S->p.act_bits;
+        *w = (lb_matrix){S->p.type, w->K, w->N, lb_row_size(S->p.type, w->K), c->w[i], bits};
+    }
+    l->attn_norm = c->attn_norm;
+    l->ffn_norm = c->ffn_norm;
+}
+
+static double cos_loss(const float *a, const float *b, int d) {
+    double ab = 0.0, aa = 0.0, bb = 0.0;
+    for (int j = 0; j < d; j++) ab += (double)a[j] * b[j], aa += (double)a[j] * a[j], bb += (double)b[j] * b[j];
+    if (aa == 0.0 || bb == 0.0) return aa == bb ? 0.0 : 1.0;
+    return 1.0 - ab / sqrt(aa * bb);
+}
+
+/* Eq. (2) for the layer as it now stands in the model: Y1 = layer(X~) into
+ * S->y1, Y2 = layer(Xfp), both against S->yfp; mean over tokens. */
+static lb_status objective(search *S, int il, double *obj) {
+    const size_t n = (size_t)S->chunk * S->d;
+    double sum = 0.0;
+    for (int ch = 0; ch < S->n_chunks; ch++) {
+        float *y1 = S->y1 + ch * n, *y2 = S->y2;
+        memcpy(y1, S->xq + ch * n, n * sizeof *y1);
+        memcpy(y2, S->xfp + ch * n, n * sizeof *y2);
+        lb_status st = lb_eval_layers(S->c, y1, S->chunk, il, il + 1);
+        if (st == LB_OK) st = lb_eval_layers(S->c, y2, S->chunk, il, il + 1);
+        if (st != LB_OK) return st;
+        const float *yf = S->yfp + ch * n;
+        for (int t = 0; t < S->chunk; t++)
+            sum += cos_loss(y1 + (size_t)t * S->d, yf + (size_t)t * S->d, S->d) +
+                   cos_loss(y2 + (size_t)t * S->d, yf + (size_t)t * S->d, S->d);
+    }
+    *obj = sum / ((double)S->n_chunks * S->chunk);
+    return LB_OK;
+}
+
+#define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
+
+static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
+    const size_t n = (size_t)S->chunk * S->d;
+    S->layer = il;
+    S->orig = S->m->layers[il];
+    lb_status st = load_layer(S, il);
+    if (st != LB_OK) return st;
+    /* the full-precision block on the full-precision input, its inputs' mean squares on the way */
+    for (int g = 0; g < N_IN; g++) memset(S->sum2[g], 0, (size_t)S->kin[g] * sizeof(double)), S->rows[g] = 0;
+    S->c->on_matmul = observe, S->c->on_matmul_user = S;
+    memcpy(S->yfp, S->xfp, S->stream * sizeof(float));
+    for (int ch = 0; ch < S->n_chunks && st == LB_OK; ch++) st = lb_eval_layers(S->c, S->yfp + ch * n, S->chunk, il, il + 1);
+    S->c->on_matmul = NULL, S->c->on_matmul_user = NULL;
+    if (st != LB_OK) return st;
+    for (int g = 0; g < N_IN; g++)
+        for (int64_t j = 0; j < S->kin[g]; j++) S->ms[g][j] = S->rows[g] ? (float)(S->sum2[g][j] / (double)S->rows[g]) : 0.0f;
+    /* the grid, alpha-major; the first pair is the default, and only a
+     * strictly lower objective replaces the best so far */
+    double best = INFINITY;
+    for (int a = 0; a < S->p.n_alpha; a++)
+        for (int k = 0; k < S->p.n_clip; k++) {
+            double obj = 0.0;
+            if ((st = build(S, S->p.alphas[a], S->p.clips[k])) != LB_OK) return st;
+            apply(S, il, &S->cur);
+            if ((st = objective(S, il, &obj)) != LB_OK) return st;
+            res->grid[a * S->p.n_clip + k] = obj;
+            if (a == 0 && k == 0) res->obj_default = obj;
+            if (obj < best) {
+                best = obj;
+                res->alpha = S->p.alphas[a], res->clip = S->p.clips[k];
+                SWAP(cand, S->cur, S->best);
+                SWAP(float *, S->y1, S->y1best);
+            }
+        }
+    res->obj_best = best;
+    /* the choice stays in the model (which frees it); the next layer reads
+     * X~ = this layer's output on X~, and Xfp its fp output */
+    apply(S, il, &S->best);
+    int owned = 1;
+    for (int i = 0; i < N_MAT; i++) owned &= lb_model_own(S->m, S->best.w[i]) != NULL;
+    owned &= lb_model_own(S->m, S->best.attn_norm) != NULL;
+    owned &= lb_model_own(S->m, S->best.ffn_norm) != NULL;
+    memset(&S->best, 0, sizeof S->best); /* (a buffer the model could not take leaks: it is in use) */
+    if (!owned) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    SWAP(float *, S->xq, S->y1best);
+    SWAP(float *, S->xfp, S->yfp);
+    return LB_OK;
+}
+
+static void search_free(search *S) {
+    float *f[] = {S->xfp, S->xq, S->yfp, S->y1, S->y1best, S->y2, S->wtmp, S->imp, S->s[0], S->s[1], S->s[2]};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
+    for (int i = 0; i < N_MAT; i++) free(S->wf[i]);
+    for (int g = 0; g < N_IN; g++) free(S->sum2[g]), free(S->ms[g]);
+    cand_free(&S->cur);
+    cand_free(&S->best);
+    lb_context_free(S->c);
+}
+
+/* The default grid: none and SmoothQuant's range of alpha; clip caps down to 0.85. */
+static void default_grid(lb_abq_search_params *p) {
+    static const float a[] = {-1.0f, 0.25f, 0.5f, 0.75f}, k[] = {1.0f, 0.95f, 0.9f, 0.85f};
+    if (p->n_alpha <= 0) p->n_alpha = 4, memcpy(p->alphas, a, sizeof a);
+    if (p->n_clip <= 0) p->n_clip = 4, memcpy(p->clips, k, sizeof k);
+}
+
+static lb_status check(const lb_model *m, const lb_abq_search_params *p, int n_chunks, int chunk) {
+    if (!lb_abq_bits(p->type)) return lb_fail(LB_ERR_ARG, "ABQ search: %s is no ABQ type", lb_type_name(p->type) ? lb_type_name(p->type) : "type");
+    if (p->act_bits < 0 || p->act_bits > 8 || p->act_bits_down < 0 || p->act_bits_down > 8)
+        return lb_fail(LB_ERR_ARG, "ABQ search: activation bits %d, %d (1..8)", p->act_bits, p->act_bits_down);
+    if (n_chunks <= 0 || chunk < 2) return lb_fail(LB_ERR_ARG, "ABQ search: %d chunks of %d tokens", n_chunks, chunk);
+    if (p->n_alpha > LB_ABQ_SEARCH_MAX_GRID || p->n_clip > LB_ABQ_SEARCH_MAX_GRID)
+        return lb_fail(LB_ERR_ARG, "ABQ search: a grid of at most %d values per axis", LB_ABQ_SEARCH_MAX_GRID);
+    for (int i = 0; i < p->n_alpha; i++)
+        if (!(p->alphas[i] <= 1.0f)) return lb_fail(LB_ERR_ARG, "ABQ search: alpha %g (< 0: none, else 0..1)", (double)p->alphas[i]);
+    for (int i = 0; i < p->n_clip; i++)
+        if (!(p->clips[i] > 0.5f && p->clips[i] <= 1.0f)) return lb_fail(LB_ERR_ARG, "ABQ search: clip %g (0.55..1)", (double)p->clips[i]);
+    for (int il = 0; il < m->hp.n_layer; il++)
+        if (!m->layers[il].w_gate.data)
+            return lb_fail(LB_ERR_UNSUPPORTED, "ABQ search: blk.%d has no ffn_gate (a gated FFN is needed)", il);
+    return LB_OK;
+}
+
+lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, int chunk, const lb_abq_search_params *params,
+                            lb_abq_search **out) {
+    *out = NULL;
+    search S;
+    memset(&S, 0, sizeof S);
+    S.p = *params;
+    default_grid(&S.p);
+    if (!S.p.act_bits) S.p.act_bits = LB_ABQ_MAX_BITS;
+    lb_status st = check(m, &S.p, n_chunks, chunk);
+    if (st != LB_OK) return st;
+    const lb_hparams *hp = &m->hp;
+    S.m = m, S.n_chunks = n_chunks, S.chunk = chunk, S.d = hp->n_embd;
+    S.stream = (size_t)n_chunks * chunk * S.d;
+    const lb_context_params cp = {chunk, chunk, S.p.n_threads, 1};
+    if ((st = lb_context_new(m, &cp, &S.c)) != LB_OK) return st;
+    lb_abq_search *res = calloc(1, sizeof *res);
+    if (res) res->layers = calloc((size_t)hp->n_layer, sizeof *res->layers);
+    /* the ABQ matrices need more activation scratch than the F32 ones the context was sized for */
+    size_t scratch = S.c->act_scratch_size;
+    int64_t kmax = 0;
+    for (int il = 0; il < hp->n_layer; il++)
+        for (int i = 0; i < N_MAT; i++) {
+            lb_matrix w = *mat_of(&m->layers[il], i);
+            w.type = S.p.type;
+            scratch = LB_MAX(scratch, lb_matmul_scratch_size(&w, chunk));
+            kmax = LB_MAX(kmax, w.K * w.N);
+        }
+    if (scratch > S.c->act_scratch_size) {
+        lb_free_aligned(S.c->act_scratch);
+        S.c->act_scratch = lb_malloc_aligned(scratch);
+        S.c->act_scratch_size = scratch;
+    }
+    const int64_t kin[N_IN] = {S.d, S.d, hp->n_ff, (int64_t)hp->n_head * hp->head_dim};
+    int oom = !res || !res->layers || !S.c->act_scratch;
+    float **streams[] = {&S.xfp, &S.xq, &S.yfp, &S.y1, &S.y1best};
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) oom |= !(*streams[i] = malloc(S.stream * sizeof(float)));
+    oom |= !(S.y2 = malloc((size_t)chunk * S.d * sizeof(float)));
+    oom |= !(S.wtmp = malloc((size_t)kmax * sizeof(float)));
+    oom |= !(S.imp = malloc((size_t)LB_MAX(S.d, LB_MAX(hp->n_ff, kin[G_O])) * sizeof(float)));
+    for (int g = 0; g < N_IN; g++) {
+        S.kin[g] = kin[g];
+        oom |= !(S.sum2[g] = malloc((size_t)kin[g] * sizeof(double))) || !(S.ms[g] = malloc((size_t)kin[g] * sizeof(float)));
+        if (g < 3) oom |= !(S.s[g] = malloc((size_t)kin[g] * sizeof(float)));
+    }
+    for (int i = 0; i < N_MAT; i++) oom |= !(S.wf[i] = malloc((size_t)kmax * sizeof(float)));
+    if (oom) st = lb_fail(LB_ERR_NOMEM, "out of memory");
+    for (int il = 0; il < hp->n_layer && st == LB_OK; il++)
+        for (int i = 0; i < N_MAT; i++) {
+            const lb_matrix *w = mat_of(&m->layers[il], i);
+            if (w->K != kin[mat_input[i]]) st = lb_fail(LB_ERR_UNSUPPORTED, "ABQ search: blk.%d.%s: %lld inputs, expected %lld", il,
+                                                        mat_names[i], (long long)w->K, (long long)kin[mat_input[i]]);
+        }
+    for (int i = 0; i < n_chunks * chunk && st == LB_OK; i++)
+        if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+            st = lb_fail(LB_ERR_ARG, "ABQ search: token id %d is outside the vocabulary (0..%d)", tokens[i], hp->n_vocab - 1);
+    if (st == LB_OK) {
+        for (int ch = 0; ch < n_chunks; ch++) lb_embed_tokens(m, tokens + (size_t)ch * chunk, chunk, S.xfp + (size_t)ch * chunk * S.d);
+        memcpy(S.xq, S.xfp, S.stream * sizeof(float));
+    }
+    for (int il = 0; il < hp->n_layer && st == LB_OK; il++) {
+        lb_abq_search_layer *r = &res->layers[il];
+        st = search_layer(&S, il, r);
+        if (st != LB_OK) m->layers[il] = S.orig; /* not a candidate about to be freed */
+        if (st == LB_OK && S.p.progress) S.p.progress(S.p.user, il, hp->n_layer, r->alpha, r->clip, r->obj_default, r->obj_best);
+    }
+    search_free(&S);
+    if (st != LB_OK) {
+        lb_abq_search_free(res);
+        return st;
+    }
+    res->n_layer = hp->n_layer, res->n_alpha = S.p.n_alpha, res->n_clip = S.p.n_clip, res->model = m;
+    memcpy(res->alphas, S.p.alphas, sizeof res->alphas);
+    memcpy(res->clips, S.p.clips, sizeof res->clips);
+    *out = res;
+    return LB_OK;
+}
+
+void lb_abq_search_free(lb_abq_search *s) {
+    if (!s) return;
+    free(s->layers);
+    free(s);
+}
+
+int lb_abq_search_tensor(const lb_abq_search *s, const char *name, size_t len, int *type, const void **data,
+                         size_t *bytes) {
+    char full[128], part[64];
+    int L = -1, off = 0;
+    if (!s || len >= sizeof full) return 0;
+    memcpy(full, name, len);
+    full[len] = 0;
+    if (sscanf(full, "blk.%d.%n", &L, &off) != 1 || off == 0 || L < 0 || L >= s->n_layer) return 0;
+    lb_layer *l = &s->model->layers[L];
+    for (int i = 0; i < N_MAT; i++) {
+        snprintf(part, sizeof part, "%s.weight", mat_names[i]);
+        if (strcmp(full + off, part)) continue;
+        const lb_matrix *w = mat_of(l, i);
+        *type = w->type, *data = w->data, *bytes = w->row_size * (size_t)w->N;
+        return 1;
+    }
+    const float *v = !strcmp(full + off, "attn_norm.weight") ? l->attn_norm
+                   : !strcmp(full + off, "ffn_norm.weight")  ? l->ffn_norm : NULL;
+    if (!v) return 0;
+    *type = LB_TYPE_F32, *data = v, *bytes = (size_t)s->model->hp.n_embd * sizeof(float);
+    return 1;
+}

@@ -1,0 +1,73 @@
+/* ABQ-LLM's block-wise calibration (seed 004 sec. 3.2-3.3), gradient-free:
+ * per transformer block l, greedily in layer order, a grid over the
+ * smoothing alpha (SmoothQuant's balance vectors, model/quantize_smooth.h;
+ * "none" included) and a cap on the weight clipping search
+ * (lb_abq_quantize_group_clip), scored by the paper's DLC loss, eq. (2):
+ *
+ *     obj = mean over tokens of (1 - cos(Yq(X~), Yfp(Xfp))) + (1 - cos(Yq(Xfp), Yfp(Xfp)))
+ *
+ * Y the residual stream after block l, Xfp the full-precision model's input
+ * to it, X~ the input with blocks 0..l-1 already quantized by their choice.
+ * The paper trains the balance vectors and clipping with AdamW on eq. (5),
+ * which adds the KL between the fp and the quantized attention maps; the
+ * attention kernel (kernels/attention.h) never materialises the map, so that
+ * term is left out here (docs/abq.md).
+ *
+ * The quantized block is the real thing, not a simulation: its matrices
+ * are ABQ blocks run by the ABQ kernels at the requested activation bits,
+ * through the same forward code as lb_eval (lb_eval_layers). Importance of
+ * each matrix's columns: its input's mean squares over the calibration
+ * tokens (an imatrix of the same text), divided by s^2 when smoothed. */
+#ifndef LB_ABQ_SEARCH_H
+#define LB_ABQ_SEARCH_H
+
+#include "model/model.h"
+
+#define LB_ABQ_SEARCH_MAX_GRID 8
+
+typedef struct {
+    int type;          /* ABQ_W1..ABQ_W8, ABQ_W2S */
+    int act_bits;      /* 1..8; 0: 8 */
+    int act_bits_down; /* ffn_down's input; 0: act_bits */
+    int n_threads;     /* 0: the model's */
+    /* the grid; n_* = 0: the default {none, 0.25, 0.5, 0.75} x {1, 0.95, 0.9, 0.85}.
+     * alpha < 0: no smoothing. The first pair is the default configuration
+     * (the one a plain quantize with the same imatrix gives) */
+    int n_alpha, n_clip;
+    float alphas[LB_ABQ_SEARCH_MAX_GRID], clips[LB_ABQ_SEARCH_MAX_GRID];
+    /* called after each block (may be NULL) */
+    void (*progress)(void *user, int layer, int n_layer, float alpha, float clip, double obj_default, double obj_best);
+    void *user;
+} lb_abq_search_params;
+
+typedef struct {
+    float alpha, clip;            /* chosen; alpha < 0: no smoothing */
+    double obj_default, obj_best; /* objective of the grid's first pair and of the choice */
+    double grid[LB_ABQ_SEARCH_MAX_GRID * LB_ABQ_SEARCH_MAX_GRID]; /* every pair's, alpha-major */
+} lb_abq_search_layer;
+
+typedef struct {
+    int n_layer, n_alpha, n_clip;
+    float alphas[LB_ABQ_SEARCH_MAX_GRID], clips[LB_ABQ_SEARCH_MAX_GRID];
+    lb_abq_search_layer *layers;
+    const lb_model *model;
+} lb_abq_search;
+
+/* The search on m (weights F32, F16 or BF16; every layer matrix's rows a
+ * multiple of 128): n_chunks sequences of `chunk` tokens each, in tokens.
+ * On return m's layers ARE the calibrated model (ABQ matrices at their
+ * act bits, smoothed norms; buffers owned by m), and *out (free with
+ * lb_abq_search_free, before or after m) the choices. On failure the layers
+ * already searched stay calibrated, the rest as they were. */
+lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, int chunk, const lb_abq_search_params *p,
+                            lb_abq_search **out);
+void lb_abq_search_free(lb_abq_search *s);
+
+/* The calibrated model's tensor NAME (blk.L.{attn_q,attn_k,attn_v,attn_output,
+ * ffn_gate,ffn_up,ffn_down}.weight: ABQ blocks; blk.L.{attn,ffn}_norm.weight:
+ * F32): 1 with its type, data and bytes; 0 for any other name. s's model
+ * must still be alive. */
+int lb_abq_search_tensor(const lb_abq_search *s, const char *name, size_t len, int *type, const void **data,
+                         size_t *bytes);
+
+#endif
