@@ -5,7 +5,7 @@
 # bench/cuda (the table), each step under a timeout inside an overall budget
 # of 340 s. Logs go to $OUT when it is set (else build-cuda-logs/): steps.txt
 # (each step's exit code and seconds), nvidia-smi.txt, configure.log,
-# build.log, test_cuda.log, bench_cuda.log. Exit code 0 only if the build
+# build.log, test_cuda.log, test_cuda_seeds.log, bench_cuda.log. Exit code 0 only if the build
 # and the test passed and the bench ran.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,11 +49,13 @@ gen=(-G Ninja)
 command -v ninja >/dev/null 2>&1 || gen=()
 
 if step configure 60 cmake -S . -B build-cuda "${gen[@]}" -DLOWBIT_CUDA=ON -DCMAKE_BUILD_TYPE=Release &&
-   step build 220 cmake --build build-cuda -j"$(nproc)" --target test_cuda bench_cuda; then
+   step build 220 cmake --build build-cuda -j"$(nproc)" --target test_cuda test_cuda_seeds bench_cuda; then
   grep -i "warning" "$logs/build.log" | head -20
   # the test needs ~10-30 s of CPU reference on 16 cores; the bench ~10-20 s
   step test_cuda 120 ./build-cuda/tests/test_cuda || status=1
   grep -E "^(device|FAIL|test_cuda|no CUDA)" "$logs/test_cuda.log" | head -40
+  step test_cuda_seeds 90 ./build-cuda/tests/test_cuda_seeds || status=1
+  grep -E "^(device|FAIL|test_cuda|no CUDA)" "$logs/test_cuda_seeds.log" | head -40
   step bench_cuda 90 ./build-cuda/bench/cuda || status=1
   cat "$logs/bench_cuda.log"
 else

@@ -3,9 +3,11 @@
  * runs it; docs/cuda.md).
  *
  * N x K = 4096 x 4096, 11008 x 4096, 4096 x 11008 and M = 1, 16, 512, for
- * Q4_0, Q8_0, Q4_K, MX (2/4-bit, outliers) and F16 through cuBLAS (the
- * yardstick), each with random codes and sane scales (no kernel's speed
- * depends on the values). Per cell, timed with CUDA events around each run,
+ * Q4_0, Q8_0, Q4_K, MX (2/4-bit, outliers), seed 003's BCQ{4,3,2}_G128
+ * (LUT-GEMM), seed 004's ABQ_W4 at 8 and 4 activation bits, ABQ_W2 and
+ * ABQ_W2S at 8 (BMMA; AUTO keeps them on it at every M, in passes of 8) and
+ * F16 through cuBLAS (the yardstick), each with random codes and sane
+ * scales (no kernel's speed depends on the values). Per cell, timed with CUDA events around each run,
  * the L2 flushed before each (a memset of 4x its size, outside the events:
  * a 9 MB matrix would otherwise be read from a 50 MB L2), a few warm-up
  * runs, the median of --reps (default 25):
@@ -32,6 +34,8 @@
 #include <string.h>
 
 #include "core/fp16.h"
+#include "formats/abq.h"
+#include "formats/bcq.h"
 #include "formats/kquants.h"
 #include "formats/mx.h"
 #include "kernels/cuda/lb_cuda.h"
@@ -121,7 +125,7 @@ static double time_job(const job *j, int n) {
 }
 
 /* random codes with sane scales, as the file's rows */
-static lb_matrix make_rows(int type, int64_t N, int64_t K, void **mem) {
+static lb_matrix make_rows(int type, int64_t N, int64_t K, int act_bits, void **mem) {
     const size_t rs = lb_row_size(type, K), n = rs * (size_t)N;
     uint8_t *b = malloc(n);
     if (!b) {
@@ -133,6 +137,23 @@ static lb_matrix make_rows(int type, int64_t N, int64_t K, void **mem) {
         for (int i = 0; i < 4096; i++) tab[i] = lb_f32_to_fp16(0.04f * ((float)i / 4096.0f - 0.5f));
         lb_fp16 *w = (lb_fp16 *)b;
         for (size_t i = 0; i < n / 2; i++) w[i] = tab[next_rand() & 4095];
+    } else if (lb_bcq_is_plain(type)) {
+        fill_random(b, n); /* planes; then alpha_i and z of every group */
+        const int q = lb_bcq_bits(type);
+        for (size_t i = 0; i < n; i += (size_t)LB_BCQ_SIZE(q, lb_bcq_group(type)))
+            for (int a = 0; a <= q; a++) {
+                const lb_fp16 h = lb_f32_to_fp16(a < q ? 0.01f / (float)(1 << a) : 0.001f);
+                memcpy(b + i + 2 * a, &h, 2);
+            }
+    } else if (lb_abq_bits(type)) {
+        fill_random(b, n); /* planes (W2S: a few codes 5..7, harmless here); d and z */
+        const size_t bs = lb_traits(type)->type_size;
+        const lb_fp16 d = lb_f32_to_fp16(0.002f);
+        const int16_t z = 1;
+        for (size_t i = 0; i < n; i += bs) {
+            memcpy(b + i, &d, 2);
+            if (!lb_abq_is_balanced(type)) memcpy(b + i + 2, &z, 2);
+        }
     } else {
         fill_random(b, n);
         const lb_fp16 d = lb_f32_to_fp16(type == LB_TYPE_Q8_0 ? 0.0002f : type == LB_TYPE_Q4_0 ? 0.003f : 0.0005f);
@@ -143,7 +164,7 @@ static lb_matrix make_rows(int type, int64_t N, int64_t K, void **mem) {
         }
     }
     *mem = b;
-    return (lb_matrix){type, K, N, rs, b, 0};
+    return (lb_matrix){type, K, N, rs, b, act_bits};
 }
 
 static void gpu_line(const lb_cuda_device_info *info) {
@@ -228,11 +249,20 @@ int main(int argc, char **argv) {
            "(%d MiB read + written, %.3f ms). %% below is of the read-only figure.\n\n",
            bw_read / 1e9, bw_mib, t_read * 1e3, bw_copy / 1e9, bw_mib, t_copy * 1e3);
 
+    double b1_ops = 0, s8_ops = 0;
+    LB(lb_cuda_bench_mma(0, info.sm_count, sink, &b1_ops));
+    LB(lb_cuda_bench_mma(1, info.sm_count, sink, &s8_ops));
+    printf("tensor cores: mma m16n8k128 b1 (AND + popc) %.0f T bit-ops/s; mma m16n8k32 s8 %.0f T int8-ops/s; b1 / s8 "
+           "per instruction %.2f (a b1 mma holds 4x the products of an s8 one)\n\n",
+           b1_ops / 1e12, s8_ops / 1e12, (b1_ops / 4096.0) / (s8_ops / 1024.0));
     printf("| N x K | M | weights | bpw | path | MB | call us | kernel us | GB/s | %% of read BW | speedup vs cuBLAS fp16 "
            "(call) | (kernel) |\n");
     printf("|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
 
-    static const int types[] = {LB_TYPE_F16, LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_TYPE_Q4_K, LB_TYPE_MX};
+    static const int types[] = {LB_TYPE_F16,       LB_TYPE_Q4_0,      LB_TYPE_Q8_0,      LB_TYPE_Q4_K,
+                                LB_TYPE_MX,        LB_TYPE_BCQ4_G128, LB_TYPE_BCQ3_G128, LB_TYPE_BCQ2_G128,
+                                LB_TYPE_ABQ_W4,    LB_TYPE_ABQ_W4,    LB_TYPE_ABQ_W2,    LB_TYPE_ABQ_W2S};
+    static const int act_bits[] = {0, 0, 0, 0, 0, 0, 0, 0, 8, 4, 8, 8};
     enum { NT = sizeof types / sizeof types[0] };
     for (int si = 0; si < n_shapes; si++) {
         const int64_t N = shapes[2 * si], K = shapes[2 * si + 1];
@@ -252,7 +282,7 @@ int main(int argc, char **argv) {
                 }
                 W = (lb_matrix){LB_TYPE_MX, K, N, 0, v, 0};
             } else {
-                W = make_rows(types[ti], N, K, &mem);
+                W = make_rows(types[ti], N, K, act_bits[ti], &mem);
             }
             D[ti] = lb_cuda_matrix_upload(&W);
             if (!D[ti]) {
@@ -280,9 +310,16 @@ int main(int argc, char **argv) {
                      * fp16 (8 < M <= 32); MX's GEMV with its scales in registers (2: automatic, 3: forced) */
                     const int forced = variant & 1, regs = variant >> 1;
                     lb_cuda_path path = forced ? LB_CUDA_GEMV : LB_CUDA_AUTO;
-                    if (forced && (types[ti] == LB_TYPE_F16 || M <= LB_CUDA_GEMV_MAX_M || M > 32)) continue;
-                    if (regs && (types[ti] != LB_TYPE_MX || (!forced && M > LB_CUDA_GEMV_MAX_M))) continue;
+                    if (forced && (types[ti] == LB_TYPE_F16 || lb_abq_bits(types[ti]) || M <= LB_CUDA_GEMV_MAX_M ||
+                                   M > 32))
+                        continue;
+                    /* variant 2 of BCQ (q < 4): the LUT-GEMV's K-tile of 128 instead of 256 */
+                    const int bcq_narrow = lb_bcq_is_plain(types[ti]) && lb_bcq_bits(types[ti]) < 4;
+                    if (regs && (types[ti] == LB_TYPE_MX ? !forced && M > LB_CUDA_GEMV_MAX_M
+                                                         : !bcq_narrow || forced || M > LB_CUDA_GEMV_MAX_M))
+                        continue;
                     lb_cuda_mx_smem_scales(!regs);
+                    lb_cuda_bcq_tile(regs ? 128 : 256);
                     const job call = {.kind = 0, .W = D[ti], .X = X, .Y = Y, .M = M, .path = path};
                     const double t_call = time_job(&call, reps);
                     LB(lb_cuda_prepare(D[ti], X, M, path, NULL));
@@ -290,16 +327,21 @@ int main(int argc, char **argv) {
                     const double t_kernel = time_job(&kern, reps);
                     if (ti == 0) base_call = t_call, base_kernel = t_kernel;
                     const double bytes = (double)lb_cuda_matrix_bytes(D[ti]);
-                    const int gemv = types[ti] != LB_TYPE_F16 && (forced || M <= LB_CUDA_GEMV_MAX_M);
-                    char pname[32];
+                    const int abq = lb_abq_bits(types[ti]) > 0, bcq = lb_bcq_is_plain(types[ti]);
+                    const int gemv = types[ti] != LB_TYPE_F16 && (forced || abq || M <= LB_CUDA_GEMV_MAX_M);
+                    char pname[32], tname[48];
+                    snprintf(tname, sizeof tname, "%s%s", lb_type_name(types[ti]),
+                             !bcq || !gemv ? "" : regs ? " (LUT, t_w 128)" : lb_bcq_bits(types[ti]) < 4 ? " (LUT, t_w 256)" : " (LUT, t_w 128)");
+                    if (abq) snprintf(tname, sizeof tname, "%s A%d (BMMA)", lb_type_name(types[ti]), act_bits[ti]);
                     if (!gemv) snprintf(pname, sizeof pname, "fp16 GEMM");
                     else if (M <= LB_CUDA_GEMV_MAX_M) snprintf(pname, sizeof pname, "GEMV");
                     else snprintf(pname, sizeof pname, "GEMV x%d", (M + LB_CUDA_GEMV_MAX_M - 1) / LB_CUDA_GEMV_MAX_M);
                     lb_cuda_mx_smem_scales(1);
+                    lb_cuda_bcq_tile(256);
                     printf("| %lld x %lld | %d | %s | %.2f | %s | %.1f | %.1f | %.1f | %.0f | %.0f | %.2f | %.2f |\n",
                            (long long)N, (long long)K, M,
                            types[ti] == LB_TYPE_F16 ? "F16 (cuBLAS)"
-                           : types[ti] != LB_TYPE_MX ? lb_type_name(types[ti])
+                           : types[ti] != LB_TYPE_MX ? tname
                            : !gemv                   ? "MX"
                            : regs                    ? "MX (scales in registers)"
                                                      : "MX (Alg. 1, smem scales)",

@@ -30,23 +30,35 @@ int ensure_cublas() {
 
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
+bool is_bcq(const lb_cuda_matrix *W) { return W->type >= LBCU_BCQ_FIRST && W->type <= LBCU_BCQ_LAST; }
+bool is_abq(const lb_cuda_matrix *W) { return W->type >= LBCU_ABQ_W1 && W->type <= LBCU_ABQ_W2S; }
+
 // The activation format a path needs for W.
 int act_kind(const lb_cuda_matrix *W, lb_cuda_path path) {
     if (W->type == LBCU_F16 || path == LB_CUDA_FP16) return LBCU_F16;
+    if (is_bcq(W)) return LBCU_ACT_F32;
+    if (is_abq(W)) return LBCU_ABQ_ACT;
     return W->type == LBCU_Q4_K ? LBCU_Q8_K : LBCU_Q8_0;
 }
 
 lb_cuda_path resolve(const lb_cuda_matrix *W, int M, lb_cuda_path path) {
     if (W->type == LBCU_F16) return LB_CUDA_FP16;
-    if (path == LB_CUDA_AUTO) return M <= LB_CUDA_GEMV_MAX_M ? LB_CUDA_GEMV : LB_CUDA_FP16;
+    if (path == LB_CUDA_AUTO) {
+        // ABQ keeps its WqAp semantics at every M: the BMMA kernel in passes of 8 rows
+        if (is_abq(W)) return LB_CUDA_GEMV;
+        return M <= LB_CUDA_GEMV_MAX_M ? LB_CUDA_GEMV : LB_CUDA_FP16;
+    }
     return path;
 }
 
 // Lays out the workspace for M rows of K in format kind, growing it if needed.
 int ws_layout(int kind, int M, int64_t K, lbcu_act *a) {
-    const size_t mk = (size_t)M * (size_t)K;
+    // ABQ: groups padded to chunks of 4 (cuda_abq.cu)
+    const size_t mk = (size_t)M * (size_t)K, mg = (size_t)M * 4 * (((size_t)K / LBCU_ABQ_G + 3) / 4);
     size_t need;
     if (kind == LBCU_F16) need = align256(mk * 2);
+    else if (kind == LBCU_ACT_F32) need = align256(mk * 4);
+    else if (kind == LBCU_ABQ_ACT) need = align256(mg * 128) + align256(mg * 4) + 2 * align256((size_t)M * 4);
     else need = align256(mk) + align256(mk / 32 * 2) + align256(mk / 256 * 4) + align256(mk / 16 * 2);
     if (need > g_ws.cap) {
         LBCU_CHECK(cudaDeviceSynchronize()); // kernels in flight may still read the old one
@@ -62,6 +74,17 @@ int ws_layout(int kind, int M, int64_t K, lbcu_act *a) {
         a->xh = (__half *)p;
         return 0;
     }
+    if (kind == LBCU_ACT_F32) {
+        a->xf = (const float *)p;
+        return 0;
+    }
+    if (kind == LBCU_ABQ_ACT) {
+        a->planes = (uint32_t *)p, p += align256(mg * 128);
+        a->sums = (int32_t *)p, p += align256(mg * 4);
+        a->ad = (float *)p, p += align256((size_t)M * 4);
+        a->az = (int32_t *)p;
+        return 0;
+    }
     a->qs = (int8_t *)p, p += align256(mk);
     a->d0 = (uint16_t *)p, p += align256(mk / 32 * 2);
     a->dk = (float *)p, p += align256(mk / 256 * 4);
@@ -69,11 +92,23 @@ int ws_layout(int kind, int M, int64_t K, lbcu_act *a) {
     return 0;
 }
 
-int quantize_into_ws(int kind, const float *X, int M, int64_t K, cudaStream_t s) {
+// p: the bits of ABQ activations (ignored by the other kinds)
+int quantize_into_ws(int kind, const float *X, int M, int64_t K, int p, cudaStream_t s) {
     lbcu_act a;
     g_ws.act = lbcu_act{}; // nothing valid until the kernel is queued
     if (ws_layout(kind, M, K, &a)) return -1;
     if (kind == LBCU_F16) LBCU_CHECK(lbcu_to_half(X, (int64_t)M * K, a.xh, s));
+    else if (kind == LBCU_ACT_F32)
+        LBCU_CHECK(cudaMemcpyAsync((void *)a.xf, X, (size_t)M * (size_t)K * 4, cudaMemcpyDeviceToDevice, s));
+    else if (kind == LBCU_ABQ_ACT) {
+        if (K % LBCU_ABQ_G || p < 1 || p > 8) {
+            lbcu_set_error("lb_cuda: ABQ activations need K a multiple of 128 and 1..8 bits (K %lld, %d bits)",
+                           (long long)K, p);
+            return -1;
+        }
+        a.p = p;
+        LBCU_CHECK(lbcu_quantize_abq(X, M, K, p, a, s));
+    }
     else if (kind == LBCU_Q8_K) LBCU_CHECK(lbcu_quantize_q8_k(X, M, K, a, s));
     else LBCU_CHECK(lbcu_quantize_q8_0(X, M, K, a, s));
     g_ws.act = a;
@@ -84,6 +119,17 @@ int check_args(const lb_cuda_matrix *W, int M, const void *p) {
     if (!W || M < 1 || !p) {
         lbcu_set_error("lb_cuda: %s", !W ? "no matrix" : M < 1 ? "M < 1" : "NULL device pointer");
         return -1;
+    }
+    return 0;
+}
+
+// The GEMV kernels on prepared activations, in passes of LB_CUDA_GEMV_MAX_M rows.
+int gemv_passes(lb_cuda_matrix *W, const lbcu_act &a, int M, float *Y, cudaStream_t s) {
+    for (int m0 = 0; m0 < M; m0 += LB_CUDA_GEMV_MAX_M) {
+        const int mc = M - m0 < LB_CUDA_GEMV_MAX_M ? M - m0 : LB_CUDA_GEMV_MAX_M;
+        if (is_bcq(W)) LBCU_CHECK(lbcu_gemv_bcq(W, a, m0, mc, Y, W->N, s));
+        else if (is_abq(W)) LBCU_CHECK(lbcu_gemv_abq(W, a, m0, mc, Y, W->N, s));
+        else LBCU_CHECK(lbcu_gemv(W, a, m0, mc, Y, W->N, s));
     }
     return 0;
 }
@@ -117,6 +163,7 @@ int lb_cuda_device_info_get(int dev, lb_cuda_device_info *out) {
 }
 
 void lb_cuda_release(void) {
+    lbcu_bcq_release();
     if (g_cublas) cublasDestroy(g_cublas);
     g_cublas = nullptr;
     if (g_ws.buf) {
@@ -141,7 +188,7 @@ void lbcu_free(void *dev) {
 void lb_cuda_matrix_free(lb_cuda_matrix *W) {
     if (!W) return;
     void *p[] = {W->q, W->d, W->lo_qs, W->lo_meta, W->hi_qs, W->hi_meta, W->lo_group, W->hi_group, W->row_ptr,
-                 W->outliers, W->w16};
+                 W->outliers, W->w16, W->row_e};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) lbcu_free(p[i]);
     free(W);
 }
@@ -165,7 +212,7 @@ int lb_cuda_matrix_make_fp16(lb_cuda_matrix *W, void *stream) {
 
 int lb_cuda_prepare(const lb_cuda_matrix *W, const float *X_dev, int M, lb_cuda_path path, void *stream) {
     if (check_args(W, M, X_dev)) return -1;
-    return quantize_into_ws(act_kind(W, resolve(W, M, path)), X_dev, M, W->K, (cudaStream_t)stream);
+    return quantize_into_ws(act_kind(W, resolve(W, M, path)), X_dev, M, W->K, W->act_bits, (cudaStream_t)stream);
 }
 
 int lb_cuda_run_prepared(lb_cuda_matrix *W, int M, float *Y_dev, lb_cuda_path path, void *stream) {
@@ -173,19 +220,13 @@ int lb_cuda_run_prepared(lb_cuda_matrix *W, int M, float *Y_dev, lb_cuda_path pa
     const cudaStream_t s = (cudaStream_t)stream;
     const lb_cuda_path p = resolve(W, M, path);
     const lbcu_act &a = g_ws.act;
-    if (a.kind != act_kind(W, p) || a.K != W->K || a.M < M) {
+    if (a.kind != act_kind(W, p) || a.K != W->K || a.M < M || (a.kind == LBCU_ABQ_ACT && a.p != W->act_bits)) {
         lbcu_set_error("lb_cuda_run_prepared: the workspace holds %d rows of %lld in format %d, not %d rows of %lld in "
                        "format %d (call lb_cuda_prepare first)",
                        a.M, (long long)a.K, a.kind, M, (long long)W->K, act_kind(W, p));
         return -1;
     }
-    if (p == LB_CUDA_GEMV) {
-        for (int m0 = 0; m0 < M; m0 += LB_CUDA_GEMV_MAX_M) {
-            const int mc = M - m0 < LB_CUDA_GEMV_MAX_M ? M - m0 : LB_CUDA_GEMV_MAX_M;
-            LBCU_CHECK(lbcu_gemv(W, a, m0, mc, Y_dev, W->N, s));
-        }
-        return 0;
-    }
+    if (p == LB_CUDA_GEMV) return gemv_passes(W, a, M, Y_dev, s);
     // prefill: Y^T (N x M, column-major) = W16 (K x N column-major, i.e. N rows of K) ^T X^T (K x M)
     if (lb_cuda_matrix_make_fp16(W, stream) || ensure_cublas()) return -1;
     if (check_cublas(cublasSetStream(g_cublas, s), "cublasSetStream", __LINE__)) return -1;
@@ -198,6 +239,14 @@ int lb_cuda_run_prepared(lb_cuda_matrix *W, int M, float *Y_dev, lb_cuda_path pa
 }
 
 int lb_cuda_matmul_path(lb_cuda_matrix *W, const float *X_dev, int M, float *Y_dev, lb_cuda_path path, void *stream) {
+    // BCQ's table-lookup kernel reads fp32 activations as they are: no copy
+    // into the workspace when they are 16-byte aligned (its vector loads)
+    if (!check_args(W, M, X_dev) && Y_dev && is_bcq(W) && resolve(W, M, path) == LB_CUDA_GEMV &&
+        (uintptr_t)X_dev % 16 == 0) {
+        lbcu_act a{};
+        a.kind = LBCU_ACT_F32, a.M = M, a.K = W->K, a.xf = X_dev;
+        return gemv_passes(W, a, M, Y_dev, (cudaStream_t)stream);
+    }
     if (lb_cuda_prepare(W, X_dev, M, path, stream)) return -1;
     return lb_cuda_run_prepared(W, M, Y_dev, path, stream);
 }
@@ -208,7 +257,7 @@ int lb_cuda_matmul(lb_cuda_matrix *W, const float *X_dev, int M, float *Y_dev, v
 
 int lbcu_quantize_to_host(int act_type, const float *X_dev, int M, int64_t K, int8_t *qs, uint16_t *d0, float *dk,
                           int16_t *s16) {
-    if (quantize_into_ws(act_type, X_dev, M, K, nullptr)) return -1;
+    if (quantize_into_ws(act_type, X_dev, M, K, 0, nullptr)) return -1;
     LBCU_CHECK(cudaDeviceSynchronize());
     const lbcu_act &a = g_ws.act;
     const size_t mk = (size_t)M * (size_t)K;
@@ -216,6 +265,19 @@ int lbcu_quantize_to_host(int act_type, const float *X_dev, int M, int64_t K, in
     if (act_type == LBCU_Q8_0) LBCU_CHECK(cudaMemcpy(d0, a.d0, mk / 32 * 2, cudaMemcpyDeviceToHost));
     else LBCU_CHECK(cudaMemcpy(dk, a.dk, mk / 256 * 4, cudaMemcpyDeviceToHost));
     LBCU_CHECK(cudaMemcpy(s16, a.s16, mk / 16 * 2, cudaMemcpyDeviceToHost));
+    return 0;
+}
+
+int lbcu_abq_act_to_host(const float *X_dev, int M, int64_t K, int p, uint8_t *planes, int32_t *sums, float *d,
+                         int32_t *z) {
+    if (quantize_into_ws(LBCU_ABQ_ACT, X_dev, M, K, p, nullptr)) return -1;
+    LBCU_CHECK(cudaDeviceSynchronize());
+    const lbcu_act &a = g_ws.act;
+    const size_t mg = (size_t)M * 4 * (((size_t)K / LBCU_ABQ_G + 3) / 4);
+    LBCU_CHECK(cudaMemcpy(planes, a.planes, mg * 128, cudaMemcpyDeviceToHost));
+    LBCU_CHECK(cudaMemcpy(sums, a.sums, mg * 4, cudaMemcpyDeviceToHost));
+    LBCU_CHECK(cudaMemcpy(d, a.ad, (size_t)M * 4, cudaMemcpyDeviceToHost));
+    LBCU_CHECK(cudaMemcpy(z, a.az, (size_t)M * 4, cudaMemcpyDeviceToHost));
     return 0;
 }
 

@@ -64,7 +64,7 @@ __device__ __forceinline__ int4 lbcu_ld16(const void *p) { return *(const int4 *
 // or per 256 the Q8_K float scale (dk), and per 16 codes their sum (s16:
 // Q4_0's -8 offset, MX's zeros, Q4_K's mins). FP16: xh, M rows of K.
 struct lbcu_act {
-    int kind; // 0 (nothing prepared), LBCU_Q8_0, LBCU_Q8_K or LBCU_F16
+    int kind; // 0 (nothing prepared), LBCU_Q8_0, LBCU_Q8_K, LBCU_F16, LBCU_ACT_F32 or LBCU_ABQ_ACT
     int M;
     int64_t K;
     int8_t *qs;
@@ -72,6 +72,12 @@ struct lbcu_act {
     float *dk;
     int16_t *s16;
     __half *xh;
+    const float *xf;   // ACT_F32: M rows of K (a copy in the workspace)
+    int p;             // ABQ_ACT: the bits
+    uint32_t *planes;  // ABQ_ACT: M x K/128 groups x 8 planes x 4 words (planes p..7 zero)
+    int32_t *sums;     // ABQ_ACT: M x K/128 code sums
+    float *ad;         // ABQ_ACT: M scales da
+    int32_t *az;       // ABQ_ACT: M zero points za
 };
 
 // Launchers (cuda_kernels.cu, cuda_mx.cu): each returns the launch's error.
@@ -82,6 +88,16 @@ cudaError_t lbcu_to_half(const float *X, int64_t n, __half *y, cudaStream_t s);
 cudaError_t lbcu_gemv(const lb_cuda_matrix *W, const lbcu_act &a, int m0, int mc, float *Y, int64_t ldy, cudaStream_t s);
 cudaError_t lbcu_gemv_mx(const lb_cuda_matrix *W, const lbcu_act &a, int m0, int mc, float *Y, int64_t ldy,
                          cudaStream_t s);
+// Seed 003 (cuda_bcq.cu): the LUT-GEMV of BCQ rows on fp32 activations.
+cudaError_t lbcu_gemv_bcq(const lb_cuda_matrix *W, const lbcu_act &a, int m0, int mc, float *Y, int64_t ldy,
+                          cudaStream_t s);
+cudaError_t lbcu_dequant_bcq_fp16(const lb_cuda_matrix *W, __half *w16, cudaStream_t s);
+void lbcu_bcq_release(void); // its scratch (partial sums, counters)
+// Seed 004 (cuda_abq.cu): activations to p bit planes, the BMMA GEMV.
+cudaError_t lbcu_quantize_abq(const float *X, int M, int64_t K, int p, const lbcu_act &a, cudaStream_t s);
+cudaError_t lbcu_gemv_abq(const lb_cuda_matrix *W, const lbcu_act &a, int m0, int mc, float *Y, int64_t ldy,
+                          cudaStream_t s);
+cudaError_t lbcu_dequant_abq_fp16(const lb_cuda_matrix *W, __half *w16, cudaStream_t s);
 // The weights as fp16 (N x K) for the prefill path.
 cudaError_t lbcu_dequant_fp16(const lb_cuda_matrix *W, __half *w16, cudaStream_t s);
 cudaError_t lbcu_dequant_mx_fp16(const lb_cuda_matrix *W, __half *w16, cudaStream_t s);

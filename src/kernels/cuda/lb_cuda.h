@@ -10,7 +10,13 @@
  *    with the loads of the codes, outliers added by the rows' owners);
  *  - prefill (larger M): the weights dequantized once to fp16 (cached in the
  *    matrix) and cuBLAS cublasGemmEx, fp16 in, fp32 compute and out;
- *  - F16 matrices: cuBLAS for every M, the yardstick.
+ *  - F16 matrices: cuBLAS for every M, the yardstick;
+ *  - BCQ{q}_G{g} (seed 003): LUT-GEMM, fp32 activations, tables of mu = 8
+ *    in shared memory (cuda_bcq.cu);
+ *  - ABQ_W{q} / ABQ_W2S (seed 004): activations quantized on the GPU to the
+ *    matrix's p bits exactly as the CPU does, the product by binary tensor
+ *    cores (mma.sync b1, AND + popc), the CPU's float bit for bit
+ *    (cuda_abq.cu).
  *
  * Plain C. Pointers named *_dev are device memory; a stream is a
  * cudaStream_t passed as void * (NULL: the default stream). One host thread
@@ -64,7 +70,8 @@ typedef struct lb_cuda_matrix lb_cuda_matrix;
 
 #ifndef __CUDACC__
 /* Copies W (host memory) to the device: Q4_0, Q8_0, Q4_K (plain GGUF rows),
- * MX (W->data an lb_mx_view: its tiles, groups and CSR outliers) or F16.
+ * MX (W->data an lb_mx_view: its tiles, groups and CSR outliers), the plain
+ * BCQ and ABQ types (ABQ: W->act_bits the activations' bits, 0 = 8) or F16.
  * The device layout is the kernels' own (lb_cuda_internal.h): Q4_0 / Q8_0
  * split into code and scale arrays, MX tiles split into 16-byte aligned code
  * and scale parts; the bytes a kernel reads are those of the file. */
@@ -116,12 +123,27 @@ int lb_cuda_mx_smem_scales(int on);
  * to compare with lb_quantize_row_q8_0_ref / lb_quantize_row_q8_K_ref. */
 int lb_cuda_quantize_to_host(int act_type, const float *X_dev, int M, int64_t K, void *rows);
 
+/* The K-tile t_w of BCQ's LUT-GEMV (docs/cuda.md): 256 (32 tables of mu = 8
+ * per block) or 128 (16); q = 4 always takes 128. Other values only ask.
+ * Returns the setting before the call. Both give results within the same
+ * bound (test_cuda_seeds runs both). */
+int lb_cuda_bcq_tile(int tw);
+
+/* Tests: quantizes X_dev (M x K, K a multiple of 128) on the GPU to ABQ
+ * activations of p bits and writes M rows of block_abq_act (formats/abq.h)
+ * to rows (host), to compare with lb_abq_quantize_act. */
+int lb_cuda_abq_act_to_host(const float *X_dev, int M, int64_t K, int p, void *rows);
+
 /* ---- benchmarks (bench/cuda.c) ---- */
 
 /* Launches a kernel that reads bytes (a multiple of 16) of buf_dev with
  * 16-byte loads on 8 blocks per SM: the read-bandwidth yardstick of the
  * GEMVs. sink_dev: one int it may write. */
 int lb_cuda_bench_read(const void *buf_dev, size_t bytes, int *sink_dev, int sm_count, void *stream);
+/* Measures the tensor cores' peak for mma.sync m16n8k128 b1 AND + popc
+ * (kind 0) or m16n8k32 s8 (kind 1): *ops_per_s = 2 m n k per mma (bit or
+ * int8 operations) per second, the best of 3 timed runs. */
+int lb_cuda_bench_mma(int kind, int sm_count, int *sink_dev, double *ops_per_s);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,13 @@ enum {
     LBCU_Q4_K = 12,
     LBCU_Q8_K = 15,
     LBCU_MX = 1062,
+    LBCU_BCQ_FIRST = 1066, /* BCQ4_G128 .. BCQ1_G32, formats/bcq.h (q = 4 - (t - first) / 3, g = 128 >> (t - first) % 3) */
+    LBCU_BCQ_LAST = 1077,
+    LBCU_ABQ_ACT = 1100,   /* formats/abq.h: a token's p-bit activation planes */
+    LBCU_ABQ_W1 = 1101,    /* ABQ_W1 .. ABQ_W8: q = t - 1100 planes */
+    LBCU_ABQ_W8 = 1108,
+    LBCU_ABQ_W2S = 1109,   /* the bit-balance grid {-2..2}: 3 planes, z = 2 */
+    LBCU_ACT_F32 = 2000,   /* activation kind only: fp32 rows as they are (BCQ's table-lookup kernel) */
 };
 
 /* Block sizes the kernels rely on (the same as formats/types.h, kquants.h, mx.h). */
@@ -35,6 +42,8 @@ enum {
  *   4-bit: s[16] (fp16, 32 bytes), z[8], 8 bytes 0 */
 #define LBCU_MX2_META 32
 #define LBCU_MX4_META 48
+#define LBCU_ABQ_G 128    /* ABQ group; 16 bytes a bit plane */
+#define LBCU_BCQ_TW 256   /* activations of one K-tile of the LUT-GEMV: 32 tables of mu = 8 */
 
 /* A matrix on the device (every pointer from cudaMalloc, 256-byte aligned).
  *  Q8_0: q int8 codes, N rows of K; d fp16 bits, N rows of K/32
@@ -45,7 +54,15 @@ enum {
  *        lo_qs + (t n_lo + l) 128 and scales at lo_meta + (t n_lo + l) 32,
  *        the same for the n_hi 4-bit tiles (256 and 48 bytes); the group of
  *        each slot; CSR outliers (row_ptr N + 1 entries, words col | fp16 << 16)
- *  F16:  w16 only, N rows of K. */
+ *  F16:  w16 only, N rows of K.
+ *  BCQ:  q the bit planes, N rows of `pstride` bytes (K q / 8 rounded up to
+ *        16): per group its q planes of g/8 bytes, as in the block; d the
+ *        heads, N rows of K/g groups of q + 1 fp16 (alpha_0..alpha_{q-1}, z)
+ *  ABQ:  groups padded to G4 = ceil(K/128 / 4) chunks of 4 (zeros); q the
+ *        planes, per (row, chunk, plane) 16 words, word w of group 4 c + u at
+ *        4 w + u; d per group one word, fp16 d | z << 16 (W2S: z = 2 written
+ *        at upload), N rows of 4 G4; row_e per row the exponent E of the
+ *        smallest scale's unit (cuda_abq.cu: exact integer sums). */
 struct lb_cuda_matrix {
     int type;
     int64_t N, K;
@@ -56,6 +73,10 @@ struct lb_cuda_matrix {
     uint16_t *lo_group, *hi_group;
     uint32_t *row_ptr, *outliers; /* NULL: no outliers */
     uint16_t *w16;                /* fp16 N x K: F16's weights, or the prefill path's cache (NULL until built) */
+    int bits, group;              /* BCQ: q and g; ABQ: q (planes) and 128 */
+    int act_bits;                 /* ABQ: the activations' p (lb_matrix.act_bits, 8 if unset) */
+    int64_t pstride;              /* BCQ: bytes per row of planes */
+    int32_t *row_e;               /* ABQ: per row the exponent E of its integer scales */
 };
 
 /* Records a message for lb_cuda_last_error (cuda_host.c). */
@@ -74,6 +95,13 @@ void lbcu_free(void *dev);
  * LBCU_Q8_K) and copies the workspace's codes (M x K), scales (Q8_0: M x K/32
  * fp16 bits in d0; Q8_K: M x K/256 floats in dk) and sums of 16 codes
  * (M x K/16) to host memory. Synchronous. */
+/* Quantizes X_dev (M x K) into the workspace as ABQ activations of p bits
+ * and copies them out as the kernels read them: planes (M x G4 chunks x 8
+ * planes x 16 words, word w of group 4 c + u at 4 w + u), the code sum of
+ * every group (M x 4 G4), the scale and zero of every row (M each). */
+int lbcu_abq_act_to_host(const float *X_dev, int M, int64_t K, int p, uint8_t *planes, int32_t *sums, float *d,
+                         int32_t *z);
+
 int lbcu_quantize_to_host(int act_type, const float *X_dev, int M, int64_t K, int8_t *qs, uint16_t *d0, float *dk,
                           int16_t *s16);
 
