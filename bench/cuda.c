@@ -5,7 +5,8 @@
  * N x K = 4096 x 4096, 11008 x 4096, 4096 x 11008 and M = 1, 16, 512, for
  * Q4_0, Q8_0, Q4_K, MX (2/4-bit, outliers), seed 003's BCQ{4,3,2}_G128
  * (LUT-GEMM), seed 004's ABQ_W4 at 8 and 4 activation bits, ABQ_W2 and
- * ABQ_W2S at 8 (BMMA; AUTO keeps them on it at every M, in passes of 8) and
+ * ABQ_W2S at 8 (BMMA; AUTO keeps them on it at every M: the GEMV, in passes of 8
+ * up to M = 16, the GEMM above) and
  * F16 through cuBLAS (the yardstick), each with random codes and sane
  * scales (no kernel's speed depends on the values). Per cell, timed with CUDA events around each run,
  * the L2 flushed before each (a memset of 4x its size, outside the events:
@@ -334,6 +335,7 @@ int main(int argc, char **argv) {
                              !bcq || !gemv ? "" : regs ? " (LUT, t_w 128)" : lb_bcq_bits(types[ti]) < 4 ? " (LUT, t_w 256)" : " (LUT, t_w 128)");
                     if (abq) snprintf(tname, sizeof tname, "%s A%d (BMMA)", lb_type_name(types[ti]), act_bits[ti]);
                     if (!gemv) snprintf(pname, sizeof pname, "fp16 GEMM");
+                    else if (abq && M > 2 * LB_CUDA_GEMV_MAX_M) snprintf(pname, sizeof pname, "BMMA GEMM");
                     else if (M <= LB_CUDA_GEMV_MAX_M) snprintf(pname, sizeof pname, "GEMV");
                     else snprintf(pname, sizeof pname, "GEMV x%d", (M + LB_CUDA_GEMV_MAX_M - 1) / LB_CUDA_GEMV_MAX_M);
                     lb_cuda_mx_smem_scales(1);

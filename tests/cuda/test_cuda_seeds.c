@@ -18,14 +18,14 @@
  * ABQ_W1..W8 and W2S (binary tensor cores): activations quantized on the
  * GPU to p = 8, 4, 2, 1 bits equal lb_abq_quantize_act's blocks byte for
  * byte (planes, codes, sums, scale, zero); the product (AUTO: the BMMA
- * kernel at every M, in passes of 8) equals lb_abq_row_dot, the CPU's
+ * GEMV, in passes of 8 up to M = 16, the BMMA GEMM above) equals lb_abq_row_dot, the CPU's
  * float, bit for bit. The weights' group scales lie within 2^4 of each
  * other, so every partial sum of scaled group dots is exact in double and
  * the order of the GPU's sums cannot show (docs/cuda.md).
  *
  * Shapes: K 256, 384 (a partial 256-wide LUT tile), 2816, 4096; N 16, 20
  * (a partial warp of rows), 260 (a partial block), 4096; M 1, 2, 3, 5, 8,
- * 16. LOWBIT_CUDA_TEST_QUICK=1: K <= 2816 and N <= 260. */
+ * 16, and 40 for ABQ. LOWBIT_CUDA_TEST_QUICK=1: K <= 2816 and N <= 260. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <omp.h>
@@ -48,8 +48,8 @@
         }                                                                                                     \
     } while (0)
 
-enum { MAX_M = 16, MAX_K = 4096, MAX_N = 4096, MAX_FAIL_LINES = 40 };
-static const int kMs[] = {1, 2, 3, 5, 8, 16};
+enum { MAX_M = 40, MAX_K = 4096, MAX_N = 4096, MAX_FAIL_LINES = 40 };
+static const int kMs[] = {1, 2, 3, 5, 8, 16, 40}; /* 40: ABQ only (its GEMM: a full and a partial tile of 32) */
 enum { NM = sizeof kMs / sizeof kMs[0] };
 static int quick;
 static uint64_t seed = 0x5eed0034ull;
@@ -159,7 +159,7 @@ static void bcq_case(int type, int64_t N, int64_t K) {
             lb_cuda_bcq_tile(tile);
             for (int mi = 0; mi < NM; mi++) {
                 const int M = kMs[mi];
-                if (M > 8 && tile == 128) continue;
+                if ((M > 8 && tile == 128) || M > 16) continue;
                 if (gpu_matmul(D, M, LB_CUDA_AUTO, what) == 0) check_float(what, M, N, K, absbound, M > 8);
                 if (M <= 8 || N > 260) continue;
                 if (gpu_matmul(D, M, LB_CUDA_GEMV, what) == 0) check_float(what, M, N, K, absbound, 0);

@@ -123,16 +123,29 @@ __device__ __forceinline__ long long shfl_xor_ll(long long v, int o) { return __
 // Fragments of m16n8k128 b1 (lane = 4 gid + tig): A a0 = row gid, a1 = row
 // gid + 8, each the 32 bits k = 32 tig .. 32 tig + 31; B the column gid, the
 // same bits; C c0, c1 = row gid, columns 2 tig, 2 tig + 1; c2, c3 row gid + 8.
+//
+// SPLITK (the GEMV, M <= 2 NT): the block's 4 warps split K by 4-group
+// chunks, warp w taking chunks w, w + 4, ..., and their sums meet in shared
+// memory. Otherwise (the GEMM, any M): grid.y tiles the tokens, each warp
+// takes 2 NT tokens of the block's 4 x 2 NT and all of K, reading the same
+// weights as its neighbours (from L1).
 constexpr int kWarps = 4;
-template <int QW, int NT>
-__global__ void __launch_bounds__(32 * kWarps) abq_bmma_gemv_kernel(
+template <int QW, int NT, bool SPLITK>
+__global__ void __launch_bounds__(32 * kWarps) abq_bmma_kernel(
     const uint4 *__restrict__ wplanes, const uint4 *__restrict__ heads, const int32_t *__restrict__ row_e, int q,
     const uint4 *__restrict__ aplanes, const int4 *__restrict__ asums, const float *__restrict__ ad,
     const int32_t *__restrict__ az, int M, int64_t N, int64_t G4, float *__restrict__ Y, int64_t ldy) {
     constexpr int NR = 8 / QW, NA = 2 * NT;
-    __shared__ long long red[kWarps][NR][NA + 1];
+    __shared__ long long red[SPLITK ? kWarps : 1][NR][NA + 1];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gid = lane >> 2, tig = lane & 3;
     const int64_t n0 = (int64_t)blockIdx.x * NR;
+    // this warp's tokens: [tb, tb + M) of the launch's
+    const int tb = SPLITK ? 0 : ((int)blockIdx.y * kWarps + warp) * NA;
+    if (!SPLITK) {
+        M = min(NA, M - tb);
+        if (M <= 0) return; // whole warps; no barrier in this mode
+        aplanes += (int64_t)tb * G4 * 32, asums += (int64_t)tb * G4, ad += tb, az += tb, Y += (int64_t)tb * ldy;
+    }
     // this lane's B column: row n0 + nb, plane sb
     const int nb = gid / QW, sb = gid % QW;
     const bool rb = n0 + nb < N, bvalid = rb && sb < q;
@@ -153,7 +166,7 @@ __global__ void __launch_bounds__(32 * kWarps) abq_bmma_gemv_kernel(
 #pragma unroll
     for (int i = 0; i < NA; i++) acc[i] = 0;
 
-    for (int64_t j = warp; j < G4; j += kWarps) {
+    for (int64_t j = SPLITK ? warp : 0; j < G4; j += SPLITK ? kWarps : 1) {
         const uint4 zero4 = make_uint4(0, 0, 0, 0);
         const uint4 b4 = bvalid ? bp[j * q * 4] : zero4;
         const uint4 hc4 = rc ? hc[j] : zero4, hb4 = rb ? hb[j] : zero4;
@@ -197,11 +210,23 @@ __global__ void __launch_bounds__(32 * kWarps) abq_bmma_gemv_kernel(
         a += shfl_xor_ll(a, 16);
         if (QW >= 4) a += shfl_xor_ll(a, 1);
         if (QW >= 8) a += shfl_xor_ll(a, 2);
-        if (gid == 0 && sc == 0) red[warp][nc][m] = a;
+        acc[m] = a;
+        if (SPLITK && gid == 0 && sc == 0) red[warp][nc][m] = a;
     }
     long long wr = wacc;
 #pragma unroll
     for (int o = 1; o < 4 * QW; o <<= 1) wr += shfl_xor_ll(wr, o);
+    if (!SPLITK) { // this warp has every sum of its tokens: row nc's writer finishes them
+        const long long w = __shfl_sync(0xffffffffu, wr, (nc * 4 * QW) & 31);
+        if (gid == 0 && sc == 0 && rc)
+#pragma unroll
+            for (int m = 0; m < NA; m++) {
+                if (m >= M) break;
+                const long long T = acc[m] - (long long)za[m] * w; // sum_g (dw_g I_g) / 2^E, exactly
+                Y[(int64_t)m * ldy + n0 + nc] = (float)(ldexp((double)T, Ec) * (double)ad[m]);
+            }
+        return;
+    }
     if (lane % (4 * QW) == 0) red[warp][lane / (4 * QW)][NA] = wr;
     __syncthreads();
     if (threadIdx.x < NR * M) {
@@ -220,18 +245,22 @@ cudaError_t launch_qw(const lb_cuda_matrix *W, const lbcu_act &a, int m0, int mc
                       cudaStream_t s) {
     constexpr int NR = 8 / QW;
     const int64_t G4 = (W->K / LBCU_ABQ_G + 3) / 4;
-    const unsigned blocks = (unsigned)((W->N + NR - 1) / NR);
+    const unsigned rows = (unsigned)((W->N + NR - 1) / NR);
     const uint4 *ap = (const uint4 *)(a.planes + (int64_t)m0 * G4 * 4 * 32);
     const int4 *as = (const int4 *)(a.sums + (int64_t)m0 * G4 * 4);
     const uint4 *wp = (const uint4 *)W->q, *hd = (const uint4 *)W->d;
-#define LBCU_ABQ_LAUNCH(NT)                                                                                   \
-    abq_bmma_gemv_kernel<QW, NT><<<blocks, 32 * kWarps, 0, s>>>(wp, hd, W->row_e, W->bits, ap, as, a.ad + m0,  \
-                                                              a.az + m0, mc, W->N, G4, Y, ldy)
+#define LBCU_ABQ_LAUNCH(NT, SPLITK, GRID)                                                                     \
+    abq_bmma_kernel<QW, NT, SPLITK><<<GRID, 32 * kWarps, 0, s>>>(wp, hd, W->row_e, W->bits, ap, as, a.ad + m0, \
+                                                                a.az + m0, mc, W->N, G4, Y, ldy)
+    if (mc > 8) { // the GEMM: 4 warps x 8 tokens a block (lbcu_gemv_abq: above 16 rows)
+        LBCU_ABQ_LAUNCH(4, false, dim3(rows, (unsigned)((mc + 8 * kWarps - 1) / (8 * kWarps))));
+        return cudaGetLastError();
+    }
     switch ((mc + 1) / 2) {
-    case 1: LBCU_ABQ_LAUNCH(1); break;
-    case 2: LBCU_ABQ_LAUNCH(2); break;
-    case 3: LBCU_ABQ_LAUNCH(3); break;
-    case 4: LBCU_ABQ_LAUNCH(4); break;
+    case 1: LBCU_ABQ_LAUNCH(1, true, rows); break;
+    case 2: LBCU_ABQ_LAUNCH(2, true, rows); break;
+    case 3: LBCU_ABQ_LAUNCH(3, true, rows); break;
+    case 4: LBCU_ABQ_LAUNCH(4, true, rows); break;
     default: return cudaErrorInvalidValue;
     }
 #undef LBCU_ABQ_LAUNCH
@@ -263,11 +292,17 @@ cudaError_t lbcu_quantize_abq(const float *X, int M, int64_t K, int p, const lbc
 
 cudaError_t lbcu_gemv_abq(const lb_cuda_matrix *W, const lbcu_act &a, int m0, int mc, float *Y, int64_t ldy,
                           cudaStream_t s) {
-    if (a.kind != LBCU_ABQ_ACT || mc < 1 || mc > 8) return cudaErrorInvalidValue;
-    Y += (int64_t)m0 * ldy;
-    if (W->bits <= 2) return launch_qw<2>(W, a, m0, mc, Y, ldy, s);
-    if (W->bits <= 4) return launch_qw<4>(W, a, m0, mc, Y, ldy, s);
-    return launch_qw<8>(W, a, m0, mc, Y, ldy, s);
+    if (a.kind != LBCU_ABQ_ACT || mc < 1) return cudaErrorInvalidValue;
+    // up to 16 rows the GEMV in passes of 8 (measured faster there), the GEMM above
+    for (int p0 = 0; p0 < mc; p0 += mc > 16 ? mc : 8) {
+        const int pc = mc > 16 ? mc : mc - p0 < 8 ? mc - p0 : 8;
+        float *Yp = Y + (int64_t)(m0 + p0) * ldy;
+        const cudaError_t e = W->bits <= 2   ? launch_qw<2>(W, a, m0 + p0, pc, Yp, ldy, s)
+                              : W->bits <= 4 ? launch_qw<4>(W, a, m0 + p0, pc, Yp, ldy, s)
+                                             : launch_qw<8>(W, a, m0 + p0, pc, Yp, ldy, s);
+        if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
 }
 
 cudaError_t lbcu_dequant_abq_fp16(const lb_cuda_matrix *W, __half *w16, cudaStream_t s) {

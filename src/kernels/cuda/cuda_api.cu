@@ -125,6 +125,10 @@ int check_args(const lb_cuda_matrix *W, int M, const void *p) {
 
 // The GEMV kernels on prepared activations, in passes of LB_CUDA_GEMV_MAX_M rows.
 int gemv_passes(lb_cuda_matrix *W, const lbcu_act &a, int M, float *Y, cudaStream_t s) {
+    if (is_abq(W)) { // one launch: its GEMV up to 8 rows, its BMMA GEMM above
+        LBCU_CHECK(lbcu_gemv_abq(W, a, 0, M, Y, W->N, s));
+        return 0;
+    }
     for (int m0 = 0; m0 < M; m0 += LB_CUDA_GEMV_MAX_M) {
         const int mc = M - m0 < LB_CUDA_GEMV_MAX_M ? M - m0 : LB_CUDA_GEMV_MAX_M;
         if (is_bcq(W)) LBCU_CHECK(lbcu_gemv_bcq(W, a, m0, mc, Y, W->N, s));

@@ -93,7 +93,8 @@ cudaError_t lbcu_gemv_bcq(const lb_cuda_matrix *W, const lbcu_act &a, int m0, in
                           cudaStream_t s);
 cudaError_t lbcu_dequant_bcq_fp16(const lb_cuda_matrix *W, __half *w16, cudaStream_t s);
 void lbcu_bcq_release(void); // its scratch (partial sums, counters)
-// Seed 004 (cuda_abq.cu): activations to p bit planes, the BMMA GEMV.
+// Seed 004 (cuda_abq.cu): activations to p bit planes, the BMMA GEMV (in
+// passes of 8 up to mc = 16) or GEMM (mc > 16) of rows [m0, m0 + mc).
 cudaError_t lbcu_quantize_abq(const float *X, int M, int64_t K, int p, const lbcu_act &a, cudaStream_t s);
 cudaError_t lbcu_gemv_abq(const lb_cuda_matrix *W, const lbcu_act &a, int m0, int mc, float *Y, int64_t ldy,
                           cudaStream_t s);
