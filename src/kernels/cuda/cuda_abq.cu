@@ -118,8 +118,7 @@ __device__ __forceinline__ int scale_int(uint32_t head, int E) {
 
 __device__ __forceinline__ long long shfl_xor_ll(long long v, int o) { return __shfl_xor_sync(0xffffffffu, v, o); }
 
-// One block: NR = 8 / QW output rows, NT pairs of tokens (M <= 2 NT); its
-// 4 warps split K by 4-group chunks, warp w taking chunks w, w + 4, ...
+// One block: NR = 8 / QW output rows and, per warp, NT pairs of tokens.
 // Fragments of m16n8k128 b1 (lane = 4 gid + tig): A a0 = row gid, a1 = row
 // gid + 8, each the 32 bits k = 32 tig .. 32 tig + 31; B the column gid, the
 // same bits; C c0, c1 = row gid, columns 2 tig, 2 tig + 1; c2, c3 row gid + 8.
