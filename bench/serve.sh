@@ -137,7 +137,20 @@ if [ "$wrk_requests" -gt 0 ]; then
     after=$(rss_kib "$lpid")
     health=$(curl -s "$url/health")
     kill -0 "$lpid" 2>/dev/null && echo "server alive after wrk: yes" >&2 || echo "server alive after wrk: NO" >&2
-    echo "health: $health" >&2
+    echo "health right after wrk: $health" >&2
+    # the requests wrk left in flight when it stopped: their slots must come back
+    # (a closed connection is seen at the next write); wait up to 60 s for all idle
+    t0=$SECONDS
+    while [ $((SECONDS - t0)) -lt 60 ]; do
+      health=$(curl -s "$url/health")
+      case $health in *'"slots_processing":0,"requests_queued":0'*) break ;; esac
+      sleep 0.5
+    done
+    case $health in
+      *'"slots_processing":0,"requests_queued":0'*) echo "slots: all idle $((SECONDS - t0)) s after wrk (none leaked)" >&2 ;;
+      *) echo "slots: NOT idle 60 s after wrk: $health" >&2 ;;
+    esac
+    after=$(rss_kib "$lpid")
     echo "resident memory: ${before:-?} KiB before, ${after:-?} KiB after" >&2
   else
     echo "serve.sh: wrk not installed (apt-get install wrk): load test skipped" >&2
