@@ -39,17 +39,8 @@
 #include "kernels/cpu.h"
 #include "kernels/cuda/lb_cuda.h"
 #include "kernels/dispatch.h"
+#include "cuda_test.h"
 #include "test_util.h"
-
-#define CU(call)                                                                                              \
-    do {                                                                                                      \
-        const cudaError_t e_ = (call);                                                                        \
-        if (e_ != cudaSuccess) {                                                                              \
-            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_),        \
-                    cudaGetErrorName(e_));                                                                    \
-            exit(1);                                                                                          \
-        }                                                                                                     \
-    } while (0)
 
 enum { MAX_M = 64, MAX_FAIL_LINES = 60 };
 static const int kMs[] = {1, 2, 3, 8, 16, 64};
@@ -66,18 +57,6 @@ static float randf(void) { return lb_test_randf(&seed); } /* [-1, 1) */
 /* ---- counters for the summary ---- */
 static int n_cases, n_failed, fail_lines, n_act, n_act_bad, n_fp16_exact, n_fp16_exact_bitwise;
 static double worst_gemv_rel, worst_fp16_ratio;
-
-#define FAIL_LINE(...)                                                 \
-    do {                                                               \
-        n_failed++;                                                    \
-        if (fail_lines++ < MAX_FAIL_LINES) {                           \
-            fprintf(stderr, "FAIL ");                                  \
-            fprintf(stderr, __VA_ARGS__);                              \
-            fprintf(stderr, "\n");                                     \
-        } else if (fail_lines == MAX_FAIL_LINES + 1) {                 \
-            fprintf(stderr, "(more failures: lines left out)\n");      \
-        }                                                              \
-    } while (0)
 
 /* ---- one weight matrix on the host ---- */
 typedef struct {

@@ -36,17 +36,8 @@
 #include "formats/bcq.h"
 #include "kernels/cuda/lb_cuda.h"
 #include "kernels/dispatch.h"
+#include "cuda_test.h"
 #include "test_util.h"
-
-#define CU(call)                                                                                              \
-    do {                                                                                                      \
-        const cudaError_t e_ = (call);                                                                        \
-        if (e_ != cudaSuccess) {                                                                              \
-            fprintf(stderr, "%s:%d: %s: %s (%s)\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_),        \
-                    cudaGetErrorName(e_));                                                                    \
-            exit(1);                                                                                          \
-        }                                                                                                     \
-    } while (0)
 
 enum { MAX_M = 40, MAX_K = 4096, MAX_N = 4096, MAX_FAIL_LINES = 40 };
 static const int kMs[] = {1, 2, 3, 5, 8, 16, 40}; /* 40: ABQ only (its GEMM: a full and a partial tile of 32) */
@@ -58,16 +49,6 @@ static uint32_t rnd(uint32_t n) { return (uint32_t)(lb_test_rand(&seed) % n); }
 
 static int n_cases, n_failed, fail_lines, n_act_rows, n_act_bad, n_abq_out;
 static double worst_bcq_ratio, worst_fp16_ratio;
-
-#define FAIL_LINE(...)                                                                                        \
-    do {                                                                                                      \
-        n_failed++;                                                                                           \
-        if (fail_lines++ < MAX_FAIL_LINES) {                                                                  \
-            fprintf(stderr, "FAIL ");                                                                         \
-            fprintf(stderr, __VA_ARGS__);                                                                     \
-            fprintf(stderr, "\n");                                                                            \
-        }                                                                                                     \
-    } while (0)
 
 static float *x_host, *y_host, *w_deq, *x_dev, *y_dev;
 

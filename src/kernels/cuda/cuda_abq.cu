@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(1024) abq_quantize_kernel(const float *__restr
     const float id = d > 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
     const int z = d > 0.0f ? min(max(__float2int_rn(__fmul_rn(-lo, id)), 0), cmax) : 0;
     if (threadIdx.x == 0) ad[m] = d, az[m] = z;
-    const int64_t G = K / LBCU_ABQ_G, G4 = (G + 3) / 4;
+    const int64_t G = K / LBCU_ABQ_G, G4 = LBCU_ABQ_CHUNKS(K);
     for (int64_t g = warp; g < 4 * G4; g += nwarps) { // the padding groups too: zeros
         float v[4];
 #pragma unroll
@@ -243,7 +243,7 @@ template <int QW>
 cudaError_t launch_qw(const lb_cuda_matrix *W, const lbcu_act &a, int m0, int mc, float *Y, int64_t ldy,
                       cudaStream_t s) {
     constexpr int NR = 8 / QW;
-    const int64_t G4 = (W->K / LBCU_ABQ_G + 3) / 4;
+    const int64_t G4 = LBCU_ABQ_CHUNKS(W->K);
     const unsigned rows = (unsigned)((W->N + NR - 1) / NR);
     const uint4 *ap = (const uint4 *)(a.planes + (int64_t)m0 * G4 * 4 * 32);
     const int4 *as = (const int4 *)(a.sums + (int64_t)m0 * G4 * 4);
@@ -271,7 +271,7 @@ __global__ void abq_dequant_kernel(const uint32_t *__restrict__ wplanes, const u
                                    int64_t N, int64_t K, __half *__restrict__ w16) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= N * K) return;
-    const int64_t n = i / K, k = i % K, G4 = (K / LBCU_ABQ_G + 3) / 4, g = k / LBCU_ABQ_G;
+    const int64_t n = i / K, k = i % K, G4 = LBCU_ABQ_CHUNKS(K), g = k / LBCU_ABQ_G;
     const int j = (int)(k % LBCU_ABQ_G);
     const uint32_t *pl = wplanes + ((n * G4 + g / 4) * q) * 16 + g % 4;
     int c = 0;

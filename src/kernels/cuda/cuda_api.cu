@@ -30,8 +30,8 @@ int ensure_cublas() {
 
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
-bool is_bcq(const lb_cuda_matrix *W) { return W->type >= LBCU_BCQ_FIRST && W->type <= LBCU_BCQ_LAST; }
-bool is_abq(const lb_cuda_matrix *W) { return W->type >= LBCU_ABQ_W1 && W->type <= LBCU_ABQ_W2S; }
+bool is_bcq(const lb_cuda_matrix *W) { return lbcu_is_bcq(W->type); }
+bool is_abq(const lb_cuda_matrix *W) { return lbcu_is_abq(W->type); }
 
 // The activation format a path needs for W.
 int act_kind(const lb_cuda_matrix *W, lb_cuda_path path) {
@@ -44,7 +44,7 @@ int act_kind(const lb_cuda_matrix *W, lb_cuda_path path) {
 lb_cuda_path resolve(const lb_cuda_matrix *W, int M, lb_cuda_path path) {
     if (W->type == LBCU_F16) return LB_CUDA_FP16;
     if (path == LB_CUDA_AUTO) {
-        // ABQ keeps its WqAp semantics at every M: the BMMA kernel in passes of 8 rows
+        // ABQ keeps its WqAp semantics at every M: its BMMA GEMV, or GEMM above 16 rows
         if (is_abq(W)) return LB_CUDA_GEMV;
         return M <= LB_CUDA_GEMV_MAX_M ? LB_CUDA_GEMV : LB_CUDA_FP16;
     }
@@ -54,7 +54,7 @@ lb_cuda_path resolve(const lb_cuda_matrix *W, int M, lb_cuda_path path) {
 // Lays out the workspace for M rows of K in format kind, growing it if needed.
 int ws_layout(int kind, int M, int64_t K, lbcu_act *a) {
     // ABQ: groups padded to chunks of 4 (cuda_abq.cu)
-    const size_t mk = (size_t)M * (size_t)K, mg = (size_t)M * 4 * (((size_t)K / LBCU_ABQ_G + 3) / 4);
+    const size_t mk = (size_t)M * (size_t)K, mg = (size_t)M * 4 * (size_t)LBCU_ABQ_CHUNKS(K);
     size_t need;
     if (kind == LBCU_F16) need = align256(mk * 2);
     else if (kind == LBCU_ACT_F32) need = align256(mk * 4);
@@ -125,14 +125,13 @@ int check_args(const lb_cuda_matrix *W, int M, const void *p) {
 
 // The GEMV kernels on prepared activations, in passes of LB_CUDA_GEMV_MAX_M rows.
 int gemv_passes(lb_cuda_matrix *W, const lbcu_act &a, int M, float *Y, cudaStream_t s) {
-    if (is_abq(W)) { // one launch: its GEMV up to 8 rows, its BMMA GEMM above
+    if (is_abq(W)) { // its own passes: the BMMA GEMV up to 16 rows, the GEMM above
         LBCU_CHECK(lbcu_gemv_abq(W, a, 0, M, Y, W->N, s));
         return 0;
     }
     for (int m0 = 0; m0 < M; m0 += LB_CUDA_GEMV_MAX_M) {
         const int mc = M - m0 < LB_CUDA_GEMV_MAX_M ? M - m0 : LB_CUDA_GEMV_MAX_M;
         if (is_bcq(W)) LBCU_CHECK(lbcu_gemv_bcq(W, a, m0, mc, Y, W->N, s));
-        else if (is_abq(W)) LBCU_CHECK(lbcu_gemv_abq(W, a, m0, mc, Y, W->N, s));
         else LBCU_CHECK(lbcu_gemv(W, a, m0, mc, Y, W->N, s));
     }
     return 0;
@@ -277,7 +276,7 @@ int lbcu_abq_act_to_host(const float *X_dev, int M, int64_t K, int p, uint8_t *p
     if (quantize_into_ws(LBCU_ABQ_ACT, X_dev, M, K, p, nullptr)) return -1;
     LBCU_CHECK(cudaDeviceSynchronize());
     const lbcu_act &a = g_ws.act;
-    const size_t mg = (size_t)M * 4 * (((size_t)K / LBCU_ABQ_G + 3) / 4);
+    const size_t mg = (size_t)M * 4 * (size_t)LBCU_ABQ_CHUNKS(K);
     LBCU_CHECK(cudaMemcpy(planes, a.planes, mg * 128, cudaMemcpyDeviceToHost));
     LBCU_CHECK(cudaMemcpy(sums, a.sums, mg * 4, cudaMemcpyDeviceToHost));
     LBCU_CHECK(cudaMemcpy(d, a.ad, (size_t)M * 4, cudaMemcpyDeviceToHost));

@@ -149,7 +149,8 @@ static int upload_bcq(struct lb_cuda_matrix *D, const lb_matrix *W) {
  * m 2^(e - E) fits 31 bits (cuda_abq.cu) */
 static int upload_abq(struct lb_cuda_matrix *D, const lb_matrix *W) {
     const int t = W->type, q = D->bits;
-    const size_t N = (size_t)W->N, G = (size_t)W->K / LB_ABQ_G, G4 = (G + 3) / 4, bs = lb_traits(t)->type_size;
+    const size_t N = (size_t)W->N, G = (size_t)W->K / LB_ABQ_G, G4 = (size_t)LBCU_ABQ_CHUNKS(W->K);
+    const size_t bs = lb_traits(t)->type_size;
     uint32_t *planes = calloc(N * G4 * (size_t)q * 16, 4);
     uint32_t *heads = calloc(N * G4 * 4, 4);
     int32_t *row_e = malloc(N * 4);
@@ -194,7 +195,7 @@ lb_cuda_matrix *lb_cuda_matrix_upload(const lb_matrix *W) {
         return NULL;
     }
     const int t = W->type;
-    const int bcq = lb_bcq_is_plain(t), abq = t >= LB_TYPE_ABQ_W1 && t <= LB_TYPE_ABQ_W2S;
+    const int bcq = lb_bcq_is_plain(t), abq = lbcu_is_abq(t);
     if (t != LB_TYPE_Q4_0 && t != LB_TYPE_Q8_0 && t != LB_TYPE_Q4_K && t != LB_TYPE_MX && t != LB_TYPE_F16 && !bcq &&
         !abq) {
         lbcu_set_error("lb_cuda_matrix_upload: type %s has no CUDA kernel (Q4_0, Q8_0, Q4_K, MX, BCQ{q}_G{g}, "
@@ -283,7 +284,7 @@ int lb_cuda_abq_act_to_host(const float *X_dev, int M, int64_t K, int p, void *r
         lbcu_set_error("lb_cuda_abq_act_to_host: K a multiple of 128 and 1..8 bits only");
         return -1;
     }
-    const size_t G = (size_t)K / LB_ABQ_G, G4 = (G + 3) / 4, mg4 = (size_t)M * 4 * G4;
+    const size_t G = (size_t)K / LB_ABQ_G, G4 = (size_t)LBCU_ABQ_CHUNKS(K), mg4 = (size_t)M * 4 * G4;
     uint32_t *planes = malloc(mg4 * 128);
     int32_t *sums = malloc(mg4 * 4), *z = malloc((size_t)M * 4);
     float *d = malloc((size_t)M * 4);

@@ -415,8 +415,8 @@ cudaError_t lbcu_dequant_fp16(const lb_cuda_matrix *W, __half *w16, cudaStream_t
     case LBCU_MX:
         return lbcu_dequant_mx_fp16(W, w16, s);
     default:
-        if (W->type >= LBCU_BCQ_FIRST && W->type <= LBCU_BCQ_LAST) return lbcu_dequant_bcq_fp16(W, w16, s);
-        if (W->type >= LBCU_ABQ_W1 && W->type <= LBCU_ABQ_W2S) return lbcu_dequant_abq_fp16(W, w16, s);
+        if (lbcu_is_bcq(W->type)) return lbcu_dequant_bcq_fp16(W, w16, s);
+        if (lbcu_is_abq(W->type)) return lbcu_dequant_abq_fp16(W, w16, s);
         return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

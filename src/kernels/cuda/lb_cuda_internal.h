@@ -45,6 +45,12 @@ enum {
 #define LBCU_ABQ_G 128    /* ABQ group; 16 bytes a bit plane */
 #define LBCU_BCQ_TW 256   /* activations of one K-tile of the LUT-GEMV: 32 tables of mu = 8 */
 
+/* The seed types' ranges, and ABQ's chunks of 4 groups in a row of K (the
+ * device layouts below pad the groups to them). */
+static inline int lbcu_is_bcq(int type) { return type >= LBCU_BCQ_FIRST && type <= LBCU_BCQ_LAST; }
+static inline int lbcu_is_abq(int type) { return type >= LBCU_ABQ_W1 && type <= LBCU_ABQ_W2S; }
+#define LBCU_ABQ_CHUNKS(K) (((K) / LBCU_ABQ_G + 3) / 4) /* a macro: device code uses it too */
+
 /* A matrix on the device (every pointer from cudaMalloc, 256-byte aligned).
  *  Q8_0: q int8 codes, N rows of K; d fp16 bits, N rows of K/32
  *  Q4_0: q the blocks' nibble bytes, N rows of K/2 (16 bytes a block: low
@@ -95,15 +101,15 @@ void lbcu_free(void *dev);
  * LBCU_Q8_K) and copies the workspace's codes (M x K), scales (Q8_0: M x K/32
  * fp16 bits in d0; Q8_K: M x K/256 floats in dk) and sums of 16 codes
  * (M x K/16) to host memory. Synchronous. */
+int lbcu_quantize_to_host(int act_type, const float *X_dev, int M, int64_t K, int8_t *qs, uint16_t *d0, float *dk,
+                          int16_t *s16);
+
 /* Quantizes X_dev (M x K) into the workspace as ABQ activations of p bits
  * and copies them out as the kernels read them: planes (M x G4 chunks x 8
  * planes x 16 words, word w of group 4 c + u at 4 w + u), the code sum of
  * every group (M x 4 G4), the scale and zero of every row (M each). */
 int lbcu_abq_act_to_host(const float *X_dev, int M, int64_t K, int p, uint8_t *planes, int32_t *sums, float *d,
                          int32_t *z);
-
-int lbcu_quantize_to_host(int act_type, const float *X_dev, int M, int64_t K, int8_t *qs, uint16_t *d0, float *dk,
-                          int16_t *s16);
 
 #ifdef __cplusplus
 }
