@@ -211,8 +211,9 @@ lb_cuda_matrix *lb_cuda_matrix_upload(const lb_matrix *W) {
             return NULL;
         }
     } else if (lb_row_size(t, W->K) == 0 || W->row_size != lb_row_size(t, W->K) || W->K % 32) {
-        lbcu_set_error("lb_cuda_matrix_upload: %s rows of %lld weights: row size %zu, want %llu (K a multiple of 32)",
-                       lb_type_name(t), (long long)W->K, W->row_size, (unsigned long long)lb_row_size(t, W->K));
+        const int blk = lb_traits(t)->blck > 32 ? lb_traits(t)->blck : 32; /* the kernels' unit, or the type's block */
+        lbcu_set_error("lb_cuda_matrix_upload: %s rows of %lld weights: row size %zu, want %llu (K a multiple of %d)",
+                       lb_type_name(t), (long long)W->K, W->row_size, (unsigned long long)lb_row_size(t, W->K), blk);
         return NULL;
     }
     struct lb_cuda_matrix *D = calloc(1, sizeof *D);
