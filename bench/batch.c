@@ -5,8 +5,11 @@
  * and sampling: the aggregate rate for S sequences over the rate for one is
  * the most batching can give the server (docs/serve.md).
  *
- * usage: batch [--shape S] [--type T] [-t THREADS] [-np LIST] [-n STEPS] [-d DEPTH] [-r REPS]
- *   defaults: tinyllama-1.1b Q4_0, all cores, -np 1,2,4,8 -n 64 -d 128 -r 3. */
+ * usage: batch [-m MODEL.gguf | --shape S --type T] [-t THREADS] [-np LIST] [-n STEPS] [-d DEPTH] [-c CTX] [-r REPS]
+ *   defaults: the synthetic tinyllama-1.1b Q4_0, all cores, -np 1,2,4,8 -n 64 -d 128 -r 3.
+ *   -m: a GGUF file instead (e.g. the peers' synth-1.1b-Q4_0.gguf, which bench/serve.sh serves:
+ *   its head is Q6_K, the synthetic model's Q4_0); -c: the context per sequence (default DEPTH + STEPS + 1;
+ *   bench/serve.sh's servers run 1024, which costs attention a little: use -c 1024 to compare). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +30,8 @@ static void report(const char *what, const double *tps, int reps, double base) {
 }
 
 int main(int argc, char **argv) {
-    const char *shape = "tinyllama-1.1b", *type_name = "Q4_0", *list = "1,2,4,8";
-    int threads = 0, steps = 64, depth = 128, reps = 3;
+    const char *shape = "tinyllama-1.1b", *type_name = "Q4_0", *list = "1,2,4,8", *file = NULL;
+    int threads = 0, steps = 64, depth = 128, reps = 3, ctx = 0;
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) { fprintf(stderr, "%s needs a value\n", a); return 2; }
@@ -36,20 +39,30 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--type")) type_name = v;
         else if (!strcmp(a, "-t")) threads = atoi(v);
         else if (!strcmp(a, "-np")) list = v;
+        else if (!strcmp(a, "-m")) file = v;
         else if (!strcmp(a, "-n")) steps = atoi(v);
         else if (!strcmp(a, "-d")) depth = atoi(v);
+        else if (!strcmp(a, "-c")) ctx = atoi(v);
         else if (!strcmp(a, "-r")) reps = atoi(v);
         else { fprintf(stderr, "unknown option %s\n", a); return 2; }
     }
     if (reps < 1 || reps > 64 || steps < 1 || depth < 1) return 2;
+    if (ctx > 0 && ctx < depth + steps + 1) {
+        fprintf(stderr, "-c %d is shorter than DEPTH + STEPS + 1 = %d\n", ctx, depth + steps + 1);
+        return 2;
+    }
     const int type = lb_type_from_name(type_name);
     if (type < 0) { fprintf(stderr, "unknown type %s\n", type_name); return 2; }
     lb_model_params mp = lb_model_default_params();
     mp.n_threads = threads;
     lb_model *m = NULL;
-    if (lb_model_synthetic(shape, type, &mp, &m)) { fprintf(stderr, "%s\n", lb_last_error()); return 1; }
-    const int V = lb_model_n_vocab(m), n_ctx = depth + steps + 1;
-    printf("%s %s, %d steps after %d tokens of prompt per sequence\n", shape, type_name, steps, depth);
+    if (file ? lb_model_load(file, &mp, &m) : lb_model_synthetic(shape, type, &mp, &m)) {
+        fprintf(stderr, "%s\n", lb_last_error());
+        return 1;
+    }
+    const int V = lb_model_n_vocab(m), n_ctx = ctx > 0 ? ctx : depth + steps + 1;
+    if (file) printf("%s, %d steps after %d tokens of prompt per sequence\n", file, steps, depth);
+    else printf("%s %s, %d steps after %d tokens of prompt per sequence\n", shape, type_name, steps, depth);
     int32_t *prompt = malloc((size_t)depth * sizeof *prompt);
     for (int i = 0; i < depth; i++) prompt[i] = (int32_t)((i * 7919u + 13) % (unsigned)V);
 

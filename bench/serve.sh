@@ -3,7 +3,8 @@
 #   1. streaming clients with the official `openai` package (bench/serve_clients.py):
 #      aggregate generated tokens/s for 1 and N clients (batching: N clients
 #      should give well over 1 client's rate), time to first token, latency p50/p99;
-#   2. time to first token of a long prompt against `lowbit bench`'s prompt rate;
+#      with the servers' prompt caches (on by default in both) and without;
+#   2. time to first token of a long prompt (not cached) against `lowbit bench`'s prompt rate;
 #   3. a bounded wrk load test on loopback (bench/serve_wrk.lua: valid and
 #      malformed requests mixed), then: the server still up, no slot busy,
 #      resident memory before and after;
@@ -108,11 +109,13 @@ done
 echo "== lowbit serve at $url" >&2
 python3 "$here/bench/serve_clients.py" --url "$url" --clients "$clients" --requests "$requests" \
   --max-tokens "$ntok" --prompt-words "$words" --label "lowbit serve"
+python3 "$here/bench/serve_clients.py" --url "$url" --clients "$clients" --requests "$requests" \
+  --max-tokens "$ntok" --prompt-words "$words" --label "lowbit serve, no prompt cache" --no-cache-prompt
 
 if [ "$long_words" -gt 0 ]; then
   echo "== time to first token of a long prompt vs lowbit bench's prompt rate" >&2
   python3 "$here/bench/serve_clients.py" --url "$url" --clients 1 --requests 3 --max-tokens 1 \
-    --prompt-words "$long_words" --label "lowbit serve, long prompt" | tee "$work/long.json"
+    --prompt-words "$long_words" --label "lowbit serve, long prompt" --no-cache-prompt | tee "$work/long.json"
   pp=$("$lowbit" bench -m "$model" -t "$threads" -p 512 -n 0 -r 2 2>/dev/null | awk -F'|' '/pp512/ {print $(NF-1)}' |
        awk '{print $1}')
   python3 - "$work/long.json" "${pp:-0}" <<'EOF' >&2
@@ -170,6 +173,8 @@ if [ -n "$peer" ]; then
     echo "== llama-server at $purl" >&2
     python3 "$here/bench/serve_clients.py" --url "$purl" --clients "$clients" --requests "$requests" \
       --max-tokens "$ntok" --prompt-words "$words" --label "llama-server"
+    python3 "$here/bench/serve_clients.py" --url "$purl" --clients "$clients" --requests "$requests" \
+      --max-tokens "$ntok" --prompt-words "$words" --label "llama-server, no prompt cache" --no-cache-prompt
   else
     echo "serve.sh: llama-server did not start: $(tail -5 "$work/peer.log")" >&2
   fi

@@ -9,7 +9,10 @@ client count given. Used by bench/serve.sh; runs alone too:
 
 Every client sends --requests requests one after the other (the same prompt,
 temperature 0; a request may end early at end of text, so tokens are counted
-from the usage chunk). One line of JSON per client count
+from the usage chunk). Both servers keep a slot's prompt and skip the prefix a
+new request shares with it (llama-server's `cache_prompt`, on by default in
+both); --no-cache-prompt sends `"cache_prompt": false` so every prompt is
+evaluated in full. One line of JSON per client count
 goes to stdout; the readable table to stderr."""
 import argparse
 import json
@@ -31,11 +34,11 @@ def pct(xs, p):
     return xs[k]
 
 
-def one_request(client, model, prompt, max_tokens, out):
+def one_request(client, model, prompt, max_tokens, out, extra=None):
     t0 = time.perf_counter()
     first, n = None, 0
     stream = client.completions.create(model=model, prompt=prompt, max_tokens=max_tokens, temperature=0,
-                                       stream=True, stream_options={"include_usage": True})
+                                       stream=True, stream_options={"include_usage": True}, extra_body=extra)
     usage = None
     for ch in stream:
         if ch.usage:
@@ -57,16 +60,17 @@ def run(args, clients):
     prompt = " ".join(["Once upon a time there was a little girl who liked to play in the park."] *
                       max(1, args.prompt_words // 15))
     results, errors = [], []
+    extra = {"cache_prompt": False} if args.no_cache_prompt else None
 
     def worker():
         for _ in range(args.requests):
             try:
-                one_request(client, model, prompt, args.max_tokens, results)
+                one_request(client, model, prompt, args.max_tokens, results, extra)
             except Exception as e:  # counted, reported
                 errors.append(repr(e))
 
     # one warm-up request outside the timing
-    one_request(client, model, prompt, 4, [])
+    one_request(client, model, prompt, 4, [], extra)
     threads = [threading.Thread(target=worker) for _ in range(clients)]
     t0 = time.perf_counter()
     for t in threads:
@@ -95,6 +99,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--prompt-words", type=int, default=60)
     ap.add_argument("--label", default="")
+    ap.add_argument("--no-cache-prompt", action="store_true", help='send "cache_prompt": false')
     args = ap.parse_args()
     rows = []
     for c in [int(x) for x in args.clients.split(",") if x]:

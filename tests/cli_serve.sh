@@ -61,6 +61,7 @@ expect 400 invalid_value "token id outside the vocabulary" "${C[@]}" "$URL/v1/co
 expect 400 invalid_value "no messages" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[]}'
 expect 400 unsupported_value "unknown role" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"wizard","content":"x"}]}'
 expect 400 missing_required_parameter "no prompt" "${C[@]}" "$URL/v1/completions" -d '{"max_tokens":3}'
+expect 400 invalid_type "cache_prompt not a boolean" "${C[@]}" "$URL/v1/completions" -d '{"prompt":"x","cache_prompt":"yes"}'
 expect 400 unsupported_parameter "tools" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}'
 expect 404 model_not_found "unknown model" "${C[@]}" "$URL/v1/completions" -d '{"model":"gpt-4o","prompt":"x"}'
 expect 404 model_not_found "unknown model (chat)" "${C[@]}" "$URL/v1/chat/completions" -d '{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}'
@@ -149,6 +150,13 @@ assert a == b, (a, b)
 # penalties are honoured: strong ones change the greedy text
 p = run("completion", "Once upon a time", False, max_tokens=30, frequency_penalty=2.0, presence_penalty=2.0)
 assert p[0] != full, p
+# the prompt cache: a repeated prompt reuses its slot's cache (all but the last token), the same answer
+def cached(body):
+    out = post("/v1/completions", dict(body, prompt="Lily and Tom went to the park", max_tokens=12, temperature=0))
+    u = out["usage"]
+    return out["choices"][0]["text"], u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"]
+first, again, off = cached({}), cached({}), cached({"cache_prompt": False})
+assert again[2] == again[1] - 1 and off[2] == 0 and first[0] == again[0] == off[0], (first, again, off)
 jobs = [(k, pr, s) for k in ("completion", "chat") for pr in prompts for s in (False, True)]
 serial = [run(*j) for j in jobs]
 with cf.ThreadPoolExecutor(len(jobs)) as ex:

@@ -1,7 +1,9 @@
 /* Continuous batching. One engine thread owns the context (a KV cache region
  * per slot, lb_context_params.n_seq) and loops:
  *   1. under the lock: free the slots of cancelled requests, move queued
- *      requests into free slots (first come, first served);
+ *      requests into free slots (first come, first served; each into the
+ *      free slot whose cache holds the longest prefix of its prompt, whose
+ *      evaluation it skips: llama-server's cache_prompt);
  *   2. without it: one lb_eval_multi over every active slot, a decoding
  *      slot's one token and, after them, prompt chunks of slots still in
  *      prefill (at most prefill_chunk tokens a step while anything decodes,
@@ -32,6 +34,8 @@ struct srv_req {
     char *stop[SRV_MAX_STOP];
     int n_stop;
     size_t max_stop;
+    int cache_prompt;
+    int n_cached; /* prompt tokens taken from the slot's cache */
     /* under the engine's lock */
     int state, cancelled, refs;
     char *text; /* released text, valid UTF-8 */
@@ -57,6 +61,13 @@ typedef struct {
     uint64_t order;     /* admission order (prefill goes first come, first served) */
 } slot;
 
+/* The tokens whose k and v a slot's cache region holds, positions 0..n-1;
+ * kept across requests (a slot's state above is reset for each). */
+typedef struct {
+    int32_t *tok;
+    int n;
+} slot_cache;
+
 struct srv_engine {
     lb_model *m;
     lb_context *ctx;
@@ -69,9 +80,10 @@ struct srv_engine {
     srv_req **queue;   /* ring */
     int q_head, q_n, q_cap;
     slot *slots;
+    slot_cache *cache;
     int stopping;
     uint64_t admitted;
-    long long steps, prompt_tokens, generated_tokens; /* under the lock */
+    long long steps, prompt_tokens, generated_tokens, cached_tokens; /* under the lock */
     int max_batch_seqs, last_nb, last_prompt;         /* last_*: the engine thread's, for publish */
     float *logits;
     lb_seq_batch *batch;
@@ -110,6 +122,7 @@ srv_req *srv_req_new(const int32_t *prompt, int n_prompt, const srv_params *p, u
     sp.seed = seed;
     r->sp = sp;
     r->max_tokens = p->max_tokens;
+    r->cache_prompt = p->cache_prompt;
     for (int i = 0; i < p->n_stop; i++) {
         size_t n = strlen(p->stop[i]);
         if (!(r->stop[r->n_stop] = malloc(n + 1))) continue;
@@ -215,6 +228,7 @@ int srv_req_take(srv_engine *e, srv_req *r, size_t *have, int timeout_ms, srv_ta
     }
     out->n_prompt = r->n_prompt;
     out->n_gen = r->n_gen;
+    out->n_cached = r->n_cached;
     if (r->state == REQ_DONE && *have == r->text_len) {
         out->done = 1;
         out->finish = r->finish;
@@ -250,6 +264,13 @@ srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o) {
     e->q_cap = o->queue_max + o->n_slots + 1;
     e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
     e->slots = calloc((size_t)o->n_slots, sizeof *e->slots);
+    e->cache = calloc((size_t)o->n_slots, sizeof *e->cache);
+    for (int i = 0; e->cache && i < o->n_slots; i++)
+        if (!(e->cache[i].tok = malloc((size_t)lb_context_n_ctx(e->ctx) * sizeof *e->cache[i].tok))) {
+            lb_fail(LB_ERR_NOMEM, "out of memory for %d slots", o->n_slots);
+            srv_engine_free(e);
+            return NULL;
+        }
     e->logits = malloc((size_t)o->n_slots * e->V * sizeof *e->logits);
     e->batch = calloc((size_t)o->n_slots, sizeof *e->batch);
     e->batch_slot = calloc((size_t)o->n_slots, sizeof *e->batch_slot);
@@ -277,6 +298,7 @@ void srv_engine_stats(srv_engine *e, srv_stats *st) {
     st->max_batch_seqs = e->max_batch_seqs;
     st->prompt_tokens = e->prompt_tokens;
     st->generated_tokens = e->generated_tokens;
+    st->cached_tokens = e->cached_tokens;
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -337,17 +359,39 @@ static void reap(srv_engine *e) {
     e->q_n = n;
 }
 
-/* under the lock: queued requests into free slots */
+static int common_prefix(const int32_t *a, int na, const int32_t *b, int nb) {
+    int k = 0;
+    while (k < na && k < nb && a[k] == b[k]) k++;
+    return k;
+}
+
+/* under the lock: queued requests into free slots, each into the free slot
+ * whose cache holds the longest prefix of its prompt. That prefix is not
+ * evaluated again (its k and v are there; positions beyond are overwritten
+ * before attention reads them), but for the prompt's last token, whose
+ * logits the first sampled token needs. The reused entries are the same
+ * numbers evaluation would give: a row of a batched pass is computed as it
+ * would be alone (docs/serve.md). */
 static void admit(srv_engine *e) {
-    for (int i = 0; i < e->o.n_slots && e->q_n > 0; i++) {
-        slot *s = &e->slots[i];
-        if (s->r) continue;
+    while (e->q_n > 0) {
         srv_req *r = e->queue[e->q_head];
+        int best = -1, best_k = -1;
+        for (int i = 0; i < e->o.n_slots; i++) {
+            if (e->slots[i].r) continue;
+            const int k = common_prefix(e->cache[i].tok, e->cache[i].n, r->prompt, r->n_prompt);
+            if (k > best_k) best = i, best_k = k;
+        }
+        if (best < 0) break;
+        slot *s = &e->slots[best];
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_n--;
         memset(s, 0, sizeof *s);
         s->r = r;
         s->order = e->admitted++;
+        const int reuse = r->cache_prompt && !e->o.no_cache_prompt ? LB_MIN(best_k, r->n_prompt - 1) : 0;
+        s->n_fed = s->n_past = reuse;
+        r->n_cached = reuse;
+        e->cached_tokens += reuse;
         const int room = lb_context_n_ctx(e->ctx) - r->n_prompt;
         s->limit = r->max_tokens < 0 ? room : LB_MIN(r->max_tokens, room);
         r->state = REQ_RUNNING;
@@ -466,7 +510,14 @@ static int step(srv_engine *e) {
     lb_status st = lb_eval_multi(e->ctx, e->batch, nb, e->logits);
     if (st) {
         fprintf(stderr, "lowbit serve: forward pass failed: %s\n", lb_last_error());
+        for (int i = 0; i < ns; i++) e->cache[i].n = 0; /* what the caches hold is unknown now */
         return -1;
+    }
+    for (int j = 0; j < nb; j++) {
+        slot_cache *c = &e->cache[e->batch_slot[j]];
+        const lb_seq_batch *b = &e->batch[j];
+        memcpy(c->tok + b->pos, b->tokens, (size_t)b->n * sizeof *c->tok);
+        c->n = b->pos + b->n;
     }
     int row = 0;
     for (int j = 0; j < nb; j++) {
@@ -574,6 +625,8 @@ void srv_engine_free(srv_engine *e) {
     lb_context_free(e->ctx);
     free(e->queue);
     free(e->slots);
+    for (int i = 0; e->cache && i < e->o.n_slots; i++) free(e->cache[i].tok);
+    free(e->cache);
     free(e->logits);
     free(e->batch);
     free(e->batch_slot);

@@ -172,6 +172,7 @@ static enum MHD_Result get_route(srv_http *h, struct MHD_Connection *c, route rt
         cJSON_AddNumberToObject(o, "steps", (double)st.steps);
         cJSON_AddNumberToObject(o, "max_batch_sequences", st.max_batch_seqs);
         cJSON_AddNumberToObject(o, "prompt_tokens", (double)st.prompt_tokens);
+        cJSON_AddNumberToObject(o, "prompt_tokens_cached", (double)st.cached_tokens);
         cJSON_AddNumberToObject(o, "generated_tokens", (double)st.generated_tokens);
         return send_json(c, 200, o);
     }
@@ -252,11 +253,13 @@ static void out_event(stream_state *st, cJSON *o) {
     free(s);
 }
 
-static cJSON *usage_object(int n_prompt, int n_gen) {
+static cJSON *usage_object(const srv_take *tk) {
     cJSON *u = cJSON_CreateObject();
-    cJSON_AddNumberToObject(u, "prompt_tokens", n_prompt);
-    cJSON_AddNumberToObject(u, "completion_tokens", n_gen);
-    cJSON_AddNumberToObject(u, "total_tokens", n_prompt + n_gen);
+    cJSON_AddNumberToObject(u, "prompt_tokens", tk->n_prompt);
+    cJSON_AddNumberToObject(u, "completion_tokens", tk->n_gen);
+    cJSON_AddNumberToObject(u, "total_tokens", tk->n_prompt + tk->n_gen);
+    cJSON *d = cJSON_AddObjectToObject(u, "prompt_tokens_details"); /* OpenAI's: the prompt's cached part */
+    cJSON_AddNumberToObject(d, "cached_tokens", tk->n_cached);
     return u;
 }
 
@@ -335,7 +338,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
                 chunk_event(st, st->kind == SRV_CHAT ? NULL : "", tk.finish, 0);
                 if (st->include_usage) {
                     cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
-                    cJSON_AddItemToObject(o, "usage", usage_object(tk.n_prompt, tk.n_gen));
+                    cJSON_AddItemToObject(o, "usage", usage_object(&tk));
                     out_event(st, o);
                 }
             }
@@ -506,7 +509,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
     cJSON_AddNullToObject(ch, "logprobs");
     cJSON_AddStringToObject(ch, "finish_reason", tk.finish ? tk.finish : "stop");
     cJSON_AddItemToArray(choices, ch);
-    cJSON_AddItemToObject(o, "usage", usage_object(tk.n_prompt, tk.n_gen));
+    cJSON_AddItemToObject(o, "usage", usage_object(&tk));
     free(answer);
     log_done(h, kind == SRV_CHAT ? "chat" : "completion", 200, tk.n_prompt, tk.n_gen, cs->t0);
     ok = send_json(c, 200, o);

@@ -352,6 +352,7 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
     }
     if (kind == SRV_CHAT ? get_messages(root, p, err) : get_prompt(root, p, err)) return -1;
     if (get_bool(root, "stream", &p->stream, err)) return -1;
+    if (get_bool(root, "cache_prompt", &p->cache_prompt, err)) return -1; /* llama-server's */
     if ((v = field(root, "stream_options"))) {
         if (!cJSON_IsObject(v)) return bad_type(err, "stream_options", "an object", v);
         if (get_bool(v, "include_usage", &p->include_usage, err)) return -1;
@@ -416,6 +417,7 @@ int srv_parse_request(const char *body, size_t len, srv_kind kind, srv_params *p
     p->top_p = 1.0f;
     p->repeat_penalty = 1.0f;
     p->max_tokens = kind == SRV_COMPLETION ? 16 : -1;
+    p->cache_prompt = 1;
     const char *end = NULL;
     if (!body) body = "", len = 0;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);

@@ -26,6 +26,9 @@ static void help(void) {
            "  -b, --batch-size N   tokens per forward pass at most (default 512)\n"
            "      --prefill-chunk N  prompt tokens per step while other slots decode (default 128)\n"
            "      --queue N        requests that may wait for a slot; beyond them: HTTP 503 (default 64)\n"
+           "      --no-cache-prompt  evaluate every prompt in full (default: a request goes to the slot whose\n"
+           "                       cache holds the longest prefix of its prompt and skips that prefix;\n"
+           "                       a request's \"cache_prompt\": false does the same for it alone)\n"
            "      --api-key KEY    require 'Authorization: Bearer KEY' on /v1/* (also LOWBIT_API_KEY)\n"
            "      --chat-template NAME  use this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
@@ -39,7 +42,7 @@ int srv_main(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "serve", 0};
     const char *host = "127.0.0.1", *api_key = getenv("LOWBIT_API_KEY"), *tmpl_name = NULL, *alias = NULL;
-    int port = 8080, n_slots = 4, n_ctx = 0, n_batch = 512, chunk = 128, queue = 64, max_conn = 256;
+    int port = 8080, n_slots = 4, n_ctx = 0, n_batch = 512, chunk = 128, queue = 64, max_conn = 256, no_cache = 0;
     long long max_body = 8 << 20;
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) {
@@ -53,6 +56,7 @@ int srv_main(int argc, char **argv) {
         else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 16);
         else if (cli_flag(&a, "--prefill-chunk", NULL)) chunk = cli_int(&a, 1, 1 << 16);
         else if (cli_flag(&a, "--queue", NULL)) queue = cli_int(&a, 0, 1 << 16);
+        else if (cli_flag(&a, "--no-cache-prompt", NULL)) no_cache = 1;
         else if (cli_flag(&a, "--api-key", NULL)) api_key = cli_value(&a);
         else if (cli_flag(&a, "--chat-template", NULL)) tmpl_name = cli_value(&a);
         else if (cli_flag(&a, "--alias", NULL)) alias = cli_value(&a);
@@ -121,6 +125,7 @@ int srv_main(int argc, char **argv) {
     eo.n_threads = co.threads;
     eo.queue_max = queue;
     eo.prefill_chunk = chunk;
+    eo.no_cache_prompt = no_cache;
     const char *delay = getenv("LOWBIT_SERVE_TEST_DELAY_MS");
     eo.step_delay_ms = delay ? atoi(delay) : 0;
     if (!(e = srv_engine_new(m, &eo))) {

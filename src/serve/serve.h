@@ -55,6 +55,7 @@ typedef struct {
     uint64_t seed;
     char *stop[SRV_MAX_STOP];
     int n_stop;
+    int cache_prompt;          /* llama-server's field: reuse the slot's cached prefix (default 1) */
 } srv_params;
 
 /* 0 and *p filled, or -1 with *err set (400s). p is always safe to free. */
@@ -76,6 +77,7 @@ typedef struct srv_req srv_req;
 typedef struct {
     int n_slots, n_ctx, n_batch, n_threads, queue_max, prefill_chunk;
     int step_delay_ms; /* tests: sleep this long after every step (LOWBIT_SERVE_TEST_DELAY_MS) */
+    int no_cache_prompt; /* --no-cache-prompt: every prompt is evaluated in full */
 } srv_engine_opts;
 
 srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o); /* NULL + lb_last_error() */
@@ -90,6 +92,7 @@ typedef struct {
     long long steps;            /* forward passes */
     int max_batch_seqs;         /* most sequences one pass has held */
     long long prompt_tokens, generated_tokens;
+    long long cached_tokens;    /* prompt tokens taken from a slot's cache instead of evaluated */
 } srv_stats;
 void srv_engine_stats(srv_engine *e, srv_stats *st);
 
@@ -112,6 +115,7 @@ typedef struct {
     int done;             /* finished (or failed) */
     const char *finish;   /* "stop" or "length" once done without an error */
     int n_prompt, n_gen;
+    int n_cached;         /* prompt tokens reused from the slot's cache */
     srv_error err;        /* err.status != 0: failed */
 } srv_take;
 
