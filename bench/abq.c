@@ -19,6 +19,7 @@
 
 enum { N = 64, K = 4096 };
 
+#if LB_HAVE_X86_KERNELS
 /* best of repeated passes over the N rows: weights per ns */
 static double rate(int way, const lb_kernel *k, int type, const uint8_t *W, const void *A, double budget) {
     const size_t row = lb_row_size(type, K);
@@ -39,6 +40,8 @@ static double rate(int way, const lb_kernel *k, int type, const uint8_t *W, cons
     (void)sink;
     return (double)N * K / best / 1e9;
 }
+
+#endif
 
 int main(int argc, char **argv) {
     double budget = 0.05;

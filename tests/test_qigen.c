@@ -21,6 +21,7 @@
  *    dotprod, i8mm): K = 128, 256, 640, 2048, N = 1..17, 31, 48 (plain
  *    tail rows go to the plain reference), M = 1..17, 32 (the prefill GEMM
  *    for M >= 4 and g >= 32), 1 and 2 threads, exact and float data;
+ *  - the prefill GEMM with every product at its integer extreme (exact);
  *  - dispatch and repack at load: a non-scalar kernel per type per level;
  *  - the tune file: applied, malformed / unknown / missing ignored. */
 #include "test_util.h"
@@ -368,6 +369,53 @@ static void test_matmul(void) {
     lb_cpu_force_level(lb_cpu_detected());
 }
 
+/* The prefill GEMM at its integer bounds: weights q - z = +-(2^b - 1) for
+ * whole rows (q at one end, z at the other) against activations of +-127,
+ * every product at its extreme, so the AVX2 tile's int16 pair sums reach
+ * their largest (31 * 127 per product after its +16 bias). Exact: every sum
+ * is an integer below 2^24. */
+static void test_gemm_extremes(void) {
+    const int64_t K = 256, N = 48;
+    enum { M = 8 };
+    for (size_t li = 0; li < N_LEVELS; li++) {
+        if (!lb_test_level_available(kLevels[li])) continue;
+        lb_cpu_force_level(kLevels[li]);
+        for (int i = 0; i < 12; i++) {
+            const int type = gq(i), T = lb_qg_type_of(type), bits = lb_gq_bits(type), group = lb_gq_group(type);
+            const int top = (1 << bits) - 1;
+            const size_t rs = rsize(type, K), bs = LB_GQ_SIZE(bits, group);
+            uint8_t *plain = calloc((size_t)N, rs), *packed = malloc(rs * N);
+            for (int64_t n = 0; n < N; n++) /* rows: +top, -top, then alternating by group */
+                for (int64_t b = 0; b < K / QK_GQ; b++) {
+                    uint8_t *blk = plain + n * rs + b * bs;
+                    for (int gi = 0; gi < QK_GQ / group; gi++) {
+                        const int hi = n % 3 == 0 || (n % 3 == 2 && gi % 2 == 0);
+                        const lb_fp16 one = lb_f32_to_fp16(1.0f);
+                        memcpy(blk + LB_GQ_S_OFF(bits) + 2 * gi, &one, 2);
+                        blk[LB_GQ_Z_OFF(bits, group) + gi] = (uint8_t)(hi ? 0 : top);
+                        for (int j = gi * group; j < (gi + 1) * group; j++) lb_gq_set_code(blk, bits, j, hi ? top : 0);
+                    }
+                }
+            lb_repack_tensor(T, plain, packed, K, N);
+            float x[M * 256];
+            for (int m = 0; m < M; m++) /* +127, -127, alternating per 32, per 64, ... */
+                for (int64_t k = 0; k < K; k++) x[m * K + k] = (m == 0 || ((k >> (4 + m)) & 1)) ? 127.0f : -127.0f;
+            double want[M * 48], mag[M * 48];
+            reference(type, LB_QG_I8, plain, x, K, N, M, want, mag);
+            float *y = lb_test_matmul(T, packed, K, N, x, M, 1);
+            char what[128];
+            snprintf(what, sizeof what, "%s (%s) at %s, extreme weights and activations", lb_type_name(T),
+                     lb_kernel_get(T)->name, lb_isa_name(kLevels[li]));
+            const int bad = compare(y, want, mag, N, 0, M, 1, what);
+            CHECK_MSG(!bad, "%s: %d of %lld outputs off", what, bad, (long long)(N * M));
+            free(y);
+            free(plain);
+            free(packed);
+        }
+    }
+    lb_cpu_force_level(lb_cpu_detected());
+}
+
 /* ---- dispatch, repack at load ---- */
 
 static void test_dispatch(void) {
@@ -467,6 +515,7 @@ int main(void) {
     test_tune();
     test_kernels();
     test_matmul();
+    test_gemm_extremes();
     test_dispatch();
     return lb_test_result("test_qigen");
 }

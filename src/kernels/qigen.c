@@ -459,17 +459,21 @@ static void gemv_entry(int qisa, int type, int64_t K, const void *W, size_t wrs,
  * decodes 48 rows per pass: 3 row vectors x 4 activation rows = 12 VNNI
  * chains; 16 rows a call left it 4, measured 14 % slower), then the
  * level's Q8_0_4X4 GEMM on the 4-row activation groups that the entry's
- * quantize_act_x4 wrote. */
+ * quantize_act_x4 wrote. AVX2 first packs the tile (pack, not NULL) for a
+ * GEMM that uses q - z's small range: stored + 16 (0..31) they multiply
+ * the activations by vpmaddubsw alone, as Q4_0's nibbles do, instead of
+ * the sign trick that any Q8_0 quant needs (docs/qigen.md). */
 enum { TILE_ROWS = 48, TILE_MAX_BYTES = 512 * 1024 };
 static _Thread_local uint8_t *tile_buf;
 static _Thread_local size_t tile_cap;
+typedef void (*tile_pack_fn)(const void *src, size_t row_size, int rows, int64_t K, void *dst);
 
-static void gemm_entry(int qisa, int type, lb_gemm_fn q8gemm, int64_t K, const void *W, size_t wrs, int n0, int n1,
-                       const void *A, size_t ars, int M, float *Y, size_t ldy) {
+static void gemm_entry(int qisa, int type, lb_gemm_fn q8gemm, tile_pack_fn pack, int64_t K, const void *W, size_t wrs,
+                       int n0, int n1, const void *A, size_t ars, int M, float *Y, size_t ldy) {
     const lb_qg_set *s = lb_qg_find(qisa, type, LB_QG_I8);
     const size_t qrow = (size_t)(K / 32) * sizeof(block_q8_0);
     const int rows = TILE_ROWS * qrow <= TILE_MAX_BYTES ? TILE_ROWS : 16;
-    const size_t need = (size_t)rows * qrow;
+    const size_t need = (size_t)rows * qrow * (pack ? 2 : 1); /* the pack's output after the tile */
     if (need > tile_cap) {
         lb_free_aligned(tile_buf);
         tile_buf = lb_malloc_aligned(need);
@@ -485,7 +489,12 @@ static void gemm_entry(int qisa, int type, lb_gemm_fn q8gemm, int64_t K, const v
         const int nr = LB_MIN(rows, n1 - n);
         for (int g = 0; g < nr; g += 16)
             s->cvt((const uint8_t *)W + (size_t)((n + g) / 16) * 16 * wrs, (int)(K / QK_GQ), tile_buf + (size_t)g * qrow);
-        q8gemm(K, tile_buf, qrow, 0, nr, A, ars, M, Y + n, ldy);
+        const uint8_t *tile = tile_buf;
+        if (pack) {
+            pack(tile_buf, qrow, nr, K, tile_buf + (size_t)rows * qrow);
+            tile = tile_buf + (size_t)rows * qrow;
+        }
+        q8gemm(K, tile, qrow, 0, nr, A, ars, M, Y + n, ldy);
     }
 }
 
@@ -498,23 +507,23 @@ LB_GQ_LIST(QG_REF_FN)
     void lb_gemv_##name##_qg_##ISA(LB_QG_ARGS) {                                                              \
         gemv_entry(QISA, LB_TYPE_##NAME, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                 \
     }
-#define QG_GEMM_FN(name, NAME, ISA, QISA, Q8GEMM)                                                             \
+#define QG_GEMM_FN(name, NAME, ISA, QISA, Q8GEMM, PACK)                                                       \
     void lb_gemm_##name##_qg_##ISA(LB_QG_ARGS) {                                                              \
-        gemm_entry(QISA, LB_TYPE_##NAME, Q8GEMM, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);          \
+        gemm_entry(QISA, LB_TYPE_##NAME, Q8GEMM, PACK, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);    \
     }
 
 #if LB_HAVE_X86_KERNELS
 #define QG_X86_FNS(name, NAME, B, G)                                                                          \
     QG_GEMV_FN(name, NAME, avx2, LB_QG_AVX2)                                                                  \
     QG_GEMV_FN(name, NAME, avx512, LB_QG_AVX512)                                                              \
-    QG_GEMM_FN(name, NAME, avx2, LB_QG_AVX2, lb_gemm_q8_0x4_q8_0x4_4x4_avx2)                                  \
-    QG_GEMM_FN(name, NAME, avx512, LB_QG_AVX512, lb_gemm_q8_0x4_q8_0x4_4x4_avx512vnni)
+    QG_GEMM_FN(name, NAME, avx2, LB_QG_AVX2, lb_gemm_q8_0u5x8_q8_0x4_8x8_avx2, lb_pack_q8_0x4_u5x8_avx2)        \
+    QG_GEMM_FN(name, NAME, avx512, LB_QG_AVX512, lb_gemm_q8_0x4_q8_0x4_4x4_avx512vnni, NULL)
 LB_GQ_LIST(QG_X86_FNS)
 #endif
 #if LB_HAVE_ARM_KERNELS
 #define QG_ARM_FNS(name, NAME, B, G)                                                                          \
     QG_GEMV_FN(name, NAME, neon, LB_QG_NEON)                                                                  \
-    QG_GEMM_FN(name, NAME, neon, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_neon)                                  \
-    QG_GEMM_FN(name, NAME, dotprod, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_dotprod)
+    QG_GEMM_FN(name, NAME, neon, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_neon, NULL)                            \
+    QG_GEMM_FN(name, NAME, dotprod, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_dotprod, NULL)
 LB_GQ_LIST(QG_ARM_FNS)
 #endif

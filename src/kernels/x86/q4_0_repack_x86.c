@@ -21,6 +21,13 @@
  *    about half the multiplies of the signed-times-16 decode (whose pair sums
  *    reach 2*128*127 and must be widened after every vpmaddubsw); the
  *    toggled layout stays the portable format (Arm's sdot uses it directly).
+ *  - Q8_0 quants known to lie in [-16, 15] (QIGen's GQ tiles, quants
+ *    q - z: kernels/qigen.c) take the same road, stored biased as
+ *    u = w + 16 (0..31) in the 8x8 layout by lb_pack_q8_0x4_u5x8_avx2:
+ *    sum(w*a) = sum(u*a) - 16 * sum(a). A vpmaddubsw pair sum is then at
+ *    most 2 * 31 * 127 = 7874 and the four of a block 31496, so the int16
+ *    stage is exact; each quad is widened before the two are added (two
+ *    quads' worth would not fit).
  *  - IQ4_NL: vpshufb looks the 16-entry codebook up in a register; IQ4_NL
  *    and Q8_0 multiply with the sign trick (|w| x sign(a, w)), widening each
  *    product to int32.
@@ -41,7 +48,7 @@
 #define LB_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define INLINE LB_AVX2 static inline __attribute__((always_inline))
 
-enum { WQ4, WIQ4, WQ8 };  /* weight kind */
+enum { WQ4, WIQ4, WQ8, WU5 };  /* weight kind (WU5: Q8_0 quants in [-16, 15], stored + 16) */
 
 /* Software prefetch distance of the decode GEMV, in blocks (0: off). The
  * hardware prefetcher alone leaves the GEMV at ~80% of the read bandwidth;
@@ -107,7 +114,7 @@ typedef struct {
 } w_src;
 
 INLINE size_t xblock_bytes(int wt, int lay) {
-    const size_t bs = wt == WQ8 ? sizeof(block_q8_0) : sizeof(block_q4_0);
+    const size_t bs = wt == WQ8 || wt == WU5 ? sizeof(block_q8_0) : sizeof(block_q4_0);
     return (lay == L88 ? 8 : 4) * bs;
 }
 
@@ -148,7 +155,7 @@ INLINE __m256i load_act(int lay, const act_src *a, int64_t b, int m, int c) {
 /* Weight vector for activation chunk c (weights 8c..8c+7) of quad q:
  * Q4_0 unsigned nibbles 0..15, IQ4_NL codebook values, Q8_0 quants. */
 INLINE __m256i weight_vec(int wt, int lay, const w_src *w, int64_t b, int q, int c) {
-    if (wt == WQ8) return load_wvec(lay, w, b, q, c);
+    if (wt == WQ8 || wt == WU5) return load_wvec(lay, w, b, q, c);
     const __m256i raw = load_wvec(lay, w, b, q, c & 1);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256i x = wt == WQ4 ? _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x88)) : raw;
@@ -199,7 +206,7 @@ INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_sr
                 if (vnni) {
                     /* AVX-VNNI: the same operands, four products straight into int32 */
                     __m256i u0, s0, u1, s1;
-                    if (wt == WQ4) {
+                    if (wt == WQ4 || wt == WU5) {
                         u0 = wv[0][c], s0 = av, u1 = wv[1][c], s1 = av;
                     } else if (wt == WIQ4) {
                         u0 = u1 = _mm256_sign_epi8(av, av);
@@ -210,8 +217,8 @@ INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_sr
                     }
                     p[0] = dpbusd_vex(c ? p[0] : _mm256_setzero_si256(), u0, s0);
                     p[1] = dpbusd_vex(c ? p[1] : _mm256_setzero_si256(), u1, s1);
-                } else if (wt == WQ4) {
-                    /* unsigned nibbles x signed activations: no saturation */
+                } else if (wt == WQ4 || wt == WU5) {
+                    /* unsigned nibbles (or u = w + 16) x signed activations: no saturation */
                     const __m256i t0 = _mm256_maddubs_epi16(wv[0][c], av);
                     const __m256i t1 = _mm256_maddubs_epi16(wv[1][c], av);
                     p[0] = c ? _mm256_add_epi16(p[0], t0) : t0;
@@ -234,17 +241,29 @@ INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_sr
                     p[1] = c ? _mm256_add_epi32(p[1], t1) : t1;
                 }
             }
-            __m256i i;
-            const int i16 = wt == WQ4 && !vnni; /* p holds int16 pair sums */
-            if (lay == L44) {
-                const __m256i lo = _mm256_permute2x128_si256(p[0], p[1], 0x20);
-                const __m256i hi = _mm256_permute2x128_si256(p[0], p[1], 0x31);
-                i = i16 ? _mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones16) : _mm256_add_epi32(lo, hi);
-            } else {
-                i = i16 ? _mm256_madd_epi16(_mm256_hadd_epi16(p[0], p[1]), ones16) : _mm256_hadd_epi32(p[0], p[1]);
+            __m256i i = _mm256_setzero_si256();
+            /* p: int16 pair sums (Q4_0 and WU5 without VNNI) or int32 */
+            if ((wt == WQ4 || wt == WU5) && !vnni) {
+                if (wt == WQ4) {
+                    /* two quads' int16 sums (<= 15240 each) still fit: add, then widen */
+                    const __m256i s16 = lay == L44 ? _mm256_add_epi16(_mm256_permute2x128_si256(p[0], p[1], 0x20),
+                                                                      _mm256_permute2x128_si256(p[0], p[1], 0x31))
+                                                   : _mm256_hadd_epi16(p[0], p[1]);
+                    i = _mm256_madd_epi16(s16, ones16);
+                } else {
+                    /* up to 31496 per quad: widen each first */
+                    p[0] = _mm256_madd_epi16(p[0], ones16);
+                    p[1] = _mm256_madd_epi16(p[1], ones16);
+                }
             }
-            if (wt == WQ4) {
-                i = _mm256_sub_epi32(i, _mm256_set1_epi32(a->s[b * a->sb + (m >> 2) * a->gd + (m & 3) * a->sr]));
+            if (!(wt == WQ4 && !vnni)) {
+                i = lay == L44 ? _mm256_add_epi32(_mm256_permute2x128_si256(p[0], p[1], 0x20),
+                                                  _mm256_permute2x128_si256(p[0], p[1], 0x31))
+                               : _mm256_hadd_epi32(p[0], p[1]);
+            }
+            if (wt == WQ4 || wt == WU5) { /* the bias: 8 (Q4_0) or 16 (WU5) x the block's quant sum */
+                const int32_t s8 = a->s[b * a->sb + (m >> 2) * a->gd + (m & 3) * a->sr];
+                i = _mm256_sub_epi32(i, _mm256_set1_epi32(wt == WU5 ? 2 * s8 : s8));
             }
             const __m256 da = _mm256_broadcast_ss(a->d + b * a->sb + (m >> 2) * a->gd + (m & 3) * a->sr);
             acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i), _mm256_mul_ps(dw, da), acc[m]);
@@ -380,4 +399,33 @@ KERNELS(iq4_nl, 8, 8, WIQ4, L88)
 KERNELS(q8_0, 4, 4, WQ8, L44)
 KERNELS(q8_0, 4, 8, WQ8, L48)
 KERNELS(q8_0, 8, 8, WQ8, L88)
+
+/* Q8_0_4X4 rows (quants in [-16, 15]) to the 8x8 layout with u = w + 16:
+ * per 8 rows and block, the two 4-row x-blocks' scales side by side, then
+ * for each 8-weight chunk the quads' 32-byte vectors with one 64-bit lane
+ * per row (4x4 has 4 bytes of 4 rows per 128-bit lane: a qword permute and
+ * a dword shuffle regroup them). */
+LB_AVX2 void lb_pack_q8_0x4_u5x8_avx2(const void *src, size_t row_size, int rows, int64_t K, void *dst) {
+    const size_t xs4 = 4 * sizeof(block_q8_0), xs8 = 8 * sizeof(block_q8_0);
+    const __m256i bias = _mm256_set1_epi8(16);
+    for (int g = 0; g < rows / 8; g++)
+        for (int64_t b = 0; b < K / 32; b++) {
+            const uint8_t *qa = (const uint8_t *)src + (size_t)(2 * g) * 4 * row_size + (size_t)b * xs4;
+            const uint8_t *qb = qa + 4 * row_size;
+            uint8_t *o = (uint8_t *)dst + (size_t)g * 8 * row_size + (size_t)b * xs8;
+            memcpy(o, qa, 8);
+            memcpy(o + 8, qb, 8);
+            for (int v = 0; v < 4; v++)
+                for (int q = 0; q < 2; q++) {
+                    const __m256i x = _mm256_loadu_si256((const __m256i *)((q ? qb : qa) + 8 + 32 * v));
+                    const __m256i r = _mm256_shuffle_epi32(_mm256_permute4x64_epi64(x, 0xD8), 0xD8);
+                    _mm256_storeu_si256((__m256i *)(o + 16 + 64 * v + 32 * q), _mm256_add_epi8(r, bias));
+                }
+        }
+}
+
+LB_AVX2 void lb_gemm_q8_0u5x8_q8_0x4_8x8_avx2(int64_t K, const void *W, size_t wrs, int n0, int n1, const void *A,
+                                              size_t ars, int M, float *Y, size_t ldy) {
+    gemm(WU5, L88, 0, K, W, wrs, n0, n1, A, ars, M, Y, ldy);
+}
 #endif

@@ -34,6 +34,14 @@ LB_REPACK_X86_DECL(iq4_nl, 8, 8)
 LB_REPACK_X86_DECL(q8_0, 4, 4)
 LB_REPACK_X86_DECL(q8_0, 4, 8)
 LB_REPACK_X86_DECL(q8_0, 8, 8)
+/* Q8_0 weights whose quants lie in [-16, 15] (QIGen's GQ tiles converted to
+ * Q8_0_4X4, d = s, quants q - z: kernels/qigen.c): the pack rewrites rows
+ * [0, rows) (a multiple of 8) of such a Q8_0_4X4 tile into the 8x8 layout
+ * with every quant stored + 16; the GEMM on that gives the Q8_0 GEMM's
+ * results bit for bit, in about half its multiplies (see the .c). */
+void lb_pack_q8_0x4_u5x8_avx2(const void *src, size_t row_size, int rows, int64_t K, void *dst);
+void lb_gemm_q8_0u5x8_q8_0x4_8x8_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                                      size_t a_row_size, int M, float *Y, size_t ldy);
 
 /* lb_kernel_list entries (field order: see kernels/repack_kernels.h) */
 #define LB_REPACK_X86_ENTRY_ISA(T, w, R, C, ISA, NEEDS)                                                    \
