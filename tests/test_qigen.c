@@ -224,7 +224,7 @@ static void test_table(void) {
         CHECK((s->cvt != NULL) == (s->variant == LB_QG_I8 && group >= 32));
         const double gamma = 8192.0 * s->l1_kib, xbits = s->variant == LB_QG_F32 ? 32 : 9;
         const double wbits = lb_type_bits_per_weight(s->type);
-        int most = 0;
+        int most = 0, most_whole = 0; /* registers: any candidate, whole 16-row-group tiles */
         for (int i = 0; i < s->n_cand; i++) {
             const lb_qg_cand *c = &s->cand[i];
             const int regs = c->mu + c->mu * c->tu + c->tu;
@@ -236,9 +236,14 @@ static void test_table(void) {
             CHECK_MSG(lb_qg_find_cand(s, c->mu, 1) >= 0, "%s: no t_u = 1 kernel for m_u = %d", nm, c->mu);
             CHECK(c->fn != NULL);
             most = LB_MAX(most, regs);
+            if (c->tu * s->vl % 16 == 0) most_whole = LB_MAX(most_whole, regs);
         }
+        /* the model's default: the most registers among whole-group tiles (any tile if none is) */
         const lb_qg_cand *d = &s->cand[s->def];
-        CHECK_MSG(d->mu + d->mu * d->tu + d->tu == most, "%s: the default is not the register-maximal candidate", nm);
+        CHECK_MSG(d->mu + d->mu * d->tu + d->tu == (most_whole ? most_whole : most) &&
+                      (!most_whole || d->tu * s->vl % 16 == 0),
+                  "%s %s: the default (%d, %d) is not the register-maximal whole-group candidate", nm,
+                  lb_qg_isa_name(s->isa), d->mu, d->tu);
     }
     /* every type at every ISA of this architecture, both variants */
 #if defined(__x86_64__)

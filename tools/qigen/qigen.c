@@ -22,7 +22,8 @@
  *     m_u <= 4 for g = 16), t_u in {1, 2, 4, t_max(m_u)} with t_max the
  *     largest t_u eq. (4) allows; the runtime's default is
  *     the candidate that uses the most registers (largest left-hand side,
- *     ties to the larger t_u), `lowbit tune` measures them all.
+ *     ties to the larger t_u) among those whose tile is whole 16-row groups
+ *     (t_u VL a multiple of 16), `lowbit tune` measures them all.
  *   Mini-GEMV (eq. (5)): x_bits m_b + w_bits m_b t_b + 32 t_b <= gamma with
  *     t_b mod (t_u VL) = 0 and m_b mod m_u = 0; here also t_b mod 16 = 0
  *     (whole 16-row groups of the layout) and m_b mod 128 = 0 (whole
@@ -202,10 +203,20 @@ static int candidates(int isa, int var, int b, int g, cand *cs) {
     return n;
 }
 
-static int default_cand(const cand *cs, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (cs[i].lhs4 > cs[best].lhs4 || (cs[i].lhs4 == cs[best].lhs4 && cs[i].tu > cs[best].tu)) best = i;
+/* The model's choice: the most registers (eq. (4)'s left-hand side; ties to
+ * the larger t_u) among the candidates whose tile is whole 16-row groups of
+ * the layout (t_u VL a multiple of 16), any candidate if none is. A tile
+ * that ends inside a group leaves the group's 64-byte lines to be fetched
+ * again by the next tile: AVX2's former default (1, 7), 3.5 groups, streamed
+ * 26.7 GB/s on Zen 3 where (2, 4) gave 31.7 (docs/qigen.md). */
+static int default_cand(int isa_i, const cand *cs, int n) {
+    int best = -1;
+    for (int whole = 1; whole >= 0 && best < 0; whole--)
+        for (int i = 0; i < n; i++) {
+            if (whole && cs[i].tu * isa_vl[isa_i] % 16) continue;
+            if (best < 0 || cs[i].lhs4 > cs[best].lhs4 || (cs[i].lhs4 == cs[best].lhs4 && cs[i].tu > cs[best].tu))
+                best = i;
+        }
     return best;
 }
 
@@ -743,7 +754,7 @@ static void emit_kernel_file(const char *dir, int b) {
         if (gq_types[ti].b != b) continue;
         for (int var = 0; var < 2; var++) {
             cand cs[32];
-            const int n = candidates(isa, var, b, g, cs), def = default_cand(cs, n);
+            const int n = candidates(isa, var, b, g, cs), def = default_cand(isa, cs, n);
             line("/* ================= GQ%d_G%d, %s, %s: %d candidates, the model's default (m_u, t_u) = (%d, %d) =================",
                  b, g, isa_names[isa], var_names[var], n, cs[def].mu, cs[def].tu);
             line(" * (the most registers under eq. (4)) */");
@@ -794,7 +805,7 @@ static void emit_table(const char *dir) {
             const int b = gq_types[ti].b, g = gq_types[ti].g;
             for (int var = 0; var < 2; var++) {
                 cand cs[32];
-                const int n = candidates(i, var, b, g, cs), def = default_cand(cs, n);
+                const int n = candidates(i, var, b, g, cs), def = default_cand(i, cs, n);
                 line("    {LB_TYPE_GQ%d_G%d, %s, LB_QG_%s, %d, %d, %d, %d, %d, lb_qg_cands_%s_%s_gq%d_g%d, %s},", b, g,
                      isa_enum[i], var == I8 ? "I8" : "F32", isa_vl[i], targets[i].eta, targets[i].l1_kib, n, def,
                      isa_names[i], var_names[var], b, g,
