@@ -17,11 +17,7 @@
 
 /* Values are sums in a fixed order and products are never fused, so every
  * compiler and every kernel gives the same bits (the kernels mirror this). */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 #define FP16_MAX 65504.0
 

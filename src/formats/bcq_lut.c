@@ -8,11 +8,7 @@
 
 #include "formats/bcq.h"
 
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 enum { R = LB_BCQ_ROWS };
 

@@ -9,11 +9,7 @@
 
 /* Codes are computed with a division and products are not fused, so fix()
  * + round() and dequantize give the same bits on every compiler. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 static lb_fp16 *scales(void *blk, int bits) { return (lb_fp16 *)((uint8_t *)blk + LB_GQ_S_OFF(bits)); }
 static uint8_t *zeros(void *blk, int bits, int group) { return (uint8_t *)blk + LB_GQ_Z_OFF(bits, group); }

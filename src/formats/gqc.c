@@ -8,11 +8,7 @@
 #include "formats/gqc.h"
 
 /* as gq.c: products are not fused, so rounding and dequantizing agree */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 static const struct {
     int type, bits;

@@ -18,11 +18,7 @@
 
 /* value = a * L + b is also how the dequantizers order it; no fused
  * multiply-add, or the two could differ in the last bit */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 typedef struct {
     float a, b;

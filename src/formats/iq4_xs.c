@@ -9,11 +9,7 @@
 #include "formats/kquants.h"
 
 /* no FMA contraction: bit-exactness with ggml (see kquants.c) */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 #define NB_XS (QK_K / 32) /* blocks of 32 per super-block */
 

@@ -8,12 +8,8 @@
 #include "formats/kquants.h"
 
 /* Never fuse a*b+c into an FMA: it changes the rounding, and llama.cpp's
- * reference does not fuse. Every file of these formats repeats this. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+ * reference does not fuse. Every file of these formats includes this. */
+#include "core/fp_strict.h"
 
 /* Below this a group counts as all zero (ggml's GROUP_MAX_EPS). */
 #define GROUP_MAX_EPS 1e-15f

@@ -12,11 +12,7 @@
 #include "formats/bcq.h"
 #include "formats/cb.h"
 
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 /* Non-negative x[] ~ scale * L[i] with L in 0..nmax: a weighted scan of 9
  * inverse scales around nmax / max, then coordinate descent on single L[i]

@@ -8,11 +8,7 @@
 #include "formats/kquants.h"
 
 /* no FMA contraction: bit-exactness with ggml (see kquants.c) */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 /* The 16 scales of a block, unpacked to their stored 6-bit values. */
 static void q3_K_unpack_scales(const uint8_t *packed, int *sc) {

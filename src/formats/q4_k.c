@@ -6,11 +6,7 @@
 #include "formats/kquants.h"
 
 /* no FMA contraction: bit-exactness with ggml (see kquants.c) */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 /* Shared by Q4_K and Q5_K (same scales, nmax 15 or 31, different search
  * ranges): per-group scale/min search, 6-bit quantization of them, and the

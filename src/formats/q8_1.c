@@ -6,11 +6,7 @@
 #include "formats/legacy.h"
 
 /* no FMA contraction: the reference must round like ggml's (see kquants.c) */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 void lb_quantize_row_q8_1_ref(const float *x, void *vy, int64_t k) {
     block_q8_1 *y = vy;

@@ -13,11 +13,7 @@
 #include <omp.h>
 
 /* no FMA contraction, as the plain references (q2_k.c) */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 enum { KR = 16 }; /* rows per group */
 

@@ -20,11 +20,7 @@
 #include "kernels/arm/arm_common.h"
 
 /* the reference's float steps, unfused */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 /* four fp16 at any byte address -> fp32 (exact) */
 LB_ARM_INLINE float32x4_t bcq_h4(const uint8_t *p) { return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(p))); }

@@ -23,11 +23,7 @@
 #include <string.h>
 
 /* the reference's double multiply, then add: never fused */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 #define LB_ABQA __attribute__((target("avx2,fma,f16c,popcnt")))
 #define INLINE LB_ABQA static inline __attribute__((always_inline))

@@ -22,11 +22,7 @@
 #include "core/common.h"
 
 /* the reference's float steps, unfused */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/fp_strict.h"
 
 #define LB_BCQ512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
 #define INLINE LB_BCQ512 static inline __attribute__((always_inline))
