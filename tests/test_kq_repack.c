@@ -27,8 +27,9 @@
  *           40, 48, 100, 112 (1-3 vectors of 16 rows, tails of 8 and 4).
  *  books:   CB2 and CB3 with 4, 8 and 16 books (the three scale widths and,
  *           for CB3 with 16, the 128-entry table).
- *  gating:  without AVX-512 VBMI the AVX-512 entries are not handed out
- *           and the loader keeps the plain layout. */
+ *  gating:  without AVX-512 VBMI the AVX-512 entries are not handed out;
+ *           Q2_K then takes the AVX2 kernel (repacked at load), CB2 / CB3
+ *           keep the plain layout. */
 #include "test_util.h"
 
 #include "formats/cb.h"
@@ -315,7 +316,12 @@ static void test_acts(void) {
             /* which kernel each level hands out */
             const int vbmi = lb_isa_is_x86(kLevels[li]) && (extra & LB_CPU_VBMI) && (extra & LB_CPU_GFNI);
             const int amx = vbmi && kLevels[li] == LB_ISA_AMX && (t || (extra & LB_CPU_AMXBF16));
-            const lb_isa want = amx ? LB_ISA_AMX : vbmi && kLevels[li] >= LB_ISA_AVX512 ? LB_ISA_AVX512 : LB_ISA_SCALAR;
+            /* Q2_K_16X4 has an AVX2 kernel (kq_q2k_avx2.c) for every x86 level below VBMI */
+            const int avx2 = t == 0 && lb_isa_is_x86(kLevels[li]) && kLevels[li] >= LB_ISA_AVX2;
+            const lb_isa want = amx                                        ? LB_ISA_AMX
+                                : vbmi && kLevels[li] >= LB_ISA_AVX512 ? LB_ISA_AVX512
+                                : avx2                                 ? LB_ISA_AVX2
+                                                                       : LB_ISA_SCALAR;
             CHECK_MSG(k->isa == want && x16 == (want == LB_ISA_AMX), "%s at %s: kernel %s", kNames[t],
                       lb_isa_name(kLevels[li]), k->name);
             const size_t n = x16 ? sizeof *r16 * nb : sizeof *r * nb;
@@ -568,22 +574,27 @@ static void test_book_counts(void) {
         }
 }
 
-/* Without VBMI: no AVX-512 entry, and the loader keeps the plain layout. */
+/* Without VBMI: no AVX-512 entry; Q2_K takes the AVX2 kernel (repacked at
+ * load), CB2 / CB3 keep the plain layout. */
 static void test_gating(void) {
     if (!(lb_cpu_extra_features() & LB_CPU_VBMI)) {
         printf("no AVX-512 VBMI here: the AVX-512 kernels are not handed out\n");
     } else {
         CHECK(lb_repack_target(LB_TYPE_Q2_K) == LB_TYPE_Q2_K_16X4 || lb_cpu_level() < LB_ISA_AVX512);
     }
+    const int x86 = lb_isa_is_x86(lb_cpu_detected()) && lb_cpu_detected() >= LB_ISA_AVX2;
     lb_cpu_disable_features(LB_CPU_VBMI);
     for (int t = 0; t < 3; t++) {
         const lb_kernel *k = lb_kernel_get_at(kTypes[t], lb_cpu_detected());
-        CHECK(k && k->isa == LB_ISA_SCALAR);
-        CHECK(lb_repack_target(kBases[t]) == kBases[t]);
+        const int q2k_avx2 = t == 0 && x86;
+        CHECK(k && k->isa == (q2k_avx2 ? LB_ISA_AVX2 : LB_ISA_SCALAR));
+        CHECK(lb_repack_target(kBases[t]) == (q2k_avx2 ? kTypes[t] : kBases[t]));
     }
     lb_cpu_disable_features(0);
-    lb_cpu_force_level(LB_ISA_AVX2);
-    for (int t = 0; t < 3; t++) CHECK(lb_repack_target(kBases[t]) == kBases[t]);
+    if (x86) {
+        lb_cpu_force_level(LB_ISA_AVX2);
+        for (int t = 0; t < 3; t++) CHECK(lb_repack_target(kBases[t]) == (t == 0 ? kTypes[t] : kBases[t]));
+    }
     lb_cpu_force_level(lb_cpu_detected());
 }
 

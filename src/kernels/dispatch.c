@@ -18,6 +18,7 @@
 #include "formats/mx.h"
 #include "kernels/x86/cb_x86.h"
 #include "kernels/x86/kq_repack_avx512.h"
+#include "kernels/x86/kq_q2k_avx2.h"
 #include "kernels/kx_kernels.h"
 #include "kernels/x86/kx_avx512.h"
 #include "kernels/x86/kx_avx2.h"
@@ -89,6 +90,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_REPACK_AVX512_KERNELS, /* kernels/repack_avx512.h */
     LB_REPACK_AMX_KERNELS, /* kernels/repack_amx.h */
     LB_KQ_REPACK_AVX512_KERNELS, /* kernels/kq_repack_avx512.h (need VBMI) */
+    LB_KQ_Q2K_AVX2_KERNELS /* Q2_K_16X4 below AVX-512 VBMI: kernels/x86/kq_q2k_avx2.h */
     LB_KX_AVX512_KERNELS, /* kernels/x86/kx_avx512.h: Q3_K..Q6_K, IQ4_XS */
     LB_KX_AVX2_KERNELS, LB_KX_AVXVNNI_KERNELS, /* kernels/x86/kx_avx2.h: the 16-row layouts at AVX2 (+ AVX-VNNI) */
     LB_QG_X86_KERNELS /* the GQ*_QG layouts: generated AVX2 / AVX-512 GEMV (kernels/qigen.h) */

@@ -1,0 +1,197 @@
+/* AVX2 GEMV / GEMM for Q2_K_16X4 against plain Q8_K rows (kq_q2k_avx2.h).
+ *
+ * Half h of a 16-row group is 8 rows, one per 32-bit lane of a ymm: each
+ * 64-byte vector of the layout (formats/repack.h) is read 32 bytes at a
+ * time. Per super-block and sub-group j (16 weights), QS vector j shifted by
+ * 2t and masked gives the 2-bit quants of weights 16j + 4t .. 16j + 4t + 3
+ * of the 8 rows, one dword each; vpmaddubsw against the activation dword
+ * broadcast to every lane (q <= 3, |a| <= 128: a pair sum is at most 768,
+ * the four of a sub-group 3072, so int16 is exact), and one vpmaddwd by the
+ * row's 4-bit scale (in both int16 halves of its dword) adds sc_j * sum in
+ * int32. The min term: int16 pairs (m_lo, 16 m_lo+4) of the 8 rows (one
+ * vpshufb and a mask of MP0 / MP1) against (16 bsum_lo, bsum_lo+4) give
+ * 16 sum_j m_j bsum_j, shifted down exactly. Then per super-block the
+ * reference's float step, y += (d_a d) isum - (d_a dmin) summs, unfused, so
+ * every output is lb_vec_dot_q2_K_q8_K_ref's bit for bit. Up to 4
+ * activation rows share each decoded weight vector and scale; a half's
+ * x-blocks stay in L1 while the rows pass. The GEMV reads plain Q8_K rows
+ * (any M, the pairs formed from bsums), the GEMM 4-row lb_block_q8_Kx4
+ * groups, whose bsp field holds the pairs already. */
+#include "kernels/x86/kq_q2k_avx2.h"
+
+#if LB_HAVE_X86_KERNELS
+#include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/common.h"
+#include "formats/kquants.h"
+#include "formats/repack.h"
+
+/* the reference's float step, unfused */
+#include "core/fp_strict.h"
+
+#define LB_Q2KA __attribute__((target("avx2,fma,f16c")))
+#define INLINE LB_Q2KA static inline __attribute__((always_inline))
+
+/* x-block geometry (formats/repack.h, Q2_K_16X4) */
+enum { XBS = 1344, NP_OFF = 1024, MP_OFF = 1152, D_OFF = 1280, DMIN_OFF = 1312, MR = 4 };
+
+/* the 32 bytes of half h (rows 8h .. 8h + 7) of the vector at off */
+INLINE __m256i ld(const uint8_t *xb, int off, int h) { return _mm256_loadu_si256((const __m256i *)(xb + off + 32 * h)); }
+
+/* the dword at p in every lane: one vbroadcastss from memory (no trip
+ * through a general register) */
+INLINE __m256i bcast32(const void *p) { return _mm256_castps_si256(_mm256_broadcast_ss((const float *)p)); }
+
+/* byte e of every dword into the low byte of both of its words */
+INLINE __m256i spread(__m256i v, int e) {
+    const char z = (char)0x80, E = (char)e;
+    return _mm256_shuffle_epi8(v, _mm256_broadcastsi128_si256(_mm_setr_epi8(E, z, E, z, E + 4, z, E + 4, z, E + 8, z,
+                                                                             E + 8, z, E + 12, z, E + 12, z)));
+}
+
+/* scale j of the 8 rows, as int16 in both words of each row's dword (NP0:
+ * byte e = sc_e | sc_e+4 << 4, NP1 the same for 8 + e, 12 + e) */
+INLINE __m256i scale16(const uint8_t *xb, int h, int j) {
+    __m256i b = spread(ld(xb, NP_OFF + 64 * (j / 8), h), j % 4);
+    if ((j / 4) % 2) b = _mm256_srli_epi16(b, 4);
+    return _mm256_and_si256(b, _mm256_set1_epi16(15));
+}
+
+/* min pair p = 0..7 of the 8 rows: (m_lo, 16 m_lo+4), lo = p + 4 (p / 4) */
+INLINE __m256i min_pair(const uint8_t *xb, int h, int p) {
+    return _mm256_and_si256(spread(ld(xb, MP_OFF + 64 * (p / 4), h), p % 4), _mm256_set1_epi32(0x00F0000F));
+}
+
+/* Activation rows of one pass: MRT plain Q8_K rows (row[m], their min
+ * pairs formed once a call in pair[m]: 8 dwords per super-block) or one
+ * 4-row group (x4, whose bsp field holds the pairs). */
+typedef struct {
+    const block_q8_K *row[MR];
+    const int32_t *pair[MR];
+    const lb_block_q8_Kx4 *x4;
+} acts;
+
+INLINE const int8_t *act_qs(const acts *A, int X4, int64_t b, int m) { return X4 ? A->x4[b].qs[m] : A->row[m][b].qs; }
+INLINE float act_d(const acts *A, int X4, int64_t b, int m) { return X4 ? A->x4[b].d[m] : A->row[m][b].d; }
+/* where the dword (16 bsum_lo, bsum_lo+4) of min pair p is */
+INLINE const void *act_pair(const acts *A, int X4, int64_t b, int m, int p) {
+    return X4 ? (const void *)&A->x4[b].bsp[m][2 * p] : (const void *)(A->pair[m] + 8 * b + p);
+}
+
+/* the min pairs of a plain Q8_K row, 8 dwords per super-block */
+static void form_pairs(const block_q8_K *a, int64_t nb, int32_t *out) {
+    for (int64_t b = 0; b < nb; b++)
+        for (int p = 0; p < 8; p++) {
+            const int lo = p + 4 * (p / 4);
+            out[8 * b + p] = (int32_t)((uint32_t)(uint16_t)(int16_t)(16 * a[b].bsums[lo]) |
+                                       (uint32_t)(uint16_t)a[b].bsums[lo + 4] << 16);
+        }
+}
+
+/* acc[m] = the dots of rows 8h .. 8h + 7 of the group at g with activation
+ * rows 0 .. MRT - 1 of A, over nb super-blocks */
+INLINE void half_rows(const int MRT, const int X4, const uint8_t *g, int h, int64_t nb, const acts *A, __m256 *acc) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+#pragma GCC unroll 4
+    for (int m = 0; m < MRT; m++) acc[m] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *xb = g + (size_t)b * XBS;
+        __m256i isum[MR], summ[MR];
+#pragma GCC unroll 4
+        for (int m = 0; m < MRT; m++) isum[m] = summ[m] = _mm256_setzero_si256();
+#pragma GCC unroll 16 /* whole: j picks constant shuffle patterns and shifts */
+        for (int j = 0; j < 16; j++) {
+            const __m256i X = ld(xb, 64 * j, h), sc = scale16(xb, h, j);
+            const __m256i w0 = _mm256_and_si256(X, m3), w1 = _mm256_and_si256(_mm256_srli_epi16(X, 2), m3);
+            const __m256i w2 = _mm256_and_si256(_mm256_srli_epi16(X, 4), m3), w3 = _mm256_and_si256(_mm256_srli_epi16(X, 6), m3);
+#pragma GCC unroll 4
+            for (int m = 0; m < MRT; m++) {
+                const int8_t *q = act_qs(A, X4, b, m) + 16 * j;
+                __m256i s = _mm256_maddubs_epi16(w0, bcast32(q));
+                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w1, bcast32(q + 4)));
+                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w2, bcast32(q + 8)));
+                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w3, bcast32(q + 12)));
+                isum[m] = _mm256_add_epi32(isum[m], _mm256_madd_epi16(s, sc));
+            }
+        }
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; p++) {
+            const __m256i mp = min_pair(xb, h, p);
+#pragma GCC unroll 4
+            for (int m = 0; m < MRT; m++)
+                summ[m] = _mm256_add_epi32(summ[m], _mm256_madd_epi16(mp, bcast32(act_pair(A, X4, b, m, p))));
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xb + D_OFF + 16 * h)));
+        const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xb + DMIN_OFF + 16 * h)));
+#pragma GCC unroll 4
+        for (int m = 0; m < MRT; m++) {
+            const __m256 da = _mm256_set1_ps(act_d(A, X4, b, m));
+            const __m256 dall = _mm256_mul_ps(da, d), dmin = _mm256_mul_ps(da, dm);
+            const __m256 t = _mm256_sub_ps(_mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum[m])),
+                                           _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srai_epi32(summ[m], 4))));
+            acc[m] = _mm256_add_ps(acc[m], t);
+        }
+    }
+}
+
+/* the min pairs of the GEMV's rows: 8 dwords per super-block and row,
+ * formed once per call (thread-local, grown as K needs) */
+static _Thread_local int32_t *pair_buf;
+static _Thread_local int64_t pair_cap;
+
+LB_Q2KA void lb_gemv_q2_Kx16_q8_K_16x4_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                                            size_t a_row_size, int M, float *Y, size_t ldy) {
+    const int64_t nb = K / QK_K;
+    if (MR * 8 * nb > pair_cap) {
+        free(pair_buf);
+        pair_cap = 0;
+        if (!(pair_buf = malloc(sizeof *pair_buf * MR * 8 * (size_t)nb))) {
+            for (int m = 0; m < M; m++) /* out of memory: no numbers rather than wrong ones */
+                for (int n = n0; n < n1; n++) Y[(size_t)m * ldy + n] = NAN;
+            return;
+        }
+        pair_cap = MR * 8 * nb;
+    }
+    for (int m0 = 0; m0 < M; m0 += MR) {
+        const int mr = LB_MIN(MR, M - m0);
+        acts a = {{NULL}, {NULL}, NULL};
+        for (int m = 0; m < mr; m++) {
+            a.row[m] = (const block_q8_K *)((const char *)A + (size_t)(m0 + m) * a_row_size);
+            a.pair[m] = pair_buf + 8 * nb * m;
+            form_pairs(a.row[m], nb, pair_buf + 8 * nb * m);
+        }
+        for (int n = n0; n < n1; n += 16) {
+            const uint8_t *g = (const uint8_t *)W + (size_t)(n / 16) * 16 * w_row_size;
+            for (int h = 0; h < 2; h++) {
+                __m256 acc[MR];
+                switch (mr) { /* a constant row count each: the accumulators stay in registers */
+                case 1: half_rows(1, 0, g, h, nb, &a, acc); break;
+                case 2: half_rows(2, 0, g, h, nb, &a, acc); break;
+                case 3: half_rows(3, 0, g, h, nb, &a, acc); break;
+                default: half_rows(4, 0, g, h, nb, &a, acc); break;
+                }
+                for (int m = 0; m < mr; m++) _mm256_storeu_ps(Y + (size_t)(m0 + m) * ldy + n + 8 * h, acc[m]);
+            }
+        }
+    }
+}
+
+/* M / 4 groups of lb_block_q8_Kx4 (a_row_size bytes each) */
+LB_Q2KA void lb_gemm_q2_Kx16_q8_Kx4_16x4_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1,
+                                              const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
+    const int64_t nb = K / QK_K;
+    for (int n = n0; n < n1; n += 16) {
+        const uint8_t *g = (const uint8_t *)W + (size_t)(n / 16) * 16 * w_row_size;
+        for (int h = 0; h < 2; h++)
+            for (int m0 = 0; m0 + MR <= M; m0 += MR) {
+                const acts a = {{NULL}, {NULL}, (const lb_block_q8_Kx4 *)((const char *)A + (size_t)(m0 / MR) * a_row_size)};
+                __m256 acc[MR];
+                half_rows(4, 1, g, h, nb, &a, acc);
+                for (int m = 0; m < MR; m++) _mm256_storeu_ps(Y + (size_t)(m0 + m) * ldy + n + 8 * h, acc[m]);
+            }
+    }
+}
+
+#endif
