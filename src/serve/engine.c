@@ -64,7 +64,7 @@ typedef struct {
 /* The tokens whose k and v a slot's cache region holds, positions 0..n-1;
  * kept across requests (a slot's state above is reset for each). */
 typedef struct {
-    int32_t *tok;
+    int32_t *tok; /* n_ctx entries of the engine's cache_tok */
     int n;
 } slot_cache;
 
@@ -81,6 +81,7 @@ struct srv_engine {
     int q_head, q_n, q_cap;
     slot *slots;
     slot_cache *cache;
+    int32_t *cache_tok; /* n_slots x n_ctx, behind cache[i].tok */
     int stopping;
     uint64_t admitted;
     long long steps, prompt_tokens, generated_tokens, cached_tokens; /* under the lock */
@@ -265,22 +266,18 @@ srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o) {
     e->queue = calloc((size_t)e->q_cap, sizeof *e->queue);
     e->slots = calloc((size_t)o->n_slots, sizeof *e->slots);
     e->cache = calloc((size_t)o->n_slots, sizeof *e->cache);
-    for (int i = 0; e->cache && i < o->n_slots; i++)
-        if (!(e->cache[i].tok = malloc((size_t)lb_context_n_ctx(e->ctx) * sizeof *e->cache[i].tok))) {
-            lb_fail(LB_ERR_NOMEM, "out of memory for %d slots", o->n_slots);
-            srv_engine_free(e);
-            return NULL;
-        }
+    e->cache_tok = malloc((size_t)o->n_slots * lb_context_n_ctx(e->ctx) * sizeof *e->cache_tok);
     e->logits = malloc((size_t)o->n_slots * e->V * sizeof *e->logits);
     e->batch = calloc((size_t)o->n_slots, sizeof *e->batch);
     e->batch_slot = calloc((size_t)o->n_slots, sizeof *e->batch_slot);
     pthread_mutex_init(&e->mu, NULL);
     cond_init(&e->cv);
-    if (!e->queue || !e->slots || !e->logits || !e->batch || !e->batch_slot) {
+    if (!e->queue || !e->slots || !e->cache || !e->cache_tok || !e->logits || !e->batch || !e->batch_slot) {
         lb_fail(LB_ERR_NOMEM, "out of memory for %d slots", o->n_slots);
         srv_engine_free(e);
         return NULL;
     }
+    for (int i = 0; i < o->n_slots; i++) e->cache[i].tok = e->cache_tok + (size_t)i * lb_context_n_ctx(e->ctx);
     return e;
 }
 
@@ -625,8 +622,8 @@ void srv_engine_free(srv_engine *e) {
     lb_context_free(e->ctx);
     free(e->queue);
     free(e->slots);
-    for (int i = 0; e->cache && i < e->o.n_slots; i++) free(e->cache[i].tok);
     free(e->cache);
+    free(e->cache_tok);
     free(e->logits);
     free(e->batch);
     free(e->batch_slot);
