@@ -241,22 +241,19 @@ INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_sr
                     p[1] = c ? _mm256_add_epi32(p[1], t1) : t1;
                 }
             }
-            __m256i i = _mm256_setzero_si256();
             /* p: int16 pair sums (Q4_0 and WU5 without VNNI) or int32 */
-            if ((wt == WQ4 || wt == WU5) && !vnni) {
-                if (wt == WQ4) {
-                    /* two quads' int16 sums (<= 15240 each) still fit: add, then widen */
-                    const __m256i s16 = lay == L44 ? _mm256_add_epi16(_mm256_permute2x128_si256(p[0], p[1], 0x20),
-                                                                      _mm256_permute2x128_si256(p[0], p[1], 0x31))
-                                                   : _mm256_hadd_epi16(p[0], p[1]);
-                    i = _mm256_madd_epi16(s16, ones16);
-                } else {
-                    /* up to 31496 per quad: widen each first */
+            __m256i i;
+            if (wt == WQ4 && !vnni) {
+                /* two quads' int16 sums (<= 15240 each) still fit: add, then widen */
+                const __m256i s16 = lay == L44 ? _mm256_add_epi16(_mm256_permute2x128_si256(p[0], p[1], 0x20),
+                                                                  _mm256_permute2x128_si256(p[0], p[1], 0x31))
+                                               : _mm256_hadd_epi16(p[0], p[1]);
+                i = _mm256_madd_epi16(s16, ones16);
+            } else {
+                if (wt == WU5 && !vnni) { /* up to 31496 per quad: widen each first */
                     p[0] = _mm256_madd_epi16(p[0], ones16);
                     p[1] = _mm256_madd_epi16(p[1], ones16);
                 }
-            }
-            if (!(wt == WQ4 && !vnni)) {
                 i = lay == L44 ? _mm256_add_epi32(_mm256_permute2x128_si256(p[0], p[1], 0x20),
                                                   _mm256_permute2x128_si256(p[0], p[1], 0x31))
                                : _mm256_hadd_epi32(p[0], p[1]);
