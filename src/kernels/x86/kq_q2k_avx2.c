@@ -65,11 +65,11 @@ INLINE __m256i min_pair(const uint8_t *xb, int h, int p) {
 }
 
 /* Activation rows of one pass: MRT plain Q8_K rows (row[m], their min
- * pairs formed once a call in pair[m]: 8 dwords per super-block) or one
- * 4-row group (x4, whose bsp field holds the pairs). */
+ * pairs formed once a call in bsp[m]: the 16 int16 of lb_block_q8_Kx4's
+ * bsp per super-block) or one 4-row group (x4, whose bsp holds them). */
 typedef struct {
     const block_q8_K *row[MR];
-    const int32_t *pair[MR];
+    const int16_t *bsp[MR];
     const lb_block_q8_Kx4 *x4;
 } acts;
 
@@ -77,17 +77,13 @@ INLINE const int8_t *act_qs(const acts *A, int X4, int64_t b, int m) { return X4
 INLINE float act_d(const acts *A, int X4, int64_t b, int m) { return X4 ? A->x4[b].d[m] : A->row[m][b].d; }
 /* where the dword (16 bsum_lo, bsum_lo+4) of min pair p is */
 INLINE const void *act_pair(const acts *A, int X4, int64_t b, int m, int p) {
-    return X4 ? (const void *)&A->x4[b].bsp[m][2 * p] : (const void *)(A->pair[m] + 8 * b + p);
+    return X4 ? &A->x4[b].bsp[m][2 * p] : &A->bsp[m][16 * b + 2 * p];
 }
 
-/* the min pairs of a plain Q8_K row, 8 dwords per super-block */
-static void form_pairs(const block_q8_K *a, int64_t nb, int32_t *out) {
-    for (int64_t b = 0; b < nb; b++)
-        for (int p = 0; p < 8; p++) {
-            const int lo = p + 4 * (p / 4);
-            out[8 * b + p] = (int32_t)((uint32_t)(uint16_t)(int16_t)(16 * a[b].bsums[lo]) |
-                                       (uint32_t)(uint16_t)a[b].bsums[lo + 4] << 16);
-        }
+/* the min pairs of a plain Q8_K row, as the 4-row groups hold them */
+static void form_pairs(const block_q8_K *a, int64_t nb, int16_t *bsp) {
+    int32_t b64[16], b128;
+    for (int64_t b = 0; b < nb; b++) lb_q8_K_bsum_forms(a[b].bsums, b64, bsp + 16 * b, &b128);
 }
 
 /* acc[m] = the dots of rows 8h .. 8h + 7 of the group at g with activation
@@ -136,31 +132,31 @@ INLINE void half_rows(const int MRT, const int X4, const uint8_t *g, int h, int6
     }
 }
 
-/* the min pairs of the GEMV's rows: 8 dwords per super-block and row,
+/* the min pairs of the GEMV's rows: 16 int16 per super-block and row,
  * formed once per call (thread-local, grown as K needs) */
-static _Thread_local int32_t *pair_buf;
+static _Thread_local int16_t *pair_buf;
 static _Thread_local int64_t pair_cap;
 
 LB_Q2KA void lb_gemv_q2_Kx16_q8_K_16x4_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
                                             size_t a_row_size, int M, float *Y, size_t ldy) {
     const int64_t nb = K / QK_K;
-    if (MR * 8 * nb > pair_cap) {
+    if (MR * 16 * nb > pair_cap) {
         free(pair_buf);
         pair_cap = 0;
-        if (!(pair_buf = malloc(sizeof *pair_buf * MR * 8 * (size_t)nb))) {
+        if (!(pair_buf = malloc(sizeof *pair_buf * MR * 16 * (size_t)nb))) {
             for (int m = 0; m < M; m++) /* out of memory: no numbers rather than wrong ones */
                 for (int n = n0; n < n1; n++) Y[(size_t)m * ldy + n] = NAN;
             return;
         }
-        pair_cap = MR * 8 * nb;
+        pair_cap = MR * 16 * nb;
     }
     for (int m0 = 0; m0 < M; m0 += MR) {
         const int mr = LB_MIN(MR, M - m0);
         acts a = {{NULL}, {NULL}, NULL};
         for (int m = 0; m < mr; m++) {
             a.row[m] = (const block_q8_K *)((const char *)A + (size_t)(m0 + m) * a_row_size);
-            a.pair[m] = pair_buf + 8 * nb * m;
-            form_pairs(a.row[m], nb, pair_buf + 8 * nb * m);
+            a.bsp[m] = pair_buf + 16 * nb * m;
+            form_pairs(a.row[m], nb, pair_buf + 16 * nb * m);
         }
         for (int n = n0; n < n1; n += 16) {
             const uint8_t *g = (const uint8_t *)W + (size_t)(n / 16) * 16 * w_row_size;
