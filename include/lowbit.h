@@ -230,6 +230,12 @@ typedef struct {
 } lb_seq_batch;
 lb_status lb_eval_multi(lb_context *ctx, const lb_seq_batch *batch, int n_entries, float *logits);
 
+/* Copies what sequence src's KV cache holds for positions 0..n-1 to sequence
+ * dst (a prompt prefix evaluated once, shared: llama.cpp's
+ * llama_kv_cache_seq_cp). dst's positions from n on are undefined after it:
+ * evaluate them before attending to them. src == dst or n == 0 does nothing. */
+lb_status lb_seq_copy(lb_context *ctx, int src, int dst, int n);
+
 /* ---- tokenizer (from the model's GGUF metadata) ---- */
 int lb_token_bos(const lb_model *m); /* -1 if none */
 int lb_token_eos(const lb_model *m);

@@ -151,12 +151,19 @@ assert a == b, (a, b)
 p = run("completion", "Once upon a time", False, max_tokens=30, frequency_penalty=2.0, presence_penalty=2.0)
 assert p[0] != full, p
 # the prompt cache: a repeated prompt reuses its slot's cache (all but the last token), the same answer
-def cached(body):
-    out = post("/v1/completions", dict(body, prompt="Lily and Tom went to the park", max_tokens=12, temperature=0))
+def cached(body, prompt="Lily and Tom went to the park"):
+    out = post("/v1/completions", dict(body, prompt=prompt, max_tokens=12, temperature=0))
     u = out["usage"]
     return out["choices"][0]["text"], u["prompt_tokens"], u["prompt_tokens_details"]["cached_tokens"]
 first, again, off = cached({}), cached({}), cached({"cache_prompt": False})
 assert again[2] == again[1] - 1 and off[2] == 0 and first[0] == again[0] == off[0], (first, again, off)
+# across slots: clients sending one new prompt at once; one slot evaluates it, the others copy its cache
+# (or, when it has finished already, take that slot): all but the first reuse all but the last token
+shared = "Tom and Sam found a big box in the garden. They opened it and saw a little"
+with cf.ThreadPoolExecutor(3) as ex:
+    res = sorted(ex.map(lambda _: cached({}, shared), range(3)), key=lambda x: x[2])
+alone = cached({"cache_prompt": False}, shared)
+assert all(x[0] == alone[0] for x in res) and [x[2] for x in res[1:]] == [alone[1] - 1] * 2, (res, alone)
 jobs = [(k, pr, s) for k in ("completion", "chat") for pr in prompts for s in (False, True)]
 serial = [run(*j) for j in jobs]
 with cf.ThreadPoolExecutor(len(jobs)) as ex:

@@ -122,6 +122,22 @@ static void check_model(const char *path) {
         fprintf(stderr, "%s: sequence %d: %d steps, largest difference from lb_eval %.3g\n", path, q, STEPS, worst);
     }
 
+    /* lb_seq_copy: sequence 2 takes sequence 1's first 12 positions (p1 but its
+     * last token; 2 held p2 before) and evaluates only p1's last token: the
+     * logits of p1 evaluated whole. Then the refusals. */
+    if (c) {
+        CHECK_OK(lb_seq_copy(c, 1, 2, lens[1] - 1));
+        lb_seq_batch b = {2, lens[1] - 1, 1, p1 + lens[1] - 1, 1};
+        CHECK_OK(lb_eval_multi(c, &b, 1, logits));
+        CHECK_MSG(max_rel_diff(ref[1], logits, V) < 1e-4f, "%s: after lb_seq_copy: logits differ by %g", path,
+                  max_rel_diff(ref[1], logits, V));
+        CHECK(lb_seq_copy(c, 1, NSEQ, 1) == LB_ERR_ARG);
+        CHECK(lb_seq_copy(c, -1, 0, 1) == LB_ERR_ARG);
+        CHECK(lb_seq_copy(c, 1, 2, 129) == LB_ERR_ARG);
+        CHECK(lb_seq_copy(c, 1, 2, -1) == LB_ERR_ARG);
+        CHECK_OK(lb_seq_copy(c, 1, 1, 5));
+    }
+
     /* a slot reused for a new sequence from position 0: the old cache does not leak in */
     if (c) {
         lb_seq_batch b = {1, 0, lens[0], p0, 1};

@@ -35,6 +35,16 @@ void lb_attn_store_kv(float *kc, float *vc, int n_ctx, int n_head_kv, int head_d
     }
 }
 
+void lb_attn_copy_kv(float *kd, float *vd, const float *ks, const float *vs, int n_ctx, int n_head_kv, int head_dim,
+                     int n) {
+    const int hd = head_dim, hdp = lb_attn_hd_pad(hd), nblk = n_ctx / LB_ATTN_KB;
+    const size_t kblk = (size_t)hd * LB_ATTN_KB, kn = (size_t)(n + LB_ATTN_KB - 1) / LB_ATTN_KB * kblk;
+    for (int h = 0; h < n_head_kv; h++) {
+        memcpy(kd + (size_t)h * nblk * kblk, ks + (size_t)h * nblk * kblk, kn * sizeof(float));
+        memcpy(vd + (size_t)h * n_ctx * hdp, vs + (size_t)h * n_ctx * hdp, (size_t)n * hdp * sizeof(float));
+    }
+}
+
 /* The portable kernel, which fixes the results (the SIMD kernels repeat its
  * operations in the same order, so every level gives the same bits): per
  * block of KB keys and query row, S = q K^T * scale, each dot product one

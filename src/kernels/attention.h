@@ -47,6 +47,12 @@ size_t lb_attn_scratch_floats(int head_dim, int group);
 void lb_attn_store_kv(float *kc, float *vc, int n_ctx, int n_head_kv, int head_dim, const float *k, size_t k_stride,
                       const float *v, size_t v_stride, int n, int pos0);
 
+/* Copies positions 0..n-1 of a layer's cache (src) to another (dst) of the
+ * same shape. K goes in whole blocks, so dst's positions n .. the end of the
+ * last block take src's entries too (undefined for dst until written). */
+void lb_attn_copy_kv(float *kd, float *vd, const float *ks, const float *vs, int n_ctx, int n_head_kv, int head_dim,
+                     int n);
+
 /* Runs the attention of a->n tokens on up to n_threads threads (one OpenMP
  * region), with the kernel of the ISA level in force. scratch holds
  * n_threads * lb_attn_scratch_floats() floats. */

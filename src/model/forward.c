@@ -415,6 +415,18 @@ lb_status lb_eval_multi(lb_context *c, const lb_seq_batch *b, int n_entries, flo
     return st;
 }
 
+lb_status lb_seq_copy(lb_context *c, int src, int dst, int n) {
+    if (src < 0 || src >= c->n_seq || dst < 0 || dst >= c->n_seq)
+        return lb_fail(LB_ERR_ARG, "lb_seq_copy: sequences %d -> %d outside 0..%d", src, dst, c->n_seq - 1);
+    if (n < 0 || n > c->n_ctx) return lb_fail(LB_ERR_ARG, "lb_seq_copy: %d positions (context %d)", n, c->n_ctx);
+    if (src == dst || n == 0) return LB_OK;
+    const lb_hparams *hp = &c->model->hp;
+    for (int il = 0; il < hp->n_layer; il++)
+        lb_attn_copy_kv(k_cache_of(c, dst, il), v_cache_of(c, dst, il), k_cache_of(c, src, il), v_cache_of(c, src, il),
+                        c->n_ctx_pad, hp->n_head_kv, hp->head_dim, n);
+    return LB_OK;
+}
+
 lb_status lb_eval_layers(lb_context *c, float *x, int n, int l0, int l1) {
     const lb_model *m = c->model;
     const int d = m->hp.n_embd;

@@ -173,6 +173,7 @@ static enum MHD_Result get_route(srv_http *h, struct MHD_Connection *c, route rt
         cJSON_AddNumberToObject(o, "max_batch_sequences", st.max_batch_seqs);
         cJSON_AddNumberToObject(o, "prompt_tokens", (double)st.prompt_tokens);
         cJSON_AddNumberToObject(o, "prompt_tokens_cached", (double)st.cached_tokens);
+        cJSON_AddNumberToObject(o, "prompt_tokens_shared", (double)st.shared_tokens);
         cJSON_AddNumberToObject(o, "generated_tokens", (double)st.generated_tokens);
         return send_json(c, 200, o);
     }

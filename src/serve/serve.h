@@ -93,6 +93,7 @@ typedef struct {
     int max_batch_seqs;         /* most sequences one pass has held */
     long long prompt_tokens, generated_tokens;
     long long cached_tokens;    /* prompt tokens taken from a slot's cache instead of evaluated */
+    long long shared_tokens;    /* of those, copied from another slot's cache first */
 } srv_stats;
 void srv_engine_stats(srv_engine *e, srv_stats *st);
 
