@@ -339,7 +339,8 @@ typedef struct {
      * matrix with a Hessian there is rounded with GPTQ's error feedback onto
      * the output type's grid (model/gptq.h); the rest quantize as usual */
     const char *gptq;
-    float gptq_damp;         /* dampening, a fraction of the mean diagonal (0: 0.01) */
+    float gptq_damp;         /* dampening, a fraction of the mean diagonal (0: per matrix, 0.1 for types of
+                              * >= 3 bits per weight, 0.01 below) */
     int gptq_act_order;      /* columns in descending Hessian diagonal, static groups */
     int gptq_block;          /* lazy-batch columns (0: 128) */
     int sym;                 /* GQ types: symmetric groups, z = 2^(b-1) (rounding and GPTQ) */

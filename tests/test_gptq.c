@@ -369,7 +369,18 @@ static void test_gptq_beats_rtn(void) {
     free(X), free(H0), free(H), free(W), free(Wq), free(R), free(D), free(buf);
 }
 
+/* quantize's default dampening: 0.1 from 3 bits per weight up, 0.01 below (docs/gptq.md) */
+static void test_default_damp(void) {
+    const int hi[] = {LB_TYPE_GQ4_G128, LB_TYPE_Q4_0, LB_TYPE_Q4_K, LB_TYPE_Q3_K, LB_TYPE_IQ4_XS, LB_TYPE_Q8_0};
+    const int lo[] = {LB_TYPE_Q2_K, LB_TYPE_CB2, LB_TYPE_GQ2_G32, LB_TYPE_MX};
+    for (size_t i = 0; i < sizeof hi / sizeof *hi; i++)
+        CHECK_MSG(lb_gptq_default_damp(hi[i]) == 0.1f, "%s: damp %g", lb_type_name(hi[i]), lb_gptq_default_damp(hi[i]));
+    for (size_t i = 0; i < sizeof lo / sizeof *lo; i++)
+        CHECK_MSG(lb_gptq_default_damp(lo[i]) == 0.01f, "%s: damp %g", lb_type_name(lo[i]), lb_gptq_default_damp(lo[i]));
+}
+
 int main(void) {
+    test_default_damp();
     test_grids();
     test_linalg();
     test_gptq_beats_rtn();

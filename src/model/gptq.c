@@ -19,6 +19,8 @@
 
 lb_gptq_params lb_gptq_default_params(void) { return (lb_gptq_params){0.01f, 128, 0, 0, 0}; }
 
+float lb_gptq_default_damp(int type) { return lb_type_bits_per_weight(type) >= 3.0 ? 0.1f : 0.01f; }
+
 static float *row_of(float *A, int64_t K, int64_t r) { return A + (size_t)r * (size_t)K; }
 
 /* Act-order: descending H_ii; ties keep the column order (qsort is not

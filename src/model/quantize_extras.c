@@ -91,7 +91,7 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
     if (s == LB_OK && o->gptq) {
         s = lb_calib_load(o->gptq, &x->calib);
         x->gptq = lb_gptq_default_params();
-        if (o->gptq_damp > 0.0f) x->gptq.damp = o->gptq_damp;
+        x->gptq.damp = o->gptq_damp > 0.0f ? o->gptq_damp : 0.0f; /* 0: by each matrix's type */
         if (o->gptq_block > 0) x->gptq.block = o->gptq_block;
         x->gptq.act_order = o->gptq_act_order;
         x->gptq.n_threads = p->n_threads;
@@ -100,10 +100,17 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
             lb_log(0, "warning: GPTQ cannot round onto %s; quantizing without it\n", lb_type_name(p->type));
         else if (s == LB_OK)
             lb_log(1, "GPTQ: %d Hessians from %s (damp %g, block %d%s)\n", lb_calib_count(x->calib), o->gptq,
-                   (double)x->gptq.damp, x->gptq.block, x->gptq.act_order ? ", act-order" : "");
+                   (double)lb_quant_extras_gptq_params(x, p->type).damp, x->gptq.block,
+                   x->gptq.act_order ? ", act-order" : "");
     }
     if (s) lb_quant_extras_end(x);
     return s;
+}
+
+lb_gptq_params lb_quant_extras_gptq_params(const lb_quant_extras *x, int out_type) {
+    lb_gptq_params p = x->gptq;
+    if (!(p.damp > 0.0f)) p.damp = lb_gptq_default_damp(out_type);
+    return p;
 }
 
 lb_status lb_quant_extras_gptq(lb_quant_extras *x, const gguf_tensor *t, const void *src, int src_type, void *dst,
@@ -124,7 +131,8 @@ lb_status lb_quant_extras_gptq(lb_quant_extras *x, const gguf_tensor *t, const v
 #pragma omp parallel for schedule(static) num_threads(n_threads)
         for (int64_t r = 0; r < rows; r++) st->to_float((const char *)src + (size_t)r * in_row, W + (size_t)r * K, K);
         double loss = 0.0;
-        s = lb_gptq_quantize(out_type, W, rows, K, H, &x->gptq, dst, &loss);
+        const lb_gptq_params gp = lb_quant_extras_gptq_params(x, out_type);
+        s = lb_gptq_quantize(out_type, W, rows, K, H, &gp, dst, &loss);
         if (s) s = lb_fail_prefix(s, "%.*s", (int)t->name.len, t->name.ptr);
         else {
             *done = 1;

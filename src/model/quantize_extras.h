@@ -15,7 +15,7 @@ typedef struct {
     int in_held;         /* books the input's CB tensors need (formats/cb_gguf.h) */
     lb_imatrix *imatrix;
     lb_calib *calib;     /* GPTQ's Hessians, NULL without --gptq */
-    lb_gptq_params gptq;
+    lb_gptq_params gptq; /* damp 0: lb_gptq_default_damp of each matrix's type (lb_quant_extras_gptq_params) */
     int n_gptq;          /* matrices quantized with GPTQ so far */
     double gptq_loss;    /* their summed GPTQ objective */
 } lb_quant_extras;
@@ -30,6 +30,9 @@ const float *lb_quant_extras_importance(const lb_quant_extras *x, const gguf_ten
  * (CB2, CB3, Q2_K, Q3_K), plainly if not (e.g. a fallback type). */
 lb_status lb_quant_extras_convert(const float *imp, const void *src, int src_type, void *dst, int out_type, int64_t K,
                                   int64_t rows, int n_threads);
+/* x's GPTQ settings for a matrix of out_type: the dampening given, else
+ * lb_gptq_default_damp(out_type). */
+lb_gptq_params lb_quant_extras_gptq_params(const lb_quant_extras *x, int out_type);
 /* GPTQ for tensor t when the calibration file has its Hessian and out_type
  * a grid: rows of src (plain src_type) into dst (plain out_type). *done = 0
  * (and nothing written) when GPTQ does not apply. */

@@ -66,7 +66,7 @@ static lb_status quantize(lb_qgc_cache *c, lb_quant_extras *x, int sym, const gg
         lb_gqc_quantize_matrix(type, W, N, K, sym, NULL, dst, c->sz, n_threads);
         return LB_OK;
     }
-    lb_gptq_params p = x->gptq;
+    lb_gptq_params p = lb_quant_extras_gptq_params(x, type);
     p.sym = sym;
     double loss = 0.0;
     lb_status s = lb_gqc_gptq(type, W, N, K, H, &p, dst, c->sz, &loss);

@@ -70,7 +70,8 @@ static lb_status quantize(lb_qmx_cache *c, lb_quant_extras *x, const lb_mx_param
     double loss = 0.0;
     lb_mx_params pf = *p;
     pf.fp16_scales = 0; /* the ablation is no file format */
-    lb_status s = lb_mx_quantize_calibrated(W, N, K, have ? H : NULL, imp, &pf, &x->gptq, have, &c->m, &loss);
+    const lb_gptq_params gp = lb_quant_extras_gptq_params(x, LB_TYPE_MX); /* 2-4 bits: 0.01 by default */
+    lb_status s = lb_mx_quantize_calibrated(W, N, K, have ? H : NULL, imp, &pf, &gp, have, &c->m, &loss);
     free(H);
     if (s) return lb_fail_prefix(s, "%.*s", (int)t->name.len, t->name.ptr);
     int64_t n_hi, cap;
