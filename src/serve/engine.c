@@ -392,8 +392,8 @@ static cache_plan plan_cache(const srv_engine *e, const srv_req *r) {
  * would be alone (docs/serve.md).
  * Across slots: when another slot's cache holds a longer prefix (a shared
  * system prompt, the same prompt sent by several clients), its entries are
- * copied into the new slot (lb_seq_copy, about 1 ms per 100 positions of a
- * 1B model, against tens of ms a token to evaluate them). When a slot still
+ * copied into the new slot (lb_seq_copy: 0.12 ms for 68 positions of the
+ * 1.1B shape, where evaluating them takes ~0.45 s). When a slot still
  * evaluating its prompt will hold a prefix covering at least half of what
  * the request would evaluate, the request waits in the queue for it: the
  * shared part is then evaluated once instead of once per request. */
@@ -406,7 +406,7 @@ static void admit(srv_engine *e) {
         if (use_cache) {
             const int now = LB_MIN(LB_MAX(p.own, p.have), last), later = LB_MIN(p.pending, last);
             if (later - now >= 2 && 2 * (later - now) >= last - now) break; /* a step or a few, then copied */
-            if (p.have > p.own && p.have > 0) {
+            if (p.have > p.own) { /* own >= 0: a free slot was found */
                 const int n = LB_MIN(p.have, last);
                 if (lb_seq_copy(e->ctx, p.src, p.slot, n) == LB_OK) {
                     memcpy(e->cache[p.slot].tok, e->cache[p.src].tok, (size_t)n * sizeof *e->cache[p.slot].tok);
@@ -415,14 +415,13 @@ static void admit(srv_engine *e) {
                 }
             }
         }
-        const int best = p.slot, best_k = p.own;
-        slot *s = &e->slots[best];
+        slot *s = &e->slots[p.slot];
         e->q_head = (e->q_head + 1) % e->q_cap;
         e->q_n--;
         memset(s, 0, sizeof *s);
         s->r = r;
         s->order = e->admitted++;
-        const int reuse = use_cache ? LB_MIN(best_k, last) : 0;
+        const int reuse = use_cache ? LB_MIN(p.own, last) : 0;
         s->n_fed = s->n_past = reuse;
         r->n_cached = reuse;
         e->cached_tokens += reuse;

@@ -69,21 +69,37 @@ INLINE __m256i min_pair(const uint8_t *xb, int h, int p) {
     return _mm256_and_si256(spread(ld(xb, MP_OFF + 64 * (p / 4), h), p % 4), _mm256_set1_epi32(0x00F0000F));
 }
 
-/* Activation rows of one pass: MRT plain Q8_K rows (row[m], their min
- * pairs formed once a call in bsp[m]: the 16 int16 of lb_block_q8_Kx4's
- * bsp per super-block) or one 4-row group (x4, whose bsp holds them). */
+/* The 2-bit quants of QS vector X (one half), shifted by 2t and masked:
+ * plane t holds weights 16j + 4t .. 16j + 4t + 3 of the 8 rows. */
+INLINE void planes(__m256i X, __m256i w[4]) {
+    const __m256i m3 = _mm256_set1_epi8(3);
+    w[0] = _mm256_and_si256(X, m3);
+    w[1] = _mm256_and_si256(_mm256_srli_epi16(X, 2), m3);
+    w[2] = _mm256_and_si256(_mm256_srli_epi16(X, 4), m3);
+    w[3] = _mm256_and_si256(_mm256_srli_epi16(X, 6), m3);
+}
+
+/* the 8 fp16 at off of half h (d, dmin) */
+INLINE __m256 half_f16(const uint8_t *xb, int off, int h) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xb + off + 16 * h)));
+}
+
+/* The reference's float step of one super-block, unfused: (d_a d) isum -
+ * (d_a dmin) (summ / 16), summ holding 16x the mins' sum. */
+INLINE __m256 sb_step(float d_a, __m256 d, __m256 dm, __m256i isum, __m256i summ) {
+    const __m256 da = _mm256_set1_ps(d_a);
+    const __m256 dall = _mm256_mul_ps(da, d), dmin = _mm256_mul_ps(da, dm);
+    return _mm256_sub_ps(_mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum)),
+                         _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srai_epi32(summ, 4))));
+}
+
+/* The GEMV's activation rows of one pass: MRT plain Q8_K rows, their min
+ * pairs formed once a call in bsp[m] (the 16 int16 of lb_block_q8_Kx4's bsp
+ * per super-block). */
 typedef struct {
     const block_q8_K *row[MR];
     const int16_t *bsp[MR];
-    const lb_block_q8_Kx4 *x4;
 } acts;
-
-INLINE const int8_t *act_qs(const acts *A, int X4, int64_t b, int m) { return X4 ? A->x4[b].qs[m] : A->row[m][b].qs; }
-INLINE float act_d(const acts *A, int X4, int64_t b, int m) { return X4 ? A->x4[b].d[m] : A->row[m][b].d; }
-/* where the dword (16 bsum_lo, bsum_lo+4) of min pair p is */
-INLINE const void *act_pair(const acts *A, int X4, int64_t b, int m, int p) {
-    return X4 ? &A->x4[b].bsp[m][2 * p] : &A->bsp[m][16 * b + 2 * p];
-}
 
 /* the min pairs of a plain Q8_K row, as the 4-row groups hold them */
 static void form_pairs(const block_q8_K *a, int64_t nb, int16_t *bsp) {
@@ -93,8 +109,7 @@ static void form_pairs(const block_q8_K *a, int64_t nb, int16_t *bsp) {
 
 /* acc[m] = the dots of rows 8h .. 8h + 7 of the group at g with activation
  * rows 0 .. MRT - 1 of A, over nb super-blocks */
-INLINE void half_rows(const int MRT, const int X4, const uint8_t *g, int h, int64_t nb, const acts *A, __m256 *acc) {
-    const __m256i m3 = _mm256_set1_epi8(3);
+INLINE void half_rows(const int MRT, const uint8_t *g, int h, int64_t nb, const acts *A, __m256 *acc) {
 #pragma GCC unroll 4
     for (int m = 0; m < MRT; m++) acc[m] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
@@ -104,16 +119,16 @@ INLINE void half_rows(const int MRT, const int X4, const uint8_t *g, int h, int6
         for (int m = 0; m < MRT; m++) isum[m] = summ[m] = _mm256_setzero_si256();
 #pragma GCC unroll 16 /* whole: j picks constant shuffle patterns and shifts */
         for (int j = 0; j < 16; j++) {
-            const __m256i X = ld(xb, 64 * j, h), sc = scale16(xb, h, j);
-            const __m256i w0 = _mm256_and_si256(X, m3), w1 = _mm256_and_si256(_mm256_srli_epi16(X, 2), m3);
-            const __m256i w2 = _mm256_and_si256(_mm256_srli_epi16(X, 4), m3), w3 = _mm256_and_si256(_mm256_srli_epi16(X, 6), m3);
+            const __m256i sc = scale16(xb, h, j);
+            __m256i w[4];
+            planes(ld(xb, 64 * j, h), w);
 #pragma GCC unroll 4
             for (int m = 0; m < MRT; m++) {
-                const int8_t *q = act_qs(A, X4, b, m) + 16 * j;
-                __m256i s = _mm256_maddubs_epi16(w0, bcast32(q));
-                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w1, bcast32(q + 4)));
-                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w2, bcast32(q + 8)));
-                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w3, bcast32(q + 12)));
+                const int8_t *q = A->row[m][b].qs + 16 * j;
+                __m256i s = _mm256_maddubs_epi16(w[0], bcast32(q));
+                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[1], bcast32(q + 4)));
+                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[2], bcast32(q + 8)));
+                s = _mm256_add_epi16(s, _mm256_maddubs_epi16(w[3], bcast32(q + 12)));
                 isum[m] = _mm256_add_epi32(isum[m], _mm256_madd_epi16(s, sc));
             }
         }
@@ -122,18 +137,11 @@ INLINE void half_rows(const int MRT, const int X4, const uint8_t *g, int h, int6
             const __m256i mp = min_pair(xb, h, p);
 #pragma GCC unroll 4
             for (int m = 0; m < MRT; m++)
-                summ[m] = _mm256_add_epi32(summ[m], _mm256_madd_epi16(mp, bcast32(act_pair(A, X4, b, m, p))));
+                summ[m] = _mm256_add_epi32(summ[m], _mm256_madd_epi16(mp, bcast32(&A->bsp[m][16 * b + 2 * p])));
         }
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xb + D_OFF + 16 * h)));
-        const __m256 dm = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xb + DMIN_OFF + 16 * h)));
+        const __m256 d = half_f16(xb, D_OFF, h), dm = half_f16(xb, DMIN_OFF, h);
 #pragma GCC unroll 4
-        for (int m = 0; m < MRT; m++) {
-            const __m256 da = _mm256_set1_ps(act_d(A, X4, b, m));
-            const __m256 dall = _mm256_mul_ps(da, d), dmin = _mm256_mul_ps(da, dm);
-            const __m256 t = _mm256_sub_ps(_mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum[m])),
-                                           _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srai_epi32(summ[m], 4))));
-            acc[m] = _mm256_add_ps(acc[m], t);
-        }
+        for (int m = 0; m < MRT; m++) acc[m] = _mm256_add_ps(acc[m], sb_step(A->row[m][b].d, d, dm, isum[m], summ[m]));
     }
 }
 
@@ -157,7 +165,7 @@ LB_Q2KA void lb_gemv_q2_Kx16_q8_K_16x4_avx2(int64_t K, const void *W, size_t w_r
     }
     for (int m0 = 0; m0 < M; m0 += MR) {
         const int mr = LB_MIN(MR, M - m0);
-        acts a = {{NULL}, {NULL}, NULL};
+        acts a = {{NULL}, {NULL}};
         for (int m = 0; m < mr; m++) {
             a.row[m] = (const block_q8_K *)((const char *)A + (size_t)(m0 + m) * a_row_size);
             a.bsp[m] = pair_buf + 16 * nb * m;
@@ -168,10 +176,10 @@ LB_Q2KA void lb_gemv_q2_Kx16_q8_K_16x4_avx2(int64_t K, const void *W, size_t w_r
             for (int h = 0; h < 2; h++) {
                 __m256 acc[MR];
                 switch (mr) { /* a constant row count each: the accumulators stay in registers */
-                case 1: half_rows(1, 0, g, h, nb, &a, acc); break;
-                case 2: half_rows(2, 0, g, h, nb, &a, acc); break;
-                case 3: half_rows(3, 0, g, h, nb, &a, acc); break;
-                default: half_rows(4, 0, g, h, nb, &a, acc); break;
+                case 1: half_rows(1, g, h, nb, &a, acc); break;
+                case 2: half_rows(2, g, h, nb, &a, acc); break;
+                case 3: half_rows(3, g, h, nb, &a, acc); break;
+                default: half_rows(4, g, h, nb, &a, acc); break;
                 }
                 for (int m = 0; m < mr; m++) _mm256_storeu_ps(Y + (size_t)(m0 + m) * ldy + n + 8 * h, acc[m]);
             }
@@ -191,29 +199,27 @@ typedef struct {
 } q2buf;
 
 INLINE void decode_sb(const uint8_t *xb, q2buf *B, int k) {
-    const __m256i m3 = _mm256_set1_epi8(3);
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++) {
 #pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {
-            const __m256i X = ld(xb, 64 * j, h);
-            B->w[k][j][0][h] = _mm256_and_si256(X, m3);
-            B->w[k][j][1][h] = _mm256_and_si256(_mm256_srli_epi16(X, 2), m3);
-            B->w[k][j][2][h] = _mm256_and_si256(_mm256_srli_epi16(X, 4), m3);
-            B->w[k][j][3][h] = _mm256_and_si256(_mm256_srli_epi16(X, 6), m3);
+            __m256i w[4];
+            planes(ld(xb, 64 * j, h), w);
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) B->w[k][j][t][h] = w[t];
             B->sc[k][j][h] = scale16(xb, h, j);
         }
 #pragma GCC unroll 8
         for (int p = 0; p < 8; p++) B->mp[k][p][h] = min_pair(xb, h, p);
-        B->d[k][h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xb + D_OFF + 16 * h)));
-        B->dm[k][h] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(xb + DMIN_OFF + 16 * h)));
+        B->d[k][h] = half_f16(xb, D_OFF, h);
+        B->dm[k][h] = half_f16(xb, DMIN_OFF, h);
     }
 }
 
 /* acc[h][m] += decoded super-block k against activation rows m0, m0 + 1 of
  * group block a: both halves take each activation broadcast (8 weight
  * vectors of a sub-group in registers, read from the buffer once per
- * row pair). The float step as half_rows', so the bits are the same. */
+ * row pair). The float step is half_rows' (sb_step), so the bits are the same. */
 INLINE void pair_sb(const q2buf *B, int k, const lb_block_q8_Kx4 *a, int m0, __m256 acc[2][MR]) {
     __m256i isum[2][2], summ[2][2];
 #pragma GCC unroll 2
@@ -259,13 +265,8 @@ INLINE void pair_sb(const q2buf *B, int k, const lb_block_q8_Kx4 *a, int m0, __m
 #pragma GCC unroll 2
     for (int h = 0; h < 2; h++)
 #pragma GCC unroll 2
-        for (int m = 0; m < 2; m++) {
-            const __m256 da = _mm256_set1_ps(a->d[m0 + m]);
-            const __m256 dall = _mm256_mul_ps(da, B->d[k][h]), dmin = _mm256_mul_ps(da, B->dm[k][h]);
-            const __m256 t = _mm256_sub_ps(_mm256_mul_ps(dall, _mm256_cvtepi32_ps(isum[h][m])),
-                                           _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_srai_epi32(summ[h][m], 4))));
-            acc[h][m0 + m] = _mm256_add_ps(acc[h][m0 + m], t);
-        }
+        for (int m = 0; m < 2; m++)
+            acc[h][m0 + m] = _mm256_add_ps(acc[h][m0 + m], sb_step(a->d[m0 + m], B->d[k][h], B->dm[k][h], isum[h][m], summ[h][m]));
 }
 
 /* M / 4 groups of lb_block_q8_Kx4 (a_row_size bytes each) */
