@@ -369,6 +369,37 @@ static void ref_outputs(const bcq_want *t, const uint8_t *w, int64_t K, int64_t 
     free(a);
 }
 
+/* K longer than the AVX2 kernel's table chunk (64 blocks): its sums carried
+ * across chunks in y give the reference's bits, at every level */
+static void test_kernels_long_k(void) {
+    uint64_t seed = 77;
+    int n_cases = 0;
+    for (int i = 0; i < 12; i++) {
+        const bcq_want *t = &kTypes[i];
+        const int L = lb_bcq_lut_of(t->type);
+        const int64_t K = 4096 + 3 * t->g, N = 33;
+        const int M = 1 + i % 3;
+        uint8_t *w = make_weights(t, K, N, &seed, 0);
+        float *x = make_acts(K, M, &seed, 0);
+        float *ref = malloc(sizeof(float) * (size_t)N * M);
+        ref_outputs(t, w, K, N, x, M, ref);
+        uint8_t *packed = malloc(lb_row_size(t->type, K) * (size_t)N);
+        lb_repack_tensor(L, w, packed, K, N);
+        for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
+            if (!lb_test_level_available(kLevels[li])) continue;
+            lb_cpu_force_level(kLevels[li]);
+            float *y = lb_test_matmul(L, packed, K, N, x, M, 2);
+            CHECK_MSG(!memcmp(y, ref, sizeof(float) * (size_t)N * M), "%s K %lld: %s at %s differs from the reference",
+                      lb_type_name(L), (long long)K, lb_kernel_get(L)->name, lb_isa_name(kLevels[li]));
+            free(y);
+            n_cases++;
+        }
+        lb_cpu_force_level(lb_cpu_detected());
+        free(packed), free(ref), free(x), free(w);
+    }
+    printf("kernels, K over 4096: %d type x level cases bit-identical to the reference\n", n_cases);
+}
+
 static void test_kernels(void) {
     uint64_t seed = 2024;
     const int Ns[] = {1, 5, 15, 16, 17, 31, 32, 37}, Ms[] = {1, 2, 3, 4, 7, 17};
@@ -748,7 +779,7 @@ int main(void) {
         const char *name;
         void (*fn)(void);
     } parts[] = {{"geometry", test_geometry}, {"dequant", test_dequant_known}, {"quantize", test_quantize},
-                 {"act", test_act},           {"vec_dot", test_vec_dot},       {"kernels", test_kernels},
+                 {"act", test_act},           {"vec_dot", test_vec_dot},       {"kernels", test_kernels}, {"kernels_long_k", test_kernels_long_k},
                  {"f8", test_f8},             {"uniform", test_uniform},       {"repack", test_repack},
                  {"grid", test_grid},         {"gguf", test_gguf}};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
