@@ -320,6 +320,7 @@ typedef struct {
     int n_search_layers;     /* abq_search: layers calibrated */
     int search_chunks;       /* abq_search: chunks of calibration text used */
     double search_obj_default, search_obj_best; /* abq_search: eq. (2), summed over layers */
+    int n_search_down_raised; /* abq_search with abq_down_bits: layers whose ffn_down input was raised */
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
@@ -383,6 +384,14 @@ typedef struct {
     const char *abq_search;
     int abq_search_chunks;
     int abq_search_ctx;
+    /* ABQ search: a per-layer p for ffn_down's input. With abq_down_bits
+     * above ffn_down's bits (act_bits_down, else act_bits), each layer keeps
+     * ffn_down's input at abq_down_bits where that lowers its eq. (2) by at
+     * least abq_down_gain of it (with abq_down_gain_set; else 0.05), stored
+     * as lowbit.abq.act_bits_ffn_down_layers (one per layer); 0: off */
+    int abq_down_bits;
+    int abq_down_gain_set;
+    float abq_down_gain;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

@@ -115,6 +115,20 @@ awk -v a="$SE" -v b="$W4A4" 'BEGIN { exit !(a > 0 && a < b) }' && ok "W4A4: --ab
 grep -q "block search (8 chunks of 128 tokens), per layer alpha / clip" "$WORK/se.info" \
   && grep -qE ' 0: (none|0\.[0-9]+)/[01]\.[0-9]+ +1: (none|0\.[0-9]+)/[01]\.[0-9]+' "$WORK/se.info" \
   && ok "info prints the per-layer choices" || bad "info lacks the search's choices: $(cat "$WORK/se.info")"
+# --abq-down-bits: per layer, ffn_down's input at 8 bits where that lowers eq. (2) (any gain here)
+"$LOWBIT" quantize -t 2 --act-bits 4 --abq-search "$WORK/calib.txt" --abq-search-chunks 4 -c 128 --abq-down-bits 8 \
+  --abq-down-gain 0 "$F32" "$WORK/sd-w4a4.gguf" ABQ_W4 > "$WORK/sd.log" 2> "$WORK/sd.err" \
+  && grep -qE "ffn_down's input at 8 bits in [12] of 2 layers, at 4 elsewhere" "$WORK/sd.log" \
+  && grep -q "layer 1/2: alpha .*, ffn_down's input [48] bits" "$WORK/sd.err" \
+  && ok "quantize --abq-down-bits 8: ffn_down's input raised per layer" || { bad "quantize --abq-down-bits"; cat "$WORK/sd.log" "$WORK/sd.err"; }
+"$LOWBIT" info "$WORK/sd-w4a4.gguf" 2>/dev/null | grep -A1 "ffn_down's inputs per layer, bits" | grep -qE ' 0: [48] +1: [48]' \
+  && ok "info prints ffn_down's bits per layer" || bad "info lacks ffn_down's per-layer bits"
+"$LOWBIT" run -m "$WORK/sd-w4a4.gguf" -p "Once" -n 4 > "$WORK/sd.run" 2>&1 && ok "run a file with per-layer ffn_down bits" \
+  || { bad "run with per-layer ffn_down bits"; cat "$WORK/sd.run"; }
+expect_fail "--abq-down-bits without --abq-search" "go with --abq-search" "$LOWBIT" quantize --abq-down-bits 8 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--abq-down-bits not above ffn_down's bits" "must be above ffn_down's 4 bits" "$LOWBIT" quantize --act-bits 4 --abq-search "$WORK/calib.txt" --abq-down-bits 4 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--abq-down-gain without --abq-down-bits" "goes with --abq-down-bits" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" --abq-down-gain 0.1 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--abq-down-gain 1" "abq-down-gain" "$LOWBIT" quantize --act-bits 4 --abq-search "$WORK/calib.txt" --abq-down-bits 8 --abq-down-gain 1 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-search for a non-ABQ type" "applies to the ABQ types only" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" "$F32" "$WORK/x.gguf" Q4_0
 expect_fail "--abq-search with a missing text" "cannot open calibration text" "$LOWBIT" quantize --abq-search "$WORK/none.txt" "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-search with --smooth-alpha" "chooses the smoothing itself" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" --smooth-alpha 0.5 "$F32" "$WORK/x.gguf" ABQ_W4

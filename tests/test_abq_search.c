@@ -8,7 +8,11 @@
  *  - end to end, the calibrated model's last residual stream is closer (in
  *    cosine) to the fp model's than the default-quantized model's is;
  *  - the writer's lookup finds the calibrated tensors; bad grids and
- *    non-ABQ types are refused. */
+ *    non-ABQ types are refused;
+ *  - per-layer p of ffn_down's input (down_bits_hi): a layer keeps the
+ *    higher bits exactly when they lower its objective by the gain asked,
+ *    the model runs the choice, and the file (quantize) carries it per
+ *    layer, overridden by a run's act bits, a bad value refused at load. */
 #include "test_util.h"
 
 #include "formats/abq.h"
@@ -62,6 +66,66 @@ static double end_to_end(lb_model *a, lb_model *b, const int32_t *tok) {
     free(xa);
     free(xb);
     return sum;
+}
+
+/* The file: quantize --abq-search --abq-down-bits 8 --abq-down-gain 0 writes
+ * ffn_down's bits per layer, a load runs each layer's, a run's act bits
+ * override them all, and a value outside 1..8 is refused at load. */
+static void test_file(const char *f32) {
+    char out[1024], bad[1024];
+    snprintf(out, sizeof out, "%s", lb_test_tmp("abq_down.gguf"));
+    snprintf(bad, sizeof bad, "%s", lb_test_tmp("abq_down_bad.gguf"));
+    lb_quantize_params qp = {LB_TYPE_ABQ_W4, 2, NULL, NULL};
+    lb_quantize_options o = {0};
+    o.act_bits = 4, o.abq_search = LB_SHARED_DIR "/data/TinyStories-valid.head31195.txt";
+    o.abq_search_chunks = 2, o.abq_search_ctx = 64;
+    o.abq_down_bits = 8, o.abq_down_gain_set = 1, o.abq_down_gain = 0.0f;
+    lb_quantize_stats st;
+    CHECK_OK(lb_quantize_file_ex(f32, out, &qp, &o, &st));
+    lb_model *m = NULL;
+    lb_model_params mp = lb_model_default_params();
+    CHECK_OK(lb_model_load(out, &mp, &m));
+    int raised = 0;
+    for (int l = 0; m && l < m->hp.n_layer; l++) {
+        const int b = m->layers[l].w_down.act_bits;
+        CHECK_MSG((b == 4 || b == 8) && m->layers[l].wq.act_bits == 4, "layer %d: ffn_down at %d bits", l, b);
+        raised += b == 8;
+    }
+    CHECK_MSG(m && raised == st.n_search_down_raised && raised > 0, "%d layers raised in the file, %d by the search", raised,
+              st.n_search_down_raised);
+    lb_model_free(m);
+    mp.act_bits = 6, m = NULL;
+    CHECK_OK(lb_model_load(out, &mp, &m));
+    for (int l = 0; m && l < m->hp.n_layer; l++) CHECK(m->layers[l].w_down.act_bits == 6 && m->layers[l].wq.act_bits == 6);
+    lb_model_free(m);
+    /* the first value of the array to 9 */
+    FILE *f = fopen(out, "rb");
+    uint8_t *buf = NULL;
+    long n = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) &&
+        fread(buf, 1, (size_t)n, f) != (size_t)n)
+        free(buf), buf = NULL;
+    if (f) fclose(f);
+    CHECK(buf != NULL);
+    const char *key = "lowbit.abq.act_bits_ffn_down_layers";
+    const size_t kl = strlen(key);
+    long at = -1;
+    for (long i = 0; buf && i + (long)kl + 16 + 4 <= n && at < 0; i++)
+        if (!memcmp(buf + i, key, kl)) at = i + (long)kl + 4 + 4 + 8; /* value type, element type, count */
+    CHECK(at > 0);
+    if (at > 0) {
+        const uint32_t nine = 9;
+        memcpy(buf + at, &nine, 4);
+        f = fopen(bad, "wb");
+        CHECK(f && fwrite(buf, 1, (size_t)n, f) == (size_t)n);
+        if (f) fclose(f);
+        mp.act_bits = 0, m = NULL;
+        CHECK(lb_model_load(bad, &mp, &m) != LB_OK && !m && strstr(lb_last_error(), "act_bits_ffn_down_layers[0] = 9"));
+        lb_model_free(m);
+    }
+    free(buf);
+    remove(out);
+    remove(bad);
 }
 
 int main(void) {
@@ -128,13 +192,53 @@ int main(void) {
     }
     lb_abq_search_free(s1);
 
-    /* refused: a non-ABQ type, a clip outside 0.55..1 */
+    /* per-layer p of ffn_down's input: with any gain (0) a layer keeps 8 bits
+     * wherever they lower eq. (2), and the model runs it so; with a gain of
+     * 0.99 none does */
+    for (int gi = 0; gi < 2; gi++) {
+        lb_model *dm = load(f32);
+        lb_abq_search_params pd = p;
+        pd.down_bits_hi = 8, pd.down_gain = gi ? 0.99f : 0.0f;
+        lb_abq_search *sd = NULL;
+        CHECK(dm != NULL);
+        if (dm) CHECK_OK(lb_abq_search_run(dm, tok, CHUNKS, CHUNK, &pd, &sd));
+        int raised = 0;
+        for (int l = 0; sd && l < sd->n_layer; l++) {
+            const lb_abq_search_layer *L = &sd->layers[l];
+            double lo = INFINITY;
+            for (int i = 0; i < sd->n_alpha * sd->n_clip; i++) lo = fmin(lo, L->grid[i]);
+            CHECK(L->obj_grid == lo && !isnan(L->obj_down_hi));
+            CHECK(L->down_bits == 4 || L->down_bits == 8);
+            CHECK_MSG(dm->layers[l].w_down.act_bits == L->down_bits && dm->layers[l].wq.act_bits == 4,
+                      "layer %d: ffn_down runs at %d bits, the search chose %d", l, dm->layers[l].w_down.act_bits,
+                      L->down_bits);
+            if (L->down_bits == 8)
+                CHECK_MSG(L->obj_best == L->obj_down_hi && L->obj_down_hi <= lo * (1.0 - pd.down_gain),
+                          "layer %d: raised at %.8f against the grid's %.8f", l, L->obj_down_hi, lo);
+            else
+                CHECK_MSG(L->obj_best == lo && L->obj_down_hi > lo * (1.0 - pd.down_gain),
+                          "layer %d: not raised though %.8f against %.8f", l, L->obj_down_hi, lo);
+            raised += L->down_bits == 8;
+            printf("gain %.2f, layer %d: ffn_down's input at 4 bits %.6f, at 8 bits %.6f: %d bits\n", (double)pd.down_gain,
+                   l, lo, L->obj_down_hi, L->down_bits);
+        }
+        CHECK_MSG(gi ? raised == 0 : raised > 0, "gain %.2f: %d layers raised", (double)pd.down_gain, raised);
+        lb_abq_search_free(sd);
+        lb_model_free(dm);
+    }
+
+    /* refused: a non-ABQ type, a clip outside 0.55..1, ffn_down raised to no more bits, a gain of 1 */
     lb_abq_search *bad = NULL;
     lb_abq_search_params pb = p;
     pb.type = LB_TYPE_Q4_0;
     CHECK(lb_abq_search_run(fp, tok, CHUNKS, CHUNK, &pb, &bad) != LB_OK && !bad);
     pb = p, pb.n_clip = 1, pb.clips[0] = 0.3f;
     CHECK(lb_abq_search_run(fp, tok, CHUNKS, CHUNK, &pb, &bad) != LB_OK && !bad);
+    pb = p, pb.down_bits_hi = 4;
+    CHECK(lb_abq_search_run(fp, tok, CHUNKS, CHUNK, &pb, &bad) != LB_OK && !bad && strstr(lb_last_error(), "above"));
+    pb = p, pb.down_bits_hi = 8, pb.down_gain = 1.0f;
+    CHECK(lb_abq_search_run(fp, tok, CHUNKS, CHUNK, &pb, &bad) != LB_OK && !bad);
+    test_file(f32);
     lb_abq_search_free(s); /* before its model: the choices only */
     lb_model_free(fp);
     lb_model_free(cal);

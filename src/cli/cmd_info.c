@@ -77,6 +77,20 @@ static void print_abq_search(const gguf_file *g) {
     printf("\n");
 }
 
+/* quantize --abq-down-bits: ffn_down's input bits per layer, as the search chose */
+static void print_abq_down_layers(const gguf_file *g) {
+    const gguf_kv *b = gguf_get_arr(g, "lowbit.abq.act_bits_ffn_down_layers", GGUF_TYPE_UINT32);
+    if (!b) return;
+    printf("  %-8s ffn_down's inputs per layer, bits (lowbit.abq.act_bits_ffn_down_layers; --act-bits P overrides):", "");
+    for (uint64_t l = 0; l < b->arr_n; l++) {
+        uint32_t v;
+        memcpy(&v, (const char *)b->data + 4 * l, 4);
+        if (l % 12 == 0) printf("\n  %-8s", "");
+        printf("  %2llu: %u", (unsigned long long)l, v);
+    }
+    printf("\n");
+}
+
 int cmd_info(int argc, char **argv) {
     cli_args a = {argc, 1, argv, "info", 0};
     const char *path = NULL;
@@ -212,6 +226,7 @@ int cmd_info(int argc, char **argv) {
                    "", p);
             if (gguf_get_u32(g, "lowbit.abq.act_bits_ffn_down", &p))
                 printf("  %-8s ffn_down's inputs (every layer) to %u bits (lowbit.abq.act_bits_ffn_down)\n", "", p);
+            print_abq_down_layers(g);
             print_abq_search(g);
         }
         const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */

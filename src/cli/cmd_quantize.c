@@ -50,6 +50,9 @@ static void help(void) {
            "                    error (seed 004's eq. (2)) on TEXT, greedily layer by layer (IN: F32/F16/BF16);\n"
            "                    the choices go to lowbit.abq.search_alpha / search_clip (info prints them)\n"
            "      --abq-search-chunks N  chunks of -c tokens of TEXT to calibrate on (default 8)\n"
+           "      --abq-down-bits P  --abq-search: per layer, ffn_down's input at P bits where that lowers\n"
+           "                    the layer's eq. (2) by at least --abq-down-gain F of it (default 0.05), else\n"
+           "                    at --act-bits-down / --act-bits (lowbit.abq.act_bits_ffn_down_layers)\n"
            "  -c, --ctx-size N  --abq-search: tokens per chunk (default 512)\n\n"
            "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
            "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
@@ -126,6 +129,8 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--smooth-alpha", NULL)) opt.smooth_set = 1, opt.smooth_alpha = (float)cli_float(&a, 0.0, 1.0);
         else if (cli_flag(&a, "--abq-search", NULL)) opt.abq_search = cli_value(&a);
         else if (cli_flag(&a, "--abq-search-chunks", NULL)) opt.abq_search_chunks = cli_int(&a, 1, 100000);
+        else if (cli_flag(&a, "--abq-down-bits", NULL)) opt.abq_down_bits = cli_int(&a, 2, 8);
+        else if (cli_flag(&a, "--abq-down-gain", NULL)) opt.abq_down_gain_set = 1, opt.abq_down_gain = (float)cli_float(&a, 0.0, 0.99);
         else if (cli_flag(&a, "-c", "--ctx-size")) opt.abq_search_ctx = cli_int(&a, 2, 1 << 20);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
         else if (n_pos < 3) pos[n_pos++] = argv[a.i];
@@ -166,8 +171,18 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "lowbit quantize: --abq-search applies to the ABQ types only, not %s\n", pos[2]);
         return CLI_USAGE;
     }
-    if ((opt.abq_search_chunks || opt.abq_search_ctx) && !opt.abq_search) {
-        fprintf(stderr, "lowbit quantize: --abq-search-chunks and -c go with --abq-search TEXT\n");
+    if ((opt.abq_search_chunks || opt.abq_search_ctx || opt.abq_down_bits || opt.abq_down_gain_set) && !opt.abq_search) {
+        fprintf(stderr, "lowbit quantize: --abq-search-chunks, --abq-down-bits, --abq-down-gain and -c go with --abq-search TEXT\n");
+        return CLI_USAGE;
+    }
+    if (opt.abq_down_gain_set && !opt.abq_down_bits) {
+        fprintf(stderr, "lowbit quantize: --abq-down-gain goes with --abq-down-bits P\n");
+        return CLI_USAGE;
+    }
+    const int down_now = opt.act_bits_down ? opt.act_bits_down : opt.act_bits ? opt.act_bits : 8;
+    if (opt.abq_down_bits && opt.abq_down_bits <= down_now) {
+        fprintf(stderr, "lowbit quantize: --abq-down-bits %d must be above ffn_down's %d bits (--act-bits-down, --act-bits)\n",
+                opt.abq_down_bits, down_now);
         return CLI_USAGE;
     }
     if (opt.abq_search && (opt.smooth_set || opt.gptq)) {
@@ -214,6 +229,9 @@ int cmd_quantize(int argc, char **argv) {
     if (st.n_search_layers)
         printf("  ABQ search: %d layers on %d chunks, eq. (2) summed over layers %.6f (default configuration %.6f)\n",
                st.n_search_layers, st.search_chunks, st.search_obj_best, st.search_obj_default);
+    if (opt.abq_down_bits)
+        printf("  ABQ search: ffn_down's input at %d bits in %d of %d layers, at %d elsewhere (lowbit.abq.act_bits_ffn_down_layers)\n",
+               opt.abq_down_bits, st.n_search_down_raised, st.n_search_layers, down_now);
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
     if (opt.from_uniform)
         printf("  from uniform: %d matrices converted, %lld of %lld groups exact (%lld with z rounded to fp16), "

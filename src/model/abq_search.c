@@ -138,12 +138,15 @@ static lb_status build(search *S, float alpha, float clip) {
     return LB_OK;
 }
 
-/* Layer il of the model takes candidate c. */
-static void apply(search *S, int il, const cand *c) {
+/* ffn_down's input bits unless the search raises them */
+static int base_down(const lb_abq_search_params *p) { return p->act_bits_down ? p->act_bits_down : p->act_bits; }
+
+/* Layer il of the model takes candidate c, ffn_down's input at down bits. */
+static void apply(search *S, int il, const cand *c, int down) {
     lb_layer *l = &S->m->layers[il];
     for (int i = 0; i < N_MAT; i++) {
         lb_matrix *w = mat_of(l, i);
-        const int bits = i == M_DOWN && S->p.act_bits_down ? S->p.act_bits_down : S->p.act_bits;
+        const int bits = i == M_DOWN ? down : S->p.act_bits;
         *w = (lb_matrix){S->p.type, w->K, w->N, lb_row_size(S->p.type, w->K), c->w[i], bits};
     }
     l->attn_norm = c->attn_norm;
@@ -202,7 +205,7 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
         for (int k = 0; k < S->p.n_clip; k++) {
             double obj = 0.0;
             if ((st = build(S, S->p.alphas[a], S->p.clips[k])) != LB_OK) return st;
-            apply(S, il, &S->cur);
+            apply(S, il, &S->cur, base_down(&S->p));
             if ((st = objective(S, il, &obj)) != LB_OK) return st;
             res->grid[a * S->p.n_clip + k] = obj;
             if (a == 0 && k == 0) res->obj_default = obj;
@@ -213,10 +216,24 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
                 SWAP(float *, S->y1, S->y1best);
             }
         }
-    res->obj_best = best;
+    res->obj_best = res->obj_grid = best;
+    res->down_bits = base_down(&S->p);
+    res->obj_down_hi = NAN;
+    if (S->p.down_bits_hi > res->down_bits) {
+        /* the same weights, ffn_down's input at more bits: kept only for a
+         * gain worth its bytes of activations */
+        double obj = 0.0;
+        apply(S, il, &S->best, S->p.down_bits_hi);
+        if ((st = objective(S, il, &obj)) != LB_OK) return st;
+        res->obj_down_hi = obj;
+        if (obj <= best * (1.0 - (double)S->p.down_gain)) {
+            res->down_bits = S->p.down_bits_hi, res->obj_best = obj;
+            SWAP(float *, S->y1, S->y1best);
+        }
+    }
     /* the choice stays in the model (which frees it); the next layer reads
      * X~ = this layer's output on X~, and Xfp its fp output */
-    apply(S, il, &S->best);
+    apply(S, il, &S->best, res->down_bits);
     int owned = 1;
     for (int i = 0; i < N_MAT; i++) owned &= lb_model_own(S->m, S->best.w[i]) != NULL;
     owned &= lb_model_own(S->m, S->best.attn_norm) != NULL;
@@ -249,6 +266,11 @@ static lb_status check(const lb_model *m, const lb_abq_search_params *p, int n_c
     if (!lb_abq_bits(p->type)) return lb_fail(LB_ERR_ARG, "ABQ search: %s is no ABQ type", lb_type_name(p->type) ? lb_type_name(p->type) : "type");
     if (p->act_bits < 0 || p->act_bits > 8 || p->act_bits_down < 0 || p->act_bits_down > 8)
         return lb_fail(LB_ERR_ARG, "ABQ search: activation bits %d, %d (1..8)", p->act_bits, p->act_bits_down);
+    if (p->down_bits_hi < 0 || p->down_bits_hi > 8 || (p->down_bits_hi && p->down_bits_hi <= base_down(p)))
+        return lb_fail(LB_ERR_ARG, "ABQ search: ffn_down's raised bits %d must be above its %d (and at most 8)",
+                       p->down_bits_hi, base_down(p));
+    if (!(p->down_gain >= 0.0f && p->down_gain < 1.0f))
+        return lb_fail(LB_ERR_ARG, "ABQ search: ffn_down's gain %g (0..1: a share of eq. (2))", (double)p->down_gain);
     if (n_chunks <= 0 || chunk < 2) return lb_fail(LB_ERR_ARG, "ABQ search: %d chunks of %d tokens", n_chunks, chunk);
     if (p->n_alpha > LB_ABQ_SEARCH_MAX_GRID || p->n_clip > LB_ABQ_SEARCH_MAX_GRID)
         return lb_fail(LB_ERR_ARG, "ABQ search: a grid of at most %d values per axis", LB_ABQ_SEARCH_MAX_GRID);
@@ -325,7 +347,8 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
         lb_abq_search_layer *r = &res->layers[il];
         st = search_layer(&S, il, r);
         if (st != LB_OK) m->layers[il] = S.orig; /* not a candidate about to be freed */
-        if (st == LB_OK && S.p.progress) S.p.progress(S.p.user, il, hp->n_layer, r->alpha, r->clip, r->obj_default, r->obj_best);
+        if (st == LB_OK && S.p.progress)
+            S.p.progress(S.p.user, il, hp->n_layer, r->alpha, r->clip, r->down_bits, r->obj_default, r->obj_best);
     }
     search_free(&S);
     if (st != LB_OK) {

@@ -29,6 +29,12 @@ typedef struct {
     int type;          /* ABQ_W1..ABQ_W8, ABQ_W2S */
     int act_bits;      /* 1..8; 0: 8 */
     int act_bits_down; /* ffn_down's input; 0: act_bits */
+    /* per-layer p for ffn_down's input (seed 004 finds it the most sensitive):
+     * with down_bits_hi above ffn_down's bits, each layer's chosen block is
+     * tried once more with ffn_down's input at down_bits_hi, kept when that
+     * lowers eq. (2) by at least down_gain (0..1) of it; 0: off */
+    int down_bits_hi;
+    float down_gain;
     int n_threads;     /* 0: the model's */
     /* the grid; n_* = 0: the default {none, 0.25, 0.5, 0.75} x {1, 0.95, 0.9, 0.85}.
      * alpha < 0: no smoothing. The first pair is the default configuration
@@ -36,13 +42,17 @@ typedef struct {
     int n_alpha, n_clip;
     float alphas[LB_ABQ_SEARCH_MAX_GRID], clips[LB_ABQ_SEARCH_MAX_GRID];
     /* called after each block (may be NULL) */
-    void (*progress)(void *user, int layer, int n_layer, float alpha, float clip, double obj_default, double obj_best);
+    void (*progress)(void *user, int layer, int n_layer, float alpha, float clip, int down_bits, double obj_default,
+                     double obj_best);
     void *user;
 } lb_abq_search_params;
 
 typedef struct {
     float alpha, clip;            /* chosen; alpha < 0: no smoothing */
+    int down_bits;                /* ffn_down's input bits chosen (down_bits_hi or the base) */
     double obj_default, obj_best; /* objective of the grid's first pair and of the choice */
+    double obj_grid;              /* the grid's best (obj_best unless ffn_down was raised) */
+    double obj_down_hi;           /* the grid's best with ffn_down at down_bits_hi (NAN: not tried) */
     double grid[LB_ABQ_SEARCH_MAX_GRID * LB_ABQ_SEARCH_MAX_GRID]; /* every pair's, alpha-major */
 } lb_abq_search_layer;
 

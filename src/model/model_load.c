@@ -298,6 +298,19 @@ static lb_status set_act_bits(lb_model *m, int requested) {
         return lb_fail(LB_ERR_ARG, "activation bits %d: ABQ takes 1..8", requested);
     if (requested) all = down = (uint32_t)requested;
     lb_model_set_act_bits(m, (int)all, down ? (int)down : (int)all);
+    /* the ABQ search's per-layer bits of ffn_down's input, unless the caller set all */
+    const char *key = "lowbit.abq.act_bits_ffn_down_layers";
+    if (!gguf_find_kv(m->gguf, key)) return LB_OK;
+    const gguf_kv *a = gguf_get_arr(m->gguf, key, GGUF_TYPE_UINT32);
+    if (!a || a->arr_n != (uint64_t)m->hp.n_layer)
+        return lb_fail(LB_ERR_FORMAT, "%s is not an array of %d integers (one per layer)", key, m->hp.n_layer);
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        uint32_t b;
+        memcpy(&b, (const char *)a->data + 4 * (size_t)il, 4);
+        if (b < 1 || b > LB_ABQ_MAX_BITS) return lb_fail(LB_ERR_FORMAT, "%s[%d] = %u: not 1..8", key, il, b);
+        lb_matrix *w = &m->layers[il].w_down;
+        if (!requested && lb_abq_bits(w->type)) w->act_bits = (int)b;
+    }
     return LB_OK;
 }
 

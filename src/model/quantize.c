@@ -301,6 +301,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
                        (double)mxp.hi_frac, (double)mxp.outlier_frac);
     if (o->act_bits < 0 || o->act_bits > LB_ABQ_MAX_BITS || o->act_bits_down < 0 || o->act_bits_down > LB_ABQ_MAX_BITS)
         return lb_fail(LB_ERR_ARG, "activation bits %d (ffn_down %d): ABQ takes 1..8", o->act_bits, o->act_bits_down);
+    if (o->abq_down_bits && !o->abq_search)
+        return lb_fail(LB_ERR_ARG, "ffn_down's per-layer bits (%d) are the ABQ search's choice: give it a text", o->abq_down_bits);
     gguf_file *in = NULL;
     lb_status s = gguf_open(in_path, &in);
     if (s) return lb_fail_prefix(s, "reading %s", in_path);
@@ -326,6 +328,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         s = gguf_writer_set_u32(w, "lowbit.abq.act_bits_ffn_down", (uint32_t)o->act_bits_down);
     else if (s == LB_OK && gguf_find_kv(in, "lowbit.abq.act_bits_ffn_down")) /* from an ABQ input */
         s = gguf_writer_remove_kv(w, "lowbit.abq.act_bits_ffn_down");
+    if (s == LB_OK && gguf_find_kv(in, "lowbit.abq.act_bits_ffn_down_layers")) /* a search's, below, or none */
+        s = gguf_writer_remove_kv(w, "lowbit.abq.act_bits_ffn_down_layers");
     if (s == LB_OK) s = lb_quant_extras_begin(in, p, o, w, &ex);
     lb_smooth *smooth = NULL;
     if (s == LB_OK && o->smooth_set) {
@@ -413,7 +417,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (search.search) {
         st.n_search_layers = search.search->n_layer, st.search_chunks = search.chunks;
         for (int l = 0; l < search.search->n_layer; l++)
-            st.search_obj_default += search.search->layers[l].obj_default, st.search_obj_best += search.search->layers[l].obj_best;
+            st.search_obj_default += search.search->layers[l].obj_default, st.search_obj_best += search.search->layers[l].obj_best,
+            st.n_search_down_raised += o->abq_down_bits && search.search->layers[l].down_bits == o->abq_down_bits;
     }
     lb_quantize_search_end(&search);
     if (s == LB_OK && stats) *stats = st;

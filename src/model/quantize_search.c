@@ -21,13 +21,14 @@ static lb_status read_text(const char *path, char **out, size_t *len) {
     return LB_OK;
 }
 
-static void progress(void *user, int layer, int n_layer, float alpha, float clip, double obj0, double obj) {
-    (void)user;
-    char a[16];
+static void progress(void *user, int layer, int n_layer, float alpha, float clip, int down_bits, double obj0, double obj) {
+    const lb_quantize_options *o = user;
+    char a[16], d[40] = "";
     if (alpha < 0.0f) snprintf(a, sizeof a, "none");
     else snprintf(a, sizeof a, "%.2f", (double)alpha);
-    lb_log(1, "ABQ search: layer %d/%d: alpha %s, clip %.2f, objective %.6f (default %.6f)\n", layer + 1, n_layer, a,
-           (double)clip, obj, obj0);
+    if (o->abq_down_bits) snprintf(d, sizeof d, ", ffn_down's input %d bits", down_bits);
+    lb_log(1, "ABQ search: layer %d/%d: alpha %s, clip %.2f%s, objective %.6f (default %.6f)\n", layer + 1, n_layer, a,
+           (double)clip, d, obj, obj0);
 }
 
 lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quantize_options *o, int n_threads,
@@ -56,7 +57,8 @@ lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quant
         lb_log(1, "ABQ search: %d layers, %d chunks of %d tokens\n", out->model->hp.n_layer, chunks, ctx);
         lb_abq_search_params sp = {0};
         sp.type = type, sp.act_bits = o->act_bits, sp.act_bits_down = o->act_bits_down, sp.n_threads = n_threads;
-        sp.progress = progress;
+        sp.down_bits_hi = o->abq_down_bits, sp.down_gain = o->abq_down_gain_set ? o->abq_down_gain : 0.05f;
+        sp.progress = progress, sp.user = (void *)o;
         out->chunks = chunks;
         s = lb_abq_search_run(out->model, tok, chunks, ctx, &sp, &out->search);
     }
@@ -71,6 +73,12 @@ lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quant
         if (s == LB_OK) s = gguf_writer_set_arr(w, "lowbit.abq.search_clip", GGUF_TYPE_FLOAT32, a + r->n_layer, (uint64_t)r->n_layer);
         if (s == LB_OK) s = gguf_writer_set_u32(w, "lowbit.abq.search_chunks", (uint32_t)chunks);
         if (s == LB_OK) s = gguf_writer_set_u32(w, "lowbit.abq.search_ctx", (uint32_t)ctx);
+        /* ffn_down's input bits per layer, where the search chose them */
+        uint32_t *db = o->abq_down_bits && s == LB_OK ? malloc((size_t)r->n_layer * sizeof *db) : NULL;
+        if (o->abq_down_bits && s == LB_OK && !db) s = lb_fail(LB_ERR_NOMEM, "out of memory");
+        for (int l = 0; db && l < r->n_layer; l++) db[l] = (uint32_t)r->layers[l].down_bits;
+        if (db) s = gguf_writer_set_arr(w, "lowbit.abq.act_bits_ffn_down_layers", GGUF_TYPE_UINT32, db, (uint64_t)r->n_layer);
+        free(db);
     }
     free(a);
     if (s != LB_OK) lb_quantize_search_end(out);
