@@ -319,7 +319,8 @@ typedef struct {
     int n_smooth_groups;     /* --smooth-alpha: groups whose balance vector was folded in */
     int n_search_layers;     /* abq_search: layers calibrated */
     int search_chunks;       /* abq_search: chunks of calibration text used */
-    double search_obj_default, search_obj_best; /* abq_search: eq. (2), summed over layers */
+    double search_obj_default, search_obj_best; /* abq_search: its objective, summed over layers */
+    double search_akl_default, search_akl_best; /* abq_search with abq_akl: eq. (4), summed over layers */
     int n_search_down_raised; /* abq_search with abq_down_bits: layers whose ffn_down input was raised */
 } lb_quantize_stats;
 
@@ -392,6 +393,10 @@ typedef struct {
     int abq_down_bits;
     int abq_down_gain_set;
     float abq_down_gain;
+    /* ABQ search: eq. (5), the objective plus abq_akl times eq. (4), the
+     * symmetric KL between the block's quantized and fp attention maps;
+     * 0: eq. (2) alone */
+    float abq_akl;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

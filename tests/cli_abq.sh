@@ -125,6 +125,12 @@ grep -q "block search (8 chunks of 128 tokens), per layer alpha / clip" "$WORK/s
   && ok "info prints ffn_down's bits per layer" || bad "info lacks ffn_down's per-layer bits"
 "$LOWBIT" run -m "$WORK/sd-w4a4.gguf" -p "Once" -n 4 > "$WORK/sd.run" 2>&1 && ok "run a file with per-layer ffn_down bits" \
   || { bad "run with per-layer ffn_down bits"; cat "$WORK/sd.run"; }
+# --abq-akl: eq. (5), the block objective plus the attention maps' symmetric KL
+"$LOWBIT" quantize -t 2 --act-bits 4 --abq-search "$WORK/calib.txt" --abq-search-chunks 4 -c 128 --abq-akl 1 \
+  "$F32" "$WORK/sk-w4a4.gguf" ABQ_W4 > "$WORK/sk.log" 2> "$WORK/sk.err" \
+  && grep -q "eq. (5) summed over layers" "$WORK/sk.log" && grep -q "attention-map KL at weight 1; eq. (4) summed" "$WORK/sk.log" \
+  && ok "quantize --abq-akl 1: the search on eq. (5)" || { bad "quantize --abq-akl"; cat "$WORK/sk.log" "$WORK/sk.err"; }
+expect_fail "--abq-akl without --abq-search" "go with --abq-search" "$LOWBIT" quantize --abq-akl 1 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-down-bits without --abq-search" "go with --abq-search" "$LOWBIT" quantize --abq-down-bits 8 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-down-bits not above ffn_down's bits" "must be above ffn_down's 4 bits" "$LOWBIT" quantize --act-bits 4 --abq-search "$WORK/calib.txt" --abq-down-bits 4 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-down-gain without --abq-down-bits" "goes with --abq-down-bits" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" --abq-down-gain 0.1 "$F32" "$WORK/x.gguf" ABQ_W4

@@ -9,6 +9,8 @@
  *    cosine) to the fp model's than the default-quantized model's is;
  *  - the writer's lookup finds the calibrated tensors; bad grids and
  *    non-ABQ types are refused;
+ *  - eq. (5) (akl_weight): eq. (2) plus the attention maps' KL, exactly,
+ *    the KL >= 0 and smaller at W8A8 than at W4A4;
  *  - per-layer p of ffn_down's input (down_bits_hi): a layer keeps the
  *    higher bits exactly when they lower its objective by the gain asked,
  *    the model runs the choice, and the file (quantize) carries it per
@@ -192,6 +194,47 @@ int main(void) {
     }
     lb_abq_search_free(s1);
 
+    /* eq. (5): the objective plus the attention maps' symmetric KL (eq. (4)).
+     * Layer 0 sees the same input in every run, so its default objective is
+     * eq. (2)'s plus the KL exactly; the choice is still the grid's least;
+     * the KL is >= 0, and W8A8's maps are closer to fp than W4A4's. */
+    if (s) {
+        lb_model *am = load(f32);
+        lb_abq_search_params pa = p;
+        pa.akl_weight = 1.0f;
+        lb_abq_search *sa = NULL;
+        CHECK(am != NULL);
+        if (am) CHECK_OK(lb_abq_search_run(am, tok, CHUNKS, CHUNK, &pa, &sa));
+        for (int l = 0; sa && l < sa->n_layer; l++) {
+            const lb_abq_search_layer *L = &sa->layers[l];
+            double lo = INFINITY;
+            for (int i = 0; i < sa->n_alpha * sa->n_clip; i++) lo = fmin(lo, L->grid[i]);
+            CHECK(L->obj_best == lo && L->akl_best >= 0.0 && L->akl_default >= 0.0);
+            printf("eq. (5), layer %d: alpha %5.2f clip %.2f, objective %.6f (attention KL %.6f), default %.6f (KL %.6f)\n",
+                   l, (double)L->alpha, (double)L->clip, L->obj_best, L->akl_best, L->obj_default, L->akl_default);
+        }
+        if (sa)
+            CHECK_MSG(sa->layers[0].obj_default == s->layers[0].obj_default + sa->layers[0].akl_default &&
+                          sa->layers[0].akl_default > 0.0,
+                      "layer 0: eq. (5) %.10f, eq. (2) %.10f + KL %.10f", sa->layers[0].obj_default, s->layers[0].obj_default,
+                      sa->layers[0].akl_default);
+        lb_abq_search_free(sa);
+        lb_model_free(am);
+        double kl[2] = {0, 0};
+        for (int w8 = 0; w8 < 2; w8++) {
+            lb_model *bm = load(f32);
+            lb_abq_search_params pw = p1; /* the default configuration alone */
+            pw.akl_weight = 1.0f, pw.type = w8 ? LB_TYPE_ABQ_W8 : LB_TYPE_ABQ_W4, pw.act_bits = w8 ? 8 : 4;
+            lb_abq_search *sw = NULL;
+            if (bm) CHECK_OK(lb_abq_search_run(bm, tok, CHUNKS, CHUNK, &pw, &sw));
+            if (sw) kl[w8] = sw->layers[0].akl_best;
+            lb_abq_search_free(sw);
+            lb_model_free(bm);
+        }
+        printf("layer 0's attention KL, default configuration: W4A4 %.6f, W8A8 %.6f\n", kl[0], kl[1]);
+        CHECK_MSG(kl[1] >= 0.0 && kl[1] < kl[0], "attention KL: W8A8 %.8f not below W4A4 %.8f", kl[1], kl[0]);
+    }
+
     /* per-layer p of ffn_down's input: with any gain (0) a layer keeps 8 bits
      * wherever they lower eq. (2), and the model runs it so; with a gain of
      * 0.99 none does */
@@ -237,6 +280,8 @@ int main(void) {
     pb = p, pb.down_bits_hi = 4;
     CHECK(lb_abq_search_run(fp, tok, CHUNKS, CHUNK, &pb, &bad) != LB_OK && !bad && strstr(lb_last_error(), "above"));
     pb = p, pb.down_bits_hi = 8, pb.down_gain = 1.0f;
+    CHECK(lb_abq_search_run(fp, tok, CHUNKS, CHUNK, &pb, &bad) != LB_OK && !bad);
+    pb = p, pb.akl_weight = -1.0f;
     CHECK(lb_abq_search_run(fp, tok, CHUNKS, CHUNK, &pb, &bad) != LB_OK && !bad);
     test_file(f32);
     lb_abq_search_free(s); /* before its model: the choices only */

@@ -53,6 +53,8 @@ static void help(void) {
            "      --abq-down-bits P  --abq-search: per layer, ffn_down's input at P bits where that lowers\n"
            "                    the layer's eq. (2) by at least --abq-down-gain F of it (default 0.05), else\n"
            "                    at --act-bits-down / --act-bits (lowbit.abq.act_bits_ffn_down_layers)\n"
+           "      --abq-akl W   --abq-search: seed 004's eq. (5), the objective plus W times the symmetric KL\n"
+           "                    between the block's quantized and fp attention maps (eq. (4); default 0: off)\n"
            "  -c, --ctx-size N  --abq-search: tokens per chunk (default 512)\n\n"
            "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
            "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
@@ -130,6 +132,7 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--abq-search", NULL)) opt.abq_search = cli_value(&a);
         else if (cli_flag(&a, "--abq-search-chunks", NULL)) opt.abq_search_chunks = cli_int(&a, 1, 100000);
         else if (cli_flag(&a, "--abq-down-bits", NULL)) opt.abq_down_bits = cli_int(&a, 2, 8);
+        else if (cli_flag(&a, "--abq-akl", NULL)) opt.abq_akl = (float)cli_float(&a, 0.0, 100.0);
         else if (cli_flag(&a, "--abq-down-gain", NULL)) opt.abq_down_gain_set = 1, opt.abq_down_gain = (float)cli_float(&a, 0.0, 0.99);
         else if (cli_flag(&a, "-c", "--ctx-size")) opt.abq_search_ctx = cli_int(&a, 2, 1 << 20);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
@@ -171,8 +174,10 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "lowbit quantize: --abq-search applies to the ABQ types only, not %s\n", pos[2]);
         return CLI_USAGE;
     }
-    if ((opt.abq_search_chunks || opt.abq_search_ctx || opt.abq_down_bits || opt.abq_down_gain_set) && !opt.abq_search) {
-        fprintf(stderr, "lowbit quantize: --abq-search-chunks, --abq-down-bits, --abq-down-gain and -c go with --abq-search TEXT\n");
+    if ((opt.abq_search_chunks || opt.abq_search_ctx || opt.abq_down_bits || opt.abq_down_gain_set || opt.abq_akl) &&
+        !opt.abq_search) {
+        fprintf(stderr, "lowbit quantize: --abq-search-chunks, --abq-down-bits, --abq-down-gain, --abq-akl and -c go with "
+                        "--abq-search TEXT\n");
         return CLI_USAGE;
     }
     if (opt.abq_down_gain_set && !opt.abq_down_bits) {
@@ -227,8 +232,11 @@ int cmd_quantize(int argc, char **argv) {
     if (opt.smooth_set)
         printf("  smoothing: %d groups folded (alpha %.2f)\n", st.n_smooth_groups, (double)opt.smooth_alpha);
     if (st.n_search_layers)
-        printf("  ABQ search: %d layers on %d chunks, eq. (2) summed over layers %.6f (default configuration %.6f)\n",
-               st.n_search_layers, st.search_chunks, st.search_obj_best, st.search_obj_default);
+        printf("  ABQ search: %d layers on %d chunks, eq. (%d) summed over layers %.6f (default configuration %.6f)\n",
+               st.n_search_layers, st.search_chunks, opt.abq_akl ? 5 : 2, st.search_obj_best, st.search_obj_default);
+    if (opt.abq_akl)
+        printf("  ABQ search: eq. (5) with the attention-map KL at weight %g; eq. (4) summed over layers %.6f (default "
+               "configuration %.6f)\n", (double)opt.abq_akl, st.search_akl_best, st.search_akl_default);
     if (opt.abq_down_bits)
         printf("  ABQ search: ffn_down's input at %d bits in %d of %d layers, at %d elsewhere (lowbit.abq.act_bits_ffn_down_layers)\n",
                opt.abq_down_bits, st.n_search_down_raised, st.n_search_layers, down_now);

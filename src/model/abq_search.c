@@ -44,6 +44,13 @@ typedef struct {
     float *ms[N_IN], *s[3], *imp;
     lb_layer orig;             /* the current layer as loaded */
     cand cur, best;
+    /* eq. (4): the fp block's queries and keys per chunk, and what the
+     * attention observer does now (0 nothing, 1 keep fp's, 2 add the KL) */
+    float *qfp, *kfp;
+    double *akl_part;          /* per head and query, summed in order */
+    float *score_rows;         /* per thread: two score rows of a chunk */
+    int akl_mode, akl_chunk;
+    double akl_sum;
 } search;
 
 static void cand_free(cand *c) {
@@ -63,6 +70,64 @@ static void observe(void *user, const lb_matrix *w, const float *x, int n) {
     for (int t = 0; t < n; t++)
         for (int64_t j = 0; j < K; j++) S->sum2[g][j] += (double)x[t * K + j] * x[t * K + j];
     S->rows[g] += n;
+}
+
+/* log-softmax of s[0..n) in place */
+static void log_softmax(float *s, int n) {
+    float mx = s[0];
+    for (int j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+    double z = 0.0;
+    for (int j = 0; j < n; j++) z += exp((double)(s[j] - mx));
+    const float lz = mx + (float)log(z);
+    for (int j = 0; j < n; j++) s[j] -= lz;
+}
+
+/* Eq. (4) of one chunk, summed over heads and queries: KL(q || fp) +
+ * KL(fp || q) = sum_j (p_j - r_j)(log p_j - log r_j) per query row, the
+ * maps softmax(scale q.k) over the keys the row sees (causal, and the
+ * sliding window of a local layer). */
+static double akl_chunk(search *S, const float *q, const float *k, const float *qf, const float *kf, int n) {
+    const lb_hparams *hp = &S->m->hp;
+    const int nh = hp->n_head, nkv = hp->n_head_kv, hd = hp->head_dim, grp = nh / nkv;
+    const int window = S->m->layers[S->layer].is_local ? hp->sliding_window : 0;
+    const float scale = hp->query_scale;
+#pragma omp parallel for schedule(static) num_threads(S->c->n_threads)
+    for (int r = 0; r < nh * n; r++) {
+        const int h = r / n, t = r % n, kv = h / grp, j0 = window > 0 && t - window + 1 > 0 ? t - window + 1 : 0;
+        float *a = S->score_rows + (size_t)omp_get_thread_num() * 2 * n, *b = a + n;
+        const float *qt = q + ((size_t)t * nh + h) * hd, *ft = qf + ((size_t)t * nh + h) * hd;
+        for (int j = j0; j <= t; j++) {
+            const float *kj = k + ((size_t)j * nkv + kv) * hd, *gj = kf + ((size_t)j * nkv + kv) * hd;
+            float sa = 0.0f, sb = 0.0f;
+            for (int e = 0; e < hd; e++) sa += qt[e] * kj[e], sb += ft[e] * gj[e];
+            a[j - j0] = scale * sa, b[j - j0] = scale * sb;
+        }
+        const int m = t - j0 + 1;
+        log_softmax(a, m);
+        log_softmax(b, m);
+        double kl = 0.0;
+        for (int j = 0; j < m; j++) kl += (exp((double)a[j]) - exp((double)b[j])) * ((double)a[j] - b[j]);
+        S->akl_part[r] = kl;
+    }
+    double sum = 0.0;
+    for (int r = 0; r < nh * n; r++) sum += S->akl_part[r];
+    return sum;
+}
+
+/* The attention observer: the fp block's queries and keys kept (mode 1), or
+ * a quantized run's maps against them (mode 2), chunk S->akl_chunk. */
+static void observe_attn(void *user, int layer, const float *q, const float *k, int n) {
+    search *S = user;
+    if (layer != S->layer || n != S->chunk || !S->akl_mode) return;
+    const lb_hparams *hp = &S->m->hp;
+    const size_t qn = (size_t)n * hp->n_head * hp->head_dim, kn = (size_t)n * hp->n_head_kv * hp->head_dim;
+    float *qf = S->qfp + (size_t)S->akl_chunk * qn, *kf = S->kfp + (size_t)S->akl_chunk * kn;
+    if (S->akl_mode == 1) {
+        memcpy(qf, q, qn * sizeof *qf);
+        memcpy(kf, k, kn * sizeof *kf);
+    } else {
+        S->akl_sum += akl_chunk(S, q, k, qf, kf, n);
+    }
 }
 
 /* The layer's matrices as floats (F32, F16, BF16 only: the fp reference). */
@@ -161,15 +226,20 @@ static double cos_loss(const float *a, const float *b, int d) {
 }
 
 /* Eq. (2) for the layer as it now stands in the model: Y1 = layer(X~) into
- * S->y1, Y2 = layer(Xfp), both against S->yfp; mean over tokens. */
-static lb_status objective(search *S, int il, double *obj) {
+ * S->y1, Y2 = layer(Xfp), both against S->yfp; mean over tokens. With
+ * akl_weight, plus that times eq. (4) of Y1's run (mean over heads and
+ * queries) into *akl. */
+static lb_status objective(search *S, int il, double *obj, double *akl) {
     const size_t n = (size_t)S->chunk * S->d;
     double sum = 0.0;
+    S->akl_sum = 0.0;
     for (int ch = 0; ch < S->n_chunks; ch++) {
         float *y1 = S->y1 + ch * n, *y2 = S->y2;
         memcpy(y1, S->xq + ch * n, n * sizeof *y1);
         memcpy(y2, S->xfp + ch * n, n * sizeof *y2);
+        S->akl_mode = S->p.akl_weight > 0.0f ? 2 : 0, S->akl_chunk = ch;
         lb_status st = lb_eval_layers(S->c, y1, S->chunk, il, il + 1);
+        S->akl_mode = 0;
         if (st == LB_OK) st = lb_eval_layers(S->c, y2, S->chunk, il, il + 1);
         if (st != LB_OK) return st;
         const float *yf = S->yfp + ch * n;
@@ -178,6 +248,8 @@ static lb_status objective(search *S, int il, double *obj) {
                    cos_loss(y2 + (size_t)t * S->d, yf + (size_t)t * S->d, S->d);
     }
     *obj = sum / ((double)S->n_chunks * S->chunk);
+    *akl = S->akl_sum / ((double)S->n_chunks * S->chunk * S->m->hp.n_head);
+    if (S->p.akl_weight > 0.0f) *obj += (double)S->p.akl_weight * *akl;
     return LB_OK;
 }
 
@@ -193,7 +265,11 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
     for (int g = 0; g < N_IN; g++) memset(S->sum2[g], 0, (size_t)S->kin[g] * sizeof(double)), S->rows[g] = 0;
     S->c->on_matmul = observe, S->c->on_matmul_user = S;
     memcpy(S->yfp, S->xfp, S->stream * sizeof(float));
-    for (int ch = 0; ch < S->n_chunks && st == LB_OK; ch++) st = lb_eval_layers(S->c, S->yfp + ch * n, S->chunk, il, il + 1);
+    for (int ch = 0; ch < S->n_chunks && st == LB_OK; ch++) {
+        S->akl_mode = S->p.akl_weight > 0.0f, S->akl_chunk = ch; /* keep the fp queries and keys */
+        st = lb_eval_layers(S->c, S->yfp + ch * n, S->chunk, il, il + 1);
+    }
+    S->akl_mode = 0;
     S->c->on_matmul = NULL, S->c->on_matmul_user = NULL;
     if (st != LB_OK) return st;
     for (int g = 0; g < N_IN; g++)
@@ -203,14 +279,14 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
     double best = INFINITY;
     for (int a = 0; a < S->p.n_alpha; a++)
         for (int k = 0; k < S->p.n_clip; k++) {
-            double obj = 0.0;
+            double obj = 0.0, akl = 0.0;
             if ((st = build(S, S->p.alphas[a], S->p.clips[k])) != LB_OK) return st;
             apply(S, il, &S->cur, base_down(&S->p));
-            if ((st = objective(S, il, &obj)) != LB_OK) return st;
+            if ((st = objective(S, il, &obj, &akl)) != LB_OK) return st;
             res->grid[a * S->p.n_clip + k] = obj;
-            if (a == 0 && k == 0) res->obj_default = obj;
+            if (a == 0 && k == 0) res->obj_default = obj, res->akl_default = akl;
             if (obj < best) {
-                best = obj;
+                best = obj, res->akl_best = akl;
                 res->alpha = S->p.alphas[a], res->clip = S->p.clips[k];
                 SWAP(cand, S->cur, S->best);
                 SWAP(float *, S->y1, S->y1best);
@@ -222,12 +298,12 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
     if (S->p.down_bits_hi > res->down_bits) {
         /* the same weights, ffn_down's input at more bits: kept only for a
          * gain worth its bytes of activations */
-        double obj = 0.0;
+        double obj = 0.0, akl = 0.0;
         apply(S, il, &S->best, S->p.down_bits_hi);
-        if ((st = objective(S, il, &obj)) != LB_OK) return st;
+        if ((st = objective(S, il, &obj, &akl)) != LB_OK) return st;
         res->obj_down_hi = obj;
         if (obj <= best * (1.0 - (double)S->p.down_gain)) {
-            res->down_bits = S->p.down_bits_hi, res->obj_best = obj;
+            res->down_bits = S->p.down_bits_hi, res->obj_best = obj, res->akl_best = akl;
             SWAP(float *, S->y1, S->y1best);
         }
     }
@@ -246,7 +322,9 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
 }
 
 static void search_free(search *S) {
-    float *f[] = {S->xfp, S->xq, S->yfp, S->y1, S->y1best, S->y2, S->wtmp, S->imp, S->s[0], S->s[1], S->s[2]};
+    float *f[] = {S->xfp, S->xq, S->yfp, S->y1, S->y1best, S->y2, S->wtmp, S->imp, S->s[0], S->s[1], S->s[2],
+                  S->qfp, S->kfp, S->score_rows};
+    free(S->akl_part);
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
     for (int i = 0; i < N_MAT; i++) free(S->wf[i]);
     for (int g = 0; g < N_IN; g++) free(S->sum2[g]), free(S->ms[g]);
@@ -269,6 +347,8 @@ static lb_status check(const lb_model *m, const lb_abq_search_params *p, int n_c
     if (p->down_bits_hi < 0 || p->down_bits_hi > 8 || (p->down_bits_hi && p->down_bits_hi <= base_down(p)))
         return lb_fail(LB_ERR_ARG, "ABQ search: ffn_down's raised bits %d must be above its %d (and at most 8)",
                        p->down_bits_hi, base_down(p));
+    if (!(p->akl_weight >= 0.0f && p->akl_weight <= 100.0f))
+        return lb_fail(LB_ERR_ARG, "ABQ search: attention-map weight %g (0..100)", (double)p->akl_weight);
     if (!(p->down_gain >= 0.0f && p->down_gain < 1.0f))
         return lb_fail(LB_ERR_ARG, "ABQ search: ffn_down's gain %g (0..1: a share of eq. (2))", (double)p->down_gain);
     if (n_chunks <= 0 || chunk < 2) return lb_fail(LB_ERR_ARG, "ABQ search: %d chunks of %d tokens", n_chunks, chunk);
@@ -329,6 +409,15 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
         if (g < 3) oom |= !(S.s[g] = malloc((size_t)kin[g] * sizeof(float)));
     }
     for (int i = 0; i < N_MAT; i++) oom |= !(S.wf[i] = malloc((size_t)kmax * sizeof(float)));
+    if (S.p.akl_weight > 0.0f) {
+        const size_t per = (size_t)chunk * hp->head_dim;
+        const int nth = S.p.n_threads > 0 ? S.p.n_threads : omp_get_max_threads();
+        oom |= !(S.qfp = malloc((size_t)n_chunks * per * hp->n_head * sizeof(float)));
+        oom |= !(S.kfp = malloc((size_t)n_chunks * per * hp->n_head_kv * sizeof(float)));
+        oom |= !(S.akl_part = malloc((size_t)chunk * hp->n_head * sizeof(double)));
+        oom |= !(S.score_rows = malloc((size_t)LB_MAX(nth, S.c->n_threads) * 2 * chunk * sizeof(float)));
+        S.c->on_attention = observe_attn, S.c->on_attention_user = &S;
+    }
     if (oom) st = lb_fail(LB_ERR_NOMEM, "out of memory");
     for (int il = 0; il < hp->n_layer && st == LB_OK; il++)
         for (int i = 0; i < N_MAT; i++) {

@@ -9,9 +9,10 @@
  * Y the residual stream after block l, Xfp the full-precision model's input
  * to it, X~ the input with blocks 0..l-1 already quantized by their choice.
  * The paper trains the balance vectors and clipping with AdamW on eq. (5),
- * which adds the KL between the fp and the quantized attention maps; the
- * attention kernel (kernels/attention.h) never materialises the map, so that
- * term is left out here (docs/abq.md).
+ * which adds eq. (4), the symmetric KL between the fp and the quantized
+ * attention maps: with akl_weight the objective adds it too, the maps
+ * formed here from the block's queries and keys (the attention kernel never
+ * materialises them; docs/abq.md).
  *
  * The quantized block is the real thing, not a simulation: its matrices
  * are ABQ blocks run by the ABQ kernels at the requested activation bits,
@@ -35,6 +36,10 @@ typedef struct {
      * lowers eq. (2) by at least down_gain (0..1) of it; 0: off */
     int down_bits_hi;
     float down_gain;
+    /* eq. (5): the objective adds akl_weight times eq. (4), the symmetric KL
+     * between the block's attention maps, quantized on X~ against fp on Xfp
+     * (per head and query, mean); 0: eq. (2) alone */
+    float akl_weight;
     int n_threads;     /* 0: the model's */
     /* the grid; n_* = 0: the default {none, 0.25, 0.5, 0.75} x {1, 0.95, 0.9, 0.85}.
      * alpha < 0: no smoothing. The first pair is the default configuration
@@ -53,6 +58,7 @@ typedef struct {
     double obj_default, obj_best; /* objective of the grid's first pair and of the choice */
     double obj_grid;              /* the grid's best (obj_best unless ffn_down was raised) */
     double obj_down_hi;           /* the grid's best with ffn_down at down_bits_hi (NAN: not tried) */
+    double akl_default, akl_best; /* eq. (4) of the grid's first pair and of the choice (with akl_weight) */
     double grid[LB_ABQ_SEARCH_MAX_GRID * LB_ABQ_SEARCH_MAX_GRID]; /* every pair's, alpha-major */
 } lb_abq_search_layer;
 

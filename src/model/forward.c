@@ -298,6 +298,7 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
         matmul_same_x(c, 3, w, c->xn, n, y);
     }
     qkv_rows(c, vo, il, n);
+    if (c->on_attention) c->on_attention(c->on_attention_user, il, c->q, c->k, n);
     attention(c, il, segs, n_segs);
     matmul(c, &l->wo, c->att_out, n, c->xn);
     residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);

@@ -84,6 +84,11 @@ struct lb_context {
      * called with the weight and its n x K activations before the multiply. */
     void (*on_matmul)(void *user, const lb_matrix *w, const float *x, int n);
     void *on_matmul_user;
+    /* Optional observer of each layer's attention inputs (the ABQ search's
+     * attention-map term): the batch's n queries (n x n_head x head_dim) and
+     * keys (n x n_head_kv x head_dim) after norms and RoPE, before attention. */
+    void (*on_attention)(void *user, int layer, const float *q, const float *k, int n);
+    void *on_attention_user;
 };
 
 /* Register a buffer to be freed with the model. Returns p (NULL on OOM). */

@@ -301,6 +301,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
                        (double)mxp.hi_frac, (double)mxp.outlier_frac);
     if (o->act_bits < 0 || o->act_bits > LB_ABQ_MAX_BITS || o->act_bits_down < 0 || o->act_bits_down > LB_ABQ_MAX_BITS)
         return lb_fail(LB_ERR_ARG, "activation bits %d (ffn_down %d): ABQ takes 1..8", o->act_bits, o->act_bits_down);
+    if ((o->abq_down_bits || o->abq_akl) && !o->abq_search)
+        return lb_fail(LB_ERR_ARG, "ffn_down's per-layer bits and the attention-map term belong to the ABQ search: give it a text");
     if (o->abq_down_bits && !o->abq_search)
         return lb_fail(LB_ERR_ARG, "ffn_down's per-layer bits (%d) are the ABQ search's choice: give it a text", o->abq_down_bits);
     gguf_file *in = NULL;
@@ -418,7 +420,8 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         st.n_search_layers = search.search->n_layer, st.search_chunks = search.chunks;
         for (int l = 0; l < search.search->n_layer; l++)
             st.search_obj_default += search.search->layers[l].obj_default, st.search_obj_best += search.search->layers[l].obj_best,
-            st.n_search_down_raised += o->abq_down_bits && search.search->layers[l].down_bits == o->abq_down_bits;
+            st.n_search_down_raised += o->abq_down_bits && search.search->layers[l].down_bits == o->abq_down_bits,
+            st.search_akl_default += search.search->layers[l].akl_default, st.search_akl_best += search.search->layers[l].akl_best;
     }
     lb_quantize_search_end(&search);
     if (s == LB_OK && stats) *stats = st;

@@ -58,6 +58,7 @@ lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quant
         lb_abq_search_params sp = {0};
         sp.type = type, sp.act_bits = o->act_bits, sp.act_bits_down = o->act_bits_down, sp.n_threads = n_threads;
         sp.down_bits_hi = o->abq_down_bits, sp.down_gain = o->abq_down_gain_set ? o->abq_down_gain : 0.05f;
+        sp.akl_weight = o->abq_akl;
         sp.progress = progress, sp.user = (void *)o;
         out->chunks = chunks;
         s = lb_abq_search_run(out->model, tok, chunks, ctx, &sp, &out->search);
