@@ -154,8 +154,8 @@ INLINE void rows16_lut4(const int Q, const int G, const uint8_t *xb, const block
     const int NC = G / 32;
     __m256 ye = *ye_io, yo = *yo_io;
     for (int c0 = 0; c0 < nb; c0 += NC, xb += xs, a += NC, tab += 8 * NC) {
-        /* the x-block PF_AHEAD groups on: the hardware prefetcher alone leaves
-         * this loop waiting on memory a sixth of its time */
+        /* the x-block PF_AHEAD groups on (from memory the loop ran at 0.85 of
+         * its L3-resident rate; this buys back 3-4 %, 1, 4 and 8 ahead the same) */
         for (size_t o = 0; o < xs; o += 64) _mm_prefetch((const char *)xb + PF_AHEAD * xs + o, _MM_HINT_T0);
         float zs = 0.0f;
         for (int c = 0; c < NC; c++) zs += a[c].ds;
