@@ -411,11 +411,11 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
     for (int i = 0; i < N_MAT; i++) oom |= !(S.wf[i] = malloc((size_t)kmax * sizeof(float)));
     if (S.p.akl_weight > 0.0f) {
         const size_t per = (size_t)chunk * hp->head_dim;
-        const int nth = S.p.n_threads > 0 ? S.p.n_threads : omp_get_max_threads();
         oom |= !(S.qfp = malloc((size_t)n_chunks * per * hp->n_head * sizeof(float)));
         oom |= !(S.kfp = malloc((size_t)n_chunks * per * hp->n_head_kv * sizeof(float)));
         oom |= !(S.akl_part = malloc((size_t)chunk * hp->n_head * sizeof(double)));
-        oom |= !(S.score_rows = malloc((size_t)LB_MAX(nth, S.c->n_threads) * 2 * chunk * sizeof(float)));
+        /* a row pair per thread of akl_chunk's region (num_threads: the context's) */
+        oom |= !(S.score_rows = malloc((size_t)S.c->n_threads * 2 * chunk * sizeof(float)));
         S.c->on_attention = observe_attn, S.c->on_attention_user = &S;
     }
     if (oom) st = lb_fail(LB_ERR_NOMEM, "out of memory");

@@ -303,8 +303,6 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         return lb_fail(LB_ERR_ARG, "activation bits %d (ffn_down %d): ABQ takes 1..8", o->act_bits, o->act_bits_down);
     if ((o->abq_down_bits || o->abq_akl) && !o->abq_search)
         return lb_fail(LB_ERR_ARG, "ffn_down's per-layer bits and the attention-map term belong to the ABQ search: give it a text");
-    if (o->abq_down_bits && !o->abq_search)
-        return lb_fail(LB_ERR_ARG, "ffn_down's per-layer bits (%d) are the ABQ search's choice: give it a text", o->abq_down_bits);
     gguf_file *in = NULL;
     lb_status s = gguf_open(in_path, &in);
     if (s) return lb_fail_prefix(s, "reading %s", in_path);
