@@ -224,7 +224,8 @@ static void test_table(void) {
         CHECK((s->cvt != NULL) == (s->variant == LB_QG_I8 && group >= 32));
         const double gamma = 8192.0 * s->l1_kib, xbits = s->variant == LB_QG_F32 ? 32 : 9;
         const double wbits = lb_type_bits_per_weight(s->type);
-        int most = 0, most_whole = 0; /* registers: any candidate, whole 16-row-group tiles */
+        int most = 0, most_whole = 0, fewest_one = 0; /* registers: any candidate, whole 16-row-group tiles,
+                                                        the fewest among one-group tiles */
         for (int i = 0; i < s->n_cand; i++) {
             const lb_qg_cand *c = &s->cand[i];
             const int regs = c->mu + c->mu * c->tu + c->tu;
@@ -237,9 +238,17 @@ static void test_table(void) {
             CHECK(c->fn != NULL);
             most = LB_MAX(most, regs);
             if (c->tu * s->vl % 16 == 0) most_whole = LB_MAX(most_whole, regs);
+            if (c->tu * s->vl == 16 && (!fewest_one || regs < fewest_one)) fewest_one = regs;
         }
-        /* the model's default: the most registers among whole-group tiles (any tile if none is) */
         const lb_qg_cand *d = &s->cand[s->def];
+        if (s->isa == LB_QG_AVX2 && fewest_one) {
+            /* AVX2: one 16-row group per tile, the fewest registers (one stream the prefetch keeps ahead) */
+            CHECK_MSG(d->tu * s->vl == 16 && d->mu + d->mu * d->tu + d->tu == fewest_one,
+                      "%s avx2: the default (%d, %d) is not the one-group candidate with the fewest registers", nm,
+                      d->mu, d->tu);
+            continue;
+        }
+        /* elsewhere: the most registers among whole-group tiles (any tile if none is) */
         CHECK_MSG(d->mu + d->mu * d->tu + d->tu == (most_whole ? most_whole : most) &&
                       (!most_whole || d->tu * s->vl % 16 == 0),
                   "%s %s: the default (%d, %d) is not the register-maximal whole-group candidate", nm,

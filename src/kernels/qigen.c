@@ -240,7 +240,7 @@ int lb_qg_write_tune(const char *path, const lb_qg_tune_entry *e, int n, const c
 /* ---- GEMV: Mini-GEMV blocks around the Micro-GEMV kernels ---- */
 
 #ifndef LB_QG_PREFETCH_DEFAULT
-#define LB_QG_PREFETCH_DEFAULT 0 /* measured on Zen 4: docs/qigen.md */
+#define LB_QG_PREFETCH_DEFAULT 3072 /* bytes; spread over the bodies, measured on Zen 3: docs/qigen.md, "Prefetch" */
 #endif
 size_t lb_qg_prefetch_bytes;
 int lb_qg_prefetch_l2;

@@ -23,7 +23,9 @@
  *     largest t_u eq. (4) allows; the runtime's default is
  *     the candidate that uses the most registers (largest left-hand side,
  *     ties to the larger t_u) among those whose tile is whole 16-row groups
- *     (t_u VL a multiple of 16), `lowbit tune` measures them all.
+ *     (t_u VL a multiple of 16); on AVX2 the one with the fewest registers
+ *     among those whose tile is one 16-row group (default_cand). `lowbit
+ *     tune` measures them all.
  *   Mini-GEMV (eq. (5)): x_bits m_b + w_bits m_b t_b + 32 t_b <= gamma with
  *     t_b mod (t_u VL) = 0 and m_b mod m_u = 0; here also t_b mod 16 = 0
  *     (whole 16-row groups of the layout) and m_b mod 128 = 0 (whole
@@ -211,6 +213,17 @@ static int candidates(int isa, int var, int b, int g, cand *cs) {
  * 26.7 GB/s on Zen 3 where (2, 4) gave 31.7 (docs/qigen.md). */
 static int default_cand(int isa_i, const cand *cs, int n) {
     int best = -1;
+    if (isa_i == AVX2) {
+        /* AVX2: one 16-row group per tile (t_u VL = 16: a single sequential
+         * stream, which the spread prefetch keeps ahead), the fewest registers:
+         * with the prefetch on, (1, 2) streamed as fast as (2, 2) and (4, 2) or
+         * faster for 11 of the 12 types on Zen 3, and (2, 4), two streams and
+         * a K split, 10-25 % slower (docs/qigen.md, "Prefetch"). Its int16
+         * chains add at latency 1, so one activation dword per step is enough. */
+        for (int i = 0; i < n; i++)
+            if (cs[i].tu * isa_vl[isa_i] == 16 && (best < 0 || cs[i].lhs4 < cs[best].lhs4)) best = i;
+        if (best >= 0) return best;
+    }
     for (int whole = 1; whole >= 0 && best < 0; whole--)
         for (int i = 0; i < n; i++) {
             if (whole && cs[i].tu * isa_vl[isa_i] % 16) continue;
@@ -495,6 +508,24 @@ static void emit_f32_group_close(const kspec *k, const char *X) {
     line("}");
 }
 
+/* Software prefetch, pf bytes ahead, spread over the bodies: body `body` of
+ * nbody per x-block asks for its share of the next lines of every 16-row
+ * group the kernel streams (a vector whose lane offset r is not 0 shares its
+ * group with the vector before it). One burst of a whole x-block per x-block
+ * measured no gain on Zen 3; one share per body, as the hardware would
+ * stream them, is what a sequential stream needs to go from ~75 % to ~95 %
+ * of the read bandwidth there (docs/qigen.md, "Prefetch"). */
+static void emit_prefetch(const cand *c, int b, int g, int nbody, const char *body) {
+    const int P = 16 / isa_vl[isa], share = (xbs(b, g) / nbody + 63) / 64 * 64;
+    line("if (pf) { /* software prefetch pf bytes ahead (kernels/qigen.h: lb_qg_prefetch_bytes), this body's share */");
+    for (int t = 0; t < c->tu; t++) {
+        if (P == 1) line("    lb_qg_prefetch(q%d + pf + %d * (%s), %d, pl2);", t, share, body, share);
+        else if (t == 0) line("    lb_qg_prefetch(q0 - %d * r0 + pf + %d * (%s), %d, pl2);", 4 * isa_vl[isa], share, body, share);
+        else line("    if (r%d == 0) lb_qg_prefetch(q%d + pf + %d * (%s), %d, pl2);", t, t, share, body, share);
+    }
+    line("}");
+}
+
 static void emit_kernel(int var, int b, int g, const cand *c) {
     const int VL = isa_vl[isa], P = 16 / VL;
     kspec k = {var, b, g, c->mu, c->tu, P, 0};
@@ -557,9 +588,6 @@ static void emit_kernel(int var, int b, int g, const cand *c) {
     else line("const float *xp = (const float *)act;");
     line("for (int xb = 0; xb < nxb; xb++) {");
     indent++;
-    line("if (pf) { /* software prefetch pf bytes ahead (kernels/qigen.h: lb_qg_prefetch_bytes) */");
-    for (int t = 0; t < c->tu; t++) line("    lb_qg_prefetch(q%d + pf, %d, pl2);", t, xbs(b, g));
-    line("}");
     if (L >= GU) {
         /* a body holds L / GU whole groups */
         line("#pragma GCC unroll 1");
@@ -567,6 +595,7 @@ static void emit_kernel(int var, int b, int g, const cand *c) {
         indent++;
         line("const int u0 = it * %d;", L);
         line("const int wi = %d * (u0 / %d); /* first word of the body */", period_words(b), PU);
+        emit_prefetch(c, b, g, XU / L, "it");
         for (int jj = 0; jj < L / GU; jj++) {
             line("{ /* group %d of the body */", jj);
             indent++;
@@ -593,6 +622,7 @@ static void emit_kernel(int var, int b, int g, const cand *c) {
         indent++;
         line("const int u0 = j * %d + it * %d;", GU, L);
         line("const int wi = %d * (u0 / %d); /* first word of the body */", period_words(b), PU);
+        emit_prefetch(c, b, g, NG * (GU / L), fmt("j * %d + it", GU / L));
         if (var == I8)
             for (int s = 0; s < L; s += SU) emit_i8_segment(&k, s);
         else emit_f32_units(&k, 0, L);
@@ -757,7 +787,7 @@ static void emit_kernel_file(const char *dir, int b) {
             const int n = candidates(isa, var, b, g, cs), def = default_cand(isa, cs, n);
             line("/* ================= GQ%d_G%d, %s, %s: %d candidates, the model's default (m_u, t_u) = (%d, %d) =================",
                  b, g, isa_names[isa], var_names[var], n, cs[def].mu, cs[def].tu);
-            line(" * (the most registers under eq. (4)) */");
+            line(" * (%s) */", isa == AVX2 ? "one 16-row group per tile, the fewest registers" : "the most registers under eq. (4)");
             line("");
             for (int i = 0; i < n; i++) emit_kernel(var, b, g, &cs[i]);
             line("const lb_qg_cand lb_qg_cands_%s_%s_gq%d_g%d[%d] = {", isa_names[isa], var_names[var], b, g, n);
