@@ -32,6 +32,8 @@
 #include "core/common.h"
 #include "formats/kquants.h"
 #include "formats/repack.h"
+#include "kernels/cpu.h"
+#include "kernels/x86/prefetch_x86.h"
 
 /* the reference's float step, unfused */
 #include "core/fp_strict.h"
@@ -41,6 +43,10 @@
 
 /* x-block geometry (formats/repack.h, Q2_K_16X4) */
 enum { XBS = 1344, NP_OFF = 1024, MP_OFF = 1152, D_OFF = 1280, DMIN_OFF = 1312, MR = 4 };
+/* software prefetch distance of the GEMV, bytes (0: off) */
+#ifndef PF_BYTES
+#define PF_BYTES 3072
+#endif
 
 /* the 32 bytes of half h (rows 8h .. 8h + 7) of the vector at off */
 INLINE __m256i ld(const uint8_t *xb, int off, int h) { return _mm256_loadu_si256((const __m256i *)(xb + off + 32 * h)); }
@@ -112,6 +118,7 @@ static void form_pairs(const block_q8_K *a, int64_t nb, int16_t *bsp) {
 INLINE void half_rows(const int MRT, const uint8_t *g, int h, int64_t nb, const acts *A, __m256 *acc) {
 #pragma GCC unroll 4
     for (int m = 0; m < MRT; m++) acc[m] = _mm256_setzero_ps();
+    const int l2 = lb_cpu_prefetch_l2();
     for (int64_t b = 0; b < nb; b++) {
         const uint8_t *xb = g + (size_t)b * XBS;
         __m256i isum[MR], summ[MR];
@@ -119,6 +126,9 @@ INLINE void half_rows(const int MRT, const uint8_t *g, int h, int64_t nb, const 
         for (int m = 0; m < MRT; m++) isum[m] = summ[m] = _mm256_setzero_si256();
 #pragma GCC unroll 16 /* whole: j picks constant shuffle patterns and shifts */
         for (int j = 0; j < 16; j++) {
+            /* the first half streams the group from memory (the second finds it
+             * in cache): its share of the lines PF_BYTES ahead, per step */
+            if (PF_BYTES && h == 0) lb_prefetch_span(xb + PF_BYTES + XBS / 16 * j, XBS / 16, l2);
             const __m256i sc = scale16(xb, h, j);
             __m256i w[4];
             planes(ld(xb, 64 * j, h), w);

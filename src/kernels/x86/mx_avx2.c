@@ -29,9 +29,18 @@
 
 #include "core/common.h"
 #include "formats/mx.h"
+#include "kernels/cpu.h"
 #include "kernels/x86/mx_x86_impl.h"
+#include "kernels/x86/prefetch_x86.h"
 
 #define LB_MXA __attribute__((target("avx2,fma,f16c")))
+
+/* Software prefetch of the 2-bit and the 4-bit tile streams, this many bytes
+ * ahead in each, one tile's lines per tile (spread over the loop, as
+ * docs/qigen.md's *Prefetch* measured a stream wants it; 0: off). */
+#ifndef LB_MX_PF_BYTES
+#define LB_MX_PF_BYTES 3072
+#endif
 #define INLINE LB_MXA static inline __attribute__((always_inline))
 
 typedef lb_mx_act act_blk;
@@ -153,13 +162,20 @@ LB_MXA void lb_mx_act_floats_avx2(const block_q8_0 *a, const lb_mx_act *as, int6
  * slots, then the rows' outliers (in the reference's order) */
 INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, int MR, const block_q8_0 *const *a,
                       const act_blk *const *as, float *const *y, const float *const *xf) {
+    const int l2 = lb_cpu_prefetch_l2();
     for (int64_t t = t0; t < t1; t++) {
         __m256 acc[2][2];
         for (int m = 0; m < MR; m++) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
         const block_mx2 *lo = v->lo + t * v->n_lo;
-        for (int64_t l = 0; l < v->n_lo; l++) lo_tile(&lo[l], MR, a, as, v->lo_group[l], acc);
+        for (int64_t l = 0; l < v->n_lo; l++) {
+            if (LB_MX_PF_BYTES) lb_prefetch_span((const char *)&lo[l] + LB_MX_PF_BYTES, sizeof *lo, l2);
+            lo_tile(&lo[l], MR, a, as, v->lo_group[l], acc);
+        }
         const block_mx4 *hi = v->hi + t * v->n_hi;
-        for (int64_t l = 0; l < v->n_hi; l++) hi_tile(&hi[l], MR, a, as, v->hi_group[l], acc);
+        for (int64_t l = 0; l < v->n_hi; l++) {
+            if (LB_MX_PF_BYTES) lb_prefetch_span((const char *)&hi[l] + LB_MX_PF_BYTES, sizeof *hi, l2);
+            hi_tile(&hi[l], MR, a, as, v->hi_group[l], acc);
+        }
         for (int m = 0; m < MR; m++) {
             float yr[16];
             _mm256_storeu_ps(yr, acc[m][0]);
