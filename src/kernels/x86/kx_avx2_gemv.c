@@ -51,7 +51,8 @@ INLINE void prefetch_block(const pf_t *pf, const uint8_t *xb, size_t xbs) {
 /* Share i of n of a super-block's prefetch, asked for where its compute
  * runs: a burst of a whole 2304-byte Q4_K x-block per x-block left the GEMV
  * at ~74 % of the read bandwidth on Zen 3, spread out it streams like a
- * plain sequential read (docs/kernels.md, "Prefetch"). */
+ * plain sequential read (docs/kquant-mixes.md; the read-loop measurement
+ * in docs/qigen.md, "Prefetch"). */
 INLINE void prefetch_share(const pf_t *pf, const uint8_t *xb, size_t xbs, int i, int n) {
     const size_t share = (xbs / n + 63) & ~(size_t)63;
     prefetch_block(pf, xb + i * share, share);
