@@ -13,6 +13,7 @@
 
 #include "cli/cli.h"
 #include "core/common.h"
+#include "kernels/vecops.h"
 
 static void help(void) {
     printf("usage: lowbit perplexity -m MODEL -f TEXT [options]\n\n"
@@ -30,16 +31,6 @@ static void help(void) {
 typedef struct {
     int32_t n_ctx, n_vocab, n_chunk, n_scored; /* n_scored positions per chunk */
 } kld_header;
-
-/* log-softmax of one row, in double for the sum */
-static void log_softmax(const float *logits, int V, float *out) {
-    float maxv = logits[0];
-    for (int i = 1; i < V; i++) maxv = logits[i] > maxv ? logits[i] : maxv;
-    double sum = 0.0;
-    for (int i = 0; i < V; i++) sum += exp((double)logits[i] - maxv);
-    const float lse = (float)log(sum) + maxv;
-    for (int i = 0; i < V; i++) out[i] = logits[i] - lse;
-}
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -156,7 +147,7 @@ int cmd_perplexity(int argc, char **argv) {
         if (s) { cli_error("perplexity", s); goto done; }
         for (int j = first; j < n_ctx - 1; j++) {
             const int target = chunk[j + 1];
-            log_softmax(logits + (size_t)j * V, V, lp);
+            lb_log_softmax(logits + (size_t)j * V, V, lp);
             const double l = -(double)lp[target];
             nll += l;
             nll2 += l * l;

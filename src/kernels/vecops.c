@@ -36,6 +36,15 @@ static void rope_scalar(float *v, const float *cs, const float *sn, int n, int n
     }
 }
 
+void lb_log_softmax(const float *x, int n, float *out) {
+    float maxv = x[0];
+    for (int i = 1; i < n; i++) maxv = x[i] > maxv ? x[i] : maxv;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += exp((double)x[i] - maxv);
+    const float lse = (float)log(sum) + maxv;
+    for (int i = 0; i < n; i++) out[i] = x[i] - lse;
+}
+
 void lb_rope_table(float *cs, float *sn, float pos, const float *inv_freq, int n, int neox) {
     const int half = n / 2;
     for (int i = 0; i < half; i++) {

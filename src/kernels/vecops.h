@@ -32,4 +32,8 @@ const lb_vecops *lb_vecops_get_at(lb_isa level);
  * first and +sin in the second. */
 void lb_rope_table(float *cs, float *sn, float pos, const float *inv_freq, int n, int neox);
 
+/* out[i] = x[i] - log(sum_j exp(x[j])), n >= 1, the sum in double (out may
+ * be x): the perplexity tool's KLD and the ABQ search's attention maps. */
+void lb_log_softmax(const float *x, int n, float *out);
+
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/abq.h"
+#include "kernels/vecops.h"
 #include "model/abq_search.h"
 #include "model/quantize_smooth.h"
 
@@ -72,16 +73,6 @@ static void observe(void *user, const lb_matrix *w, const float *x, int n) {
     S->rows[g] += n;
 }
 
-/* log-softmax of s[0..n) in place */
-static void log_softmax(float *s, int n) {
-    float mx = s[0];
-    for (int j = 1; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-    double z = 0.0;
-    for (int j = 0; j < n; j++) z += exp((double)(s[j] - mx));
-    const float lz = mx + (float)log(z);
-    for (int j = 0; j < n; j++) s[j] -= lz;
-}
-
 /* Eq. (4) of one chunk, summed over heads and queries: KL(q || fp) +
  * KL(fp || q) = sum_j (p_j - r_j)(log p_j - log r_j) per query row, the
  * maps softmax(scale q.k) over the keys the row sees (causal, and the
@@ -103,8 +94,8 @@ static double akl_chunk(search *S, const float *q, const float *k, const float *
             a[j - j0] = scale * sa, b[j - j0] = scale * sb;
         }
         const int m = t - j0 + 1;
-        log_softmax(a, m);
-        log_softmax(b, m);
+        lb_log_softmax(a, m, a);
+        lb_log_softmax(b, m, b);
         double kl = 0.0;
         for (int j = 0; j < m; j++) kl += (exp((double)a[j]) - exp((double)b[j])) * ((double)a[j] - b[j]);
         S->akl_part[r] = kl;
