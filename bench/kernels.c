@@ -259,9 +259,12 @@ int main(int argc, char **argv) {
     printf("memory: read %.1f GB/s (1 thread), %.1f GB/s (2 threads); triad %.1f / %.1f GB/s\n", rbw[1], rbw[2],
            tbw[1], tbw[2]);
     /* the GEMM roofline (wall time: not meaningful with --cpu) */
-    if (!use_cpu_time && *lb_int8_peak_what())
-        printf("int8 peak (%s): %.0f GOPS (1 thread), %.0f GOPS (2 threads)\n", lb_int8_peak_what(),
-               lb_int8_peak_gops(1, 5), lb_int8_peak_gops(2, 5));
+    double peak[3] = {0, 0, 0};
+    if (!use_cpu_time && *lb_int8_peak_what()) {
+        peak[1] = lb_int8_peak_gops(1, 5), peak[2] = lb_int8_peak_gops(2, 5);
+        printf("int8 peak (%s): %.0f GOPS (1 thread), %.0f GOPS (2 threads); GEMM cells: GOPS (share of it)\n",
+               lb_int8_peak_what(), peak[1], peak[2]);
+    }
     printf("\n");
     printf("| shape NxK | type | kernel | GEMV GB/s t1 | %%read | GEMV GB/s t2 | %%read | GEMM GOPS t1 | GEMM GOPS t2 | vs plain (GEMV, GEMM: t2; t1 with --cpu) | GEMV Gweights/s t1 |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -318,9 +321,15 @@ int main(int argc, char **argv) {
                 snprintf(ratio, sizeof ratio, "%.2fx, %.2fx", r.gemv_gbs[rt] / plain_res[pi].gemv_gbs[rt],
                          do_gemm ? r.gemm_gops[rt] / plain_res[pi].gemm_gops[rt] : 0.0);
             const double weights_per_byte = (double)N * K / (double)lb_matrix_bytes(&copies[0]);
-            printf("| %dx%d | %s | %s | %.1f | %.0f%% | %.1f | %.0f%% | %.1f | %.1f | %s | %.2f |\n", N, K,
+            char gemm[3][48];
+            for (int nth = 1; nth <= 2; nth++) {
+                const int n = snprintf(gemm[nth], sizeof gemm[nth], "%.1f", r.gemm_gops[nth]);
+                if (peak[nth] > 0 && r.gemm_gops[nth] > 0)
+                    snprintf(gemm[nth] + n, sizeof gemm[nth] - (size_t)n, " (%.0f%%)", 100.0 * r.gemm_gops[nth] / peak[nth]);
+            }
+            printf("| %dx%d | %s | %s | %.1f | %.0f%% | %.1f | %.0f%% | %s | %s | %s | %.2f |\n", N, K,
                    all_types[t].label, lb_kernel_get(type)->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1],
-                   r.gemv_gbs[2], 100.0 * r.gemv_gbs[2] / rbw[2], r.gemm_gops[1], r.gemm_gops[2], ratio,
+                   r.gemv_gbs[2], 100.0 * r.gemv_gbs[2] / rbw[2], gemm[1], gemm[2], ratio,
                    r.gemv_gbs[1] * weights_per_byte);
 #if LB_HAVE_X86_KERNELS
             if (lb_bcq_plain_of_lut(type) >= 0 && lb_isa_is_x86(lb_cpu_level())) {

@@ -14,8 +14,14 @@
  *          scaling / accumulation order differs (a few ulps per block).
  *  shapes: K = 32, 96, 2080, 8224 (not multiples of 256), M = 1..17, 32, 48, N = 3,
  *          4, 12, 13, 24, 40 (tails of 8 and 4).
+ *          The AMX-BF16 GEMM (bf16 activations) is held to a second reference:
+ *          the same double sum over the bf16 roundings of the dequantized
+ *          weights and of the activations (lb_pack_bf16x16_ref), same bound;
+ *          its rows past a multiple of 16, and the plain tail columns, still
+ *          take Q8_0 activations (the GEMV) and the first reference.
  * Also: each level's 4-row activation quantizer is bit-identical to the
- * reference one, and the x86 levels hand out the AVX2 and AVX-512 VNNI kernels. */
+ * reference one, and the x86 levels hand out the AVX2 and AVX-512 VNNI kernels;
+ * with AMX-BF16 turned off the AMX level runs (and is checked on) the int8 GEMM. */
 #include "test_util.h"
 
 #include "formats/repack.h"
@@ -100,6 +106,43 @@ static void reference(int base, const uint8_t *plain, const float *x, int64_t K,
     free(q);
 }
 
+/* The same with the activations and dequantized weights rounded to bf16, as
+ * the AMX-BF16 GEMM multiplies them. */
+static void reference_bf16(int base, const uint8_t *plain, const float *x, int64_t K, int64_t N, int M, double *y,
+                           double *mag) {
+    const size_t rs = lb_row_size(base, K);
+    float *w = malloc(sizeof(float) * K), *a = malloc(sizeof(float) * K * 16);
+    lb_block_bf16x16 *p = malloc(sizeof(lb_block_bf16x16) * (size_t)(K / 32));
+    for (int m0 = 0; m0 + 16 <= M; m0 += 16) {
+        lb_pack_bf16x16_ref(x + (size_t)m0 * K, (size_t)K, p, K);
+        for (int r = 0; r < 16; r++)
+            for (int64_t i = 0; i < K; i++) a[r * K + i] = lb_bf16_to_f32(p[i / 32].v[r][i % 32]);
+        for (int64_t n = 0; n < N; n++) {
+            lb_traits(base)->to_float(plain + n * rs, w, K);
+            for (int64_t i = 0; i < K; i++) w[i] = lb_bf16_to_f32(lb_f32_to_bf16(w[i]));
+            for (int r = 0; r < 16; r++) {
+                double s = 0, t = 0;
+                for (int64_t i = 0; i < K; i++) {
+                    s += (double)w[i] * a[r * K + i];
+                    t += fabs((double)w[i] * a[r * K + i]);
+                }
+                y[(m0 + r) * N + n] = s;
+                mag[(m0 + r) * N + n] = t;
+            }
+        }
+    }
+    free(w);
+    free(a);
+    free(p);
+}
+
+/* Whether output (m, n) comes from the AMX-BF16 GEMM at this level. */
+static int from_bf16(int type, int64_t N, int M, int m, int64_t n) {
+    const lb_kernel *k = lb_kernel_get(type);
+    const int R = lb_type_rows(type);
+    return k->act_x4_block == sizeof(lb_block_bf16x16) && m < M - M % 16 && n < N - N % R;
+}
+
 static void test_exact(void) {
     uint64_t seed = 21;
     const int64_t Ks[] = {32, 96, 1024};
@@ -152,7 +195,9 @@ static void test_float(void) {
                 lb_repack_tensor(L->type, plain, packed, K, N);
                 float *x = rand_acts(K, Mmax, &seed);
                 double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
+                double *want16 = malloc(sizeof(double) * N * Mmax), *mag16 = malloc(sizeof(double) * N * Mmax);
                 reference(L->base, plain, x, K, N, Mmax, want, mag);
+                reference_bf16(L->base, plain, x, K, N, Mmax, want16, mag16);
                 for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
                     if (!lb_test_level_available(kLevels[li])) continue;
                     lb_cpu_force_level(kLevels[li]);
@@ -170,8 +215,9 @@ static void test_float(void) {
                             int bad = 0;
                             for (int m = 0; m < M; m++)
                                 for (int64_t n = 0; n < N; n++) {
-                                    const double e = fabs((double)y[m * N + n] - want[m * N + n]);
-                                    const double bound = TOL * mag[m * N + n] + 1e-30;
+                                    const int bf = from_bf16(L->type, N, M, m, n);
+                                    const double e = fabs((double)y[m * N + n] - (bf ? want16 : want)[m * N + n]);
+                                    const double bound = TOL * (bf ? mag16 : mag)[m * N + n] + 1e-30;
                                     if (!(e <= bound)) bad++;
                                     else if (e / bound > worst) worst = e / bound;
                                 }
@@ -188,6 +234,8 @@ static void test_float(void) {
                 free(x);
                 free(want);
                 free(mag);
+                free(want16);
+                free(mag16);
             }
     }
 }
@@ -218,10 +266,17 @@ static void test_entries(void) {
              * (AMX GEMM, 16 rows) */
             const int x4v = k->act_x4_block == sizeof(lb_block_q8_0x4v);
             const int x16 = k->act_x4_block == sizeof(lb_block_q8_0x16);
-            CHECK(k->gemm && (x16 ? k->act_rows == 16 : k->act_rows == 4 && (x4v || k->act_x4_block == sizeof(lb_block_q8_0x4a))));
+            const int bf16 = k->act_x4_block == sizeof(lb_block_bf16x16);
+            CHECK(k->gemm && (x16 || bf16 ? k->act_rows == 16
+                                          : k->act_rows == 4 && (x4v || k->act_x4_block == sizeof(lb_block_q8_0x4a))));
             if (kLevels[li] == LB_ISA_AVX512)
                 CHECK_MSG(k->isa == LB_ISA_AVX512 && x4v, "%s: no AVX-512 VNNI kernel", k->name);
-            if (kLevels[li] == LB_ISA_AMX) CHECK_MSG(k->isa == LB_ISA_AMX && x16, "%s: no AMX kernel", k->name);
+            if (kLevels[li] == LB_ISA_AMX) {
+                /* the bf16 tiles exactly where the CPU has AMX-BF16 (and it is not turned off) */
+                const int has_bf = (lb_cpu_extra_features() & LB_CPU_AMXBF16) != 0;
+                CHECK_MSG(k->isa == LB_ISA_AMX && (has_bf ? bf16 : x16), "%s: not the AMX %s kernel", k->name,
+                          has_bf ? "bf16" : "int8");
+            }
             /* which layout: compare with every reference */
             uint8_t *y = malloc(k->act_x4_block * (K / 32)), *r4 = malloc(k->act_x4_block * (K / 32)),
                     *r8 = malloc(k->act_x4_block * (K / 32));
@@ -230,6 +285,22 @@ static void test_entries(void) {
             if (x16) {
                 lb_quantize_q8_0x16_ref(x, (size_t)K, r4, K);
                 CHECK_MSG(!memcmp(y, r4, n), "%s: 16-row quantizer differs from the reference", k->name);
+            } else if (bf16) {
+                lb_pack_bf16x16_ref(x, (size_t)K, r4, K);
+                CHECK_MSG(!memcmp(y, r4, n), "%s: bf16 packer differs from the reference", k->name);
+                /* and on the edges: denormals (to signed zero), NaN, infinities, ties to even */
+                float e[16 * 32];
+                const uint32_t special[] = {0x00000001u, 0x80700000u, 0x7f800001u, 0xffc00000u, 0x7f800000u,
+                                            0xff800000u, 0x80000000u, 0x3f808000u, 0x3f818000u, 0x7f7fffffu};
+                for (int i = 0; i < 16 * 32; i++) {
+                    const uint32_t u = special[i % 10] ^ (uint32_t)(i / 10 % 2) << 31;
+                    memcpy(&e[i], &u, 4);
+                }
+                lb_block_bf16x16 pe, re;
+                k->quantize_act_x4(e, 32, &pe, 32);
+                lb_pack_bf16x16_ref(e, 32, &re, 32);
+                CHECK_MSG(!memcmp(&pe, &re, sizeof pe), "%s: bf16 packer differs from the reference on edge values",
+                          k->name);
             } else if (x4v) {
                 lb_quantize_q8_0x4v_ref(x, (size_t)K, r4, K);
                 CHECK_MSG(!memcmp(y, r4, n), "%s: 4-row quantizer differs from the reference", k->name);
@@ -303,8 +374,36 @@ static void test_multi(void) {
     }
 }
 
+/* More rows than the driver hands the AMX-BF16 GEMM at once (1024): two calls. */
+static void test_many_rows(void) {
+    uint64_t seed = 5;
+    const int64_t K = 64, N = 24;
+    const int M = 1041;
+    const int type = LB_TYPE_Q4_0_8X8;
+    const lb_repack_layout *L = lb_repack_layout_of(type);
+    uint8_t *plain = rand_rows(L->base, K, N, &seed);
+    uint8_t *packed = malloc(lb_row_size(L->base, K) * N);
+    lb_repack_tensor(type, plain, packed, K, N);
+    float *x = rand_acts(K, M, &seed);
+    double *want = malloc(sizeof(double) * N * M), *mag = malloc(sizeof(double) * N * M);
+    double *want16 = malloc(sizeof(double) * N * M), *mag16 = malloc(sizeof(double) * N * M);
+    reference(L->base, plain, x, K, N, M, want, mag);
+    reference_bf16(L->base, plain, x, K, N, M, want16, mag16);
+    float *y = lb_test_matmul(type, packed, K, N, x, M, 2);
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            const int bf = from_bf16(type, N, M, m, n);
+            const double e = fabs((double)y[m * N + n] - (bf ? want16 : want)[m * N + n]);
+            bad += !(e <= TOL * (bf ? mag16 : mag)[m * N + n] + 1e-30);
+        }
+    CHECK_MSG(!bad, "%s, M=%d: %d outputs off", lb_type_name(type), M, bad);
+    free(y), free(plain), free(packed), free(x), free(want), free(mag), free(want16), free(mag16);
+}
+
 int main(void) {
     test_entries();
+    test_many_rows();
     test_exact();
     test_multi();
     test_float();
@@ -324,6 +423,15 @@ int main(void) {
         /* once more without AVX-VNNI: the plain AVX2 products at the avx2 level */
         printf("again without AVX-VNNI\n");
         lb_cpu_disable_features(LB_CPU_AVXVNNI);
+        test_entries();
+        test_exact();
+        test_float();
+        lb_cpu_disable_features(0);
+    }
+    if (lb_cpu_extra_features() & LB_CPU_AMXBF16) {
+        /* once more without AMX-BF16: the int8 tile GEMM at the amx level */
+        printf("again without AMX-BF16\n");
+        lb_cpu_disable_features(LB_CPU_AMXBF16);
         test_entries();
         test_exact();
         test_float();

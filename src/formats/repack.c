@@ -281,6 +281,19 @@ void lb_quantize_q8_0x16_ref(const float *x, size_t ldx, void *vy, int64_t k) {
         }
 }
 
+/* Denormal inputs become signed zeros, as vcvtne2ps2bf16 and tdpbf16ps
+ * treat them (checked on the Xeon); otherwise lb_f32_to_bf16. */
+void lb_pack_bf16x16_ref(const float *x, size_t ldx, void *vy, int64_t k) {
+    lb_block_bf16x16 *y = vy;
+    for (int64_t b = 0; b < k / 32; b++)
+        for (int m = 0; m < 16; m++)
+            for (int i = 0; i < 32; i++) {
+                const float v = x[m * ldx + b * 32 + i];
+                const uint32_t u = lb_f32_to_bits(v);
+                y[b].v[m][i] = (u & 0x7f800000u) == 0 ? (lb_bf16)(u >> 16 & 0x8000u) : lb_f32_to_bf16(v);
+            }
+}
+
 /* ---- reference kernels ---- */
 
 /* Weight k (0..31) of row r in an x-block's qs, as the integer the base

@@ -92,6 +92,15 @@ typedef struct {
 } lb_block_q8_0x16;
 static_assert(sizeof(lb_block_q8_0x16) == 576, "lb_block_q8_0x16 size");
 
+/* Activations for the AMX-BF16 GEMM (kernels/x86/repack_amx_bf16.c): 16 rows
+ * of one 32-value block as bf16 (round to nearest even, lb_f32_to_bf16), row
+ * after row: the A tile of tdpbf16ps (16 rows x 64 bytes). 1024 bytes, the
+ * same 2 bytes a value as LB_ACT_X4_MAX_BLOCK allows. */
+typedef struct {
+    uint16_t v[16][32];
+} lb_block_bf16x16;
+static_assert(sizeof(lb_block_bf16x16) == 1024, "lb_block_bf16x16 size");
+
 /* ---- 256-weight super-block formats: Q2_K_16X4, CB2_16X4, CB3_16X4 ----
  * (formats/repack_kq.c; kernels in kernels/kq_repack_avx512.c)
  * Groups of R = 16 rows; inside a group one x-block per super-block column
@@ -185,6 +194,8 @@ void lb_quantize_q8_0x4_c8_ref(const float *x, size_t ldx, void *y, int64_t k);
 void lb_quantize_q8_0x4v_ref(const float *x, size_t ldx, void *y, int64_t k);
 /* 16 fp32 rows -> k/32 lb_block_q8_0x16. */
 void lb_quantize_q8_0x16_ref(const float *x, size_t ldx, void *y, int64_t k);
+/* 16 fp32 rows -> k/32 lb_block_bf16x16. */
+void lb_pack_bf16x16_ref(const float *x, size_t ldx, void *y, int64_t k);
 
 /* ---- scalar reference kernels (lb_gemm_fn signature, kernels/dispatch.h) ----
  * W is the whole repacked tensor, w_row_size its bytes per row (the base

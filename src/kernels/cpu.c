@@ -58,7 +58,8 @@ static lb_isa detect(void) {
     if (!(avx && avx2 && fma && f16c)) return LB_ISA_SCALAR;
     if (vbmi && avx512f && avx512bw && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_VBMI;
     if (gfni) lb_extra |= LB_CPU_GFNI;
-    if (amxbf16) lb_extra |= LB_CPU_AMXBF16;
+    /* with AVX512-BF16 (vcvtne2ps2bf16), which the bf16 tile kernels use to fill tiles */
+    if (amxbf16 && ((a1 >> 5) & 1)) lb_extra |= LB_CPU_AMXBF16;
     if (avxvnni) lb_extra |= LB_CPU_AVXVNNI;
     if (!(avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6))) return LB_ISA_AVX2;
     /* XCR0 bits 17-18: the OS manages the tile configuration and data */

@@ -29,11 +29,37 @@ LB_REPACK_AMX_DECL(q8_0, 4, 4)
 LB_REPACK_AMX_DECL(q8_0, 4, 8)
 LB_REPACK_AMX_DECL(q8_0, 8, 8)
 
+/* The AMX-BF16 GEMM (repack_amx_bf16.c): bf16 activation groups
+ * (lb_block_bf16x16), written by lb_pack_bf16x16_avx512 (bit-identical to
+ * lb_pack_bf16x16_ref). Names: lb_gemm_<weights>x<R>_bf16x16_<R>x<C>_amxbf16. */
+void lb_pack_bf16x16_avx512(const float *x, size_t ldx, void *y, int64_t k);
+#define LB_REPACK_AMXBF16_DECL(w, R, C)                                                                \
+    void lb_gemm_##w##x##R##_bf16x16_##R##x##C##_amxbf16(int64_t K, const void *W, size_t w_row_size, \
+                                                         int n0, int n1, const void *A, size_t a_row_size, \
+                                                         int M, float *Y, size_t ldy);
+LB_REPACK_AMXBF16_DECL(q4_0, 4, 4)
+LB_REPACK_AMXBF16_DECL(q4_0, 4, 8)
+LB_REPACK_AMXBF16_DECL(q4_0, 8, 8)
+LB_REPACK_AMXBF16_DECL(iq4_nl, 4, 4)
+LB_REPACK_AMXBF16_DECL(iq4_nl, 4, 8)
+LB_REPACK_AMXBF16_DECL(iq4_nl, 8, 8)
+LB_REPACK_AMXBF16_DECL(q8_0, 4, 4)
+LB_REPACK_AMXBF16_DECL(q8_0, 4, 8)
+LB_REPACK_AMXBF16_DECL(q8_0, 8, 8)
+
 /* lb_kernel_list entries (field order: see kernels/repack_kernels.h) */
 #define LB_REPACK_AMX_ENTRY(T, w, R, C)                                                                  \
     {T, LB_TYPE_Q8_0, LB_ISA_AMX, #w "x" #R "_q8_0x16_" #R "x" #C "_amx", lb_quantize_row_q8_0_avx2, NULL, \
      lb_gemm_##w##x##R##_q8_0x16_##R##x##C##_amx, lb_gemv_##w##x##R##_q8_0_##R##x##C##_avx512vnni, 16,     \
      lb_quantize_q8_0x16_avx512, sizeof(lb_block_q8_0x16), 0, 1}
+
+/* At the AMX level with AMX-BF16 (LB_CPU_AMXBF16) these win over the int8
+ * entries; whole_m 2: the GEMM blocks K itself, so the driver hands it every
+ * activation row (its decode of each weight tile is shared by all of them). */
+#define LB_REPACK_AMXBF16_ENTRY(T, w, R, C)                                                                        \
+    {T, LB_TYPE_Q8_0, LB_ISA_AMX, #w "x" #R "_bf16x16_" #R "x" #C "_amxbf16", lb_quantize_row_q8_0_avx2, NULL,     \
+     lb_gemm_##w##x##R##_bf16x16_##R##x##C##_amxbf16, lb_gemv_##w##x##R##_q8_0_##R##x##C##_avx512vnni, 16,         \
+     lb_pack_bf16x16_avx512, sizeof(lb_block_bf16x16), LB_CPU_AMXBF16, 2}
 
 #define LB_REPACK_AMX_KERNELS                                  \
     LB_REPACK_AMX_ENTRY(LB_TYPE_Q4_0_4X4, q4_0, 4, 4),         \
@@ -44,7 +70,16 @@ LB_REPACK_AMX_DECL(q8_0, 8, 8)
     LB_REPACK_AMX_ENTRY(LB_TYPE_IQ4_NL_8X8, iq4_nl, 8, 8),     \
     LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4),         \
     LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8),         \
-    LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8)
+    LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8),         \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q4_0_4X4, q4_0, 4, 4),     \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q4_0_4X8, q4_0, 4, 8),     \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q4_0_8X8, q4_0, 8, 8),     \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_IQ4_NL_4X4, iq4_nl, 4, 4), \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_IQ4_NL_4X8, iq4_nl, 4, 8), \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_IQ4_NL_8X8, iq4_nl, 8, 8), \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4),     \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8),     \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8)
 #endif
 
 #endif
