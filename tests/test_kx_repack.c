@@ -13,7 +13,11 @@
  *  float:  weights from the base quantizer on random floats, random
  *          activations. Tolerance |y - ref| <= 1e-5 * sum|w_i a_i|
  *          (dequantized, in double): integer sums are exact, the float
- *          scaling order differs from the reference's.
+ *          scaling order differs from the reference's. The AMX-BF16 GEMM
+ *          (Q3_K..IQ4_XS at the amx level) is held to the same sum over the
+ *          bf16 roundings of the dequantized weights and of the activations,
+ *          for the outputs it computes (whole groups of 16 rows and columns);
+ *          the integer cases stay exact there too.
  *  shapes: K = 1..9 blocks and 2816 / 2080 (not multiples of any kernel's
  *          K step), M = 1..17, 32, 48, N = 3 (all plain), 16, 17, 48, 40. */
 #include "test_util.h"
@@ -169,6 +173,37 @@ static void reference(int base, const uint8_t *plain, const float *x, int64_t K,
     free(a);
 }
 
+/* The same with the activations and the dequantized weights rounded to
+ * bf16 (lb_pack_bf16x16_ref, lb_f32_to_bf16), as the AMX-BF16 GEMM
+ * multiplies them; rows in whole groups of 16 (the others stay unset). */
+static void reference_bf16(int base, const uint8_t *plain, const float *x, int64_t K, int64_t N, int M, double *want,
+                           double *mag) {
+    const size_t rs = lb_row_size(base, K);
+    float *w = malloc(sizeof(float) * K), *a = malloc(sizeof(float) * K * 16);
+    lb_block_bf16x16 *p = malloc(sizeof(lb_block_bf16x16) * (size_t)(K / 32));
+    for (int m0 = 0; m0 + 16 <= M; m0 += 16) {
+        lb_pack_bf16x16_ref(x + (size_t)m0 * K, (size_t)K, p, K);
+        for (int r = 0; r < 16; r++)
+            for (int64_t i = 0; i < K; i++) a[r * K + i] = lb_bf16_to_f32(p[i / 32].v[r][i % 32]);
+        for (int64_t n = 0; n < N; n++) {
+            lb_traits(base)->to_float(plain + n * rs, w, K);
+            for (int64_t i = 0; i < K; i++) w[i] = lb_bf16_to_f32(lb_f32_to_bf16(w[i]));
+            for (int r = 0; r < 16; r++) {
+                double s = 0, g = 0;
+                for (int64_t i = 0; i < K; i++) {
+                    s += (double)w[i] * a[r * K + i];
+                    g += fabs((double)w[i] * a[r * K + i]);
+                }
+                want[(m0 + r) * N + n] = s;
+                mag[(m0 + r) * N + n] = g;
+            }
+        }
+    }
+    free(w);
+    free(a);
+    free(p);
+}
+
 /* ---- layout ---- */
 
 static void test_layout(void) {
@@ -269,7 +304,9 @@ static void run_case(int base, const uint8_t *plain, int64_t K, int64_t N, const
     uint8_t *packed = malloc(bytes);
     lb_repack_tensor(T, plain, packed, K, N);
     double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
+    double *want16 = malloc(sizeof(double) * N * Mmax), *mag16 = malloc(sizeof(double) * N * Mmax);
     reference(base, plain, x, K, N, Mmax, want, mag);
+    reference_bf16(base, plain, x, K, N, Mmax, want16, mag16);
     for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
         if (!lb_test_level_available(kLevels[li])) continue;
         lb_cpu_force_level(kLevels[li]);
@@ -278,16 +315,19 @@ static void run_case(int base, const uint8_t *plain, int64_t K, int64_t N, const
             for (int nth = 1; nth <= 2; nth++) {
                 if (nth == 2 && M % 5 != 1) continue;
                 float *y = lb_test_matmul(T, packed, K, N, x, M, nth);
+                /* the AMX-BF16 GEMM's outputs: whole row groups of 16 x whole 16-row weight groups */
+                const int bf = lb_kernel_get(T)->act_x4_block == sizeof(lb_block_bf16x16);
                 int bad = 0;
                 double worst = 0;
                 for (int m = 0; m < M; m++)
                     for (int64_t n = 0; n < N; n++) {
-                        const double e = fabs((double)y[m * N + n] - want[m * N + n]);
-                        const double bound = exact ? 0.0 : TOL * mag[m * N + n] + 1e-30;
+                        const int b16 = bf && m < M - M % 16 && n < N - N % 16;
+                        const double e = fabs((double)y[m * N + n] - (b16 ? want16 : want)[m * N + n]);
+                        const double bound = exact ? 0.0 : TOL * (b16 ? mag16 : mag)[m * N + n] + 1e-30;
                         if (!(e <= bound)) {
                             if (!bad)
                                 fprintf(stderr, "  first: m=%d n=%lld y=%.9g want=%.9g\n", m, (long long)n,
-                                        y[m * N + n], want[m * N + n]);
+                                        y[m * N + n], (b16 ? want16 : want)[m * N + n]);
                             bad++;
                         } else if (bound > 0 && e / bound > worst) {
                             worst = e / bound;
@@ -304,6 +344,8 @@ static void run_case(int base, const uint8_t *plain, int64_t K, int64_t N, const
     free(packed);
     free(want);
     free(mag);
+    free(want16);
+    free(mag16);
 }
 
 static void test_kernels(void) {
@@ -347,6 +389,12 @@ static void test_dispatch(void) {
             const lb_kernel *k = lb_kernel_get_at(repacked(kBases[i]), kLevels[li]);
             CHECK_MSG(k && k->isa != LB_ISA_SCALAR, "%s at %s: only the scalar reference (%s)",
                       lb_type_name(repacked(kBases[i])), lb_isa_name(kLevels[li]), k ? k->name : "none");
+            /* the super-block types take the AMX-BF16 GEMM exactly where the CPU has it */
+            const int bf = kLevels[li] == LB_ISA_AMX && blck(kBases[i]) == 256 &&
+                           (lb_cpu_extra_features() & LB_CPU_AMXBF16);
+            if (k)
+                CHECK_MSG(bf == (k->act_x4_block == sizeof(lb_block_bf16x16)), "%s at %s: %s", lb_type_name(repacked(kBases[i])),
+                          lb_isa_name(kLevels[li]), k->name);
         }
     }
 }
@@ -361,6 +409,14 @@ int main(void) {
         printf("again without AVX-VNNI\n");
         lb_cpu_disable_features(LB_CPU_AVXVNNI);
         test_act_quantizers();
+        test_kernels();
+        test_dispatch();
+        lb_cpu_disable_features(0);
+    }
+    if (lb_cpu_extra_features() & LB_CPU_AMXBF16) {
+        /* once more without AMX-BF16: the VNNI GEMM at the amx level */
+        printf("again without AMX-BF16\n");
+        lb_cpu_disable_features(LB_CPU_AMXBF16);
         test_kernels();
         test_dispatch();
         lb_cpu_disable_features(0);

@@ -13,6 +13,7 @@
 #include "kernels/cpu.h"
 #include "kernels/x86/kernels_x86.h"
 #include "kernels/x86/kquants_x86.h"
+#include "kernels/x86/repack_amx.h"
 #include "kernels/x86/repack_avx512.h"
 
 #if LB_HAVE_X86_KERNELS
@@ -41,6 +42,22 @@ void lb_quantize_q8_1x4_avx512(const float *x, size_t ldx, void *y, int64_t k);
 #define LB_KX_AVX512_K(T, w) \
     LB_KX_AVX512_ENTRY(T, w, q8_K, lb_quantize_row_q8_K_avx2, lb_quantize_q8_Kx4_avx2, sizeof(lb_block_q8_Kx4) / 8)
 
+/* AMX-BF16 GEMM (kx_amx_bf16.c) for the super-block types, with bf16
+ * activation groups (lb_pack_bf16x16_avx512) and the VNNI GEMV; wins at the
+ * amx level where the CPU has AMX-BF16 (LB_CPU_AMXBF16). */
+#define LB_KX_AMXBF16_DECL(w)                                                                                  \
+    void lb_gemm_##w##x16_bf16x16_16x4_amxbf16(int64_t K, const void *W, size_t w_row_size, int n0, int n1,    \
+                                               const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
+LB_KX_AMXBF16_DECL(q3_K)
+LB_KX_AMXBF16_DECL(q4_K)
+LB_KX_AMXBF16_DECL(q5_K)
+LB_KX_AMXBF16_DECL(q6_K)
+LB_KX_AMXBF16_DECL(iq4_xs)
+#define LB_KX_AMXBF16_ENTRY(T, w)                                                                            \
+    {T, LB_TYPE_Q8_K, LB_ISA_AMX, #w "x16_bf16x16_16x4_amxbf16", lb_quantize_row_q8_K_avx2, NULL,          \
+     lb_gemm_##w##x16_bf16x16_16x4_amxbf16, lb_gemv_##w##x16_q8_K_16x4_avx512vnni, 16, lb_pack_bf16x16_avx512, \
+     sizeof(lb_block_bf16x16), LB_CPU_AMXBF16, 2}
+
 #define LB_KX_AVX512_KERNELS                              \
     LB_KX_AVX512_K(LB_TYPE_Q3_K_16X4, q3_K),              \
     LB_KX_AVX512_K(LB_TYPE_Q4_K_16X4, q4_K),              \
@@ -52,7 +69,12 @@ void lb_quantize_q8_1x4_avx512(const float *x, size_t ldx, void *y, int64_t k);
     LB_KX_AVX512_ENTRY(LB_TYPE_Q5_0_16X4, q5_0, q8_0, lb_quantize_row_q8_0_avx2, lb_quantize_q8_0x4v_avx512, \
                        sizeof(lb_block_q8_0x4v)),                                                        \
     LB_KX_AVX512_ENTRY(LB_TYPE_Q5_1_16X4, q5_1, q8_1, lb_quantize_row_q8_1_ref, lb_quantize_q8_1x4_avx512, \
-                       sizeof(lb_block_q8_1x4))
+                       sizeof(lb_block_q8_1x4)),                                                         \
+    LB_KX_AMXBF16_ENTRY(LB_TYPE_Q3_K_16X4, q3_K),                                                       \
+    LB_KX_AMXBF16_ENTRY(LB_TYPE_Q4_K_16X4, q4_K),                                                       \
+    LB_KX_AMXBF16_ENTRY(LB_TYPE_Q5_K_16X4, q5_K),                                                       \
+    LB_KX_AMXBF16_ENTRY(LB_TYPE_Q6_K_16X4, q6_K),                                                       \
+    LB_KX_AMXBF16_ENTRY(LB_TYPE_IQ4_XS_16X4, iq4_xs)
 #endif
 
 #endif

@@ -1,0 +1,239 @@
+/* The AMX-BF16 GEMM core shared by the interleaved Q4_0 / IQ4_NL / Q8_0
+ * layouts (repack_amx_bf16.c) and the 16-row K-quant layouts
+ * (kx_amx_bf16.c): Y = A (bf16 activation groups, lb_block_bf16x16) times
+ * W transposed, where a layout only supplies the decode of one weight tile
+ * (16 weight rows = Y columns, one block of 32 along K) to bf16 pairs.
+ * Why bf16 and the blocking: repack_amx_bf16.c's head comment and
+ * docs/kernels.md. Included only by x86 kernel files. */
+#ifndef LB_AMX_BF16_IMPL_H
+#define LB_AMX_BF16_IMPL_H
+
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "core/common.h"
+#include "kernels/x86/amx_config.h"
+
+#define LB_AMXBF16                                                                                                \
+    __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")))
+#define INLINE_BF LB_AMXBF16 static inline __attribute__((always_inline))
+
+#ifndef LB_BF16_KC
+#define LB_BF16_KC 8
+#endif
+#ifndef LB_BF16_NBT
+#define LB_BF16_NBT 16
+#endif
+enum {
+    KC = LB_BF16_KC,   /* blocks of 32 per K chunk */
+    NBT = LB_BF16_NBT, /* 16-column tiles per column block */
+    TILE = 256,        /* floats (or bf16 pairs) per tile: 16 x 16 */
+    STACK_MT = 2,      /* row tiles per pass when the scratch cannot be allocated */
+};
+
+/* Tiles 0-3: C (16 x 16 fp32), 4/5: A (16 rows x 32 bf16), 6/7: B (16 pair rows x 16 columns). */
+static const lb_amx_config bf_cfg __attribute__((aligned(64))) = {
+    .palette_id = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+/* One weight tile: the 16 columns from n, block b (weights 32b..32b+31),
+ * as 16 B-tile rows; ctx is the layout's own description of W. */
+typedef void (*lb_bf16_tile_fn)(const void *ctx, int n, int64_t b, __m512i out[16]);
+
+/* A pair row of a B tile from two float vectors: word 2n = bf16(f0[n]), word
+ * 2n + 1 = bf16(f1[n]) (round to nearest even). cvtne2ps(f1, f0) gives words
+ * 0-15 = f0, 16-31 = f1; one vpermw interleaves them. */
+INLINE_BF __m512i bf16_pair_row(__m512 f0, __m512 f1) {
+    const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                           6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(pairs, (__m512i)_mm512_cvtne2ps_pbh(f1, f0));
+}
+
+/* The signed byte e of every dword, as float. */
+INLINE_BF __m512 bf16_byte_ps(__m512i v, int e) {
+    return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, (unsigned)(24 - 8 * e)), 24));
+}
+
+INLINE_BF __mmask16 bf16_col_mask(int n, int n1) {
+    const int k = n1 - n;
+    return k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << k) - 1);
+}
+
+/* Output tiles (2 or 1 row tiles) x (2 or 1 column tiles) over kc blocks:
+ * c[i][j] in the scratch (zeroed when first), a[i] the activation tiles of
+ * the chunk's first block (1 KiB each per block), bt[j] the decoded weight
+ * tiles. Tile numbers must be constants: one body per shape. */
+#define TDP_BODY(TWO_M, TWO_N)                                                     \
+    do {                                                                           \
+        if (first) {                                                               \
+            _tile_zero(0);                                                         \
+            if (TWO_N) _tile_zero(1);                                              \
+            if (TWO_M) _tile_zero(2);                                              \
+            if (TWO_M && TWO_N) _tile_zero(3);                                     \
+        } else {                                                                   \
+            _tile_loadd(0, c00, 64);                                               \
+            if (TWO_N) _tile_loadd(1, c01, 64);                                    \
+            if (TWO_M) _tile_loadd(2, c10, 64);                                    \
+            if (TWO_M && TWO_N) _tile_loadd(3, c11, 64);                           \
+        }                                                                          \
+        for (int b = 0; b < kc; b++) {                                             \
+            _tile_loadd(4, a0 + (size_t)b * 2 * TILE, 64);                             \
+            _tile_loadd(6, bt0[b], 64);                                            \
+            _tile_dpbf16ps(0, 4, 6);                                               \
+            if (TWO_N) {                                                           \
+                _tile_loadd(7, bt1[b], 64);                                        \
+                _tile_dpbf16ps(1, 4, 7);                                           \
+            }                                                                      \
+            if (TWO_M) {                                                           \
+                _tile_loadd(5, a1 + (size_t)b * 2 * TILE, 64);                         \
+                _tile_dpbf16ps(2, 5, 6);                                           \
+                if (TWO_N) _tile_dpbf16ps(3, 5, 7);                                \
+            }                                                                      \
+        }                                                                          \
+        _tile_stored(0, c00, 64);                                                  \
+        if (TWO_N) _tile_stored(1, c01, 64);                                       \
+        if (TWO_M) _tile_stored(2, c10, 64);                                       \
+        if (TWO_M && TWO_N) _tile_stored(3, c11, 64);                              \
+    } while (0)
+
+INLINE_BF void tdp_tiles(int two_m, int two_n, int first, int kc, const uint16_t *a0, const uint16_t *a1,
+                         const __m512i (*bt0)[16], const __m512i (*bt1)[16], float *c00, float *c01, float *c10,
+                         float *c11) {
+    if (two_m && two_n) TDP_BODY(1, 1);
+    else if (two_m) TDP_BODY(1, 0);
+    else if (two_n) TDP_BODY(0, 1);
+    else TDP_BODY(0, 0);
+}
+
+/* Y rows [0, 16 * mtn) of the pass starting at row tile mt0, columns of the
+ * block [nb0, nbe), from the scratch. */
+INLINE_BF void write_back(const float *cbuf, int mtn, int ntn, int nb0, int nbe, float *Y, size_t ldy) {
+    /* row after row of Y (its 16 tiles' rows are contiguous there) */
+    for (int i = 0; i < mtn; i++)
+        for (int r = 0; r < 16; r++) {
+            const float *c = cbuf + (size_t)i * NBT * TILE + 16 * r;
+            float *y = Y + (size_t)(16 * i + r) * ldy + nb0;
+            for (int j = 0; j < ntn; j++)
+                _mm512_mask_storeu_ps(y + 16 * j, bf16_col_mask(nb0 + 16 * j, nbe), _mm512_load_ps(c + (size_t)j * TILE));
+        }
+}
+
+/* The weight tiles of work item q of a column block (K chunk q / npairs,
+ * column tile pair q % npairs), decoded a few at a time. */
+typedef struct {
+    int n[2];
+    int64_t kb;
+    int kc, count, done;
+} bf16_decoder;
+
+INLINE_BF void decoder_start(bf16_decoder *d, int nb0, int ntn, int64_t nb, int q) {
+    const int npairs = (ntn + 1) / 2, j = 2 * (q % npairs), two_n = j + 1 < ntn;
+    d->kb = (int64_t)(q / npairs) * KC;
+    d->kc = (int)LB_MIN((int64_t)KC, nb - d->kb);
+    d->n[0] = nb0 + 16 * j;
+    d->n[1] = nb0 + 16 * (j + two_n);
+    d->count = (1 + two_n) * d->kc;
+    d->done = 0;
+}
+
+INLINE_BF void decode_tiles(bf16_decoder *d, lb_bf16_tile_fn tile, const void *ctx, int n, __m512i (*out)[KC][16]) {
+    for (const int end = LB_MIN(d->count, d->done + n); d->done < end; d->done++) {
+        const int t = d->done / d->kc, b = d->done % d->kc;
+        tile(ctx, d->n[t], d->kb + b, out[t][b]);
+    }
+}
+
+/* The partial-sum scratch, kept per thread from call to call (freed when
+ * the thread ends): a fresh 0.5 MiB per call came back from the kernel as
+ * zeroed pages (clear_page in a pp512 profile, and a noisy pp). NULL when
+ * it cannot grow to bytes. */
+static pthread_key_t scratch_key; /* one per including file */
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+typedef struct {
+    void *p;
+    size_t n;
+} scratch_buf;
+static void scratch_free(void *v) {
+    scratch_buf *b = v;
+    free(b->p);
+    free(b);
+}
+static void scratch_init(void) {
+    if (pthread_key_create(&scratch_key, scratch_free)) scratch_key = (pthread_key_t)-1;
+}
+static void *thread_scratch(size_t bytes) {
+    pthread_once(&scratch_once, scratch_init);
+    if (scratch_key == (pthread_key_t)-1) return NULL;
+    scratch_buf *b = pthread_getspecific(scratch_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof *b))) return NULL;
+        if (pthread_setspecific(scratch_key, b)) {
+            free(b);
+            return NULL;
+        }
+    }
+    if (b->n < bytes) {
+        free(b->p);
+        b->n = 0;
+        if (!(b->p = aligned_alloc(64, (bytes + 63) & ~(size_t)63))) return NULL;
+        b->n = bytes;
+    }
+    return b->p;
+}
+
+/* Y rows [0, M) x columns [n0, n1) (tiles past n1 are decoded by tile as it
+ * likes, and not stored). A: M/16 groups of lb_block_bf16x16 (a_row_size
+ * bytes each), M % 16 == 0. tile and ctx: constants after inlining. */
+INLINE_BF void lb_amx_bf16_gemm(lb_bf16_tile_fn tile, const void *ctx, int64_t K, int n0, int n1, const void *A,
+                                size_t a_row_size, int M, float *Y, size_t ldy) {
+    const int64_t nb = K / 32;
+    const int mt_all = M / 16;
+    /* the scratch for every row tile of the call, or (allocation failed) a
+     * few at a time on the stack: slower, as each pass decodes the weights */
+    float stack_c[STACK_MT * NBT * TILE] __attribute__((aligned(64)));
+    float *heap_c = thread_scratch((size_t)LB_MAX(mt_all, 1) * NBT * TILE * sizeof(float));
+    float *cbuf = heap_c ? heap_c : stack_c;
+    const int mt_pass = heap_c ? mt_all : STACK_MT;
+    /* weight tiles of one column tile pair and K chunk, twice: the vector
+     * units decode the next pair's tiles between the tile unit's work on the
+     * current one (a few tiles after each row tile pair), so the two overlap */
+    __m512i bt[2][2][KC][16];
+    _tile_loadconfig(&bf_cfg);
+    for (int nb0 = n0; nb0 < n1; nb0 += NBT * 16) {
+        const int nbe = LB_MIN(nb0 + NBT * 16, n1), ntn = (nbe - nb0 + 15) / 16;
+        const int npairs = (ntn + 1) / 2, nitems = npairs * (int)((nb + KC - 1) / KC);
+        for (int mt0 = 0; mt0 < mt_all; mt0 += mt_pass) {
+            const int mtn = LB_MIN(mt_pass, mt_all - mt0), iters = (mtn + 1) / 2;
+            const char *Ap = (const char *)A + (size_t)mt0 * a_row_size;
+            bf16_decoder dec;
+            decoder_start(&dec, nb0, ntn, nb, 0);
+            decode_tiles(&dec, tile, ctx, dec.count, bt[0]);
+            for (int q = 0; q < nitems; q++) {
+                const int64_t kb = (int64_t)(q / npairs) * KC;
+                const int j = 2 * (q % npairs), kc = (int)LB_MIN((int64_t)KC, nb - kb), two_n = j + 1 < ntn;
+                __m512i(*cur)[KC][16] = bt[q & 1], (*nxt)[KC][16] = bt[(q & 1) ^ 1];
+                const int more = q + 1 < nitems;
+                if (more) decoder_start(&dec, nb0, ntn, nb, q + 1);
+                const int per = more ? (dec.count + iters - 1) / iters : 0;
+                for (int i = 0; i < mtn; i += 2) {
+                    const int two_m = i + 1 < mtn;
+                    const uint16_t *a0 = (const uint16_t *)(Ap + (size_t)i * a_row_size) + (size_t)kb * TILE * 2;
+                    const uint16_t *a1 = (const uint16_t *)((const char *)a0 + a_row_size);
+                    float *c00 = cbuf + ((size_t)i * NBT + j) * TILE;
+                    tdp_tiles(two_m, two_n, kb == 0, kc, a0, a1, (const __m512i(*)[16])cur[0],
+                              (const __m512i(*)[16])cur[1], c00, c00 + TILE, c00 + NBT * TILE,
+                              c00 + NBT * TILE + TILE);
+                    if (more) decode_tiles(&dec, tile, ctx, per, nxt);
+                }
+            }
+            write_back(cbuf, mtn, ntn, nb0, nbe, Y + (size_t)mt0 * 16 * ldy, ldy);
+        }
+    }
+    _tile_release();
+}
+
+#endif

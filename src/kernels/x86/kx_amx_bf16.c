@@ -1,0 +1,63 @@
+/* AMX-BF16 GEMM (prefill) on the 16-row K-quant layouts of
+ * formats/repack_kx.h: Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, the bulk of llama.cpp's
+ * K-quant mixes. The tile work, blocking and scratch are the shared core
+ * (amx_bf16_impl.h, why bf16: repack_amx_bf16.c); this file only turns one
+ * weight tile (16 rows, 32 weights of a super-block) into bf16 with the
+ * reference's arithmetic: d1 = d * sc, m1 = dmin * m, w = d1 * q - m1 in
+ * fp32 (formats/q4_k.c and the others), then rounded to nearest even.
+ * The decode of the quants and scales is the AVX-512 VNNI kernels'
+ * (kx_avx512_impl.h): unsigned bytes u with q = u - bias. Decode and the
+ * rows past a multiple of 16 keep Q8_K activations and the VNNI GEMV. */
+#include "kernels/x86/kx_avx512.h"
+
+#if LB_HAVE_X86_KERNELS
+#include "kernels/x86/amx_bf16_impl.h"
+#include "kernels/x86/kx_avx512_impl.h"
+#include "kernels/x86/repack_amx.h"
+
+typedef struct {
+    int kt;
+    const uint8_t *W;
+    size_t gstride; /* bytes per 16-row group */
+} kx_ctx;
+
+/* Weights 32t .. 32t + 31 of super-block b / 8 (t = b % 8) of the 16 rows from n. */
+INLINE_BF void kx_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
+    const kx_ctx *c = vctx;
+    const int kt = c->kt, t = (int)(b % 8), sb16 = kx_sb(kt) == 16;
+    const uint8_t *xb = c->W + (size_t)(n / 16) * c->gstride + (size_t)(b / 8) * kx_xbs(kt);
+    kx_sstate S;
+    kx_sload(kt, xb, &S);
+    const __m512 d = fp16x16(xb + kx_d_off(kt)), bias = _mm512_set1_ps((float)kx_bias(kt));
+    __m512 d1 = d, m1 = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int kk = 0; kk < 8; kk++) {
+        if (kk == 0 || (sb16 && kk == 4)) {
+            const int j = sb16 ? 2 * t + kk / 4 : t; /* the sub-block */
+            d1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(kx_sc(kt, &S, j)));
+            if (kx_has_min(kt))
+                m1 = _mm512_mul_ps(fp16x16(xb + KX_DMIN_OFF), _mm512_cvtepi32_ps(byte_of(S.v[2 + j / 4], j % 4)));
+        }
+        const __m512i v = dec_vec(kt, xb, t / 2, 8 * (t % 2) + kk);
+        __m512 f[4];
+#pragma GCC unroll 4
+        for (int e = 0; e < 4; e++)
+            f[e] = _mm512_sub_ps(_mm512_mul_ps(d1, _mm512_sub_ps(_mm512_cvtepi32_ps(byte_of(v, e)), bias)), m1);
+        out[2 * kk] = bf16_pair_row(f[0], f[1]);
+        out[2 * kk + 1] = bf16_pair_row(f[2], f[3]);
+    }
+}
+
+#define KX_BF16_KERNEL(w, KT)                                                                                   \
+    LB_AMXBF16 void lb_gemm_##w##x16_bf16x16_16x4_amxbf16(int64_t K, const void *W, size_t wrs, int n0, int n1, \
+                                                          const void *A, size_t ars, int M, float *Y,          \
+                                                          size_t ldy) {                                        \
+        const kx_ctx c = {KT, W, 16 * wrs};                                                                    \
+        lb_amx_bf16_gemm(kx_tile, &c, K, n0, n1, A, ars, M, Y, ldy);                                           \
+    }
+KX_BF16_KERNEL(q3_K, KQ3)
+KX_BF16_KERNEL(q4_K, KQ4)
+KX_BF16_KERNEL(q5_K, KQ5)
+KX_BF16_KERNEL(q6_K, KQ6)
+KX_BF16_KERNEL(iq4_xs, KIQ4)
+#endif
