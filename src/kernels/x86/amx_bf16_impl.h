@@ -3,8 +3,21 @@
  * (kx_amx_bf16.c): Y = A (bf16 activation groups, lb_block_bf16x16) times
  * W transposed, where a layout only supplies the decode of one weight tile
  * (16 weight rows = Y columns, one block of 32 along K) to bf16 pairs.
- * Why bf16 and the blocking: repack_amx_bf16.c's head comment and
- * docs/kernels.md. Included only by x86 kernel files. */
+ * Why bf16: repack_amx_bf16.c's head comment and docs/kernels.md.
+ *
+ * Blocking (measured on the Xeon: the tiles' 8 registers allow 2 x 2 output
+ * tiles, so every tdpbf16ps needs one 1 KiB tile load, and AMX only runs
+ * near its rate when one operand is in L1):
+ *   columns in blocks of NBT tiles (256 columns: 16 gave 1.09x 8, 24 no more);
+ *   K in chunks of KC blocks (256 values): one pair of 16-column weight
+ *   tiles (2 x 8 KiB of bf16; with the next pair's, 32 KiB of L1) is
+ *   decoded, then every activation tile pair of the call (M x 256 bf16 =
+ *   256 KiB at M = 512: L2) passes over it;
+ *   fp32 partial sums in tile order in a scratch (M x 256 x 4 bytes), not in
+ *   Y: 16 tile rows 22 KiB apart cost twice as much to load and store;
+ *   the weight decode for the next column tile pair interleaved with the
+ *   tile work on the current one (1.12x over decoding before the row loop).
+ * Included only by x86 kernel files. */
 #ifndef LB_AMX_BF16_IMPL_H
 #define LB_AMX_BF16_IMPL_H
 

@@ -19,17 +19,7 @@
  * tests/test_repack_kernels.c checks the outputs against a double sum of
  * exactly these bf16 values.
  *
- * Blocking (measured on the Xeon: the tiles' 8 registers allow 2 x 2 output
- * tiles, so every tdpbf16ps needs one 1 KiB tile load, and AMX only runs
- * near its rate when one operand is in L1):
- *   columns in blocks of NBT tiles (256 columns: 16 gave 1.09x 8, 24 no more);
- *   K in chunks of KC blocks (256 values): one pair of 16-column weight
- *   tiles (2 x 8 KiB of bf16, L1) is decoded, then every activation tile pair
- *   of the call (M x 256 bf16 = 256 KiB at M = 512: L2) passes over it;
- *   fp32 partial sums in tile order in a scratch (M x 256 x 4 bytes), not in
- *   Y: 16 tile rows 22 KiB apart cost twice as much to load and store;
- *   the weight decode for the next column tile pair interleaved with the
- *   tile work on the current one (1.12x over decoding before the row loop).
+ * Blocking and scratch: the shared core, amx_bf16_impl.h.
  * Rows beyond a multiple of 16 go to the AVX-512 VNNI GEMV (the entry's gemv). */
 #include "kernels/x86/repack_amx.h"
 
