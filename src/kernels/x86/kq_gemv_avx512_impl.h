@@ -20,7 +20,10 @@
  * slower; CB2's GEMV, with more work per byte, ran 3-8 % faster at 3072 than
  * at 2048 in decode, Q2_K the same. L2 (AMD Zen 4): 4096; 3-12 KiB all
  * within noise in bench/kernels; in decode 4096 against 8192: CB2 +9 %, Q2_K
- * even; against 6144: Q2_K +16-27 %. */
+ * even; against 6144: Q2_K +16-27 %. Each group's x-block is asked for a
+ * quarter per quadrant of the work, not in one burst: on the Xeon (L1, 3072,
+ * 5632 x 2048, 2 threads) Q2_K 25.6 -> 27.3-27.5 GB/s, CB2 23.7 -> 25.5-25.8,
+ * CB3 23.7 -> 26.7-27.3 (1.07-1.15x); not measured on AMD. */
 #ifndef LB_KQ_GEMV_PREFETCH_L1
 #define LB_KQ_GEMV_PREFETCH_L1 3072
 #endif
@@ -60,7 +63,10 @@ typedef struct {
  * from memory in bench/kernels, 2048x5632 on 2 threads; bench/overlap shows
  * the ceiling). */
 INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, int G, const uint8_t *const *xb, int64_t b,
-                    const gemv_acts *A, const consts *c, __m512 (*acc)[4]) {
+                    const gemv_acts *A, const consts *c, __m512 (*acc)[4], const uint8_t *const *pf) {
+    /* the prefetch of each group's x-block ahead (pf), a quarter per
+     * quadrant: spread over the work, not in one burst (kquant-mixes.md) */
+    const size_t pq = (xb_size(wt) / 4 + 63) & ~(size_t)63;
     if (wt == WQ2K) {
         /* no lookup: 2-bit quants (GFNI bit extraction) times activations,
          * a sub-group's int16 sum times its scale by vpdpwssd */
@@ -82,7 +88,10 @@ GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
         for (int jq = 0; jq < 4; jq++) {
             __m512i sc[2]; /* the quadrant's 4-bit scales as bytes */
 #pragma GCC unroll 2
-            for (int g = 0; g < G; g++) sc[g] = q2k_nibble_plane(xb[g] + np_off(WQ2K), jq);
+            for (int g = 0; g < G; g++) {
+                lb_prefetch_span(pf[g] + jq * pq, jq < 3 ? pq : xb_size(wt) - 3 * pq, c->pf_l2);
+                sc[g] = q2k_nibble_plane(xb[g] + np_off(WQ2K), jq);
+            }
 #pragma GCC unroll 4
             for (int jj = 0; jj < 4; jj++) {
                 const int j = 4 * jq + jj;
@@ -141,10 +150,11 @@ GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
     /* 4 quadrants of 4 sub-groups (GEMV_JQ_UNROLL) */
 GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
     for (int jq = 0; jq < 4; jq++) {
-        __m512i pq[2], sq[2]; /* selector plane; scales (narrow: s, else s - 1, for cb_sf) */
+        __m512i sp[2], sq[2]; /* selector plane; scales (narrow: s, else s - 1, for cb_sf) */
 #pragma GCC unroll 2
         for (int g = 0; g < G; g++) {
-            pq[g] = sel_plane(wt, xb[g], jq, c);
+            lb_prefetch_span(pf[g] + jq * pq, jq < 3 ? pq : xb_size(wt) - 3 * pq, c->pf_l2);
+            sp[g] = sel_plane(wt, xb[g], jq, c);
             sq[g] = cb_s1_quadrant(wt, cbits, xb[g], jq, c);
             if (nar) sq[g] = _mm512_add_epi8(sq[g], _mm512_set1_epi8(1));
         }
@@ -153,7 +163,7 @@ GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
             const int j = 4 * jq + jj;
             __m512i u[2][4];
 #pragma GCC unroll 2
-            for (int g = 0; g < G; g++) decode_sub_q(wt, wide, xb[g], j, pq[g], c, u[g]);
+            for (int g = 0; g < G; g++) decode_sub_q(wt, wide, xb[g], j, sp[g], c, u[g]);
 #pragma GCC unroll 4
             for (int m = 0; m < MR; m++) {
                 const int8_t *a = A->qs[m] + b * sizeof(block_q8_K) + 16 * j;
@@ -202,16 +212,16 @@ INLINE void gemv_groups(int wt, int cbits, int wide, int nar, int MR, int NG, in
     for (int64_t b = 0; b < kb; b++)
 #pragma GCC unroll 4 /* the accumulators stay in registers */
         for (int g = 0; g < NG; g += G) {
-            const uint8_t *xb[2];
+            const uint8_t *xb[2], *pfp[2];
             /* near a stream's end, on into the stream the next call reads
              * (rows of K = 2048 are only 8 super-blocks long) */
             const ptrdiff_t pf = dist + ((b + 1) * (int64_t)xbs + dist > kb * (int64_t)xbs ? jump : 0);
 #pragma GCC unroll 2
             for (int h = 0; h < G; h++) {
                 xb[h] = xg + (g + h) * gstride + (size_t)b * xbs;
-                lb_prefetch_span(xb[h] + pf, xbs, pf_l2);
+                pfp[h] = xb[h] + pf;
             }
-            gemv_sb(wt, cbits, wide, nar, MR, G, xb, b, A, c, &acc[g]);
+            gemv_sb(wt, cbits, wide, nar, MR, G, xb, b, A, c, &acc[g], pfp);
         }
     for (int g = 0; g < NG; g++)
 #pragma GCC unroll 4
