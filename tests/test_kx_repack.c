@@ -173,37 +173,6 @@ static void reference(int base, const uint8_t *plain, const float *x, int64_t K,
     free(a);
 }
 
-/* The same with the activations and the dequantized weights rounded to
- * bf16 (lb_pack_bf16x16_ref, lb_f32_to_bf16), as the AMX-BF16 GEMM
- * multiplies them; rows in whole groups of 16 (the others stay unset). */
-static void reference_bf16(int base, const uint8_t *plain, const float *x, int64_t K, int64_t N, int M, double *want,
-                           double *mag) {
-    const size_t rs = lb_row_size(base, K);
-    float *w = malloc(sizeof(float) * K), *a = malloc(sizeof(float) * K * 16);
-    lb_block_bf16x16 *p = malloc(sizeof(lb_block_bf16x16) * (size_t)(K / 32));
-    for (int m0 = 0; m0 + 16 <= M; m0 += 16) {
-        lb_pack_bf16x16_ref(x + (size_t)m0 * K, (size_t)K, p, K);
-        for (int r = 0; r < 16; r++)
-            for (int64_t i = 0; i < K; i++) a[r * K + i] = lb_bf16_to_f32(p[i / 32].v[r][i % 32]);
-        for (int64_t n = 0; n < N; n++) {
-            lb_traits(base)->to_float(plain + n * rs, w, K);
-            for (int64_t i = 0; i < K; i++) w[i] = lb_bf16_to_f32(lb_f32_to_bf16(w[i]));
-            for (int r = 0; r < 16; r++) {
-                double s = 0, g = 0;
-                for (int64_t i = 0; i < K; i++) {
-                    s += (double)w[i] * a[r * K + i];
-                    g += fabs((double)w[i] * a[r * K + i]);
-                }
-                want[(m0 + r) * N + n] = s;
-                mag[(m0 + r) * N + n] = g;
-            }
-        }
-    }
-    free(w);
-    free(a);
-    free(p);
-}
-
 /* ---- layout ---- */
 
 static void test_layout(void) {
@@ -306,7 +275,7 @@ static void run_case(int base, const uint8_t *plain, int64_t K, int64_t N, const
     double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
     double *want16 = malloc(sizeof(double) * N * Mmax), *mag16 = malloc(sizeof(double) * N * Mmax);
     reference(base, plain, x, K, N, Mmax, want, mag);
-    reference_bf16(base, plain, x, K, N, Mmax, want16, mag16);
+    lb_test_reference_bf16(base, plain, x, K, N, Mmax, want16, mag16);
     for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
         if (!lb_test_level_available(kLevels[li])) continue;
         lb_cpu_force_level(kLevels[li]);
@@ -315,13 +284,11 @@ static void run_case(int base, const uint8_t *plain, int64_t K, int64_t N, const
             for (int nth = 1; nth <= 2; nth++) {
                 if (nth == 2 && M % 5 != 1) continue;
                 float *y = lb_test_matmul(T, packed, K, N, x, M, nth);
-                /* the AMX-BF16 GEMM's outputs: whole row groups of 16 x whole 16-row weight groups */
-                const int bf = lb_kernel_get(T)->act_x4_block == sizeof(lb_block_bf16x16);
                 int bad = 0;
                 double worst = 0;
                 for (int m = 0; m < M; m++)
                     for (int64_t n = 0; n < N; n++) {
-                        const int b16 = bf && m < M - M % 16 && n < N - N % 16;
+                        const int b16 = lb_test_from_bf16(T, N, M, m, n);
                         const double e = fabs((double)y[m * N + n] - (b16 ? want16 : want)[m * N + n]);
                         const double bound = exact ? 0.0 : TOL * (b16 ? mag16 : mag)[m * N + n] + 1e-30;
                         if (!(e <= bound)) {

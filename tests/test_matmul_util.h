@@ -9,6 +9,8 @@
 #include <stdlib.h>
 
 #include "core/common.h"
+#include "core/fp16.h"
+#include "formats/repack.h"
 #include "formats/types.h"
 #include "kernels/dispatch.h"
 
@@ -36,6 +38,48 @@ static inline float *lb_test_matmul_bits(int type, const uint8_t *packed, int64_
 static inline float *lb_test_matmul(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M,
                                     int nth) {
     return lb_test_matmul_bits(type, packed, K, N, x, M, nth, 0);
+}
+
+/* The AMX-BF16 GEMM's reference (kernels/x86/amx_bf16_impl.h): want[m][n]
+ * as a double sum over the bf16 roundings of the dequantized weights of base
+ * (lb_f32_to_bf16) and of the activations (lb_pack_bf16x16_ref), and mag the
+ * sum of |w a|, for the rows in whole groups of 16 (the others stay unset). */
+static inline void lb_test_reference_bf16(int base, const uint8_t *plain, const float *x, int64_t K, int64_t N, int M,
+                                          double *want, double *mag) {
+    const size_t rs = lb_row_size(base, K);
+    float *w = malloc(sizeof(float) * K), *a = malloc(sizeof(float) * K * 16);
+    lb_block_bf16x16 *p = malloc(sizeof(lb_block_bf16x16) * (size_t)(K / 32));
+    for (int m0 = 0; m0 + 16 <= M; m0 += 16) {
+        lb_pack_bf16x16_ref(x + (size_t)m0 * K, (size_t)K, p, K);
+        for (int r = 0; r < 16; r++)
+            for (int64_t i = 0; i < K; i++) a[r * K + i] = lb_bf16_to_f32(p[i / 32].v[r][i % 32]);
+        for (int64_t n = 0; n < N; n++) {
+            lb_traits(base)->to_float(plain + n * rs, w, K);
+            for (int64_t i = 0; i < K; i++) w[i] = lb_bf16_to_f32(lb_f32_to_bf16(w[i]));
+            for (int r = 0; r < 16; r++) {
+                double s = 0, t = 0;
+                for (int64_t i = 0; i < K; i++) {
+                    s += (double)w[i] * a[r * K + i];
+                    t += fabs((double)w[i] * a[r * K + i]);
+                }
+                want[(m0 + r) * N + n] = s;
+                mag[(m0 + r) * N + n] = t;
+            }
+        }
+    }
+    free(w);
+    free(a);
+    free(p);
+}
+
+/* Whether lb_matmul of an interleaved type at the current level computes
+ * output (m, n) of an N x M product in the AMX-BF16 GEMM: rows in whole
+ * groups of 16, weight rows in whole interleaved groups (the tails go to
+ * the GEMV and the plain kernel, with Q8_0 / Q8_K activations). */
+static inline int lb_test_from_bf16(int type, int64_t N, int M, int m, int64_t n) {
+    const lb_kernel *k = lb_kernel_get(type);
+    const int R = lb_type_rows(type);
+    return k->act_x4_block == sizeof(lb_block_bf16x16) && m < M - M % 16 && n < N - N % R;
 }
 
 #endif

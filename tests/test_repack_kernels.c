@@ -106,43 +106,6 @@ static void reference(int base, const uint8_t *plain, const float *x, int64_t K,
     free(q);
 }
 
-/* The same with the activations and dequantized weights rounded to bf16, as
- * the AMX-BF16 GEMM multiplies them. */
-static void reference_bf16(int base, const uint8_t *plain, const float *x, int64_t K, int64_t N, int M, double *y,
-                           double *mag) {
-    const size_t rs = lb_row_size(base, K);
-    float *w = malloc(sizeof(float) * K), *a = malloc(sizeof(float) * K * 16);
-    lb_block_bf16x16 *p = malloc(sizeof(lb_block_bf16x16) * (size_t)(K / 32));
-    for (int m0 = 0; m0 + 16 <= M; m0 += 16) {
-        lb_pack_bf16x16_ref(x + (size_t)m0 * K, (size_t)K, p, K);
-        for (int r = 0; r < 16; r++)
-            for (int64_t i = 0; i < K; i++) a[r * K + i] = lb_bf16_to_f32(p[i / 32].v[r][i % 32]);
-        for (int64_t n = 0; n < N; n++) {
-            lb_traits(base)->to_float(plain + n * rs, w, K);
-            for (int64_t i = 0; i < K; i++) w[i] = lb_bf16_to_f32(lb_f32_to_bf16(w[i]));
-            for (int r = 0; r < 16; r++) {
-                double s = 0, t = 0;
-                for (int64_t i = 0; i < K; i++) {
-                    s += (double)w[i] * a[r * K + i];
-                    t += fabs((double)w[i] * a[r * K + i]);
-                }
-                y[(m0 + r) * N + n] = s;
-                mag[(m0 + r) * N + n] = t;
-            }
-        }
-    }
-    free(w);
-    free(a);
-    free(p);
-}
-
-/* Whether output (m, n) comes from the AMX-BF16 GEMM at this level. */
-static int from_bf16(int type, int64_t N, int M, int m, int64_t n) {
-    const lb_kernel *k = lb_kernel_get(type);
-    const int R = lb_type_rows(type);
-    return k->act_x4_block == sizeof(lb_block_bf16x16) && m < M - M % 16 && n < N - N % R;
-}
-
 static void test_exact(void) {
     uint64_t seed = 21;
     const int64_t Ks[] = {32, 96, 1024};
@@ -197,7 +160,7 @@ static void test_float(void) {
                 double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
                 double *want16 = malloc(sizeof(double) * N * Mmax), *mag16 = malloc(sizeof(double) * N * Mmax);
                 reference(L->base, plain, x, K, N, Mmax, want, mag);
-                reference_bf16(L->base, plain, x, K, N, Mmax, want16, mag16);
+                lb_test_reference_bf16(L->base, plain, x, K, N, Mmax, want16, mag16);
                 for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
                     if (!lb_test_level_available(kLevels[li])) continue;
                     lb_cpu_force_level(kLevels[li]);
@@ -215,7 +178,7 @@ static void test_float(void) {
                             int bad = 0;
                             for (int m = 0; m < M; m++)
                                 for (int64_t n = 0; n < N; n++) {
-                                    const int bf = from_bf16(L->type, N, M, m, n);
+                                    const int bf = lb_test_from_bf16(L->type, N, M, m, n);
                                     const double e = fabs((double)y[m * N + n] - (bf ? want16 : want)[m * N + n]);
                                     const double bound = TOL * (bf ? mag16 : mag)[m * N + n] + 1e-30;
                                     if (!(e <= bound)) bad++;
@@ -388,12 +351,12 @@ static void test_many_rows(void) {
     double *want = malloc(sizeof(double) * N * M), *mag = malloc(sizeof(double) * N * M);
     double *want16 = malloc(sizeof(double) * N * M), *mag16 = malloc(sizeof(double) * N * M);
     reference(L->base, plain, x, K, N, M, want, mag);
-    reference_bf16(L->base, plain, x, K, N, M, want16, mag16);
+    lb_test_reference_bf16(L->base, plain, x, K, N, M, want16, mag16);
     float *y = lb_test_matmul(type, packed, K, N, x, M, 2);
     int bad = 0;
     for (int m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) {
-            const int bf = from_bf16(type, N, M, m, n);
+            const int bf = lb_test_from_bf16(type, N, M, m, n);
             const double e = fabs((double)y[m * N + n] - (bf ? want16 : want)[m * N + n]);
             bad += !(e <= TOL * (bf ? mag16 : mag)[m * N + n] + 1e-30);
         }

@@ -135,28 +135,41 @@ INLINE_BF void write_back(const float *cbuf, int mtn, int ntn, int nb0, int nbe,
         }
 }
 
-/* The weight tiles of work item q of a column block (K chunk q / npairs,
- * column tile pair q % npairs), decoded a few at a time. */
+/* Work item q of a column block of ntn tiles: K chunk q / npairs (blocks
+ * [kb, kb + kc)), column tile pair q % npairs (tiles j and, with two_n, j + 1). */
 typedef struct {
-    int n[2];
     int64_t kb;
-    int kc, count, done;
+    int kc, j, two_n;
+} bf16_item;
+
+INLINE_BF bf16_item item_at(int ntn, int64_t nb, int q) {
+    const int npairs = (ntn + 1) / 2;
+    bf16_item it;
+    it.kb = (int64_t)(q / npairs) * KC;
+    it.kc = (int)LB_MIN((int64_t)KC, nb - it.kb);
+    it.j = 2 * (q % npairs);
+    it.two_n = it.j + 1 < ntn;
+    return it;
+}
+
+/* An item's weight tiles (its column block starting at nb0), decoded a few
+ * at a time. */
+typedef struct {
+    bf16_item it;
+    int nb0, count, done;
 } bf16_decoder;
 
-INLINE_BF void decoder_start(bf16_decoder *d, int nb0, int ntn, int64_t nb, int q) {
-    const int npairs = (ntn + 1) / 2, j = 2 * (q % npairs), two_n = j + 1 < ntn;
-    d->kb = (int64_t)(q / npairs) * KC;
-    d->kc = (int)LB_MIN((int64_t)KC, nb - d->kb);
-    d->n[0] = nb0 + 16 * j;
-    d->n[1] = nb0 + 16 * (j + two_n);
-    d->count = (1 + two_n) * d->kc;
+INLINE_BF void decoder_start(bf16_decoder *d, int nb0, bf16_item it) {
+    d->it = it;
+    d->nb0 = nb0;
+    d->count = (1 + it.two_n) * it.kc;
     d->done = 0;
 }
 
 INLINE_BF void decode_tiles(bf16_decoder *d, lb_bf16_tile_fn tile, const void *ctx, int n, __m512i (*out)[KC][16]) {
     for (const int end = LB_MIN(d->count, d->done + n); d->done < end; d->done++) {
-        const int t = d->done / d->kc, b = d->done % d->kc;
-        tile(ctx, d->n[t], d->kb + b, out[t][b]);
+        const int t = d->done / d->it.kc, b = d->done % d->it.kc;
+        tile(ctx, d->nb0 + 16 * (d->it.j + t), d->it.kb + b, out[t][b]);
     }
 }
 
@@ -218,26 +231,25 @@ INLINE_BF void lb_amx_bf16_gemm(lb_bf16_tile_fn tile, const void *ctx, int64_t K
     _tile_loadconfig(&bf_cfg);
     for (int nb0 = n0; nb0 < n1; nb0 += NBT * 16) {
         const int nbe = LB_MIN(nb0 + NBT * 16, n1), ntn = (nbe - nb0 + 15) / 16;
-        const int npairs = (ntn + 1) / 2, nitems = npairs * (int)((nb + KC - 1) / KC);
+        const int nitems = (ntn + 1) / 2 * (int)((nb + KC - 1) / KC);
         for (int mt0 = 0; mt0 < mt_all; mt0 += mt_pass) {
             const int mtn = LB_MIN(mt_pass, mt_all - mt0), iters = (mtn + 1) / 2;
             const char *Ap = (const char *)A + (size_t)mt0 * a_row_size;
             bf16_decoder dec;
-            decoder_start(&dec, nb0, ntn, nb, 0);
+            decoder_start(&dec, nb0, item_at(ntn, nb, 0));
             decode_tiles(&dec, tile, ctx, dec.count, bt[0]);
             for (int q = 0; q < nitems; q++) {
-                const int64_t kb = (int64_t)(q / npairs) * KC;
-                const int j = 2 * (q % npairs), kc = (int)LB_MIN((int64_t)KC, nb - kb), two_n = j + 1 < ntn;
+                const bf16_item it = dec.it; /* decoded into bt[q & 1] */
                 __m512i(*cur)[KC][16] = bt[q & 1], (*nxt)[KC][16] = bt[(q & 1) ^ 1];
                 const int more = q + 1 < nitems;
-                if (more) decoder_start(&dec, nb0, ntn, nb, q + 1);
+                if (more) decoder_start(&dec, nb0, item_at(ntn, nb, q + 1));
                 const int per = more ? (dec.count + iters - 1) / iters : 0;
                 for (int i = 0; i < mtn; i += 2) {
                     const int two_m = i + 1 < mtn;
-                    const uint16_t *a0 = (const uint16_t *)(Ap + (size_t)i * a_row_size) + (size_t)kb * TILE * 2;
+                    const uint16_t *a0 = (const uint16_t *)(Ap + (size_t)i * a_row_size) + (size_t)it.kb * TILE * 2;
                     const uint16_t *a1 = (const uint16_t *)((const char *)a0 + a_row_size);
-                    float *c00 = cbuf + ((size_t)i * NBT + j) * TILE;
-                    tdp_tiles(two_m, two_n, kb == 0, kc, a0, a1, (const __m512i(*)[16])cur[0],
+                    float *c00 = cbuf + ((size_t)i * NBT + it.j) * TILE;
+                    tdp_tiles(two_m, it.two_n, it.kb == 0, it.kc, a0, a1, (const __m512i(*)[16])cur[0],
                               (const __m512i(*)[16])cur[1], c00, c00 + TILE, c00 + NBT * TILE,
                               c00 + NBT * TILE + TILE);
                     if (more) decode_tiles(&dec, tile, ctx, per, nxt);
