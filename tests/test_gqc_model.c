@@ -220,8 +220,14 @@ int main(void) {
     float *ys = run(gc, &V, &ty);
     lb_cpu_force_level(lb_cpu_detected());
     CHECK_MSG(ty == LB_TYPE_GQ4_GC, "scalar level: blk.0.attn_q runs as %s", lb_type_name(ty));
-    if (y && ys) check_close(ys, y, 2 * V, "GQ4_GC at the best level against the scalar reference", 0.01);
-    free(y), free(ref), free(ys);
+    /* against the scalar reference with the same Q8_0 activations: AMX-BF16's
+     * prefill GEMM rounds them to bf16 instead (held to the F32 twin above;
+     * it is the closer of the two there), so it is left out of this one */
+    lb_cpu_disable_features(LB_CPU_AMXBF16);
+    float *yq = run(gc, &V, &ty);
+    lb_cpu_disable_features(0);
+    if (yq && ys) check_close(ys, yq, 2 * V, "GQ4_GC at the best level against the scalar reference", 0.01);
+    free(y), free(ref), free(ys), free(yq);
 
     /* symmetric 3 bits, 2 bits */
     lb_quantize_options o;

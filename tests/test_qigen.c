@@ -17,10 +17,12 @@
  *             plain reference dot (Q8_0 activations, lb_vec_dot_gq*_ref),
  *             f32 against a double dot of the dequantized weights and the
  *             fp32 activations, both within 1e-5 * sum |w| |x|;
- *  - lb_matmul at every level (scalar reference, AVX2, AVX-512 / NEON,
+ *  - lb_matmul at every level (scalar reference, AVX2, AVX-512, AMX / NEON,
  *    dotprod, i8mm): K = 128, 256, 640, 2048, N = 1..17, 31, 48 (plain
  *    tail rows go to the plain reference), M = 1..17, 32 (the prefill GEMM
- *    for M >= 4 and g >= 32), 1 and 2 threads, exact and float data;
+ *    for M >= 4 and g >= 32; at amx with AMX-BF16, for M >= 16 and every g,
+ *    held to the bf16 reference of tests/test_matmul_util.h), 1 and 2
+ *    threads, exact and float data; again without AMX-BF16 where it runs;
  *  - the prefill GEMM with every product at its integer extreme (exact);
  *  - dispatch and repack at load: a non-scalar kernel per type per level;
  *  - the tune file: applied, malformed / unknown / missing ignored. */
@@ -36,7 +38,7 @@
 
 #define TOL 1e-5
 
-static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_NEON, LB_ISA_DOTPROD, LB_ISA_I8MM};
+static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_AMX, LB_ISA_NEON, LB_ISA_DOTPROD, LB_ISA_I8MM};
 enum { N_LEVELS = sizeof kLevels / sizeof kLevels[0] };
 
 static int gq(int i) { return LB_GQ_FIRST + i; }
@@ -113,12 +115,25 @@ static void reference(int type, int variant, const uint8_t *plain, const float *
     free(a);
 }
 
-/* Compares outputs [n0, N) of M rows; returns the number off. */
-static int compare(const float *y, const double *want, const double *mag, int64_t N, int n0, int M, int exact,
-                   const char *what) {
+/* Compares outputs [n0, N) of M rows; returns the number off. With want16
+ * (T: the _QG type in lb_matmul), the outputs the AMX-BF16 GEMM computes are
+ * held to the bf16 reference (lb_test_reference_bf16) instead. */
+static int compare_bf16(const float *y, const double *want, const double *mag, const double *want16,
+                        const double *mag16, int T, int64_t N, int n0, int M, int exact, const char *what) {
     int bad = 0;
     for (int m = 0; m < M; m++)
         for (int64_t n = n0; n < N; n++) {
+            if (want16 && lb_test_from_bf16(T, N, M, m, n)) {
+                const double e = fabs((double)y[m * N + n] - want16[m * N + n]);
+                const double bound = exact ? 0.0 : TOL * mag16[m * N + n] + 1e-30;
+                if (!(e <= bound)) {
+                    if (!bad)
+                        fprintf(stderr, "  %s: first bad m=%d n=%lld y=%.9g want=%.9g (bf16)\n", what, m, (long long)n,
+                                y[m * N + n], want16[m * N + n]);
+                    bad++;
+                }
+                continue;
+            }
             const double e = fabs((double)y[m * N + n] - want[m * N + n]);
             const double bound = exact ? 0.0 : TOL * mag[m * N + n] + 1e-30;
             if (!(e <= bound)) {
@@ -129,6 +144,11 @@ static int compare(const float *y, const double *want, const double *mag, int64_
             }
         }
     return bad;
+}
+
+static int compare(const float *y, const double *want, const double *mag, int64_t N, int n0, int M, int exact,
+                   const char *what) {
+    return compare_bf16(y, want, mag, NULL, NULL, 0, N, n0, M, exact, what);
 }
 
 /* ---- layout ---- */
@@ -224,8 +244,8 @@ static void test_table(void) {
         CHECK((s->cvt != NULL) == (s->variant == LB_QG_I8 && group >= 32));
         const double gamma = 8192.0 * s->l1_kib, xbits = s->variant == LB_QG_F32 ? 32 : 9;
         const double wbits = lb_type_bits_per_weight(s->type);
-        int most = 0, most_whole = 0, fewest_one = 0; /* registers: any candidate, whole 16-row-group tiles,
-                                                        the fewest among one-group tiles */
+        int most = 0, most_whole = 0, fewest_one = 0, most_four = 0; /* registers: any candidate, whole
+                                       16-row-group tiles, the fewest among one-group tiles, the most among four-group tiles */
         for (int i = 0; i < s->n_cand; i++) {
             const lb_qg_cand *c = &s->cand[i];
             const int regs = c->mu + c->mu * c->tu + c->tu;
@@ -239,12 +259,20 @@ static void test_table(void) {
             most = LB_MAX(most, regs);
             if (c->tu * s->vl % 16 == 0) most_whole = LB_MAX(most_whole, regs);
             if (c->tu * s->vl == 16 && (!fewest_one || regs < fewest_one)) fewest_one = regs;
+            if (c->tu * s->vl == 64) most_four = LB_MAX(most_four, regs);
         }
         const lb_qg_cand *d = &s->cand[s->def];
         if (s->isa == LB_QG_AVX2 && fewest_one) {
             /* AVX2: one 16-row group per tile, the fewest registers (one stream the prefetch keeps ahead) */
             CHECK_MSG(d->tu * s->vl == 16 && d->mu + d->mu * d->tu + d->tu == fewest_one,
                       "%s avx2: the default (%d, %d) is not the one-group candidate with the fewest registers", nm,
+                      d->mu, d->tu);
+            continue;
+        }
+        if (s->isa == LB_QG_AVX512 && most_four) {
+            /* AVX-512: four 16-row groups per tile, the most registers */
+            CHECK_MSG(d->tu * s->vl == 64 && d->mu + d->mu * d->tu + d->tu == most_four,
+                      "%s avx512: the default (%d, %d) is not the four-group candidate with the most registers", nm,
                       d->mu, d->tu);
             continue;
         }
@@ -362,12 +390,19 @@ static void test_matmul(void) {
                 float *x = make_acts(K, M, exact, &seed);
                 double *want = malloc(sizeof(double) * N * M), *mag = malloc(sizeof(double) * N * M);
                 reference(type, LB_QG_I8, plain, x, K, N, M, want, mag);
+                double *want16 = NULL, *mag16 = NULL;
+                if (lb_kernel_get(T)->act_x4_block == sizeof(lb_block_bf16x16)) {
+                    want16 = malloc(sizeof(double) * N * M), mag16 = malloc(sizeof(double) * N * M);
+                    lb_test_reference_bf16(type, plain, x, K, N, M, want16, mag16);
+                }
                 float *y = lb_test_matmul(T, packed, K, N, x, M, nth);
                 char what[128];
                 snprintf(what, sizeof what, "%s (%s) at %s K=%lld N=%lld M=%d threads=%d %s", lb_type_name(T),
                          lb_kernel_get(T)->name, lb_isa_name(kLevels[li]), (long long)K, (long long)N, M, nth,
                          exact ? "exact" : "float");
-                const int bad = compare(y, want, mag, N, 0, M, exact, what);
+                const int bad = compare_bf16(y, want, mag, want16, mag16, T, N, 0, M, exact, what);
+                free(want16);
+                free(mag16);
                 CHECK_MSG(!bad, "%s: %d of %lld outputs off", what, bad, (long long)(N * M));
                 runs++;
                 free(y);
@@ -442,7 +477,10 @@ static void test_dispatch(void) {
             CHECK_MSG(k && k->isa != LB_ISA_SCALAR && k->gemv, "%s at %s: %s", lb_type_name(T), lb_isa_name(kLevels[li]),
                       k ? k->name : "none");
             CHECK_MSG(lb_repack_target(gq(i)) == T, "%s is not repacked at %s", lb_type_name(gq(i)), lb_isa_name(kLevels[li]));
-            CHECK(!k || (k->gemm != NULL) == (lb_gq_group(gq(i)) >= 32));
+            /* AMX-BF16 folds the scales into the weights: every group size has the GEMM there */
+            const int bf = k && k->act_x4_block == sizeof(lb_block_bf16x16);
+            CHECK(bf == (kLevels[li] == LB_ISA_AMX && (lb_cpu_extra_features() & LB_CPU_AMXBF16) != 0));
+            CHECK(!k || (k->gemm != NULL) == (lb_gq_group(gq(i)) >= 32 || bf));
         }
     }
     lb_cpu_force_level(LB_ISA_SCALAR);
@@ -531,5 +569,14 @@ int main(void) {
     test_matmul();
     test_gemm_extremes();
     test_dispatch();
+    if (lb_cpu_extra_features() & LB_CPU_AMXBF16) {
+        /* once more without AMX-BF16: the int8 GEMM (tiles as Q8_0_4X4) at the amx level */
+        printf("again without AMX-BF16\n");
+        lb_cpu_disable_features(LB_CPU_AMXBF16);
+        test_matmul();
+        test_gemm_extremes();
+        test_dispatch();
+        lb_cpu_disable_features(0);
+    }
     return lb_test_result("test_qigen");
 }

@@ -23,6 +23,7 @@
 #include "kernels/x86/kx_avx512.h"
 #include "kernels/x86/kx_avx2.h"
 #include "kernels/qigen.h"
+#include "kernels/x86/qg_amx_bf16.h"
 #include "kernels/x86/mx_x86.h"
 #include "kernels/bcq_kernels.h"
 #include "kernels/arm/bcq_arm.h"
@@ -94,6 +95,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_KX_AVX512_KERNELS, /* kernels/x86/kx_avx512.h: Q3_K..Q6_K, IQ4_XS */
     LB_KX_AVX2_KERNELS, LB_KX_AVXVNNI_KERNELS, /* kernels/x86/kx_avx2.h: the 16-row layouts at AVX2 (+ AVX-VNNI) */
     LB_QG_X86_KERNELS /* the GQ*_QG layouts: generated AVX2 / AVX-512 GEMV (kernels/qigen.h) */
+    LB_QG_AMXBF16_KERNELS /* their AMX-BF16 prefill GEMM (kernels/x86/qg_amx_bf16.h) */
     LB_MX_X86_KERNELS /* MX (kernels/x86/mx_x86.h) */
     LB_BCQ_X86_KERNELS /* BCQ _LUT layouts: the mu = 4 table-lookup GEMV (kernels/x86/bcq_x86.h) */
     LB_ABQ_X86_KERNELS /* ABQ: the bit-plane popcount dot (kernels/x86/abq_x86.h) */
