@@ -19,7 +19,8 @@
  * the kernels' compute rate without memory stalls.
  *
  * --gemm adds prefill (M activation rows, GOPS = 2 M N K / s): the
- * dispatched GEMM (weight tiles converted to Q8_0_4X4, that layout's GEMM),
+ * dispatched GEMM (weight tiles converted to Q8_0_4X4 and that layout's
+ * GEMM; at the amx level with AMX-BF16, the bf16 GEMM of qg_amx_bf16.c),
  * the Mini-GEMV path for all M rows (the g = 16 route), and Q4_0_8X8's GEMM.
  *
  * --only 2x2,4x1: only these (m_u x t_u) candidates.
@@ -263,8 +264,10 @@ int main(int argc, char **argv) {
             job *jb = &jobs[j];
             if (jb->s) lb_cpu_force_level(jb->s->isa == LB_QG_AVX2 ? LB_ISA_AVX2 : top);
             if (jb->s) lb_qg_matmul(jb->s, jb->ci, jb->c->copy[0], K, N, x, 1, y, 1); /* the runtime's first use sets the default */
-            const size_t pf_default = lb_qg_prefetch_bytes;
-            if (jb->pf >= 0) lb_qg_prefetch_bytes = (size_t)jb->pf;
+            size_t pf_default[LB_QG_N_ISA];
+            memcpy(pf_default, lb_qg_prefetch_bytes, sizeof pf_default);
+            if (jb->pf >= 0)
+                for (int i = 0; i < LB_QG_N_ISA; i++) lb_qg_prefetch_bytes[i] = (size_t)jb->pf;
             for (int t = 0; t < n_th; t++) {
                 const double t0 = now();
                 int n = 0;
@@ -274,7 +277,7 @@ int main(int argc, char **argv) {
                     n++;
                 } while (n < 2 || now() - t0 < budget);
             }
-            lb_qg_prefetch_bytes = pf_default;
+            memcpy(lb_qg_prefetch_bytes, pf_default, sizeof pf_default);
             lb_cpu_force_level(top);
         }
     }

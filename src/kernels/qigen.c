@@ -239,27 +239,28 @@ int lb_qg_write_tune(const char *path, const lb_qg_tune_entry *e, int n, const c
 
 /* ---- GEMV: Mini-GEMV blocks around the Micro-GEMV kernels ---- */
 
-#ifndef LB_QG_PREFETCH_DEFAULT
-#define LB_QG_PREFETCH_DEFAULT 3072 /* bytes; spread over the bodies, measured on Zen 3: docs/qigen.md, "Prefetch" */
-#endif
-size_t lb_qg_prefetch_bytes;
+/* Default distances per ISA (bytes; spread over the bodies): AVX2 measured
+ * on Zen 3 (one 16-row stream per tile), AVX-512 on the Xeon (up to ten
+ * streams per tile: 3 KiB each then overran the L1; 1-2 KiB the plateau),
+ * NEON not measured. docs/qigen.md, "Prefetch". */
+static const size_t pf_default[LB_QG_N_ISA] = {3072, 1536, 3072};
+size_t lb_qg_prefetch_bytes[LB_QG_N_ISA];
 int lb_qg_prefetch_l2;
 static pthread_once_t pf_once = PTHREAD_ONCE_INIT;
 
 static void init_prefetch(void) {
     const char *e = getenv("LOWBIT_QG_PREFETCH");
-    long v = LB_QG_PREFETCH_DEFAULT;
+    long v = -1;
     if (e && *e) {
         char *end;
         v = strtol(e, &end, 10);
         if (*end || v < 0 || v > (1 << 20)) {
-            lb_log(0, "warning: LOWBIT_QG_PREFETCH=%s is not a byte count in 0..1048576; using %d\n", e,
-                   LB_QG_PREFETCH_DEFAULT);
-            v = LB_QG_PREFETCH_DEFAULT;
+            lb_log(0, "warning: LOWBIT_QG_PREFETCH=%s is not a byte count in 0..1048576; using the defaults\n", e);
+            v = -1;
         }
     }
     lb_qg_prefetch_l2 = lb_cpu_prefetch_l2();
-    lb_qg_prefetch_bytes = (size_t)v;
+    for (int i = 0; i < LB_QG_N_ISA; i++) lb_qg_prefetch_bytes[i] = v >= 0 ? (size_t)v : pf_default[i];
 }
 
 /* i8 activation sums with SIMD: the driver hands a thread its rows in a

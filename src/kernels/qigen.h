@@ -71,11 +71,11 @@ static inline uint32_t lb_qg_ld32u(const void *p) {
     return v;
 }
 /* Software prefetch in the generated x-block loops: every row vector's
- * stream lb_qg_prefetch_bytes ahead (0: none), into L2 (lb_qg_prefetch_l2)
- * or L1, as kernels/cpu.h's lb_cpu_prefetch_l2 says for this CPU;
- * LOWBIT_QG_PREFETCH=BYTES overrides the distance (docs/qigen.md). Set
- * once by the runtime before the first kernel runs. */
-extern size_t lb_qg_prefetch_bytes;
+ * stream lb_qg_prefetch_bytes[isa] ahead (0: none), into L2
+ * (lb_qg_prefetch_l2) or L1, as kernels/cpu.h's lb_cpu_prefetch_l2 says for
+ * this CPU; LOWBIT_QG_PREFETCH=BYTES sets the distance of every ISA
+ * (docs/qigen.md). Set once by the runtime before the first kernel runs. */
+extern size_t lb_qg_prefetch_bytes[LB_QG_N_ISA];
 extern int lb_qg_prefetch_l2;
 static inline __attribute__((always_inline)) void lb_qg_prefetch(const uint8_t *p, size_t n, int l2) {
     if (l2)

@@ -24,7 +24,8 @@
  *     the candidate that uses the most registers (largest left-hand side,
  *     ties to the larger t_u) among those whose tile is whole 16-row groups
  *     (t_u VL a multiple of 16); on AVX2 the one with the fewest registers
- *     among those whose tile is one 16-row group (default_cand). `lowbit
+ *     among those whose tile is one 16-row group, on AVX-512 the one with
+ *     the most among those of four groups (default_cand). `lowbit
  *     tune` measures them all.
  *   Mini-GEMV (eq. (5)): x_bits m_b + w_bits m_b t_b + 32 t_b <= gamma with
  *     t_b mod (t_u VL) = 0 and m_b mod m_u = 0; here also t_b mod 16 = 0
@@ -222,6 +223,17 @@ static int default_cand(int isa_i, const cand *cs, int n) {
          * chains add at latency 1, so one activation dword per step is enough. */
         for (int i = 0; i < n; i++)
             if (cs[i].tu * isa_vl[isa_i] == 16 && (best < 0 || cs[i].lhs4 < cs[best].lhs4)) best = i;
+        if (best >= 0) return best;
+    }
+    if (isa_i == AVX512) {
+        /* AVX-512: four 16-row groups per tile (t_u VL = 64), the most
+         * registers: (4, 4). With the prefetch on it streamed within 3 % of
+         * the best candidate for every type on the Xeon (SPR), 2-13 % above
+         * the register maximum (2, 10), whose ten streams overrun the L1
+         * with their prefetches; one stream (t_u = 1) lost 15-30 % there
+         * (docs/qigen.md, "AVX-512 and AMX"). */
+        for (int i = 0; i < n; i++)
+            if (cs[i].tu * isa_vl[isa_i] == 64 && (best < 0 || cs[i].lhs4 > cs[best].lhs4)) best = i;
         if (best >= 0) return best;
     }
     for (int whole = 1; whole >= 0 && best < 0; whole--)
@@ -582,7 +594,7 @@ static void emit_kernel(int var, int b, int g, const cand *c) {
             }
         }
     }
-    line("const size_t pf = lb_qg_prefetch_bytes;");
+    line("const size_t pf = lb_qg_prefetch_bytes[%s];", isa_enum[isa]);
     line("const int pl2 = lb_qg_prefetch_l2;");
     if (var == I8) line("const uint8_t *ab = (const uint8_t *)act;");
     else line("const float *xp = (const float *)act;");
