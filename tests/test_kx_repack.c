@@ -356,9 +356,8 @@ static void test_dispatch(void) {
             const lb_kernel *k = lb_kernel_get_at(repacked(kBases[i]), kLevels[li]);
             CHECK_MSG(k && k->isa != LB_ISA_SCALAR, "%s at %s: only the scalar reference (%s)",
                       lb_type_name(repacked(kBases[i])), lb_isa_name(kLevels[li]), k ? k->name : "none");
-            /* the super-block types take the AMX-BF16 GEMM exactly where the CPU has it */
-            const int bf = kLevels[li] == LB_ISA_AMX && blck(kBases[i]) == 256 &&
-                           (lb_cpu_extra_features() & LB_CPU_AMXBF16);
+            /* every type takes the AMX-BF16 GEMM exactly where the CPU has it */
+            const int bf = kLevels[li] == LB_ISA_AMX && (lb_cpu_extra_features() & LB_CPU_AMXBF16);
             if (k)
                 CHECK_MSG(bf == (k->act_x4_block == sizeof(lb_block_bf16x16)), "%s at %s: %s", lb_type_name(repacked(kBases[i])),
                           lb_isa_name(kLevels[li]), k->name);

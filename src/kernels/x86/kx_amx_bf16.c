@@ -1,6 +1,7 @@
 /* AMX-BF16 GEMM (prefill) on the 16-row K-quant layouts of
  * formats/repack_kx.h: Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, the bulk of llama.cpp's
- * K-quant mixes. The tile work, blocking and scratch are the shared core
+ * K-quant mixes, and the legacy Q4_1, Q5_0, Q5_1 that those mixes keep for
+ * rows 256 does not divide. The tile work, blocking and scratch are the shared core
  * (amx_bf16_impl.h, why bf16: repack_amx_bf16.c); this file only turns one
  * weight tile (16 rows, 32 weights of a super-block) into bf16 with the
  * reference's arithmetic: d1 = d * sc, m1 = dmin * m, w = d1 * q - m1 in
@@ -47,6 +48,43 @@ INLINE_BF void kx_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
         out[2 * kk + 1] = bf16_pair_row(f[2], f[3]);
     }
 }
+
+/* The legacy 32-weight kinds, one x-block per tile: w = d * u + m (Q4_1,
+ * Q5_1: d * u exact in fp32, one rounding as the reference's d * q + m)
+ * or d * (u - 16) (Q5_0, exact). */
+typedef struct {
+    int kt;
+    const uint8_t *W;
+    size_t gstride;
+} lg_ctx;
+
+INLINE_BF void lg_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
+    const lg_ctx *c = vctx;
+    const int kt = c->kt;
+    const uint8_t *xb = c->W + (size_t)(n / 16) * c->gstride + (size_t)b * lg_xbs(kt);
+    const __m512 d = fp16x16(xb + lg_d(kt));
+    const __m512 m = lg_has_m(kt) ? fp16x16(xb + LG_M_OFF) : _mm512_mul_ps(d, _mm512_set1_ps(-16.0f));
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) {
+        const __m512i v = lg_vec(kt, xb, k);
+        __m512 f[4];
+#pragma GCC unroll 4
+        for (int e = 0; e < 4; e++) f[e] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(byte_of(v, e)), m);
+        out[2 * k] = bf16_pair_row(f[0], f[1]);
+        out[2 * k + 1] = bf16_pair_row(f[2], f[3]);
+    }
+}
+
+#define LG_BF16_KERNEL(w, KT)                                                                                   \
+    LB_AMXBF16 void lb_gemm_##w##x16_bf16x16_16x4_amxbf16(int64_t K, const void *W, size_t wrs, int n0, int n1, \
+                                                          const void *A, size_t ars, int M, float *Y,          \
+                                                          size_t ldy) {                                        \
+        const lg_ctx c = {KT, W, 16 * wrs};                                                                    \
+        lb_amx_bf16_gemm(lg_tile, &c, K, n0, n1, A, ars, M, Y, ldy);                                           \
+    }
+LG_BF16_KERNEL(q4_1, KL41)
+LG_BF16_KERNEL(q5_0, KL50)
+LG_BF16_KERNEL(q5_1, KL51)
 
 #define KX_BF16_KERNEL(w, KT)                                                                                   \
     LB_AMXBF16 void lb_gemm_##w##x16_bf16x16_16x4_amxbf16(int64_t K, const void *W, size_t wrs, int n0, int n1, \

@@ -42,7 +42,7 @@ void lb_quantize_q8_1x4_avx512(const float *x, size_t ldx, void *y, int64_t k);
 #define LB_KX_AVX512_K(T, w) \
     LB_KX_AVX512_ENTRY(T, w, q8_K, lb_quantize_row_q8_K_avx2, lb_quantize_q8_Kx4_avx2, sizeof(lb_block_q8_Kx4) / 8)
 
-/* AMX-BF16 GEMM (kx_amx_bf16.c) for the super-block types, with bf16
+/* AMX-BF16 GEMM (kx_amx_bf16.c) for every 16-row type, with bf16
  * activation groups (lb_pack_bf16x16_avx512) and the VNNI GEMV; wins at the
  * amx level where the CPU has AMX-BF16 (LB_CPU_AMXBF16). */
 #define LB_KX_AMXBF16_DECL(w)                                                                                  \
@@ -53,10 +53,15 @@ LB_KX_AMXBF16_DECL(q4_K)
 LB_KX_AMXBF16_DECL(q5_K)
 LB_KX_AMXBF16_DECL(q6_K)
 LB_KX_AMXBF16_DECL(iq4_xs)
-#define LB_KX_AMXBF16_ENTRY(T, w)                                                                            \
-    {T, LB_TYPE_Q8_K, LB_ISA_AMX, #w "x16_bf16x16_16x4_amxbf16", lb_quantize_row_q8_K_avx2, NULL,          \
-     lb_gemm_##w##x16_bf16x16_16x4_amxbf16, lb_gemv_##w##x16_q8_K_16x4_avx512vnni, 16, lb_pack_bf16x16_avx512, \
+LB_KX_AMXBF16_DECL(q4_1)
+LB_KX_AMXBF16_DECL(q5_0)
+LB_KX_AMXBF16_DECL(q5_1)
+/* a: the GEMV's activations (plain rows, and those past a multiple of 16), QA their quantizer */
+#define LB_KX_AMXBF16_ENTRY_A(T, w, a, QA)                                                                   \
+    {T, LB_KX_ACT_##a, LB_ISA_AMX, #w "x16_bf16x16_16x4_amxbf16", QA, NULL,                                 \
+     lb_gemm_##w##x16_bf16x16_16x4_amxbf16, lb_gemv_##w##x16_##a##_16x4_avx512vnni, 16, lb_pack_bf16x16_avx512, \
      sizeof(lb_block_bf16x16), LB_CPU_AMXBF16, 2}
+#define LB_KX_AMXBF16_ENTRY(T, w) LB_KX_AMXBF16_ENTRY_A(T, w, q8_K, lb_quantize_row_q8_K_avx2)
 
 #define LB_KX_AVX512_KERNELS                              \
     LB_KX_AVX512_K(LB_TYPE_Q3_K_16X4, q3_K),              \
@@ -74,7 +79,10 @@ LB_KX_AMXBF16_DECL(iq4_xs)
     LB_KX_AMXBF16_ENTRY(LB_TYPE_Q4_K_16X4, q4_K),                                                       \
     LB_KX_AMXBF16_ENTRY(LB_TYPE_Q5_K_16X4, q5_K),                                                       \
     LB_KX_AMXBF16_ENTRY(LB_TYPE_Q6_K_16X4, q6_K),                                                       \
-    LB_KX_AMXBF16_ENTRY(LB_TYPE_IQ4_XS_16X4, iq4_xs)
+    LB_KX_AMXBF16_ENTRY(LB_TYPE_IQ4_XS_16X4, iq4_xs),                                                   \
+    LB_KX_AMXBF16_ENTRY_A(LB_TYPE_Q4_1_16X4, q4_1, q8_1, lb_quantize_row_q8_1_ref),                      \
+    LB_KX_AMXBF16_ENTRY_A(LB_TYPE_Q5_0_16X4, q5_0, q8_0, lb_quantize_row_q8_0_avx2),                     \
+    LB_KX_AMXBF16_ENTRY_A(LB_TYPE_Q5_1_16X4, q5_1, q8_1, lb_quantize_row_q8_1_ref)
 #endif
 
 #endif

@@ -188,4 +188,25 @@ INLINE void kx_act_pre(int kt, const int16_t *bsums, int32_t pre[16]) {
         pre[i] = (int32_t)(((uint32_t)(uint16_t)s32[pa[i]]) | ((uint32_t)(uint16_t)s32[pa[i] + 2] << 16));
 }
 
+/* ---- the legacy 32-weight kinds (kx_legacy_avx512.c, kx_amx_bf16.c): one
+ * x-block is one block of 32 weights of 16 rows ---- */
+
+/* x-block bytes, plane offsets (formats/repack_kx.c) */
+INLINE size_t lg_xbs(int kt) { return kt == KL41 ? 320 : kt == KL50 ? 352 : 384; }
+INLINE int lg_qs(int kt) { return kt == KL41 ? 64 : kt == KL50 ? 0 : 128; }
+INLINE int lg_p5(int kt) { return kt == KL50 ? 256 : 64; }
+INLINE int lg_d(int kt) { return kt == KL50 ? 320 : 0; }
+INLINE int lg_has_m(int kt) { return kt != KL50; }
+enum { LG_M_OFF = 32 };
+
+/* Weights 4k .. 4k + 3 of the 16 rows (k = 0..7), unsigned. */
+INLINE __m512i lg_vec(int kt, const uint8_t *xb, int k) {
+    const int c = k % 4, hi = k / 4;
+    const __m512i v = ld(xb + lg_qs(kt) + 64 * c);
+    __m512i w = _mm512_and_si512(hi ? _mm512_srli_epi16(v, 4) : v, b8(0x0F));
+    /* fifth bit of weight 4c + e + 16 hi: bit 8e + 2c + hi of the P5 dword -> bit 4 of byte e */
+    if (kt != KL41) w = or_and(w, shl(ld(xb + lg_p5(kt)), 4 - 2 * c - hi), b8(0x10));
+    return w;
+}
+
 #endif

@@ -19,24 +19,6 @@
 #include "kernels/x86/kx_avx512_impl.h"
 #include "kernels/x86/prefetch_x86.h"
 
-/* x-block bytes, plane offsets (formats/repack_kx.c) */
-INLINE size_t lg_xbs(int kt) { return kt == KL41 ? 320 : kt == KL50 ? 352 : 384; }
-INLINE int lg_qs(int kt) { return kt == KL41 ? 64 : kt == KL50 ? 0 : 128; }
-INLINE int lg_p5(int kt) { return kt == KL50 ? 256 : 64; }
-INLINE int lg_d(int kt) { return kt == KL50 ? 320 : 0; }
-INLINE int lg_has_m(int kt) { return kt != KL50; }
-enum { LG_M_OFF = 32 };
-
-/* Weights 4k .. 4k + 3 of the 16 rows (k = 0..7), unsigned. */
-INLINE __m512i lg_vec(int kt, const uint8_t *xb, int k) {
-    const int c = k % 4, hi = k / 4;
-    const __m512i v = ld(xb + lg_qs(kt) + 64 * c);
-    __m512i w = _mm512_and_si512(hi ? _mm512_srli_epi16(v, 4) : v, b8(0x0F));
-    /* fifth bit of weight 4c + e + 16 hi: bit 8e + 2c + hi of the P5 dword -> bit 4 of byte e */
-    if (kt != KL41) w = or_and(w, shl(ld(xb + lg_p5(kt)), 4 - 2 * c - hi), b8(0x10));
-    return w;
-}
-
 /* ---- GEMV: plain Q8_0 / Q8_1 rows, one at a time ---- */
 
 enum { LG_KC = 256 }; /* blocks per pass: activation scales and biases on the stack */
