@@ -439,13 +439,27 @@ static void test_kernels(void) {
             const size_t row = lb_row_size(t->type, K);
             uint8_t *packed = malloc(row * (size_t)N);
             lb_repack_tensor(L, w, packed, K, N);
+            /* the AMX-BF16 GEMM (rows in groups of 16) against the bf16 reference */
+            double *want16 = NULL, *mag16 = NULL;
+            if (M >= 16) {
+                want16 = malloc(sizeof(double) * (size_t)N * M), mag16 = malloc(sizeof(double) * (size_t)N * M);
+                lb_test_reference_bf16(t->type, w, x, K, N, M, want16, mag16);
+            }
             for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
                 if (!lb_test_level_available(kLevels[li])) continue;
                 lb_cpu_force_level(kLevels[li]);
                 for (int layout = 0; layout < 2; layout++) {
                     const int type = layout ? L : t->type;
                     float *y = lb_test_matmul(type, layout ? packed : w, K, N, x, M, 1 + (int)(N % 2));
-                    const int same = !memcmp(y, ref, sizeof(float) * (size_t)N * M);
+                    int same = 1;
+                    for (int m = 0; m < M; m++)
+                        for (int64_t n = 0; n < N; n++) {
+                            const size_t o = (size_t)m * N + n;
+                            if (want16 && lb_test_from_bf16(type, N, M, m, n))
+                                same &= fabs((double)y[o] - want16[o]) <= 1e-5 * mag16[o] + 1e-30;
+                            else
+                                same &= !memcmp(y + o, ref + o, sizeof(float));
+                        }
                     CHECK_MSG(same, "%s K %lld N %lld M %d%s: %s at %s differs from the reference",
                               lb_type_name(type), (long long)K, (long long)N, M, integer ? " (integers)" : "",
                               lb_kernel_get(type)->name, lb_isa_name(kLevels[li]));
@@ -454,6 +468,7 @@ static void test_kernels(void) {
                 }
             }
             lb_cpu_force_level(lb_cpu_detected());
+            free(want16), free(mag16);
             /* the kernels of every level on whole groups directly (no driver) */
             for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
                 if (!lb_test_level_available(kLevels[li]) || N < 16) continue;
@@ -474,7 +489,8 @@ static void test_kernels(void) {
             free(packed), free(ref), free(x), free(w);
         }
     }
-    printf("kernels: %d level x layout x shape cases bit-identical to the reference; %d integer cases exact\n",
+    printf("kernels: %d level x layout x shape cases bit-identical to the reference (AMX-BF16 GEMM rows: within 1e-5 of "
+           "the bf16 one); %d integer cases exact\n",
            n_cases, n_exact_int);
     /* the kernel each level picks (the table is checked even where the level cannot run):
      * AVX2 at avx2, AVX-512 at avx512 and amx, the NEON one at every Arm level */
@@ -482,7 +498,8 @@ static void test_kernels(void) {
     for (size_t li = 1; li < sizeof kLevels / sizeof kLevels[0]; li++) {
         const lb_isa lv = kLevels[li];
         const lb_kernel *k = lb_kernel_get_at(LB_TYPE_BCQ3_G128_LUT, lv);
-        const lb_isa want = lb_isa_is_arm(lv) ? LB_ISA_NEON : lv == LB_ISA_AVX2 ? LB_ISA_AVX2 : LB_ISA_AVX512;
+        const int bf = lv == LB_ISA_AMX && (lb_cpu_extra_features() & LB_CPU_AMXBF16);
+        const lb_isa want = lb_isa_is_arm(lv) ? LB_ISA_NEON : lv == LB_ISA_AVX2 ? LB_ISA_AVX2 : bf ? LB_ISA_AMX : LB_ISA_AVX512;
         const int family = lb_isa_is_x86(hw) ? lb_isa_is_x86(lv) : lb_isa_is_arm(hw) && lb_isa_is_arm(lv);
         if (family) CHECK(k && k->isa == want);
         if (lb_test_level_available(lv)) printf("  level %s: %s\n", lb_isa_name(lv), k ? k->name : "none");
@@ -786,6 +803,13 @@ int main(void) {
         const double t0 = lb_time_s();
         parts[i].fn();
         if (getenv("BCQ_TEST_TIMES")) printf("[%s: %.2f s]\n", parts[i].name, lb_time_s() - t0);
+    }
+    if (lb_cpu_extra_features() & LB_CPU_AMXBF16) {
+        /* once more without AMX-BF16: the lookup GEMV for every row at the amx level */
+        printf("again without AMX-BF16\n");
+        lb_cpu_disable_features(LB_CPU_AMXBF16);
+        test_kernels();
+        lb_cpu_disable_features(0);
     }
     return lb_test_result("test_bcq");
 }

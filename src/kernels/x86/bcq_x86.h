@@ -8,6 +8,9 @@
  *       two vpshufb per table, the bytes are re-joined to int16 (vpunpck)
  *       and summed exactly over a Q8_0 block, then scaled in float in the
  *       reference's order: the result is bit-identical to it;
+ *   bcq{q}_g{g}_lut_bf16x16_amxbf16   the amx level with AMX-BF16: that GEMV
+ *       for decode and tail rows, a bf16 tile GEMM for rows in groups of 16
+ *       (bcq_amx_bf16.c: weights the reference's floats rounded to bf16);
  *   bcq{q}_g{g}_lut_q8_0_lut4_1x16_avx512   the avx512 and amx levels: the
  *       same with 4 slices per zmm, the block's tables loaded once for all
  *       planes, 16 rows' floats in one zmm, the same bits (bcq_avx512.c;
@@ -21,6 +24,7 @@
 
 #include "formats/bcq.h"
 #include "kernels/x86/kernels_x86.h" /* LB_HAVE_X86_KERNELS */
+#include "kernels/x86/repack_amx.h"  /* lb_pack_bf16x16_avx512 */
 
 #if LB_HAVE_X86_KERNELS
 void lb_quantize_row_q8_0_lut4_avx2(const float *x, void *y, int64_t k);
@@ -37,6 +41,14 @@ LB_BCQ_LIST(LB_BCQ_AVX2_DECLARE)
 LB_BCQ_LIST(LB_BCQ_AVX512_DECLARE)
 #undef LB_BCQ_AVX512_DECLARE
 
+/* The AMX-BF16 prefill GEMM (bcq_amx_bf16.c): bf16 activation groups, rows
+ * in whole groups of 16; with the AVX-512 lookup GEMV for the rest. */
+#define LB_BCQ_AMXBF16_DECLARE(name, NAME, Q, G)                                                             \
+    void lb_gemm_##name##_lut_bf16x16_amxbf16(int64_t K, const void *W, size_t w_row_size, int n0, int n1,    \
+                                              const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
+LB_BCQ_LIST(LB_BCQ_AMXBF16_DECLARE)
+#undef LB_BCQ_AMXBF16_DECLARE
+
 /* The whole _LUT tensor W (N rows of K) against one F8 row: groups of 16
  * rows by AVX2, the N % 16 last rows by the scalar dot. */
 void lb_bcq_gemv_f8_avx2(int lut_type, int64_t K, const void *W, int64_t N, const void *act, float *y);
@@ -48,7 +60,13 @@ void lb_bcq_gemv_f8_avx2(int lut_type, int64_t K, const void *W, int64_t N, cons
 #define LB_BCQ_AVX512_KERNEL(name, NAME, Q, G)                                                                \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX512, #name "_lut_q8_0_lut4_1x16_avx512",                 \
      lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512},
-#define LB_BCQ_X86_KERNELS LB_BCQ_LIST(LB_BCQ_AVX2_KERNEL) LB_BCQ_LIST(LB_BCQ_AVX512_KERNEL)
+#define LB_BCQ_AMXBF16_KERNEL(name, NAME, Q, G)                                                               \
+    {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AMX, #name "_lut_bf16x16_amxbf16",                         \
+     lb_quantize_row_q8_0_lut4_avx2, NULL, lb_gemm_##name##_lut_bf16x16_amxbf16,                                \
+     lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512, 16, lb_pack_bf16x16_avx512, sizeof(lb_block_bf16x16),          \
+     LB_CPU_AMXBF16, 2},
+#define LB_BCQ_X86_KERNELS                                                                                    \
+    LB_BCQ_LIST(LB_BCQ_AVX2_KERNEL) LB_BCQ_LIST(LB_BCQ_AVX512_KERNEL) LB_BCQ_LIST(LB_BCQ_AMXBF16_KERNEL)
 #endif
 
 #endif
