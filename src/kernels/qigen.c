@@ -242,7 +242,7 @@ int lb_qg_write_tune(const char *path, const lb_qg_tune_entry *e, int n, const c
 /* Default distances per ISA (bytes; spread over the bodies): AVX2 measured
  * on Zen 3 (one 16-row stream per tile), AVX-512 on the Xeon (up to ten
  * streams per tile: 3 KiB each then overran the L1; 1-2 KiB the plateau),
- * NEON not measured. docs/qigen.md, "Prefetch". */
+ * NEON not measured. docs/qigen.md, "Prefetch" and "AVX-512 and AMX". */
 static const size_t pf_default[LB_QG_N_ISA] = {3072, 1536, 3072};
 size_t lb_qg_prefetch_bytes[LB_QG_N_ISA];
 int lb_qg_prefetch_l2;

@@ -49,17 +49,11 @@ INLINE_BF void kx_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
     }
 }
 
-/* The legacy 32-weight kinds, one x-block per tile: w = d * u + m (Q4_1,
- * Q5_1: d * u exact in fp32, one rounding as the reference's d * q + m)
- * or d * (u - 16) (Q5_0, exact). */
-typedef struct {
-    int kt;
-    const uint8_t *W;
-    size_t gstride;
-} lg_ctx;
-
+/* The legacy 32-weight kinds, one x-block per tile (ctx: a kx_ctx of a
+ * legacy kind): w = d * u + m (Q4_1, Q5_1: d * u exact in fp32, one
+ * rounding as the reference's d * q + m) or d * (u - 16) (Q5_0, exact). */
 INLINE_BF void lg_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
-    const lg_ctx *c = vctx;
+    const kx_ctx *c = vctx;
     const int kt = c->kt;
     const uint8_t *xb = c->W + (size_t)(n / 16) * c->gstride + (size_t)b * lg_xbs(kt);
     const __m512 d = fp16x16(xb + lg_d(kt));
@@ -75,27 +69,20 @@ INLINE_BF void lg_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
     }
 }
 
-#define LG_BF16_KERNEL(w, KT)                                                                                   \
-    LB_AMXBF16 void lb_gemm_##w##x16_bf16x16_16x4_amxbf16(int64_t K, const void *W, size_t wrs, int n0, int n1, \
-                                                          const void *A, size_t ars, int M, float *Y,          \
-                                                          size_t ldy) {                                        \
-        const lg_ctx c = {KT, W, 16 * wrs};                                                                    \
-        lb_amx_bf16_gemm(lg_tile, &c, K, n0, n1, A, ars, M, Y, ldy);                                           \
-    }
-LG_BF16_KERNEL(q4_1, KL41)
-LG_BF16_KERNEL(q5_0, KL50)
-LG_BF16_KERNEL(q5_1, KL51)
-
-#define KX_BF16_KERNEL(w, KT)                                                                                   \
+/* The entry points: TILE decodes a tile of kind KT */
+#define BF16_KERNEL(w, KT, TILE)                                                                                \
     LB_AMXBF16 void lb_gemm_##w##x16_bf16x16_16x4_amxbf16(int64_t K, const void *W, size_t wrs, int n0, int n1, \
                                                           const void *A, size_t ars, int M, float *Y,          \
                                                           size_t ldy) {                                        \
         const kx_ctx c = {KT, W, 16 * wrs};                                                                    \
-        lb_amx_bf16_gemm(kx_tile, &c, K, n0, n1, A, ars, M, Y, ldy);                                           \
+        lb_amx_bf16_gemm(TILE, &c, K, n0, n1, A, ars, M, Y, ldy);                                              \
     }
-KX_BF16_KERNEL(q3_K, KQ3)
-KX_BF16_KERNEL(q4_K, KQ4)
-KX_BF16_KERNEL(q5_K, KQ5)
-KX_BF16_KERNEL(q6_K, KQ6)
-KX_BF16_KERNEL(iq4_xs, KIQ4)
+BF16_KERNEL(q3_K, KQ3, kx_tile)
+BF16_KERNEL(q4_K, KQ4, kx_tile)
+BF16_KERNEL(q5_K, KQ5, kx_tile)
+BF16_KERNEL(q6_K, KQ6, kx_tile)
+BF16_KERNEL(iq4_xs, KIQ4, kx_tile)
+BF16_KERNEL(q4_1, KL41, lg_tile)
+BF16_KERNEL(q5_0, KL50, lg_tile)
+BF16_KERNEL(q5_1, KL51, lg_tile)
 #endif
