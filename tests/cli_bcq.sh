@@ -25,9 +25,9 @@ grep -qE 'BCQ4_G128 +16 tensors.*4\.625 bpw +kernel: bcq4_g128_q8_0_lut4_ref' "$
   && ok "info: BCQ4_G128 at 4.625 bpw, reference kernel" || bad "info BCQ4_G128: $(cat "$WORK/BCQ4_G128.info")"
 # on x86 above the scalar level (LOWBIT_ISA=scalar keeps the plain layout)
 if grep -qE 'kernels at level (avx2|avx512|amx)' "$WORK/BCQ4_G128.info"; then
-  # the AVX2 kernel, or the AVX-512 one at the avx512 and amx levels
-  grep -qE 'repacked at load to BCQ4_G128_LUT.*kernel: bcq4_g128_lut_q8_0_lut4_(avx2|1x16_avx512)' "$WORK/BCQ4_G128.info" \
-    && ok "info: repacked to BCQ4_G128_LUT for the x86 table-lookup GEMV" \
+  # the AVX2 kernel, the AVX-512 one at the avx512 and amx levels, or the AMX-BF16 entry at amx where the CPU has it
+  grep -qE 'repacked at load to BCQ4_G128_LUT.*kernel: bcq4_g128_lut_(q8_0_lut4_avx2|q8_0_lut4_1x16_avx512|bf16x16_amxbf16)' "$WORK/BCQ4_G128.info" \
+    && ok "info: repacked to BCQ4_G128_LUT for the x86 table-lookup GEMV (and the AMX-BF16 GEMM)" \
     || bad "info: no BCQ4_G128_LUT repack: $(cat "$WORK/BCQ4_G128.info")"
 fi
 "$LOWBIT" info "$WORK/BCQ2_G64.gguf" 2>/dev/null | grep -qE 'BCQ2_G64 +16 tensors.*2\.750 bpw' \

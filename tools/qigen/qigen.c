@@ -228,9 +228,10 @@ static int default_cand(int isa_i, const cand *cs, int n) {
     if (isa_i == AVX512) {
         /* AVX-512: four 16-row groups per tile (t_u VL = 64), the most
          * registers: (4, 4). With the prefetch on it streamed within 3 % of
-         * the best candidate for every type on the Xeon (SPR), 2-13 % above
-         * the register maximum (2, 10), whose ten streams overrun the L1
-         * with their prefetches; one stream (t_u = 1) lost 15-30 % there
+         * the best candidate for every type on the Xeon (SPR); the register
+         * maximum (2, 10), ten streams whose prefetches crowd the L1, was
+         * level to 5 % behind for the 4-bit types and 3-13 % behind for the
+         * 3- and 2-bit ones; one stream (t_u = 1) lost 15-25 % on GQ4_G128
          * (docs/qigen.md, "AVX-512 and AMX"). */
         for (int i = 0; i < n; i++)
             if (cs[i].tu * isa_vl[isa_i] == 64 && (best < 0 || cs[i].lhs4 > cs[best].lhs4)) best = i;
