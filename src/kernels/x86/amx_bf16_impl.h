@@ -57,6 +57,21 @@ static const lb_amx_config bf_cfg __attribute__((aligned(64))) = {
  * as 16 B-tile rows; ctx is the layout's own description of W. */
 typedef void (*lb_bf16_tile_fn)(const void *ctx, int n, int64_t b, __m512i out[16]);
 
+/* The context of a layout in groups of 16 rows (gstride bytes each, its
+ * x-blocks of xbs bytes one after another along K), as the GQ, BCQ and
+ * 16-row K-quant decoders take it; kind: the layout's sub-kind where one
+ * decoder serves several (kx_avx512_impl.h's KQ3, ...). */
+typedef struct {
+    const uint8_t *W;
+    size_t gstride;
+    int kind;
+} bf16_groups;
+
+/* x-block xi of the group holding row n */
+INLINE_BF const uint8_t *bf16_xblock(const bf16_groups *c, int n, int64_t xi, size_t xbs) {
+    return c->W + (size_t)(n / 16) * c->gstride + (size_t)xi * xbs;
+}
+
 /* A pair row of a B tile from two float vectors: word 2n = bf16(f0[n]), word
  * 2n + 1 = bf16(f1[n]) (round to nearest even). cvtne2ps(f1, f0) gives words
  * 0-15 = f0, 16-31 = f1; one vpermw interleaves them. */

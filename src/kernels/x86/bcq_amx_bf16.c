@@ -12,15 +12,10 @@
 #if LB_HAVE_X86_KERNELS
 #include "kernels/x86/amx_bf16_impl.h"
 
-typedef struct {
-    const uint8_t *W;
-    size_t gstride; /* bytes per 16-row group */
-} bcq_ctx;
-
 /* Weights 32bb .. 32bb + 31 of the 16 rows from n: plane bytes 4t .. 4t + 3
  * of the x-block (t = the 32-weight slice within the group of g). */
-INLINE_BF void bcq_tile_at(const bcq_ctx *c, int n, int64_t bb, __m512i out[16], int Q, int G) {
-    const uint8_t *xp = c->W + (size_t)(n / 16) * c->gstride + (size_t)(bb * 32 / G) * LB_BCQ_XSIZE(Q, G);
+INLINE_BF void bcq_tile_at(const bf16_groups *c, int n, int64_t bb, __m512i out[16], int Q, int G) {
+    const uint8_t *xp = bf16_xblock(c, n, bb * 32 / G, LB_BCQ_XSIZE(Q, G));
     const int t = (int)(bb % (G / 32));
     __m512 a[LB_BCQ_MAX_Q], na[LB_BCQ_MAX_Q];
     for (int i = 0; i < Q; i++) {
@@ -49,14 +44,14 @@ INLINE_BF void bcq_tile_at(const bcq_ctx *c, int n, int64_t bb, __m512i out[16],
 }
 
 #define BCQ_BF16_KERNEL(name, NAME, Q, G)                                                                     \
-    INLINE_BF void bcq_tile_##name(const void *c, int n, int64_t bb, __m512i out[16]) {                     \
-        bcq_tile_at(c, n, bb, out, Q, G);                                                                   \
-    }                                                                                                       \
+    INLINE_BF void bcq_tile_##name(const void *c, int n, int64_t bb, __m512i out[16]) {                       \
+        bcq_tile_at(c, n, bb, out, Q, G);                                                                     \
+    }                                                                                                         \
     LB_AMXBF16 void lb_gemm_##name##_lut_bf16x16_amxbf16(int64_t K, const void *W, size_t w_row_size, int n0, \
-                                                         int n1, const void *A, size_t a_row_size, int M,    \
-                                                         float *Y, size_t ldy) {                             \
-        const bcq_ctx c = {W, 16 * w_row_size};                                                             \
-        lb_amx_bf16_gemm(bcq_tile_##name, &c, K, n0, n1, A, a_row_size, M, Y, ldy);                         \
+                                                         int n1, const void *A, size_t a_row_size, int M,     \
+                                                         float *Y, size_t ldy) {                              \
+        const bf16_groups c = {W, 16 * w_row_size, 0};                                                        \
+        lb_amx_bf16_gemm(bcq_tile_##name, &c, K, n0, n1, A, a_row_size, M, Y, ldy);                           \
     }
 LB_BCQ_LIST(BCQ_BF16_KERNEL)
 #endif

@@ -64,9 +64,8 @@ typedef struct {
  * the ceiling). */
 INLINE void gemv_sb(int wt, int cbits, int wide, int nar, int MR, int G, const uint8_t *const *xb, int64_t b,
                     const gemv_acts *A, const consts *c, __m512 (*acc)[4], const uint8_t *const *pf) {
-    /* the prefetch of each group's x-block ahead (pf), a quarter per
+    /* the prefetch of each group's x-block ahead (pf) a quarter per
      * quadrant: spread over the work, not in one burst (kquant-mixes.md) */
-    const size_t pq = (xb_size(wt) / 4 + 63) & ~(size_t)63;
     if (wt == WQ2K) {
         /* no lookup: 2-bit quants (GFNI bit extraction) times activations,
          * a sub-group's int16 sum times its scale by vpdpwssd */
@@ -89,7 +88,7 @@ GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
             __m512i sc[2]; /* the quadrant's 4-bit scales as bytes */
 #pragma GCC unroll 2
             for (int g = 0; g < G; g++) {
-                lb_prefetch_span(pf[g] + jq * pq, jq < 3 ? pq : xb_size(wt) - 3 * pq, c->pf_l2);
+                lb_prefetch_quarter(pf[g], xb_size(wt), jq, c->pf_l2);
                 sc[g] = q2k_nibble_plane(xb[g] + np_off(WQ2K), jq);
             }
 #pragma GCC unroll 4
@@ -153,7 +152,7 @@ GEMV_PRAGMA(GCC unroll GEMV_JQ_UNROLL)
         __m512i sp[2], sq[2]; /* selector plane; scales (narrow: s, else s - 1, for cb_sf) */
 #pragma GCC unroll 2
         for (int g = 0; g < G; g++) {
-            lb_prefetch_span(pf[g] + jq * pq, jq < 3 ? pq : xb_size(wt) - 3 * pq, c->pf_l2);
+            lb_prefetch_quarter(pf[g], xb_size(wt), jq, c->pf_l2);
             sp[g] = sel_plane(wt, xb[g], jq, c);
             sq[g] = cb_s1_quadrant(wt, cbits, xb[g], jq, c);
             if (nar) sq[g] = _mm512_add_epi8(sq[g], _mm512_set1_epi8(1));

@@ -16,17 +16,11 @@
 #include "kernels/x86/kx_avx512_impl.h"
 #include "kernels/x86/repack_amx.h"
 
-typedef struct {
-    int kt;
-    const uint8_t *W;
-    size_t gstride; /* bytes per 16-row group */
-} kx_ctx;
-
 /* Weights 32t .. 32t + 31 of super-block b / 8 (t = b % 8) of the 16 rows from n. */
 INLINE_BF void kx_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
-    const kx_ctx *c = vctx;
-    const int kt = c->kt, t = (int)(b % 8), sb16 = kx_sb(kt) == 16;
-    const uint8_t *xb = c->W + (size_t)(n / 16) * c->gstride + (size_t)(b / 8) * kx_xbs(kt);
+    const bf16_groups *c = vctx;
+    const int kt = c->kind, t = (int)(b % 8), sb16 = kx_sb(kt) == 16;
+    const uint8_t *xb = bf16_xblock(c, n, b / 8, kx_xbs(kt));
     kx_sstate S;
     kx_sload(kt, xb, &S);
     const __m512 d = fp16x16(xb + kx_d_off(kt)), bias = _mm512_set1_ps((float)kx_bias(kt));
@@ -49,13 +43,13 @@ INLINE_BF void kx_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
     }
 }
 
-/* The legacy 32-weight kinds, one x-block per tile (ctx: a kx_ctx of a
+/* The legacy 32-weight kinds, one x-block per tile (ctx: bf16_groups of a
  * legacy kind): w = d * u + m (Q4_1, Q5_1: d * u exact in fp32, one
  * rounding as the reference's d * q + m) or d * (u - 16) (Q5_0, exact). */
 INLINE_BF void lg_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
-    const kx_ctx *c = vctx;
-    const int kt = c->kt;
-    const uint8_t *xb = c->W + (size_t)(n / 16) * c->gstride + (size_t)b * lg_xbs(kt);
+    const bf16_groups *c = vctx;
+    const int kt = c->kind;
+    const uint8_t *xb = bf16_xblock(c, n, b, lg_xbs(kt));
     const __m512 d = fp16x16(xb + lg_d(kt));
     const __m512 m = lg_has_m(kt) ? fp16x16(xb + LG_M_OFF) : _mm512_mul_ps(d, _mm512_set1_ps(-16.0f));
 #pragma GCC unroll 8
@@ -72,10 +66,10 @@ INLINE_BF void lg_tile(const void *vctx, int n, int64_t b, __m512i out[16]) {
 /* The entry points: TILE decodes a tile of kind KT */
 #define BF16_KERNEL(w, KT, TILE)                                                                                \
     LB_AMXBF16 void lb_gemm_##w##x16_bf16x16_16x4_amxbf16(int64_t K, const void *W, size_t wrs, int n0, int n1, \
-                                                          const void *A, size_t ars, int M, float *Y,          \
-                                                          size_t ldy) {                                        \
-        const kx_ctx c = {KT, W, 16 * wrs};                                                                    \
-        lb_amx_bf16_gemm(TILE, &c, K, n0, n1, A, ars, M, Y, ldy);                                              \
+                                                          const void *A, size_t ars, int M, float *Y,           \
+                                                          size_t ldy) {                                         \
+        const bf16_groups c = {W, 16 * wrs, KT};                                                                \
+        lb_amx_bf16_gemm(TILE, &c, K, n0, n1, A, ars, M, Y, ldy);                                               \
     }
 BF16_KERNEL(q3_K, KQ3, kx_tile)
 BF16_KERNEL(q4_K, KQ4, kx_tile)

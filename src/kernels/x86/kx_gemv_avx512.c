@@ -44,15 +44,14 @@ typedef struct {
 INLINE void gemv_sb(int kt, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A, __m512 acc[2],
                     const uint8_t *pf, int pf_l2) {
     const int SB = kx_sb(kt), bias = kx_bias(kt), NJ = 64 / SB, NC = 4 / NJ; /* sub-blocks, chains each */
-    /* the prefetch of one x-block (pf), a quarter per 64-weight group: spread
+    /* the prefetch of one x-block (pf) a quarter per 64-weight group: spread
      * over the work, not in one burst (AVX2: docs/kquant-mixes.md) */
-    const size_t quarter = (kx_xbs(kt) / 4 + 63) & ~(size_t)63;
     kx_sstate S;
     kx_sload(kt, xb, &S);
     __m512i sumi[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
 #pragma GCC unroll 1
     for (int g = 0; g < 4; g++) {
-        if (pf) lb_prefetch_span(pf + g * quarter, g < 3 ? quarter : kx_xbs(kt) - 3 * quarter, pf_l2);
+        if (pf) lb_prefetch_quarter(pf, kx_xbs(kt), g, pf_l2);
         __m512i s[2][4];
 #pragma GCC unroll 2
         for (int m = 0; m < MR; m++)

@@ -14,11 +14,6 @@
 #include "formats/repack_qg.h"
 #include "kernels/x86/amx_bf16_impl.h"
 
-typedef struct {
-    const uint8_t *W;
-    size_t gstride; /* bytes per 16-row group */
-} qg_ctx;
-
 /* The codes of weights 32t .. 32t + 31 of an x-block (b bits): u[kk] holds
  * those of 4kk .. 4kk + 3 as the bytes of each row's dword (the layout's
  * re-encoding, formats/repack_qg.h, makes each a shift and a mask). */
@@ -59,8 +54,8 @@ INLINE_BF __m512 qg_byte_ps(__m512i v, int e) {
 /* Weights 32b .. 32b + 31 of the 16 rows from n. s * q and s * z are exact
  * in fp32, so s * q - s * z (one rounding, of an exact difference that fp32
  * holds) is s * (q - z) exactly. */
-INLINE_BF void qg_tile_at(const qg_ctx *c, int n, int64_t b, __m512i out[16], int bits, int group) {
-    const uint8_t *xp = c->W + (size_t)(n / 16) * c->gstride + (size_t)(b / 4) * LB_QG_XBS(bits, group);
+INLINE_BF void qg_tile_at(const bf16_groups *c, int n, int64_t b, __m512i out[16], int bits, int group) {
+    const uint8_t *xp = bf16_xblock(c, n, b / 4, LB_QG_XBS(bits, group));
     const int t = (int)(b % 4);
     __m512i u[8];
     qg_codes(xp, bits, t, u);
@@ -83,12 +78,12 @@ INLINE_BF void qg_tile_at(const qg_ctx *c, int n, int64_t b, __m512i out[16], in
 }
 
 #define QG_BF16_KERNEL(name, NAME, B, G)                                                                     \
-    INLINE_BF void qg_tile_##name(const void *c, int n, int64_t b, __m512i out[16]) {                      \
-        qg_tile_at(c, n, b, out, B, G);                                                                    \
-    }                                                                                                      \
-    LB_AMXBF16 void lb_gemm_##name##_qg_bf16x16_amxbf16(LB_QG_ARGS) {                                     \
-        const qg_ctx c = {W, 16 * w_row_size};                                                             \
-        lb_amx_bf16_gemm(qg_tile_##name, &c, K, n0, n1, A, a_row_size, M, Y, ldy);                         \
+    INLINE_BF void qg_tile_##name(const void *c, int n, int64_t b, __m512i out[16]) {                        \
+        qg_tile_at(c, n, b, out, B, G);                                                                      \
+    }                                                                                                        \
+    LB_AMXBF16 void lb_gemm_##name##_qg_bf16x16_amxbf16(LB_QG_ARGS) {                                        \
+        const bf16_groups c = {W, 16 * w_row_size, 0};                                                       \
+        lb_amx_bf16_gemm(qg_tile_##name, &c, K, n0, n1, A, a_row_size, M, Y, ldy);                           \
     }
 LB_GQ_LIST(QG_BF16_KERNEL)
 #endif
