@@ -329,7 +329,9 @@ static void test_kernels(void) {
  * Planes -> codes -> planes gives the same bytes; the codes dequantize to
  * the planes' floats; and at every level, through lb_matmul, the code
  * layout's outputs equal the plane type's reference bit for bit, for every
- * activation bits p, M = 1..17 and 70, odd N, K of 1, 3 and 5 groups. */
+ * activation bits p, M = 1..17, 32..36 and 70, odd N (1..17 and 37), K of
+ * 1, 3 and 5 groups: at the AMX level the GEMM's 16-row tiles, its column
+ * tails and the rows it leaves to the AVX2 kernel. */
 static void test_codes(void) {
     static const int plains[] = {LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W2S};
     const int64_t Ks[] = {128, 384, 640};
@@ -341,8 +343,9 @@ static void test_codes(void) {
         const int t = plains[i], ct = lb_abq_codes_of(t);
         CHECK(ct >= LB_TYPE_ABQ_W1_C2 && lb_abq_plain_of_codes(ct) == t && lb_type_base(ct) == t);
         for (int p = 1; p <= 8; p++) {
-            const int64_t K = Ks[(p + i) % 3], N = 1 + 2 * ((p * 3 + i) % 9);
-            const int M = p == 8 && i == 3 ? 70 : 1 + (p * 5 + i * 3) % 17;
+            /* p = 5: three column tiles and two row tiles plus a tail of the AMX GEMM */
+            const int64_t K = Ks[(p + i) % 3], N = p == 5 ? 37 : 1 + 2 * ((p * 3 + i) % 9);
+            const int M = p == 8 && i == 3 ? 70 : p == 5 ? 32 + i : 1 + (p * 5 + i * 3) % 17;
             const size_t row = lb_row_size(t, K), crow = lb_row_size(ct, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
             float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M);
             float *f1 = malloc(sizeof(float) * K * N), *f2 = malloc(sizeof(float) * K * N);

@@ -148,7 +148,9 @@ static void run_units(const job *jobs, const lb_matrix *const *W, int nw, int u0
         base += n_units;
         if (a >= b) continue;
         const int n0 = LB_MIN(a * unit, NR), n1 = LB_MIN(b * unit, NR);
-        if (unit != LB_TILE_N || lb_type_rows(W[i]->type) > 1) {
+        /* whole_m kernels of plain rows (ABQ's AMX GEMM) take the range at
+         * once: they pack the activations once per call */
+        if (unit != LB_TILE_N || lb_type_rows(W[i]->type) > 1 || jobs[i].k->whole_m) {
             run_rows(&jobs[i], n0, n1, 0, jobs[i].M);
         } else {
             /* plain rows: one tile at a time so it stays in cache over X */

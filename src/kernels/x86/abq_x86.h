@@ -44,6 +44,14 @@ LB_ABQ_LIST(LB_ABQ_AVX2_DECLARE)
 LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_DECLARE) /* kernels/x86/abq_codes_avx2.c */
 #undef LB_ABQ_CODES_AVX2_DECLARE
 #undef LB_ABQ_AVX2_DECLARE
+/* The AMX-INT8 GEMM of the code layouts (kernels/x86/abq_amx.c): 16-row
+ * activation tiles by tdpbssd, the other rows (and decode) by the AVX2
+ * kernel; bit-identical to the reference. */
+#define LB_ABQ_CODES_AMX_DECLARE(name, NAME, W)                                                               \
+    void lb_gemm_##name##_amx(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1, const void *A,     \
+                              size_t a_row_size, int M, float *Y, size_t ldy);
+LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_DECLARE)
+#undef LB_ABQ_CODES_AMX_DECLARE
 
 /* lb_kernel_list entries (kernels/dispatch.c; fields: kernels/dispatch.h):
  * whole activation rows (act_whole_row), the token's scale being per row */
@@ -51,8 +59,15 @@ LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_DECLARE) /* kernels/x86/abq_codes_avx2.c */
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_abq_quantize_act8_avx2,            \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act_avx2},
 #define LB_ABQ_CODES_AVX2_KERNEL(name, NAME, W) LB_ABQ_AVX2_KERNEL(name, NAME, 0)
+/* whole_m 1: the AMX GEMM decodes its 16 weight rows once per call for all
+ * the activation rows the driver hands it (as many as fit the L2) */
+#define LB_ABQ_CODES_AMX_KERNEL(name, NAME, W)                                                                 \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AMX, #name "_abq_act_amx", lb_abq_quantize_act8_avx2,               \
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_amx, NULL, 0, NULL, 0, 0, 1, 1, lb_abq_quantize_act_avx2},
 /* the plane types, then their code layouts (made at load where these run) */
-#define LB_ABQ_X86_KERNELS LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL)
+#define LB_ABQ_X86_KERNELS                                                                                     \
+    LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL)                                \
+    LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_KERNEL)
 #endif
 
 #endif

@@ -22,12 +22,11 @@
 #define LB_AMX_BF16_IMPL_H
 
 #include <immintrin.h>
-#include <pthread.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "core/common.h"
 #include "kernels/x86/amx_config.h"
+#include "kernels/x86/thread_scratch.h"
 
 #define LB_AMXBF16                                                                                                \
     __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")))
@@ -188,44 +187,6 @@ INLINE_BF void decode_tiles(bf16_decoder *d, lb_bf16_tile_fn tile, const void *c
     }
 }
 
-/* The partial-sum scratch, kept per thread from call to call (freed when
- * the thread ends): a fresh 0.5 MiB per call came back from the kernel as
- * zeroed pages (clear_page in a pp512 profile, and a noisy pp). NULL when
- * it cannot grow to bytes. */
-static pthread_key_t scratch_key; /* one per including file */
-static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
-typedef struct {
-    void *p;
-    size_t n;
-} scratch_buf;
-static void scratch_free(void *v) {
-    scratch_buf *b = v;
-    free(b->p);
-    free(b);
-}
-static void scratch_init(void) {
-    if (pthread_key_create(&scratch_key, scratch_free)) scratch_key = (pthread_key_t)-1;
-}
-static void *thread_scratch(size_t bytes) {
-    pthread_once(&scratch_once, scratch_init);
-    if (scratch_key == (pthread_key_t)-1) return NULL;
-    scratch_buf *b = pthread_getspecific(scratch_key);
-    if (!b) {
-        if (!(b = calloc(1, sizeof *b))) return NULL;
-        if (pthread_setspecific(scratch_key, b)) {
-            free(b);
-            return NULL;
-        }
-    }
-    if (b->n < bytes) {
-        free(b->p);
-        b->n = 0;
-        if (!(b->p = aligned_alloc(64, (bytes + 63) & ~(size_t)63))) return NULL;
-        b->n = bytes;
-    }
-    return b->p;
-}
-
 /* Y rows [0, M) x columns [n0, n1) (tiles past n1 are decoded by tile as it
  * likes, and not stored). A: M/16 groups of lb_block_bf16x16 (a_row_size
  * bytes each), M % 16 == 0. tile and ctx: constants after inlining. */
@@ -236,7 +197,7 @@ INLINE_BF void lb_amx_bf16_gemm(lb_bf16_tile_fn tile, const void *ctx, int64_t K
     /* the scratch for every row tile of the call, or (allocation failed) a
      * few at a time on the stack: slower, as each pass decodes the weights */
     float stack_c[STACK_MT * NBT * TILE] __attribute__((aligned(64)));
-    float *heap_c = thread_scratch((size_t)LB_MAX(mt_all, 1) * NBT * TILE * sizeof(float));
+    float *heap_c = lb_thread_scratch((size_t)LB_MAX(mt_all, 1) * NBT * TILE * sizeof(float));
     float *cbuf = heap_c ? heap_c : stack_c;
     const int mt_pass = heap_c ? mt_all : STACK_MT;
     /* weight tiles of one column tile pair and K chunk, twice: the vector
