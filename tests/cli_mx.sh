@@ -23,7 +23,7 @@ grep -qE "MX: 14 matrices, [0-9.]+ bits per weight stored .*eq. \(10\): [0-9.]+"
   && ok "quantize prints the MX bits: $(grep -oE 'MX: .*' "$WORK/default.log" | head -1)" || bad "no MX summary: $(cat "$WORK/default.log")"
 grep -q "14 matrices to MX" "$WORK/default.log" && ok "all 14 layer matrices MX" || bad "summary: $(tail -4 "$WORK/default.log")"
 info=$("$LOWBIT" info "$WORK/default.gguf" 2>&1)
-grep -qE '^  MX +14 matrices .* bpw +kernel: mx_q8_0_' <<< "$info" && ok "info: the MX line with its kernel" \
+grep -qE '^  MX +14 matrices .* bpw +kernel: mx_(q8_0|bf16x16)_' <<< "$info" && ok "info: the MX line with its kernel" \
   || bad "info lacks the MX line: $info"
 grep -qE '25\.0 % of groups in 4 bits, 0\.[0-9]+ % of weights as outliers; eq. \(10\)' <<< "$info" \
   && ok "info: 25 % of groups in 4 bits, outliers, eq. (10)" || bad "info lacks the MX shares"
