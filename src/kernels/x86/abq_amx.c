@@ -26,8 +26,9 @@
  * Measured (bench/kernels, Xeon SPR VM, 5632 x 2048, M = 512): the tile
  * store and the double sums of each group's 16 x 16 products take most of
  * the time, and they do not overlap each other; 8-row tiles with the sums in
- * registers, 2 x 2 output tiles per group (half the operand loads), and all
- * of a tile's products first, sums after, were each no faster. Rows past a
+ * registers, 2 x 2 output tiles per group (half the operand loads), all of
+ * a tile's products first with the sums after, and the sums issued before
+ * the next tile store were each no faster. Rows past a
  * multiple of 16, and decode (M < 16), go to the AVX2 kernel
  * (abq_codes_avx2.c). */
 #include "kernels/x86/abq_x86.h"
