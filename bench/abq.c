@@ -1,4 +1,5 @@
-/* The ABQ dot's two AVX2 ways (kernels/x86/abq_x86.h) against the int8
+/* The ABQ dot's two AVX2 ways and the AVX-512 VPOPCNTDQ one (where the CPU
+ * has it; kernels/x86/abq_x86.h) against the int8
  * kernels of Q8_0 and Q4_0, one thread, weights hot in L2 (a 64 x 4096
  * matrix, 128-1072 KiB), activations quantized once: the kernels' compute
  * rate alone. Printed per (q, p): weights per ns of the popcount way, of the
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "formats/abq.h"
+#include "kernels/cpu.h"
 #include "kernels/dispatch.h"
 #include "kernels/x86/abq_x86.h"
 
@@ -31,6 +33,7 @@ static double rate(int way, const lb_kernel *k, int type, const uint8_t *W, cons
         for (int n = 0; n < N; n++) {
             float s;
             if (k) k->vec_dot(K, &s, W + n * row, A);
+            else if (way == 2) s = lb_abq_dot_avx512(type, 0, K, W + n * row, A);
             else s = lb_abq_dot_avx2(type, way, K, W + n * row, A);
             sink += s;
         }
@@ -67,7 +70,9 @@ int main(int argc, char **argv) {
     }
     printf("cpu level %s; Q8_0 %.2f, Q4_0 %.2f weights/ns (%s, %s)\n\n", lb_isa_name(lb_cpu_level()), ref[0], ref[1],
            lb_kernel_get(LB_TYPE_Q8_0)->name, lb_kernel_get(LB_TYPE_Q4_0)->name);
-    printf("| type | p | popcount w/ns | int8 w/ns | vec_dot takes | best / Q8_0 | best / Q4_0 |\n|---|---|---|---|---|---|---|\n");
+    const int has512 = lb_cpu_level() >= LB_ISA_AVX512 && (lb_cpu_extra_features() & LB_CPU_VPOPCNTDQ);
+    printf("| type | p | popcount w/ns | int8 w/ns | AVX-512 popcount w/ns | vec_dot takes | best / Q8_0 | best / Q4_0 |\n"
+           "|---|---|---|---|---|---|---|---|\n");
     const int types[] = {LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W2S, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W6, LB_TYPE_ABQ_W8};
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const int t = types[ti];
@@ -75,9 +80,13 @@ int main(int argc, char **argv) {
         for (int p = 2; p <= 8; p += 2) {
             lb_abq_quantize_act(x, A, K, p);
             const double r0 = rate(0, NULL, t, W, A, budget), r1 = rate(1, NULL, t, W, A, budget);
-            const double best = r0 > r1 ? r0 : r1;
-            printf("| %s | %d | %.2f | %.2f | %s | %.2f | %.2f |\n", lb_type_name(t), p, r0, r1,
-                   lb_abq_avx2_int8_wins(lb_abq_bits(t), p) ? "int8" : "popcount", best / ref[0], best / ref[1]);
+            const double r2 = has512 ? rate(2, NULL, t, W, A, budget) : 0.0;
+            const double best = r0 > r1 ? (r0 > r2 ? r0 : r2) : (r1 > r2 ? r1 : r2);
+            const char *takes = has512                                    ? "AVX-512 popcount"
+                                : lb_abq_avx2_int8_wins(lb_abq_bits(t), p) ? "int8"
+                                                                           : "popcount";
+            printf("| %s | %d | %.2f | %.2f | %.2f | %s | %.2f | %.2f |\n", lb_type_name(t), p, r0, r1, r2, takes,
+                   best / ref[0], best / ref[1]);
         }
     }
     free(w), free(x), free(W), free(A), free(Aq);

@@ -221,7 +221,7 @@ static void grid_data(int t, int p, float *w, int64_t nw, float *x, int64_t nx, 
 
 static void test_kernels(void) {
     uint64_t seed = 21;
-    int n_pairs = 0, n_groups = 0, n_cases = 0, n_exact = 0, n_ways = 0;
+    int n_pairs = 0, n_groups = 0, n_cases = 0, n_exact = 0, n_ways = 0, n_ways512 = 0;
     const int64_t Ks[] = {128, 384, 640};
     for (int p = 1; p <= 8; p++) {
         for (int i = 0; i < 9; i++) {
@@ -295,6 +295,17 @@ static void test_kernels(void) {
                         CHECK_MSG(same, "%s p %d K %lld: an AVX2 way differs from the reference", lb_type_name(t), p,
                                   (long long)K);
                     }
+                    if (li == LB_ISA_AVX512 && (lb_cpu_extra_features() & LB_CPU_VPOPCNTDQ)) {
+                        /* the AVX-512 popcount way, whichever way vec_dot takes */
+                        for (int m = 0; m < M; m++)
+                            for (int64_t n = 0; n < N; n++) {
+                                const float s = lb_abq_dot_avx512(t, 0, K, W + n * row, A + m * arow);
+                                same &= !memcmp(&s, &ref[m * N + n], sizeof s);
+                                n_ways512++;
+                            }
+                        CHECK_MSG(same, "%s p %d K %lld: the AVX-512 popcount way differs from the reference",
+                                  lb_type_name(t), p, (long long)K);
+                    }
 #endif
                     lb_cpu_force_level((lb_isa)li);
                     for (int nth = 1; nth <= 2; nth++) {
@@ -315,6 +326,7 @@ static void test_kernels(void) {
            "rounding of the double dot, %d level x thread cases bit-identical to the reference",
            n_pairs, n_groups, n_exact, n_cases);
     if (n_ways) printf(", and %d dots of the AVX2 popcount and int8 ways", n_ways);
+    if (n_ways512) printf(", %d of the AVX-512 VPOPCNTDQ way", n_ways512);
     printf("\n");
 
     for (int li = 0; li < LB_ISA_COUNT; li++) {

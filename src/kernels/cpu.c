@@ -61,6 +61,7 @@ static lb_isa detect(void) {
     /* with AVX512-BF16 (vcvtne2ps2bf16), which the bf16 tile kernels use to fill tiles */
     if (amxbf16 && ((a1 >> 5) & 1)) lb_extra |= LB_CPU_AMXBF16;
     if (avxvnni) lb_extra |= LB_CPU_AVXVNNI;
+    if (vpopcnt && avx512f && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_VPOPCNTDQ;
     if (!(avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6))) return LB_ISA_AVX2;
     /* XCR0 bits 17-18: the OS manages the tile configuration and data */
     if (amx && xgetbv_ok(0x60000) && amx_permitted()) return LB_ISA_AMX;

@@ -44,6 +44,17 @@ LB_ABQ_LIST(LB_ABQ_AVX2_DECLARE)
 LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_DECLARE) /* kernels/x86/abq_codes_avx2.c */
 #undef LB_ABQ_CODES_AVX2_DECLARE
 #undef LB_ABQ_AVX2_DECLARE
+/* The AVX-512 VPOPCNTDQ kernel of the plane types (kernels/x86/abq_avx512.c):
+ * four activation planes per popcount step. way: 1 the AVX2 int8 way
+ * (q <= 7), 0 or -1 (what vec_dot takes) the popcount. */
+float lb_abq_dot_avx512(int type, int way, int64_t n, const void *w, const void *a);
+#define LB_ABQ_AVX512_DECLARE(name, NAME, Q)                                                                  \
+    void lb_vec_dot_##name##_avx512(int64_t n, float *s, const void *w, const void *a);                       \
+    void lb_gemm_##name##_avx512(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1, const void *A, \
+                                 size_t a_row_size, int M, float *Y, size_t ldy);
+LB_ABQ_LIST(LB_ABQ_AVX512_DECLARE)
+#undef LB_ABQ_AVX512_DECLARE
+
 /* The AMX-INT8 GEMM of the code layouts (kernels/x86/abq_amx.c): 16-row
  * activation tiles by tdpbssd, the other rows (and decode) by the AVX2
  * kernel; bit-identical to the reference. */
@@ -64,10 +75,15 @@ LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_DECLARE)
 #define LB_ABQ_CODES_AMX_KERNEL(name, NAME, W)                                                                 \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AMX, #name "_abq_act_amx", lb_abq_quantize_act8_avx2,               \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_amx, NULL, 0, NULL, 0, 0, 1, 1, lb_abq_quantize_act_avx2},
-/* the plane types, then their code layouts (made at load where these run) */
+#define LB_ABQ_AVX512_KERNEL(name, NAME, Q)                                                                    \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx2,         \
+     lb_vec_dot_##name##_avx512, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, LB_CPU_VPOPCNTDQ, 0, 1,             \
+     lb_abq_quantize_act_avx2},
+/* the plane types (AVX2; AVX-512 with VPOPCNTDQ), then their code layouts
+ * (made at load where these run) */
 #define LB_ABQ_X86_KERNELS                                                                                     \
-    LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL)                                \
-    LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_KERNEL)
+    LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL) LB_ABQ_LIST(LB_ABQ_AVX512_KERNEL)                                          \
+    LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_KERNEL)
 #endif
 
 #endif
