@@ -83,17 +83,6 @@ INLINE void transpose16(__m512i r[16]) {
     }
 }
 
-/* A row's parts (formats/abq.h): heads side by side, then the codes. */
-typedef struct {
-    const float *d;
-    const int16_t *sw, *z;
-    const uint8_t *qs;
-} parts;
-
-INLINE parts parts_of(const uint8_t *row, int64_t nb) {
-    return (parts){(const float *)row, (const int16_t *)(row + 4 * nb), (const int16_t *)(row + 6 * nb), row + 8 * nb};
-}
-
 /* Weights 0..63 (h[0]) and 64..127 (h[1]) of a group as bytes c - z, in order. */
 INLINE void group_bytes(int w, const uint8_t *qs, int z, __m512i h[2]) {
     const __m256i zv = _mm256_set1_epi8((char)z);
@@ -115,8 +104,8 @@ INLINE void group_bytes(int w, const uint8_t *qs, int z, __m512i h[2]) {
 
 /* Rows [n0, n1) (n1 - n0 <= 16), every group, into wg[0..nb). */
 INLINE void decode_rows(int w, const uint8_t *W, size_t w_row_size, int n0, int n1, int64_t nb, wgroup *wg) {
-    parts p[16];
-    for (int r = 0; r < n1 - n0; r++) p[r] = parts_of(W + (size_t)(n0 + r) * w_row_size, nb);
+    lb_abq_code_row p[16];
+    for (int r = 0; r < n1 - n0; r++) p[r] = lb_abq_code_row_of(W + (size_t)(n0 + r) * w_row_size, nb);
     const int qb = 16 * w;
     for (int64_t g = 0; g < nb; g++) {
         __m512i h[2][16];

@@ -28,12 +28,6 @@
 #define LB_ABQA __attribute__((target("avx2,fma,f16c,popcnt")))
 #define INLINE LB_ABQA static inline __attribute__((always_inline))
 
-INLINE int plane_count(const uint8_t *w) {
-    uint64_t w0, w1;
-    memcpy(&w0, w, 8), memcpy(&w1, w + 8, 8);
-    return __builtin_popcountll(w0) + __builtin_popcountll(w1);
-}
-
 /* sum_s sum_t 2^(s+t) popcount(W_s & A_t) of one group */
 INLINE int32_t planes_product(const uint8_t *wp, int q, const block_abq_act *a) {
     const __m256i nibble = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1,
@@ -96,21 +90,6 @@ INLINE int32_t codes_product(const uint8_t *wp, int q, const block_abq_act *a, i
     return chunk_total(acc, sw);
 }
 
-/* One group's weight d, z and code sum */
-INLINE void group_head(const uint8_t *blk, int q, int header, int zfixed, double *dw, int *zw, int32_t *sw) {
-    lb_fp16 dh;
-    memcpy(&dh, blk, 2);
-    *dw = (double)lb_fp16_to_f32(dh);
-    *zw = zfixed;
-    if (zfixed < 0) {
-        int16_t z;
-        memcpy(&z, blk + 2, 2);
-        *zw = z;
-    }
-    *sw = 0;
-    for (int s = 0; s < q; s++) *sw += plane_count(blk + header + LB_ABQ_PLANE * s) << s;
-}
-
 INLINE float row_dot(int q, int header, int zfixed, int use_int8, int64_t n, const void *w, const void *va) {
     const block_abq_act *a = va;
     const size_t bs = (size_t)header + LB_ABQ_PLANE * (size_t)q;
@@ -120,7 +99,7 @@ INLINE float row_dot(int q, int header, int zfixed, int use_int8, int64_t n, con
         double dw;
         int zw;
         int32_t sw;
-        group_head(blk, q, header, zfixed, &dw, &zw, &sw);
+        lb_abq_group_head(blk, q, header, zfixed, &dw, &zw, &sw);
         const int32_t P = use_int8 ? codes_product(wp, q, &a[i], sw) : planes_product(wp, q, &a[i]);
         acc += dw * (double)(P - a[i].z * sw - zw * a[i].sum + LB_ABQ_G * zw * a[i].z);
     }
@@ -145,7 +124,7 @@ INLINE void gemm_int8(int q, int header, int zfixed, int64_t K, const void *W, s
                 double dw;
                 int zw;
                 int32_t sw;
-                group_head(blk, q, header, zfixed, &dw, &zw, &sw);
+                lb_abq_group_head(blk, q, header, zfixed, &dw, &zw, &sw);
                 __m256i cw[LB_ABQ_G / 32];
                 for (int k = 0; k < LB_ABQ_G / 32; k++) cw[k] = expand_chunk(blk + header, q, k);
                 for (int m = 0; m < mr; m++) {

@@ -40,25 +40,6 @@ INLINE int32_t planes_product(const uint8_t *wp, int q, const block_abq_act *a) 
     return (int32_t)_mm512_reduce_add_epi64(acc);
 }
 
-/* one group's d, z (zfixed >= 0: implied) and code sum sum_s 2^s popcount(W_s) */
-INLINE void group_head(const uint8_t *blk, int q, int header, int zfixed, double *dw, int *zw, int32_t *sw) {
-    lb_fp16 dh;
-    memcpy(&dh, blk, 2);
-    *dw = (double)lb_fp16_to_f32(dh);
-    *zw = zfixed;
-    if (zfixed < 0) {
-        int16_t z;
-        memcpy(&z, blk + 2, 2);
-        *zw = z;
-    }
-    *sw = 0;
-    for (int s = 0; s < q; s++) {
-        uint64_t w0, w1;
-        memcpy(&w0, blk + header + LB_ABQ_PLANE * s, 8), memcpy(&w1, blk + header + LB_ABQ_PLANE * s + 8, 8);
-        *sw += (int32_t)(_mm_popcnt_u64(w0) + _mm_popcnt_u64(w1)) << s;
-    }
-}
-
 INLINE float row_dot(int q, int header, int zfixed, int64_t n, const void *w, const void *va) {
     const block_abq_act *a = va;
     const size_t bs = (size_t)header + LB_ABQ_PLANE * (size_t)q;
@@ -68,7 +49,7 @@ INLINE float row_dot(int q, int header, int zfixed, int64_t n, const void *w, co
         double dw;
         int zw;
         int32_t sw;
-        group_head(blk, q, header, zfixed, &dw, &zw, &sw);
+        lb_abq_group_head(blk, q, header, zfixed, &dw, &zw, &sw);
         const int32_t P = planes_product(blk + header, q, &a[i]);
         acc += dw * (double)(P - a[i].z * sw - zw * a[i].sum + LB_ABQ_G * zw * a[i].z);
     }

@@ -70,17 +70,6 @@ INLINE __m128i hsum4(__m256i a, __m256i b, __m256i c, __m256i d) {
     return _mm_add_epi32(_mm256_castsi256_si128(abcd), _mm256_extracti128_si256(abcd, 1));
 }
 
-/* A row's parts (formats/abq.h): heads side by side, then the codes. */
-typedef struct {
-    const float *d;
-    const int16_t *sw, *z;
-    const uint8_t *qs;
-} parts;
-
-INLINE parts parts_of(const uint8_t *row, int64_t nb) {
-    return (parts){(const float *)row, (const int16_t *)(row + 4 * nb), (const int16_t *)(row + 6 * nb), row + 8 * nb};
-}
-
 /* Sa - 128 za of groups i .. i + 3 */
 INLINE __m128i act_sa4(const block_abq_act *a, int64_t i) {
     return _mm_sub_epi32(_mm_setr_epi32(a[i].sum, a[i + 1].sum, a[i + 2].sum, a[i + 3].sum),
@@ -92,7 +81,7 @@ INLINE __m128i act_sa4(const block_abq_act *a, int64_t i) {
 INLINE float row_dot(int w, int64_t n, const uint8_t *row, const block_abq_act *a, const int32_t *sa2) {
     const int64_t nb = n / LB_ABQ_G;
     const int qb = 16 * w;
-    const parts p = parts_of(row, nb);
+    const lb_abq_code_row p = lb_abq_code_row_of(row, nb);
     const __m128i c1 = _mm_set1_epi32(128 - a[0].z);
     double acc = 0.0;
     int64_t i = 0;
@@ -140,7 +129,7 @@ INLINE void gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int
             c1[m / 4] = _mm_sub_epi32(_mm_set1_epi32(128), za), c2[m / 4] = _mm_slli_epi32(za, 7);
         }
         for (int n = n0; n < n1; n++) {
-            const parts p = parts_of((const uint8_t *)W + (size_t)n * w_row_size, nb);
+            const lb_abq_code_row p = lb_abq_code_row_of((const uint8_t *)W + (size_t)n * w_row_size, nb);
             for (int m = 0; m < m4; m += 4) acc4[m / 4] = _mm256_setzero_pd();
             for (int m = m4; m < mr; m++) acc[m] = 0.0;
             for (int64_t i = 0; i < nb; i++) {

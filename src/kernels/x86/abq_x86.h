@@ -22,6 +22,45 @@
 #include "kernels/x86/kernels_x86.h" /* LB_HAVE_X86_KERNELS */
 
 #if LB_HAVE_X86_KERNELS
+#include <string.h>
+
+#include "core/fp16.h"
+
+/* A code layout row's parts (formats/abq.h: heads side by side, then the
+ * codes), as the code kernels read them. */
+typedef struct {
+    const float *d;
+    const int16_t *sw, *z;
+    const uint8_t *qs;
+} lb_abq_code_row;
+
+static inline lb_abq_code_row lb_abq_code_row_of(const uint8_t *row, int64_t nb) {
+    return (lb_abq_code_row){(const float *)row, (const int16_t *)(row + 4 * nb), (const int16_t *)(row + 6 * nb),
+                             row + 8 * nb};
+}
+
+/* A plane group's weight d, z (zfixed >= 0: implied, W2S) and code sum
+ * sum_s 2^s popcount(W_s), for the plane kernels (popcnt where they are
+ * compiled with it). header: the bytes before the planes. */
+static inline void lb_abq_group_head(const uint8_t *blk, int q, int header, int zfixed, double *dw, int *zw,
+                                     int32_t *sw) {
+    lb_fp16 dh;
+    memcpy(&dh, blk, 2);
+    *dw = (double)lb_fp16_to_f32(dh);
+    *zw = zfixed;
+    if (zfixed < 0) {
+        int16_t z;
+        memcpy(&z, blk + 2, 2);
+        *zw = z;
+    }
+    *sw = 0;
+    for (int s = 0; s < q; s++) {
+        uint64_t w0, w1;
+        memcpy(&w0, blk + header + LB_ABQ_PLANE * s, 8), memcpy(&w1, blk + header + LB_ABQ_PLANE * s + 8, 8);
+        *sw += (__builtin_popcountll(w0) + __builtin_popcountll(w1)) << s;
+    }
+}
+
 /* vec_dot's int8 way serves q <= 7 at p >= this (measured: docs/abq.md),
  * popcount the rest */
 #define LB_ABQ_INT8_MIN_P 5
