@@ -24,6 +24,7 @@
 #include "core/fp16.h"
 #include "formats/mx.h"
 #include "kernels/x86/amx_bf16_impl.h"
+#include "kernels/x86/mx_x86_impl.h"
 
 /* The call's view and where each group (32 columns) lives: slot[g] >= 0 a
  * 2-bit slot, -1 - slot a 4-bit one. */
@@ -41,15 +42,10 @@ INLINE_BF void mx_tile_floats(const mx_ctx *c, int n, int64_t g, float w[32][16]
         for (int h = 0; h < 2; h++) {
             /* lb_mx2_scale and lb_mx2_zero of the 16 rows, as they compute
              * them: s2 * (float)(c + z2) and 0.5 * (float)(z1 code + 1) */
-            uint64_t cw;
             uint32_t zw;
-            memcpy(&cw, b->s1 + 8 * h, 8);
             memcpy(&zw, b->z1 + 4 * h, 4);
-            const __m512i r8 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
             const __m512i r2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-            const __m512i cw2 = _mm512_inserti64x4(_mm512_set1_epi32((int)(uint32_t)cw),
-                                                   _mm256_set1_epi32((int)(uint32_t)(cw >> 32)), 1);
-            const __m512i ci = _mm512_and_si512(_mm512_srlv_epi32(cw2, r8), _mm512_set1_epi32(15));
+            const __m512i ci = lb_mx_nibbles16(b->s1 + 8 * h);
             const __m512i zi = _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32((int)zw), r2), _mm512_set1_epi32(3));
             const float s2 = lb_fp16_to_f32((lb_fp16)(b->s2[2 * h] | b->s2[2 * h + 1] << 8));
             const int z2 = (b->z2 >> (4 * h)) & 15;
@@ -66,13 +62,8 @@ INLINE_BF void mx_tile_floats(const mx_ctx *c, int n, int64_t g, float w[32][16]
         }
     } else {
         const block_mx4 *b = &v->hi[t * v->n_hi + (-1 - s)];
-        uint64_t zw; /* row r's zero at bits 4r */
-        memcpy(&zw, b->z, 8);
-        const __m512i r8 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
-        const __m512i zw2 = _mm512_inserti64x4(_mm512_set1_epi32((int)(uint32_t)zw),
-                                               _mm256_set1_epi32((int)(uint32_t)(zw >> 32)), 1);
         const __m512 sv = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b->s));
-        const __m512i zv = _mm512_and_si512(_mm512_srlv_epi32(zw2, r8), _mm512_set1_epi32(15));
+        const __m512i zv = lb_mx_nibbles16(b->z); /* row r's zero at bits 4r */
         for (int vv = 0; vv < 4; vv++) {
             const __m512i q = _mm512_loadu_si512(b->qs + 64 * vv); /* columns 8 vv .. 8 vv + 7 */
             for (int hi = 0; hi < 2; hi++)

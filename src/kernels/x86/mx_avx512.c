@@ -35,14 +35,6 @@ INLINE __m512i bcast32(const void *p) {
     return _mm512_set1_epi32(v);
 }
 
-/* 16 nibbles (8 bytes at p, row r at bits 4r of the 64-bit word) as 16 dwords */
-INLINE __m512i nibbles16(const uint8_t *p) {
-    const __m512i both = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                                                  _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)p)));
-    const __m512i sh = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
-    return _mm512_and_si512(_mm512_srlv_epi32(both, sh), _mm512_set1_epi32(15));
-}
-
 /* a decoded 2-bit tile: per half, twice the codes of each plane, z' = 2 z1
  * = zero code + 1 (1..4) and k = c + z2 (0..30) of every row, each in the
  * low int16 of its dword (so one vpmaddwd multiplies by it exactly) */
@@ -80,7 +72,7 @@ INLINE void lo_decode(const block_mx2 *b, lo_dec *D, int gf) {
         for (int t = 0; t < 4; t++) D->q2[h][t] = plane2(x, t, gf);
         D->z[h] = _mm512_add_epi32(_mm512_and_si512(_mm512_srlv_epi32(bcast32(b->z1 + 4 * h), zsh), _mm512_set1_epi32(3)),
                                    _mm512_set1_epi32(1));
-        D->k[h] = _mm512_add_epi32(nibbles16(b->s1 + 8 * h), _mm512_set1_epi32((b->z2 >> (4 * h)) & 15));
+        D->k[h] = _mm512_add_epi32(lb_mx_nibbles16(b->s1 + 8 * h), _mm512_set1_epi32((b->z2 >> (4 * h)) & 15));
         uint16_t s2;
         memcpy(&s2, b->s2 + 2 * h, 2);
         D->s2[h] = _cvtsh_ss(s2);
@@ -95,7 +87,7 @@ INLINE void hi_decode(const block_mx4 *b, hi_dec *D) {
         D->q[2 * v] = _mm512_and_si512(x, m15);
         D->q[2 * v + 1] = _mm512_and_si512(_mm512_srli_epi16(x, 4), m15);
     }
-    D->z = nibbles16(b->z);
+    D->z = lb_mx_nibbles16(b->z);
     D->s = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b->s));
 }
 

@@ -1,6 +1,7 @@
-/* Shared by the x86 MX kernels (mx_avx2.c, mx_avx512.c): the activation
- * side of each Q8_0 block, formed once per call and row before the weights
- * stream, and the outliers of a tile row. x86 kernel files only. */
+/* Shared by the x86 MX kernels (mx_avx2.c, mx_avx512.c, mx_amx_bf16.c):
+ * the activation side of each Q8_0 block, formed once per call and row
+ * before the weights stream, the outliers of a tile row, and a tile's
+ * nibbles. x86 kernel files only. */
 #ifndef LB_MX_X86_IMPL_H
 #define LB_MX_X86_IMPL_H
 
@@ -44,6 +45,16 @@ __attribute__((target("f16c"))) static inline void lb_mx_add_outliers_x(const lb
             const uint32_t w = v->outliers[o];
             yr[r] += _cvtsh_ss((uint16_t)(w >> 16)) * x[w & 0xffffu];
         }
+}
+
+/* 16 nibbles (8 bytes at p, row r at bits 4r of the 64-bit word) as 16
+ * dwords: a tile's 16 rows' 4-bit scale codes or zeros (mx_avx512.c,
+ * mx_amx_bf16.c) */
+__attribute__((target("avx512f"))) static inline __m512i lb_mx_nibbles16(const uint8_t *p) {
+    const __m512i both = _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                                  _mm512_castsi128_si512(_mm_loadl_epi64((const __m128i *)p)));
+    const __m512i sh = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+    return _mm512_and_si512(_mm512_srlv_epi32(both, sh), _mm512_set1_epi32(15));
 }
 
 /* GEMM_MB activation rows per pass of the GEMMs: their side values and
