@@ -87,16 +87,7 @@ INLINE void transpose16(__m512i r[16]) {
 INLINE void group_bytes(int w, const uint8_t *qs, int z, __m512i h[2]) {
     const __m256i zv = _mm256_set1_epi8((char)z);
     __m256i c[4];
-    if (w == 4) {
-        const __m256i m = _mm256_set1_epi8(0x0f), x0 = _mm256_loadu_si256((const __m256i *)qs),
-                      x1 = _mm256_loadu_si256((const __m256i *)(qs + 32));
-        c[0] = _mm256_and_si256(x0, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x0, 4), m);
-        c[2] = _mm256_and_si256(x1, m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x1, 4), m);
-    } else {
-        const __m256i m = _mm256_set1_epi8(0x03), x = _mm256_loadu_si256((const __m256i *)qs);
-        c[0] = _mm256_and_si256(x, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x, 2), m);
-        c[2] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x, 6), m);
-    }
+    lb_abq_group_codes(qs, w, c);
     for (int i = 0; i < 2; i++)
         h[i] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_sub_epi8(c[2 * i], zv)), _mm256_sub_epi8(c[2 * i + 1], zv),
                                   1);

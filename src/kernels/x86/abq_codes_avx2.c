@@ -44,23 +44,10 @@ INLINE __m256i sums4(__m256i c0, __m256i c1, __m256i c2, __m256i c3, const int8_
     return _mm256_madd_epi16(_mm256_add_epi16(s01, s23), _mm256_set1_epi16(1));
 }
 
-/* The 4 x 32 code bytes of a group (w = 4 or 2 bits). */
-INLINE void codes(const uint8_t *qs, int w, __m256i c[4]) {
-    if (w == 4) {
-        const __m256i m = _mm256_set1_epi8(0x0f), x0 = LD(qs), x1 = LD(qs + 32);
-        c[0] = _mm256_and_si256(x0, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x0, 4), m);
-        c[2] = _mm256_and_si256(x1, m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x1, 4), m);
-    } else {
-        const __m256i m = _mm256_set1_epi8(0x03), x = LD(qs);
-        c[0] = _mm256_and_si256(x, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x, 2), m);
-        c[2] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x, 6), m);
-    }
-}
-
 /* decode and sums of one group, in registers */
 INLINE __m256i group_dot(const uint8_t *qs, int w, const int8_t *ca) {
     __m256i c[4];
-    codes(qs, w, c);
+    lb_abq_group_codes(qs, w, c);
     return sums4(c[0], c[1], c[2], c[3], ca);
 }
 
@@ -137,7 +124,7 @@ INLINE void gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int
                 const __m128i sw = _mm_set1_epi32(sw1), zw = _mm_set1_epi32(z1);
                 const __m256d d = _mm256_set1_pd((double)p.d[i]);
                 __m256i c[4];
-                codes(p.qs + (size_t)qb * (size_t)i, w, c);
+                lb_abq_group_codes(p.qs + (size_t)qb * (size_t)i, w, c);
                 for (int m = 0; m < m4; m += 4) {
                     const __m128i P = hsum4(sums4(c[0], c[1], c[2], c[3], ACT(m, i)->c),
                                             sums4(c[0], c[1], c[2], c[3], ACT(m + 1, i)->c),

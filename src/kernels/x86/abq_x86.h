@@ -22,6 +22,7 @@
 #include "kernels/x86/kernels_x86.h" /* LB_HAVE_X86_KERNELS */
 
 #if LB_HAVE_X86_KERNELS
+#include <immintrin.h>
 #include <string.h>
 
 #include "core/fp16.h"
@@ -37,6 +38,21 @@ typedef struct {
 static inline lb_abq_code_row lb_abq_code_row_of(const uint8_t *row, int64_t nb) {
     return (lb_abq_code_row){(const float *)row, (const int16_t *)(row + 4 * nb), (const int16_t *)(row + 6 * nb),
                              row + 8 * nb};
+}
+
+/* The 4 x 32 code bytes of a code layout's group (w = 4 or 2 bits), in the
+ * order of the activation bytes: weights 32i .. 32i + 31 in c[i]. */
+__attribute__((target("avx2"))) static inline void lb_abq_group_codes(const uint8_t *qs, int w, __m256i c[4]) {
+    if (w == 4) {
+        const __m256i m = _mm256_set1_epi8(0x0f), x0 = _mm256_loadu_si256((const __m256i *)qs),
+                      x1 = _mm256_loadu_si256((const __m256i *)(qs + 32));
+        c[0] = _mm256_and_si256(x0, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x0, 4), m);
+        c[2] = _mm256_and_si256(x1, m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x1, 4), m);
+    } else {
+        const __m256i m = _mm256_set1_epi8(0x03), x = _mm256_loadu_si256((const __m256i *)qs);
+        c[0] = _mm256_and_si256(x, m), c[1] = _mm256_and_si256(_mm256_srli_epi16(x, 2), m);
+        c[2] = _mm256_and_si256(_mm256_srli_epi16(x, 4), m), c[3] = _mm256_and_si256(_mm256_srli_epi16(x, 6), m);
+    }
 }
 
 /* A plane group's weight d, z (zfixed >= 0: implied, W2S) and code sum
