@@ -117,6 +117,8 @@ static const bench_type all_types[] = {
     /* seed 003's binary-coding quantization and its table-lookup layouts (formats/bcq.h) */
     {LB_TYPE_BCQ4_G128, "BCQ4_G128"}, {LB_TYPE_BCQ4_G128_LUT, "BCQ4_G128_LUT"}, {LB_TYPE_BCQ3_G128, "BCQ3_G128"},
     {LB_TYPE_BCQ3_G128_LUT, "BCQ3_G128_LUT"}, {LB_TYPE_BCQ2_G128, "BCQ2_G128"}, {LB_TYPE_BCQ2_G128_LUT, "BCQ2_G128_LUT"},
+    {LB_TYPE_BCQ1_G128_LUT, "BCQ1_G128_LUT"}, {LB_TYPE_BCQ4_G64_LUT, "BCQ4_G64_LUT"},
+    {LB_TYPE_BCQ4_G32_LUT, "BCQ4_G32_LUT"}, {LB_TYPE_BCQ2_G32_LUT, "BCQ2_G32_LUT"},
 };
 enum { N_ALL = sizeof all_types / sizeof all_types[0] };
 

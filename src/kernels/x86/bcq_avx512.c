@@ -1,31 +1,53 @@
-/* AVX-512 (F, BW, VL) kernel of the BCQ types (kernels/x86/bcq_x86.h;
+/* AVX-512 (F, BW, VL, VNNI) kernel of the BCQ types (kernels/x86/bcq_x86.h;
  * layout and order of operations in formats/bcq.h). test_bcq checks it
- * against the reference at the avx512 and amx levels where the CPU has them
- * (passed on an Intel Xeon, SPR-class: docs/bcq.md).
+ * against the reference at the avx512 and amx levels where the CPU has them.
  *
- * mu = 4 GEMV, per 16 rows (one _LUT x-block per group) and activation row,
- * 4 slices per register: a 64-byte load of a plane holds its bytes
- * k = 0..3 of a Q8_0 block for the 16 rows, lane k = byte k, whose low
- * nibbles index slice 2k and high nibbles slice 2k+1. The block's tables
- * are gathered into four registers once (two 32-byte loads each: the
- * Q8_0_LUT4 order keeps slices 0, 2 | 4, 6 and 1, 3 | 5, 7 side by side) and
- * serve all q planes: per plane four vpshufb, vpunpck{l,h}bw to int16 (rows
- * 0-7, 8-15 per lane, exact over a block: |sum| <= 8 * 508), and the four
- * lanes are added by two lane shuffles. The 16 rows' sums then fill one
- * zmm of floats, scaled in the reference's order (separate multiplies and
- * adds): every output is the reference's float, bit for bit. */
+ * mu = 4 GEMV, per 16 rows (one _LUT x-block per group) and activation row.
+ * A 64-byte load of a plane holds its bytes k = 0..3 of a Q8_0 block for the
+ * 16 rows (lane k, row r at byte r), whose low nibbles index slice 2k and
+ * high nibbles slice 2k+1; the four lanes' lookups must be summed per row.
+ * Two ways, chosen by q (measured, docs/bcq.md):
+ *
+ * folded (q >= 3): as in the AVX2 kernel the tables are split once per call
+ * into L = T & 31 (0..31) and H = T >> 5 (-16..15), so a row's 8 lookups in
+ * a block add as bytes (L <= 248 unsigned, -128 <= H <= 120 signed), four
+ * zmm per block (lanes = slices 0,2,4,6 or 1,3,5,7). Per plane and block four vpshufb and two byte
+ * adds; the lanes of up to four planes are then folded into one register
+ * (lane = plane) by six lane shuffles, and two vpdpbusd per byte position t
+ * of a dword (L as the unsigned operand, then H as the signed one against
+ * 32) give the exact int32 sums L + 32 H of rows 4m + t of
+ * every plane at once. p_t += d * sums per block (lane = plane, element m =
+ * row 4m + t); at the end of a group a 4x4 transpose puts each plane's 16
+ * rows in order.
+ *
+ * lanes (q <= 2): the block's tables as stored, per plane four vpshufb,
+ * unpacks to int16 and lane shuffles to sum the four slices' lanes, one zmm
+ * of 16 rows per plane and block.
+ *
+ * Both scale in the reference's order (p += d * sum per block; y += z * zs,
+ * y += alpha_i * p_i per group; separate multiplies and adds): every output
+ * is the reference's float, bit for bit. */
 #include "kernels/x86/bcq_x86.h"
 
 #if LB_HAVE_X86_KERNELS
 #include <immintrin.h>
 
 #include "core/common.h"
+#include "kernels/x86/thread_scratch.h"
 
 /* the reference's float steps, unfused */
 #include "core/fp_strict.h"
 
-#define LB_BCQ512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+#define LB_BCQ512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE LB_BCQ512 static inline __attribute__((always_inline))
+
+/* The folded kernel splits the tables of up to M_TILE activation rows, 256
+ * bytes a block, into the thread's scratch (or, where that fails, of one row
+ * in chunks of CHUNK blocks on the stack); those rows share each x-block
+ * while it is in L1. The x-block PF_AHEAD groups on is prefetched (from
+ * memory, one thread, Xeon: 17.6 Gweights/s without, 20.0 with 1 or 2 ahead,
+ * 18.0 with 3). */
+enum { CHUNK = 64, PF_AHEAD = 2, M_TILE = 4 };
 
 INLINE __m512 load_h16(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 
@@ -34,13 +56,150 @@ INLINE __m512i load_2x256(const uint8_t *lo, const uint8_t *hi) {
                               _mm256_loadu_si256((const __m256i *)hi), 1);
 }
 
+/* The split tables of nb Q8_0_LUT4 blocks, 4 zmm per block: L and H of the
+ * even slices (lane j: slice 2j), then of the odd ones (lb_lut4_pos: the
+ * low / high bytes of slices 0, 2 sit at t, t + 32, those of 4, 6 at
+ * t + 128, t + 160; the odd slices 64 bytes on). */
+INLINE void split_tables(const block_q8_0_lut4 *a, int nb, __m512i *out) {
+    const __m512i m31 = _mm512_set1_epi8(31), m7 = _mm512_set1_epi8(7), mF8 = _mm512_set1_epi8((char)0xF8);
+    for (int b = 0; b < nb; b++)
+        for (int j = 0; j < 2; j++) {
+            const uint8_t *t = a[b].t + 64 * j;
+            const __m512i lo = load_2x256(t, t + 128), hi = load_2x256(t + 32, t + 160);
+            /* T >> 5 = 8 hi + (lo >> 5), per byte */
+            const __m512i h = _mm512_or_si512(_mm512_and_si512(_mm512_slli_epi16(hi, 3), mF8),
+                                              _mm512_and_si512(_mm512_srli_epi16(lo, 5), m7));
+            out[4 * b + 2 * j] = _mm512_and_si512(lo, m31);
+            out[4 * b + 2 * j + 1] = h;
+        }
+}
+
+/* One plane over one block: the byte sums of slices 2k, 2k+1 in lane k */
+INLINE void plane_bytes(const uint8_t *pl, const __m512i *T, __m512i *L, __m512i *H) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    const __m512i v = _mm512_loadu_si512((const void *)pl);
+    const __m512i ie = _mm512_and_si512(v, m4), io = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+    *L = _mm512_add_epi8(_mm512_shuffle_epi8(T[0], ie), _mm512_shuffle_epi8(T[2], io));
+    *H = _mm512_add_epi8(_mm512_shuffle_epi8(T[1], ie), _mm512_shuffle_epi8(T[3], io));
+}
+
+/* [a: k0+k2, k1+k3 | b: k0+k2, k1+k3] */
+INLINE __m512i fold2(__m512i a, __m512i b) {
+    return _mm512_add_epi8(_mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_i64x2(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+/* two fold2 results -> lane i = all four lanes of plane i */
+INLINE __m512i fold4(__m512i s01, __m512i s23) {
+    return _mm512_add_epi8(_mm512_shuffle_i64x2(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_i64x2(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* planes' lane sums -> one register, lane i = plane i (Q < 4: repeats) */
+INLINE __m512i fold_planes(const int Q, const __m512i *x) {
+    const __m512i s01 = fold2(x[0], Q > 1 ? x[1] : x[0]);
+    const __m512i s23 = Q > 2 ? fold2(x[2], Q > 3 ? x[3] : _mm512_setzero_si512()) : s01;
+    return fold4(s01, s23);
+}
+
+/* p_t[lane i][m] = plane i, row 4m + t  ->  P[i] = plane i's rows in order */
+INLINE void rows_in_order(const int Q, const __m512 *p, __m512 *P) {
+    const __m512 t0 = _mm512_unpacklo_ps(p[0], p[1]), t1 = _mm512_unpackhi_ps(p[0], p[1]);
+    const __m512 t2 = _mm512_unpacklo_ps(p[2], p[3]), t3 = _mm512_unpackhi_ps(p[2], p[3]);
+    /* r_m[lane i] = plane i, rows 4m .. 4m+3 */
+    const __m512 r0 = _mm512_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 r1 = _mm512_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 r2 = _mm512_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 r3 = _mm512_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 u0 = _mm512_shuffle_f32x4(r0, r1, _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 u2 = _mm512_shuffle_f32x4(r2, r3, _MM_SHUFFLE(1, 0, 1, 0));
+    P[0] = _mm512_shuffle_f32x4(u0, u2, _MM_SHUFFLE(2, 0, 2, 0));
+    if (Q > 1) P[1] = _mm512_shuffle_f32x4(u0, u2, _MM_SHUFFLE(3, 1, 3, 1));
+    if (Q > 2) {
+        const __m512 u1 = _mm512_shuffle_f32x4(r0, r1, _MM_SHUFFLE(3, 2, 3, 2));
+        const __m512 u3 = _mm512_shuffle_f32x4(r2, r3, _MM_SHUFFLE(3, 2, 3, 2));
+        P[2] = _mm512_shuffle_f32x4(u1, u3, _MM_SHUFFLE(2, 0, 2, 0));
+        if (Q > 3) P[3] = _mm512_shuffle_f32x4(u1, u3, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+}
+
+/* One activation row's blocks [0, nb) (whole groups) against the 16 rows of
+ * x-blocks from xb on; y carried in row order. */
+INLINE __m512 rows16(const int Q, const int G, const uint8_t *xb, const block_q8_0_lut4 *a, const __m512i *tab,
+                     int nb, __m512 y) {
+    const size_t xs = LB_BCQ_XSIZE(Q, G), plane = (size_t)(G / 8) * LB_BCQ_ROWS;
+    const int NC = G / 32;
+    for (int c0 = 0; c0 < nb; c0 += NC, xb += xs, a += NC, tab += 4 * NC) {
+        for (size_t o = 0; o < xs; o += 64) _mm_prefetch((const char *)xb + PF_AHEAD * xs + o, _MM_HINT_T0);
+        __m512 p[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; c++) {
+            __m512i L[LB_BCQ_MAX_Q], H[LB_BCQ_MAX_Q];
+#pragma GCC unroll 4
+            for (int i = 0; i < Q; i++)
+                plane_bytes(xb + 32 * (Q + 1) + (size_t)i * plane + 64 * c, tab + 4 * c, &L[i], &H[i]);
+            const __m512i FL = fold_planes(Q, L), FH = fold_planes(Q, H);
+            const __m512 d = _mm512_set1_ps(a[c].d);
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; t++) {
+                /* byte t of each dword: L (unsigned) + 32 H (signed) = the exact sum */
+                __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), FL, _mm512_set1_epi32(1 << (8 * t)));
+                s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(32 << (8 * t)), FH);
+                p[t] = _mm512_add_ps(p[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
+            }
+        }
+        float zs = 0.0f;
+        for (int c = 0; c < NC; c++) zs += a[c].ds;
+        y = _mm512_add_ps(y, _mm512_mul_ps(load_h16(xb + 32 * Q), _mm512_set1_ps(zs)));
+        __m512 P[4];
+        rows_in_order(Q, p, P);
+#pragma GCC unroll 4
+        for (int i = 0; i < Q; i++) y = _mm512_add_ps(y, _mm512_mul_ps(load_h16(xb + 32 * i), P[i]));
+    }
+    return y;
+}
+
+INLINE void gemv_lut4_folded(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
+                             const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
+    const int NB = (int)(K / 32), NC = G / 32;
+    /* the whole row's tables for M_TILE rows in the thread's scratch: one
+     * pass over the weights, in order (in chunks the stream ran at 0.8 of
+     * that); without it, one row at a time in chunks on the stack */
+    __m512i stack_tab[4 * CHUNK];
+    __m512i *tab = lb_thread_scratch((size_t)M_TILE * NB * 4 * sizeof(__m512i));
+    const int whole = tab != NULL, MT = whole ? M_TILE : 1, CH = whole ? NB : CHUNK - CHUNK % NC;
+    if (!whole) tab = stack_tab;
+    for (int m0 = 0; m0 < M; m0 += MT) {
+        const int mt = M - m0 < MT ? M - m0 : MT;
+        for (int b0 = 0; b0 < NB; b0 += CH) {
+            const int nb = NB - b0 < CH ? NB - b0 : CH;
+            for (int j = 0; j < mt; j++)
+                split_tables((const block_q8_0_lut4 *)((const char *)A + (size_t)(m0 + j) * a_row_size) + b0, nb,
+                             tab + (size_t)j * 4 * CH);
+            for (int n = n0; n < n1; n += LB_BCQ_ROWS) {
+                const uint8_t *xb =
+                    (const uint8_t *)W + (size_t)n * w_row_size + (size_t)(b0 / NC) * LB_BCQ_XSIZE(Q, G);
+                for (int j = 0; j < mt; j++) {
+                    const block_q8_0_lut4 *a =
+                        (const block_q8_0_lut4 *)((const char *)A + (size_t)(m0 + j) * a_row_size) + b0;
+                    float *y = Y + (size_t)(m0 + j) * ldy + n;
+                    /* between chunks the 16 sums wait in y */
+                    const __m512 y0 = b0 ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
+                    _mm512_storeu_ps(y, rows16(Q, G, xb, a, tab + (size_t)j * 4 * CH, nb, y0));
+                }
+            }
+        }
+    }
+}
+
+/* ---- q <= 2: lanes = slices, widened and summed per plane ---- */
+
 /* The tables of one Q8_0_LUT4 block, lane j of: le / he the low / high
  * bytes of slice 2j, lo / ho those of slice 2j+1 (lb_lut4_pos). */
 typedef struct {
     __m512i le, he, lo, ho;
 } bcq_tables4;
 
-INLINE bcq_tables4 load_tables(const block_q8_0_lut4 *a) {
+INLINE bcq_tables4 load_tables4(const block_q8_0_lut4 *a) {
     const uint8_t *t = a->t;
     return (bcq_tables4){load_2x256(t, t + 128), load_2x256(t + 32, t + 160), load_2x256(t + 64, t + 192),
                          load_2x256(t + 96, t + 224)};
@@ -48,7 +207,7 @@ INLINE bcq_tables4 load_tables(const block_q8_0_lut4 *a) {
 
 /* One plane over one Q8_0 block for 16 rows: the exact integer sums as
  * floats, row r in element r. pl: plane bytes 4c .. 4c+3 of the 16 rows. */
-INLINE __m512 plane_block(const uint8_t *pl, const bcq_tables4 *T) {
+INLINE __m512 plane_block_lanes(const uint8_t *pl, const bcq_tables4 *T) {
     const __m512i m4 = _mm512_set1_epi8(0x0F);
     const __m512i v = _mm512_loadu_si512((const void *)pl);
     const __m512i ie = _mm512_and_si512(v, m4), io = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
@@ -65,7 +224,7 @@ INLINE __m512 plane_block(const uint8_t *pl, const bcq_tables4 *T) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(rows));
 }
 
-INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
+INLINE void gemv_lut4_lanes(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
                       const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
     const size_t xs = LB_BCQ_XSIZE(Q, G), plane = (size_t)(G / 8) * LB_BCQ_ROWS;
     const int NC = G / 32;
@@ -83,11 +242,11 @@ INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t
                 __m512 p[LB_BCQ_MAX_Q];
                 for (int i = 0; i < Q; i++) p[i] = _mm512_setzero_ps();
                 for (int c = 0; c < NC; c++) {
-                    const bcq_tables4 T = load_tables(&a[c]);
+                    const bcq_tables4 T = load_tables4(&a[c]);
                     const __m512 d = _mm512_set1_ps(a[c].d);
                     for (int i = 0; i < Q; i++) {
                         const uint8_t *pl = xb + 32 * (Q + 1) + (size_t)i * plane + 64 * c;
-                        p[i] = _mm512_add_ps(p[i], _mm512_mul_ps(d, plane_block(pl, &T)));
+                        p[i] = _mm512_add_ps(p[i], _mm512_mul_ps(d, plane_block_lanes(pl, &T)));
                     }
                 }
                 for (int i = 0; i < Q; i++) y = _mm512_add_ps(y, _mm512_mul_ps(load_h16(xb + 32 * i), p[i]));
@@ -95,6 +254,17 @@ INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t
             _mm512_storeu_ps(Y + (size_t)m * ldy + n, y);
         }
     }
+}
+
+/* q >= 3: the folded kernel; q <= 2 keeps the lanes kernel, whose per-plane
+ * widening costs less than the folded one's per-block extraction and
+ * transpose when only one or two planes share them (docs/bcq.md). */
+INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
+                      const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
+    if (Q >= 3)
+        gemv_lut4_folded(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
+    else
+        gemv_lut4_lanes(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
 }
 
 #define BCQ_AVX512_DEFINE(name, NAME, Q, G)                                                                    \
