@@ -15,7 +15,10 @@
 #    the fallback CPUs also skip fallback_skip: end-to-end file checks that
 #    the -cpu max run covers (the kernel tests run on every CPU), and the
 #    single-level NEON SGEMM with GPTQ on top of it (the same code on all
-#    three CPUs; together ~6 of the ~14 emulated minutes before this list).
+#    three CPUs; together ~6 of the ~14 emulated minutes before this list),
+#    and ABQ's calibration search over the tiny model (about 300 s per CPU
+#    emulated, the longest test of each run; test_abq holds the ABQ kernels
+#    of every level to the reference on every CPU).
 # --quick runs only cli_errors of the CLI scripts; --full runs everything
 # everywhere (about 25 minutes on 2 cores).
 # Usage: scripts/test-arm.sh [--quick | --full]
@@ -28,7 +31,7 @@ mode=${1:-default}
 case $mode in default | --quick | --full) ;; *) echo "usage: $0 [--quick | --full]" >&2; exit 2 ;; esac
 emu_cli="cli_errors cli_interop cli_perplexity"
 emu_skip="test_cb"
-fallback_skip="test_interop test_kq_repack_model test_gptq test_sgemm"
+fallback_skip="test_interop test_kq_repack_model test_gptq test_sgemm test_abq_search"
 [ "$mode" = --quick ] && emu_cli="cli_errors"
 [ "$mode" = --full ] && emu_cli="all" && emu_skip="" && fallback_skip=""
 
