@@ -8,7 +8,7 @@
  * high nibbles slice 2k+1; the four lanes' lookups must be summed per row.
  * Two ways, chosen by q (measured, docs/bcq.md):
  *
- * folded (q >= 3): as in the AVX2 kernel the tables are split once per call
+ * folded (q >= 2): as in the AVX2 kernel the tables are split once per call
  * into L = T & 31 (0..31) and H = T >> 5 (-16..15), so a row's 8 lookups in
  * a block add as bytes (L <= 248 unsigned, -128 <= H <= 120 signed), four
  * zmm per block (lanes = slices 0,2,4,6 or 1,3,5,7). Per plane and block four vpshufb and two byte
@@ -20,7 +20,7 @@
  * row 4m + t); at the end of a group a 4x4 transpose puts each plane's 16
  * rows in order.
  *
- * lanes (q <= 2): the block's tables as stored, per plane four vpshufb,
+ * lanes (q = 1): the block's tables as stored, per plane four vpshufb,
  * unpacks to int16 and lane shuffles to sum the four slices' lanes, one zmm
  * of 16 rows per plane and block.
  *
@@ -191,7 +191,7 @@ INLINE void gemv_lut4_folded(const int Q, const int G, int64_t K, const void *W,
     }
 }
 
-/* ---- q <= 2: lanes = slices, widened and summed per plane ---- */
+/* ---- q = 1: lanes = slices, widened and summed per plane ---- */
 
 /* The tables of one Q8_0_LUT4 block, lane j of: le / he the low / high
  * bytes of slice 2j, lo / ho those of slice 2j+1 (lb_lut4_pos). */
@@ -256,12 +256,12 @@ INLINE void gemv_lut4_lanes(const int Q, const int G, int64_t K, const void *W, 
     }
 }
 
-/* q >= 3: the folded kernel; q <= 2 keeps the lanes kernel, whose per-plane
+/* q >= 2: the folded kernel; q = 1 keeps the lanes kernel, whose per-plane
  * widening costs less than the folded one's per-block extraction and
- * transpose when only one or two planes share them (docs/bcq.md). */
+ * transpose when one plane alone bears them (docs/bcq.md). */
 INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
                       const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
-    if (Q >= 3)
+    if (Q >= 2)
         gemv_lut4_folded(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
     else
         gemv_lut4_lanes(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);

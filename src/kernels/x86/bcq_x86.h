@@ -12,9 +12,9 @@
  *       for decode and tail rows, a bf16 tile GEMM for rows in groups of 16
  *       (bcq_amx_bf16.c: weights the reference's floats rounded to bf16);
  *   bcq{q}_g{g}_lut_q8_0_lut4_1x16_avx512   the avx512 and amx levels: the
- *       same with 4 slices per zmm; for q >= 3 the lanes of all planes are
+ *       same with 4 slices per zmm; for q >= 2 the lanes of all planes are
  *       folded into one register and their sums taken out by vpdpbusd, for
- *       q <= 2 each plane is widened and summed alone; the same bits
+ *       q = 1 the plane is widened and summed alone; the same bits
  *       (bcq_avx512.c);
  *   lb_bcq_gemv_f8_avx2              mu = 8: tables of 256 floats per 8
  *       activations (lb_bcq_f8_prepare), vgatherdps of 8 rows' entries;
