@@ -11,8 +11,9 @@
  * folded (q >= 2): as in the AVX2 kernel the tables are split once per call
  * into L = T & 31 (0..31) and H = T >> 5 (-16..15), so a row's 8 lookups in
  * a block add as bytes (L <= 248 unsigned, -128 <= H <= 120 signed), four
- * zmm per block (lanes = slices 0,2,4,6 or 1,3,5,7). Per plane and block four vpshufb and two byte
- * adds; the lanes of up to four planes are then folded into one register
+ * zmm per block (lanes = slices 0,2,4,6 or 1,3,5,7). Per plane and block
+ * four vpshufb and two byte adds; the lanes of up to four planes are then
+ * folded into one register
  * (lane = plane) by six lane shuffles, and two vpdpbusd per byte position t
  * of a dword (L as the unsigned operand, then H as the signed one against
  * 32) give the exact int32 sums L + 32 H of rows 4m + t of
@@ -94,14 +95,15 @@ INLINE __m512i fold4(__m512i s01, __m512i s23) {
                            _mm512_shuffle_i64x2(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-/* planes' lane sums -> one register, lane i = plane i (Q < 4: repeats) */
+/* planes' lane sums (Q >= 2) -> one register, lane i = plane i (Q = 2: repeated) */
 INLINE __m512i fold_planes(const int Q, const __m512i *x) {
-    const __m512i s01 = fold2(x[0], Q > 1 ? x[1] : x[0]);
+    const __m512i s01 = fold2(x[0], x[1]);
     const __m512i s23 = Q > 2 ? fold2(x[2], Q > 3 ? x[3] : _mm512_setzero_si512()) : s01;
     return fold4(s01, s23);
 }
 
-/* p_t[lane i][m] = plane i, row 4m + t  ->  P[i] = plane i's rows in order */
+/* p_t[lane i][m] = plane i, row 4m + t  ->  P[i] = plane i's rows in order
+ * (Q >= 2) */
 INLINE void rows_in_order(const int Q, const __m512 *p, __m512 *P) {
     const __m512 t0 = _mm512_unpacklo_ps(p[0], p[1]), t1 = _mm512_unpackhi_ps(p[0], p[1]);
     const __m512 t2 = _mm512_unpacklo_ps(p[2], p[3]), t3 = _mm512_unpackhi_ps(p[2], p[3]);
@@ -113,7 +115,7 @@ INLINE void rows_in_order(const int Q, const __m512 *p, __m512 *P) {
     const __m512 u0 = _mm512_shuffle_f32x4(r0, r1, _MM_SHUFFLE(1, 0, 1, 0));
     const __m512 u2 = _mm512_shuffle_f32x4(r2, r3, _MM_SHUFFLE(1, 0, 1, 0));
     P[0] = _mm512_shuffle_f32x4(u0, u2, _MM_SHUFFLE(2, 0, 2, 0));
-    if (Q > 1) P[1] = _mm512_shuffle_f32x4(u0, u2, _MM_SHUFFLE(3, 1, 3, 1));
+    P[1] = _mm512_shuffle_f32x4(u0, u2, _MM_SHUFFLE(3, 1, 3, 1));
     if (Q > 2) {
         const __m512 u1 = _mm512_shuffle_f32x4(r0, r1, _MM_SHUFFLE(3, 2, 3, 2));
         const __m512 u3 = _mm512_shuffle_f32x4(r2, r3, _MM_SHUFFLE(3, 2, 3, 2));
@@ -158,6 +160,11 @@ INLINE __m512 rows16(const int Q, const int G, const uint8_t *xb, const block_q8
     return y;
 }
 
+/* activation row m's blocks from b0 on */
+INLINE const block_q8_0_lut4 *act_row(const void *A, size_t a_row_size, int m, int b0) {
+    return (const block_q8_0_lut4 *)((const char *)A + (size_t)m * a_row_size) + b0;
+}
+
 INLINE void gemv_lut4_folded(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
                              const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
     const int NB = (int)(K / 32), NC = G / 32;
@@ -172,19 +179,16 @@ INLINE void gemv_lut4_folded(const int Q, const int G, int64_t K, const void *W,
         const int mt = M - m0 < MT ? M - m0 : MT;
         for (int b0 = 0; b0 < NB; b0 += CH) {
             const int nb = NB - b0 < CH ? NB - b0 : CH;
-            for (int j = 0; j < mt; j++)
-                split_tables((const block_q8_0_lut4 *)((const char *)A + (size_t)(m0 + j) * a_row_size) + b0, nb,
-                             tab + (size_t)j * 4 * CH);
+            for (int j = 0; j < mt; j++) split_tables(act_row(A, a_row_size, m0 + j, b0), nb, tab + (size_t)j * 4 * CH);
             for (int n = n0; n < n1; n += LB_BCQ_ROWS) {
                 const uint8_t *xb =
                     (const uint8_t *)W + (size_t)n * w_row_size + (size_t)(b0 / NC) * LB_BCQ_XSIZE(Q, G);
                 for (int j = 0; j < mt; j++) {
-                    const block_q8_0_lut4 *a =
-                        (const block_q8_0_lut4 *)((const char *)A + (size_t)(m0 + j) * a_row_size) + b0;
                     float *y = Y + (size_t)(m0 + j) * ldy + n;
                     /* between chunks the 16 sums wait in y */
                     const __m512 y0 = b0 ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
-                    _mm512_storeu_ps(y, rows16(Q, G, xb, a, tab + (size_t)j * 4 * CH, nb, y0));
+                    _mm512_storeu_ps(y, rows16(Q, G, xb, act_row(A, a_row_size, m0 + j, b0),
+                                               tab + (size_t)j * 4 * CH, nb, y0));
                 }
             }
         }
@@ -225,7 +229,7 @@ INLINE __m512 plane_block_lanes(const uint8_t *pl, const bcq_tables4 *T) {
 }
 
 INLINE void gemv_lut4_lanes(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
-                      const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
+                            const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
     const size_t xs = LB_BCQ_XSIZE(Q, G), plane = (size_t)(G / 8) * LB_BCQ_ROWS;
     const int NC = G / 32;
     for (int n = n0; n < n1; n += LB_BCQ_ROWS) {
