@@ -11,14 +11,16 @@
 # cores, by default (each skip is printed):
 #  - CLI scripts: only those in emu_cli (the others quantize or run real
 #    models: 4 to 15+ minutes each emulated);
-#  - C tests: those in emu_skip (compute-heavy, no Arm kernels) are skipped;
+#  - C tests: those in emu_skip are skipped: compute-heavy tests without
+#    Arm kernels of their own (test_cb), and ABQ's calibration search over
+#    the tiny model (test_abq_search: 300 s emulated on -cpu max, over 200 s
+#    on each fallback CPU, the longest test of every run; a search is the
+#    same code on every CPU, run natively at every x86 level, and test_abq
+#    holds the ABQ kernels of every Arm level to the reference);
 #    the fallback CPUs also skip fallback_skip: end-to-end file checks that
 #    the -cpu max run covers (the kernel tests run on every CPU), and the
 #    single-level NEON SGEMM with GPTQ on top of it (the same code on all
-#    three CPUs; together ~6 of the ~14 emulated minutes before this list),
-#    and ABQ's calibration search over the tiny model (about 300 s per CPU
-#    emulated, the longest test of each run; test_abq holds the ABQ kernels
-#    of every level to the reference on every CPU).
+#    three CPUs; together ~6 of the ~14 emulated minutes before this list).
 # --quick runs only cli_errors of the CLI scripts; --full runs everything
 # everywhere (about 25 minutes on 2 cores).
 # Usage: scripts/test-arm.sh [--quick | --full]
@@ -30,8 +32,8 @@ cd "$(dirname "$0")/.."
 mode=${1:-default}
 case $mode in default | --quick | --full) ;; *) echo "usage: $0 [--quick | --full]" >&2; exit 2 ;; esac
 emu_cli="cli_errors cli_interop cli_perplexity"
-emu_skip="test_cb"
-fallback_skip="test_interop test_kq_repack_model test_gptq test_sgemm test_abq_search"
+emu_skip="test_cb test_abq_search"
+fallback_skip="test_interop test_kq_repack_model test_gptq test_sgemm"
 [ "$mode" = --quick ] && emu_cli="cli_errors"
 [ "$mode" = --full ] && emu_cli="all" && emu_skip="" && fallback_skip=""
 
