@@ -284,22 +284,8 @@ static void run_case(int base, const uint8_t *plain, int64_t K, int64_t N, const
             for (int nth = 1; nth <= 2; nth++) {
                 if (nth == 2 && M % 5 != 1) continue;
                 float *y = lb_test_matmul(T, packed, K, N, x, M, nth);
-                int bad = 0;
                 double worst = 0;
-                for (int m = 0; m < M; m++)
-                    for (int64_t n = 0; n < N; n++) {
-                        const int b16 = lb_test_from_bf16(T, N, M, m, n);
-                        const double e = fabs((double)y[m * N + n] - (b16 ? want16 : want)[m * N + n]);
-                        const double bound = exact ? 0.0 : TOL * (b16 ? mag16 : mag)[m * N + n] + 1e-30;
-                        if (!(e <= bound)) {
-                            if (!bad)
-                                fprintf(stderr, "  first: m=%d n=%lld y=%.9g want=%.9g\n", m, (long long)n,
-                                        y[m * N + n], (b16 ? want16 : want)[m * N + n]);
-                            bad++;
-                        } else if (bound > 0 && e / bound > worst) {
-                            worst = e / bound;
-                        }
-                    }
+                const int bad = lb_test_compare_bf16(y, want, mag, want16, mag16, T, N, 0, M, TOL, exact, &worst, what);
                 CHECK_MSG(!bad, "%s %s (%s) at %s: K=%lld N=%lld M=%d threads=%d: %d of %lld outputs off",
                           lb_type_name(T), what, lb_kernel_get(T)->name, lb_isa_name(kLevels[li]), (long long)K,
                           (long long)N, M, nth, bad, (long long)(N * M));

@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/common.h"
@@ -80,6 +81,34 @@ static inline int lb_test_from_bf16(int type, int64_t N, int M, int m, int64_t n
     const lb_kernel *k = lb_kernel_get(type);
     const int R = lb_type_rows(type);
     return k->act_x4_block == sizeof(lb_block_bf16x16) && m < M - M % 16 && n < N - N % R;
+}
+
+/* y (M rows of N, from lb_matmul of `type` at the current level) against
+ * the references, outputs [n0, N) of each row: those the AMX-BF16 GEMM
+ * computes (lb_test_from_bf16, when want16 is given) against want16 within
+ * tol * mag16, the others against want within tol * mag (exact: equal).
+ * Returns how many are off and prints the first, labelled `what`; *worst
+ * (may be NULL) gets the largest error / bound among the others. */
+static inline int lb_test_compare_bf16(const float *y, const double *want, const double *mag, const double *want16,
+                                       const double *mag16, int type, int64_t N, int64_t n0, int M, double tol,
+                                       int exact, double *worst, const char *what) {
+    int bad = 0;
+    for (int m = 0; m < M; m++)
+        for (int64_t n = n0; n < N; n++) {
+            const size_t o = (size_t)m * (size_t)N + (size_t)n;
+            const int b16 = want16 && lb_test_from_bf16(type, N, M, m, n);
+            const double w = (b16 ? want16 : want)[o], e = fabs((double)y[o] - w);
+            const double bound = exact ? 0.0 : tol * (b16 ? mag16 : mag)[o] + 1e-30;
+            if (!(e <= bound)) {
+                if (!bad)
+                    fprintf(stderr, "  %s: first off at m=%d n=%lld: y=%.9g want=%.9g%s\n", what, m, (long long)n,
+                            y[o], w, b16 ? " (bf16)" : "");
+                bad++;
+            } else if (worst && bound > 0 && e / bound > *worst) {
+                *worst = e / bound;
+            }
+        }
+    return bad;
 }
 
 #endif

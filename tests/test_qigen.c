@@ -115,35 +115,11 @@ static void reference(int type, int variant, const uint8_t *plain, const float *
     free(a);
 }
 
-/* Compares outputs [n0, N) of M rows; returns the number off. With want16
- * (T: the _QG type in lb_matmul), the outputs the AMX-BF16 GEMM computes are
- * held to the bf16 reference (lb_test_reference_bf16) instead. */
+/* Outputs [n0, N) of M rows against want (and, with want16, the AMX-BF16
+ * GEMM's outputs against the bf16 reference): the number off. */
 static int compare_bf16(const float *y, const double *want, const double *mag, const double *want16,
                         const double *mag16, int T, int64_t N, int n0, int M, int exact, const char *what) {
-    int bad = 0;
-    for (int m = 0; m < M; m++)
-        for (int64_t n = n0; n < N; n++) {
-            if (want16 && lb_test_from_bf16(T, N, M, m, n)) {
-                const double e = fabs((double)y[m * N + n] - want16[m * N + n]);
-                const double bound = exact ? 0.0 : TOL * mag16[m * N + n] + 1e-30;
-                if (!(e <= bound)) {
-                    if (!bad)
-                        fprintf(stderr, "  %s: first bad m=%d n=%lld y=%.9g want=%.9g (bf16)\n", what, m, (long long)n,
-                                y[m * N + n], want16[m * N + n]);
-                    bad++;
-                }
-                continue;
-            }
-            const double e = fabs((double)y[m * N + n] - want[m * N + n]);
-            const double bound = exact ? 0.0 : TOL * mag[m * N + n] + 1e-30;
-            if (!(e <= bound)) {
-                if (!bad)
-                    fprintf(stderr, "  %s: first bad m=%d n=%lld y=%.9g want=%.9g\n", what, m, (long long)n, y[m * N + n],
-                            want[m * N + n]);
-                bad++;
-            }
-        }
-    return bad;
+    return lb_test_compare_bf16(y, want, mag, want16, mag16, T, N, n0, M, TOL, exact, NULL, what);
 }
 
 static int compare(const float *y, const double *want, const double *mag, int64_t N, int n0, int M, int exact,

@@ -175,15 +175,8 @@ static void test_float(void) {
                         for (int ti = 0; ti < n_th; ti++) {
                             const int nth = threads[ti];
                             float *y = lb_test_matmul(L->type, packed, K, N, x, M, nth);
-                            int bad = 0;
-                            for (int m = 0; m < M; m++)
-                                for (int64_t n = 0; n < N; n++) {
-                                    const int bf = lb_test_from_bf16(L->type, N, M, m, n);
-                                    const double e = fabs((double)y[m * N + n] - (bf ? want16 : want)[m * N + n]);
-                                    const double bound = TOL * (bf ? mag16 : mag)[m * N + n] + 1e-30;
-                                    if (!(e <= bound)) bad++;
-                                    else if (e / bound > worst) worst = e / bound;
-                                }
+                            const int bad = lb_test_compare_bf16(y, want, mag, want16, mag16, L->type, N, 0, M, TOL, 0,
+                                                                 &worst, lb_type_name(L->type));
                             CHECK_MSG(!bad, "%s at %s: K=%lld N=%lld M=%d threads=%d: %d outputs off",
                                       lb_type_name(L->type), lb_isa_name(kLevels[li]), (long long)K, (long long)N, M,
                                       nth, bad);
@@ -353,13 +346,7 @@ static void test_many_rows(void) {
     reference(L->base, plain, x, K, N, M, want, mag);
     lb_test_reference_bf16(L->base, plain, x, K, N, M, want16, mag16);
     float *y = lb_test_matmul(type, packed, K, N, x, M, 2);
-    int bad = 0;
-    for (int m = 0; m < M; m++)
-        for (int64_t n = 0; n < N; n++) {
-            const int bf = lb_test_from_bf16(type, N, M, m, n);
-            const double e = fabs((double)y[m * N + n] - (bf ? want16 : want)[m * N + n]);
-            bad += !(e <= TOL * (bf ? mag16 : mag)[m * N + n] + 1e-30);
-        }
+    const int bad = lb_test_compare_bf16(y, want, mag, want16, mag16, type, N, 0, M, TOL, 0, NULL, lb_type_name(type));
     CHECK_MSG(!bad, "%s, M=%d: %d outputs off", lb_type_name(type), M, bad);
     free(y), free(plain), free(packed), free(x), free(want), free(mag), free(want16), free(mag16);
 }
