@@ -18,9 +18,9 @@
  *
  * Decode is compute-bound at about 21 GB/s of tiles per thread from L2 on
  * an SPR-class Xeon, a little above one thread's share of the read
- * bandwidth; taking the per-row fields by vpmultishiftqb (VBMI) and the
- * planes off port 0 made that 1.05x and left tg unchanged, so it was not
- * kept. */
+ * bandwidth; a variant taking the per-row fields by vpmultishiftqb (VBMI)
+ * and planes off port 0 made that 1.05x and left tg unchanged, so it was
+ * not kept (docs/mixed.md). */
 #include "kernels/x86/mx_x86.h"
 
 #if LB_HAVE_X86_KERNELS
@@ -35,9 +35,10 @@
 /* Software prefetch of the 2-bit and the 4-bit tile streams, this many
  * bytes ahead in each, one tile's lines per tile, as the AVX2 kernel does
  * (0: off). On the Xeon SPR-class VM (bench/kernels --cpu --no-gemm --shape
- * 5632x2048 --types MX, one thread, GB/s, two rounds): 0: 8.2 / 8.6, 1 KiB:
- * 10.7 / 10.6, 2 KiB: 11.2 / 11.6, 3 KiB: 11.2 / 11.6, 4 KiB: 10.9 / 11.3,
- * 6 KiB: 10.7 / 10.9. */
+ * 5632x2048 --types MX, one thread, GB/s, two rounds; swept on the VBMI
+ * variant below, which streams as fast as this kernel): 0: 8.2 / 8.6,
+ * 1 KiB: 10.7 / 10.6, 2 KiB: 11.2 / 11.6, 3 KiB: 11.2 / 11.6, 4 KiB:
+ * 10.9 / 11.3, 6 KiB: 10.7 / 10.9. */
 #ifndef LB_MX512_PF_BYTES
 #define LB_MX512_PF_BYTES 3072
 #endif
