@@ -88,7 +88,8 @@ static inline int lb_test_from_bf16(int type, int64_t N, int M, int m, int64_t n
  * computes (lb_test_from_bf16, when want16 is given) against want16 within
  * tol * mag16, the others against want within tol * mag (exact: equal).
  * Returns how many are off and prints the first, labelled `what`; *worst
- * (may be NULL) gets the largest error / bound among the others. */
+ * (may be NULL) is raised to the largest error / bound of those within
+ * their bound. */
 static inline int lb_test_compare_bf16(const float *y, const double *want, const double *mag, const double *want16,
                                        const double *mag16, int type, int64_t N, int64_t n0, int M, double tol,
                                        int exact, double *worst, const char *what) {
