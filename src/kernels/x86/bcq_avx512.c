@@ -34,6 +34,7 @@
 #include <immintrin.h>
 
 #include "core/common.h"
+#include "kernels/x86/prefetch_x86.h"
 #include "kernels/x86/thread_scratch.h"
 
 /* the reference's float steps, unfused */
@@ -131,7 +132,7 @@ INLINE __m512 rows16(const int Q, const int G, const uint8_t *xb, const block_q8
     const size_t xs = LB_BCQ_XSIZE(Q, G), plane = (size_t)(G / 8) * LB_BCQ_ROWS;
     const int NC = G / 32;
     for (int c0 = 0; c0 < nb; c0 += NC, xb += xs, a += NC, tab += 4 * NC) {
-        for (size_t o = 0; o < xs; o += 64) _mm_prefetch((const char *)xb + PF_AHEAD * xs + o, _MM_HINT_T0);
+        lb_prefetch_span(xb + PF_AHEAD * xs, xs, 0); /* into L1, as measured */
         __m512 p[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
 #pragma GCC unroll 4
         for (int c = 0; c < NC; c++) {
