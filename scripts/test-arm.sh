@@ -18,7 +18,8 @@
 #    same code on every CPU, run natively at every x86 level, and test_abq
 #    holds the ABQ kernels of every Arm level to the reference);
 #    the fallback CPUs also skip fallback_skip: end-to-end file checks that
-#    the -cpu max run covers (the kernel tests run on every CPU), and the
+#    the -cpu max run covers (the kernel tests run on every CPU: test_mx_model
+#    ~45 s on each fallback CPU, test_mx_kernels holds every level), and the
 #    single-level NEON SGEMM with GPTQ on top of it (the same code on all
 #    three CPUs; together ~6 of the ~14 emulated minutes before this list).
 # --quick runs only cli_errors of the CLI scripts; --full runs everything
@@ -33,7 +34,7 @@ mode=${1:-default}
 case $mode in default | --quick | --full) ;; *) echo "usage: $0 [--quick | --full]" >&2; exit 2 ;; esac
 emu_cli="cli_errors cli_interop cli_perplexity"
 emu_skip="test_cb test_abq_search"
-fallback_skip="test_interop test_kq_repack_model test_gptq test_sgemm"
+fallback_skip="test_interop test_kq_repack_model test_mx_model test_gptq test_sgemm"
 [ "$mode" = --quick ] && emu_cli="cli_errors"
 [ "$mode" = --full ] && emu_cli="all" && emu_skip="" && fallback_skip=""
 
