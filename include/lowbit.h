@@ -148,6 +148,10 @@ typedef enum {
     /* lowbit-only activation type of the BCQ kernels: Q8_0 blocks with their
      * 16-entry sign tables (mu = 4); never a weight type */
     LB_TYPE_Q8_0_LUT4 = 1090,
+    /* lowbit-only: BCQ with whole-row groups: the planes of q bits and one
+     * set of fp16 alpha_i, z per row, kept in a side tensor NAME.bcq_az, F16
+     * [(q+1) N] (src/formats/bcqc.h) */
+    LB_TYPE_BCQ4_GC = 1091, LB_TYPE_BCQ3_GC = 1092, LB_TYPE_BCQ2_GC = 1093, LB_TYPE_BCQ1_GC = 1094,
     /* ABQ (seed 004, src/formats/abq.h): bit-plane weights, q planes per
      * group of 128 with fp16 scale and integer zero point; ABQ_W2S the
      * balanced 2-bit grid {-2..2}; activations quantized per token to p bits

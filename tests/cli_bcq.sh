@@ -94,6 +94,22 @@ fi
   && grep -q 'from uniform: 0 matrices converted, 0 of 0 groups exact (0 with z rounded to fp16), 16 quantized from their values' \
     "$WORK/f32uni.log" && ok "--from-uniform on F32: quantized from the values, said so" || { bad "--from-uniform F32"; cat "$WORK/f32uni.log"; }
 
+# whole-row groups (BCQ{q}_GC): codes + NAME.bcq_az, run expanded to BCQ{q}_G128; GQ4_GC --sym converts exactly
+"$LOWBIT" quantize -t 2 "$F32" "$WORK/BCQ3_GC.gguf" BCQ3_GC > "$WORK/gc.q.log" 2>&1 \
+  && grep -q "16 to BCQ3_GC, 0 kept a wider type" "$WORK/gc.q.log" \
+  && "$LOWBIT" info "$WORK/BCQ3_GC.gguf" 2>/dev/null | grep -q 'per-row grids (.gq_sz, .bcq_az side tensors)' \
+  && "$LOWBIT" run -m "$WORK/BCQ3_GC.gguf" -p "Once upon a time" -n 4 -t 2 --temp 0 > /dev/null 2>&1 \
+  && ok "quantize BCQ3_GC: 16 matrices, info counts the side tensors, runs" || { bad "BCQ3_GC"; cat "$WORK/gc.q.log"; }
+"$LOWBIT" perplexity -m "$WORK/BCQ3_GC.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence \
+  > "$WORK/BCQ3_GC.ppl" 2>/dev/null || bad "perplexity BCQ3_GC"
+echo "KLD BCQ3_GC $(kld_of "$WORK/BCQ3_GC.ppl") (BCQ3_G128 $K_BCQ3_G128)"
+"$LOWBIT" quantize -t 2 --sym "$F32" "$WORK/gq4gc.gguf" GQ4_GC > /dev/null 2>&1 || bad "quantize GQ4_GC --sym"
+"$LOWBIT" quantize -t 2 --from-uniform "$WORK/gq4gc.gguf" "$WORK/unigc.gguf" BCQ4_GC > "$WORK/unigc.log" 2>&1 \
+  && grep -qE 'from uniform: 16 matrices converted, ([0-9]+) of \1 groups exact \(0 with z rounded' "$WORK/unigc.log" \
+  && "$LOWBIT" run -m "$WORK/unigc.gguf" -p "Once" -n 2 -t 2 > /dev/null 2>&1 \
+  && ok "GQ4_GC --sym -> BCQ4_GC --from-uniform: every row exact, runs" || { bad "--from-uniform GQ4_GC"; cat "$WORK/unigc.log"; }
+expect_fail "--sym for BCQ3_GC" "applies to the GQ types only" "$LOWBIT" quantize --sym "$F32" "$WORK/x.gguf" BCQ3_GC
+
 expect_fail "--from-uniform to a non-BCQ type" "apply to the BCQ types only" "$LOWBIT" quantize --from-uniform "$F32" "$WORK/x.gguf" Q4_0
 expect_fail "quantize to BCQ5_G128" "unknown or unsupported type" "$LOWBIT" quantize "$F32" "$WORK/x.gguf" BCQ5_G128
 expect_fail "quantize to BCQ3_G16" "unknown or unsupported type" "$LOWBIT" quantize "$F32" "$WORK/x.gguf" BCQ3_G16

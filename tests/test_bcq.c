@@ -104,7 +104,7 @@ static void test_geometry(void) {
     const lb_type_traits *a = lb_traits(LB_TYPE_Q8_0_LUT4);
     CHECK(a && !strcmp(a->name, "Q8_0_LUT4") && a->blck == 32 && a->type_size == 320 && !a->from_float);
     CHECK(lb_bcq_bits(LB_TYPE_GQ4_G128) == 0 && lb_bcq_type(5, 128) == -1 && lb_bcq_type(4, 16) == -1 &&
-          lb_bcq_lut_of(LB_TYPE_Q4_0) == -1 && lb_traits(1091) == NULL);
+          lb_bcq_lut_of(LB_TYPE_Q4_0) == -1 && lb_traits(1095) == NULL);
     /* clear errors for what no BCQ type holds */
     struct {
         int q, g;
@@ -787,8 +787,8 @@ static void test_gguf(void) {
     CHECK_MSG(lb_test_refused(LB_TYPE_BCQ1_G32_LUT, 48, 1, 64, "block size 32"), "row of 48: %s", lb_last_error());
     /* short data */
     CHECK_MSG(lb_test_refused(LB_TYPE_BCQ4_G128, 256, 3, 3 * 2 * 74 - 1, "past end"), "short data: %s", lb_last_error());
-    /* no type with other q or g: the next id is unknown */
-    CHECK_MSG(lb_test_refused(1091, 256, 1, 256, "unknown type 1091"), "id 1091: %s", lb_last_error());
+    /* no type with other q or g: the first id after the BCQ types (and BCQ{q}_GC) is unknown */
+    CHECK_MSG(lb_test_refused(1095, 256, 1, 256, "unknown type 1095"), "id 1095: %s", lb_last_error());
 }
 
 int main(void) {

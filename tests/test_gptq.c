@@ -17,7 +17,7 @@
 
 #include "formats/cb.h"
 #include "formats/gq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/grid.h"
 #include "formats/kquants.h"
 #include "formats/legacy.h"
@@ -328,6 +328,39 @@ static void test_gptq_beats_rtn(void) {
                     printf("%-9s sym %d act %d: output error GPTQ %.4g RTN %.4g (%.2fx)\n", lb_type_name(type), sym, act,
                            e, e_rtn, e_rtn / e);
             }
+        }
+        free(sz), free(sz0);
+    }
+    /* BCQ{q}_GC: the same with the whole-row BCQ fit's grid (q alphas, z) */
+    for (int type = LB_BCQC_FIRST; type <= LB_BCQC_LAST; type++) {
+        const size_t rs = lb_row_size(type, K);
+        const int sn = lb_gc_side_n(type);
+        lb_fp16 *sz = malloc(sizeof(lb_fp16) * sn * N), *sz0 = malloc(sizeof(lb_fp16) * sn * N);
+        lb_gqc_quantize_matrix(type, W, N, K, 0, NULL, buf, sz0, 2);
+        for (int r = 0; r < N; r++) lb_gc_dequantize_row(type, buf + r * rs, R + (size_t)r * K, K, sz0 + sn * r);
+        const double e_rtn = output_error(W, R, X, N, K, n);
+        for (int act = 0; act <= 1; act++) {
+            memcpy(Wq, W, sizeof(float) * N * K);
+            memcpy(H, H0, sizeof(float) * K * K);
+            float imp[512];
+            for (int i = 0; i < K; i++) imp[i] = H0[i * K + i] > 0.0f ? H0[i * K + i] : 0.0f;
+            lb_gqc_quantize_matrix(type, W, N, K, 0, imp, buf, sz0, 2);
+            lb_gptq_params p = lb_gptq_default_params();
+            p.act_order = act, p.n_threads = 2;
+            double loss = -1.0;
+            CHECK_OK(lb_gqc_gptq(type, Wq, N, K, H, &p, buf, sz, &loss));
+            int same = 1, finite = 1;
+            const int grid = !memcmp(sz, sz0, sizeof(lb_fp16) * sn * N);
+            for (int r = 0; r < N; r++) lb_gc_dequantize_row(type, buf + r * rs, D + (size_t)r * K, K, sz + sn * r);
+            for (int i = 0; i < N * K; i++) same &= D[i] == Wq[i], finite &= isfinite(Wq[i]) != 0;
+            const double e = output_error(W, Wq, X, N, K, n);
+            CHECK_MSG(grid, "%s act-order %d: the grids are not the row quantizer's", lb_type_name(type), act);
+            CHECK_MSG(same && finite, "%s act-order %d: returned weights are not the file's", lb_type_name(type), act);
+            CHECK_MSG(e < e_rtn && loss >= 0.0, "%s act-order %d: GPTQ output error %.4g, RTN %.4g", lb_type_name(type),
+                      act, e, e_rtn);
+            if (getenv("LB_TEST_VERBOSE"))
+                printf("%-9s act %d: output error GPTQ %.4g RTN %.4g (%.2fx)\n", lb_type_name(type), act, e, e_rtn,
+                       e_rtn / e);
         }
         free(sz), free(sz0);
     }

@@ -12,16 +12,16 @@
  *  - the reference dot against a double dot of both sides dequantized, and
  *    bit for bit GQ{b}_G128's dot of the expanded row;
  *  - GPTQ's rounding (lb_gqc_round) returns exactly what dequantization gives;
- *  - lb_matmul through the kernel table on an lb_gqc_view (1 and 2 threads)
+ *  - lb_matmul through the kernel table on an lb_gc_view (1 and 2 threads)
  *    equals the reference dot, and the expanded matrix repacked to its _QG
  *    layout gives the same products through the fastest kernel of this CPU;
- *  - lb_gqc_view_make refuses bad sizes, non-finite scales and zero points
+ *  - lb_gc_view_make refuses bad sizes, non-finite scales and zero points
  *    that are not integers in range;
  *  - GGUF: a GC tensor's size follows from its shape. */
 #include <math.h>
 
 #include "core/common.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/repack.h"
 #include "formats/repack_qg.h"
 #include "gguf/gguf.h"
@@ -62,8 +62,8 @@ static void test_geometry(void) {
     CHECK(sizeof(block_gq4_gc) == 64 && sizeof(block_gq3_gc) == 48 && sizeof(block_gq2_gc) == 32);
     CHECK(lb_gqc_bits(LB_TYPE_GQ4_G128) == 0 && lb_gqc_bits(1062) == 0 && lb_gqc_bits(1066) == 0);
     CHECK(lb_gqc_type(5) == -1 && lb_gqc_g128(LB_TYPE_Q4_0) == -1 && lb_gqc_traits(1066) == NULL);
-    CHECK(lb_gqc_is_side("blk.0.attn_q.weight.gq_sz", 25) && !lb_gqc_is_side("blk.0.attn_q.weight", 19) &&
-          !lb_gqc_is_side(".gq_sz", 6));
+    CHECK(lb_gc_is_side("blk.0.attn_q.weight.gq_sz", 25) && !lb_gc_is_side("blk.0.attn_q.weight", 19) &&
+          !lb_gc_is_side(".gq_sz", 6));
 }
 
 /* ---- packing, dequantization, the G128 expansion ---- */
@@ -247,8 +247,8 @@ static void test_matmul(void) {
             lb_gqc_quantize_row(type, wf + n * K, wq + n * rs, K, n % 2, NULL, &sz[2 * n], &z);
             sz[2 * n + 1] = lb_gqc_zero_fp16(z);
         }
-        lb_gqc_view *v = NULL;
-        CHECK_OK(lb_gqc_view_make(type, N, K, wq, (uint64_t)N * rs, sz, 2 * N, &v));
+        lb_gc_view *v = NULL;
+        CHECK_OK(lb_gc_view_make(type, N, K, wq, (uint64_t)N * rs, sz, 2 * N, &v));
         if (!v) continue;
         float *want = malloc(sizeof(float) * N * M);
         for (int m = 0; m < M; m++) {
@@ -265,7 +265,7 @@ static void test_matmul(void) {
         /* the view's bytes and weights */
         CHECK(lb_matrix_bytes(&(lb_matrix){type, K, N, rs, v, 0}) == (uint64_t)N * rs + 4 * N);
         float *wd = malloc(sizeof(float) * K * N), *wr = malloc(sizeof(float) * K);
-        lb_gqc_view_dequantize(v, wd);
+        lb_gc_view_dequantize(v, wd);
         int same = 1;
         for (int n = 0; n < N; n++) {
             lb_gqc_dequantize_row(type, wq + n * rs, wr, K, sz[2 * n], lb_gqc_view_zero(v, n));
@@ -273,7 +273,7 @@ static void test_matmul(void) {
         }
         CHECK_MSG(same, "%s: view dequantize", kTypes[i].name);
         /* what the load does where QIGen's kernels run: expand, repack */
-        lb_gqc_view_to_g128(v, 0, N, w128);
+        lb_gc_view_to_g128(v, 0, N, w128);
         const int qg = lb_qg_type_of(g);
         lb_repack_tensor(qg, w128, wqg, K, N);
         const lb_kernel *k = lb_kernel_get(qg);
@@ -297,9 +297,9 @@ static void test_view_checks(void) {
     uint8_t codes[N * K / 2] = {0};
     lb_fp16 sz[2 * N];
     for (int n = 0; n < N; n++) sz[2 * n] = lb_f32_to_fp16(0.5f), sz[2 * n + 1] = lb_gqc_zero_fp16(3);
-    lb_gqc_view *v = NULL;
+    lb_gc_view *v = NULL;
     const uint64_t cb = lb_row_size(LB_TYPE_GQ4_GC, K) * N;
-    CHECK_OK(lb_gqc_view_make(LB_TYPE_GQ4_GC, N, K, codes, cb, sz, 2 * N, &v));
+    CHECK_OK(lb_gc_view_make(LB_TYPE_GQ4_GC, N, K, codes, cb, sz, 2 * N, &v));
     CHECK(v && v->N == N && v->K == K && v->bits == 4 && lb_gqc_view_zero(v, 2) == 3 && lb_gqc_view_scale(v, 1) == 0.5f);
     lb_free_aligned(v);
     struct {
@@ -328,7 +328,7 @@ static void test_view_checks(void) {
         memcpy(s2, sz, sizeof s2);
         if (bad[c].row >= 0) s2[2 * bad[c].row] = lb_f32_to_fp16(bad[c].s), s2[2 * bad[c].row + 1] = lb_f32_to_fp16(bad[c].z);
         v = NULL;
-        const lb_status s = lb_gqc_view_make(bad[c].type, N, bad[c].K, codes, bad[c].cb, s2, bad[c].nsz, &v);
+        const lb_status s = lb_gc_view_make(bad[c].type, N, bad[c].K, codes, bad[c].cb, s2, bad[c].nsz, &v);
         CHECK_MSG(s == bad[c].want && !v && strstr(lb_last_error(), bad[c].msg), "case %zu: status %d, '%s' (want '%s')",
                   c, (int)s, lb_last_error(), bad[c].msg);
     }

@@ -14,54 +14,13 @@
  *  - a side tensor that is missing, of another type or shape, or holding a
  *    zero point out of range or a non-finite scale is refused with a
  *    message naming it. */
-#include "test_util.h"
+#include "test_model_util.h"
 
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
 #include "model/model.h"
 #include "model/repack.h"
-
-static const int32_t kPrompt[] = {1, 403, 407, 261, 378, 300, 290, 266, 17, 99, 5, 311, 42, 250, 8, 123, 77, 64, 3};
-enum { N_PROMPT = sizeof kPrompt / sizeof kPrompt[0] };
-
-/* logits of the prompt (one batch: the GEMM path) and one more token (GEMV);
- * *wq_type: the type blk.0.attn_q runs as */
-static float *run(const char *path, int *V_out, int *wq_type) {
-    lb_model *m = NULL;
-    if (lb_model_load(path, NULL, &m) != LB_OK) {
-        fprintf(stderr, "load %s: %s\n", path, lb_last_error());
-        return NULL;
-    }
-    if (wq_type) *wq_type = m->layers[0].wq.type;
-    lb_context *ctx = NULL;
-    lb_context_params cp = lb_context_default_params();
-    cp.n_threads = 2, cp.n_ctx = 64;
-    if (lb_context_new(m, &cp, &ctx) != LB_OK) {
-        lb_model_free(m);
-        return NULL;
-    }
-    const int V = lb_model_n_vocab(m);
-    float *out = malloc(sizeof(float) * 2 * V);
-    CHECK_OK(lb_eval(ctx, kPrompt, N_PROMPT, 0, out, 0));
-    const int32_t next = 300;
-    CHECK_OK(lb_eval(ctx, &next, 1, N_PROMPT, out + V, 0));
-    lb_context_free(ctx);
-    lb_model_free(m);
-    *V_out = V;
-    return out;
-}
-
-static void check_close(const float *a, const float *b, int n, const char *what, double rel) {
-    double mx = 0, worst = 0;
-    for (int i = 0; i < n; i++) mx = fmax(mx, fabs(a[i]));
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        const double d = fabs((double)a[i] - b[i]);
-        bad += !(d <= rel * mx), worst = fmax(worst, d);
-    }
-    CHECK_MSG(!bad, "%s: %d of %d logits differ by more than %g (worst %g)", what, bad, n, rel * mx, worst);
-}
 
 static const gguf_tensor *side_of(const gguf_file *g, const gguf_tensor *t) {
     char name[300];
@@ -108,9 +67,9 @@ static void check_file(const char *in_path, const char *gc_path, int type, int s
             exact += same;
             n_gc++;
             bytes += t->size + sz->size;
-            lb_gqc_view *v = NULL;
-            CHECK_OK(lb_gqc_view_make(type, N, K, t->data, t->size, sz->data, sz->ne[0], &v));
-            if (v && (deq[i] = malloc(sizeof(float) * (size_t)n))) lb_gqc_view_dequantize(v, deq[i]);
+            lb_gc_view *v = NULL;
+            CHECK_OK(lb_gc_view_make(type, N, K, t->data, t->size, sz->data, sz->ne[0], &v));
+            if (v && (deq[i] = malloc(sizeof(float) * (size_t)n))) lb_gc_view_dequantize(v, deq[i]);
             lb_free_aligned(v);
         } else if (t && lb_traits((int)t->type) && lb_traits((int)t->type)->to_float &&
                    (deq[i] = malloc(sizeof(float) * (size_t)n))) {
@@ -132,62 +91,6 @@ static void check_file(const char *in_path, const char *gc_path, int type, int s
     gguf_writer_free(w);
     gguf_close(in);
     gguf_close(g);
-}
-
-/* A copy of the GC file with blk.1.attn_v.weight.gq_sz changed: mode 0
- * left out, 1 stored as F32, 2 shaped [2, N], 3 a zero point of 16, 4 an
- * infinite scale; loading it must fail with a message holding want. */
-static void corrupt(const char *gc_path, int mode, const char *want) {
-    gguf_file *g = NULL;
-    CHECK_OK(gguf_open(gc_path, &g));
-    if (!g) return;
-    const char *target = "blk.1.attn_v.weight.gq_sz";
-    gguf_writer *w = gguf_writer_new();
-    for (int64_t i = 0; i < gguf_n_kv(g); i++) gguf_writer_copy_kv(w, gguf_kv_at(g, i));
-    void *buf = NULL;
-    for (int64_t i = 0; i < gguf_n_tensors(g); i++) {
-        const gguf_tensor *t = gguf_tensor_at(g, i);
-        char name[256];
-        snprintf(name, sizeof name, "%.*s", (int)t->name.len, t->name.ptr);
-        if (strcmp(name, target)) {
-            CHECK_OK(gguf_writer_add_tensor(w, name, t->type, t->n_dims, t->ne, t->data));
-            continue;
-        }
-        const int64_t n = t->ne[0];
-        if (mode == 0) continue;
-        if (mode == 1) {
-            float *f = buf = malloc(sizeof(float) * (size_t)n);
-            for (int64_t j = 0; j < n; j++) f[j] = lb_fp16_to_f32(((const lb_fp16 *)t->data)[j]);
-            CHECK_OK(gguf_writer_add_tensor(w, name, LB_TYPE_F32, 1, t->ne, f));
-        } else if (mode == 2) {
-            const int64_t ne[2] = {2, n / 2};
-            CHECK_OK(gguf_writer_add_tensor(w, name, LB_TYPE_F16, 2, ne, t->data));
-        } else {
-            lb_fp16 *h = buf = malloc(t->size);
-            memcpy(h, t->data, t->size);
-            if (mode == 3) h[2 * 5 + 1] = lb_gqc_zero_fp16(16);
-            else h[2 * 7] = 0x7c00; /* +inf */
-            CHECK_OK(gguf_writer_add_tensor(w, name, LB_TYPE_F16, 1, t->ne, h));
-        }
-    }
-    const char *bad = lb_test_tmp("gqc_bad.gguf");
-    CHECK_OK(gguf_writer_write(w, bad, NULL, NULL, NULL, NULL));
-    gguf_writer_free(w);
-    free(buf);
-    gguf_close(g);
-    lb_model *m = NULL;
-    const lb_status s = lb_model_load(bad, NULL, &m);
-    CHECK_MSG(s == LB_ERR_FORMAT && !m && strstr(lb_last_error(), want) && strstr(lb_last_error(), "blk.1.attn_v.weight"),
-              "corrupt side tensor (mode %d): status %d, '%s' (want '%s')", mode, (int)s, lb_last_error(), want);
-    lb_model_free(m);
-    if (mode == 0) { /* and quantize cannot read the matrix either */
-        lb_quantize_params qp = {LB_TYPE_Q8_0, 2, NULL, NULL};
-        lb_quantize_stats st;
-        const lb_status qs = lb_quantize_file(bad, lb_test_tmp("gqc_bad_q8.gguf"), &qp, &st);
-        CHECK_MSG(qs == LB_ERR_FORMAT && strstr(lb_last_error(), "has no scale/zero tensor"), "quantize: %d '%s'",
-                  (int)qs, lb_last_error());
-    }
-    remove(bad);
 }
 
 int main(void) {
@@ -212,21 +115,21 @@ int main(void) {
     /* the model against its F32 twin: at the best level (expanded, repacked
      * where QIGen's kernels run) and at the scalar level (the GC reference) */
     int V = 0, V2 = 0, ty = -1;
-    float *y = run(gc, &V, &ty), *ref = run(twin, &V2, NULL);
+    float *y = lb_test_logits(gc, &V, &ty), *ref = lb_test_logits(twin, &V2, NULL);
     CHECK(y && ref && V == V2);
     CHECK_MSG(ty == lb_repack_target(LB_TYPE_GQ4_GC), "blk.0.attn_q runs as %s", lb_type_name(ty));
-    if (y && ref) check_close(ref, y, 2 * V, "GQ4_GC model against its F32 twin", 0.05);
+    if (y && ref) lb_test_check_close(ref, y, 2 * V, "GQ4_GC model against its F32 twin", 0.05);
     lb_cpu_force_level(LB_ISA_SCALAR);
-    float *ys = run(gc, &V, &ty);
+    float *ys = lb_test_logits(gc, &V, &ty);
     lb_cpu_force_level(lb_cpu_detected());
     CHECK_MSG(ty == LB_TYPE_GQ4_GC, "scalar level: blk.0.attn_q runs as %s", lb_type_name(ty));
     /* against the scalar reference with the same Q8_0 activations: AMX-BF16's
      * prefill GEMM rounds them to bf16 instead (held to the F32 twin above;
      * it is the closer of the two there), so it is left out of this one */
     lb_cpu_disable_features(LB_CPU_AMXBF16);
-    float *yq = run(gc, &V, &ty);
+    float *yq = lb_test_logits(gc, &V, &ty);
     lb_cpu_disable_features(0);
-    if (yq && ys) check_close(ys, yq, 2 * V, "GQ4_GC at the best level against the scalar reference", 0.01);
+    if (yq && ys) lb_test_check_close(ys, yq, 2 * V, "GQ4_GC at the best level against the scalar reference", 0.01);
     free(y), free(ref), free(ys), free(yq);
 
     /* symmetric 3 bits, 2 bits */
@@ -236,12 +139,12 @@ int main(void) {
     qp.type = LB_TYPE_GQ3_GC;
     CHECK_OK(lb_quantize_file_ex(f32, gc3, &qp, &o, &st));
     check_file(f32, gc3, LB_TYPE_GQ3_GC, 1, twin3, &st);
-    y = run(gc3, &V, NULL), ref = run(twin3, &V2, NULL);
-    if (y && ref) check_close(ref, y, 2 * V, "GQ3_GC --sym model against its F32 twin", 0.05);
+    y = lb_test_logits(gc3, &V, NULL), ref = lb_test_logits(twin3, &V2, NULL);
+    if (y && ref) lb_test_check_close(ref, y, 2 * V, "GQ3_GC --sym model against its F32 twin", 0.05);
     free(y), free(ref);
     qp.type = LB_TYPE_GQ2_GC;
     CHECK_OK(lb_quantize_file(f32, gc2, &qp, &st));
-    y = run(gc2, &V, NULL);
+    y = lb_test_logits(gc2, &V, NULL);
     int finite = y != NULL;
     for (int i = 0; y && i < 2 * V; i++) finite &= isfinite(y[i]) != 0;
     CHECK_MSG(finite, "GQ2_GC model: finite logits");
@@ -274,16 +177,17 @@ int main(void) {
         CHECK(gguf_n_tensors(a) == 21 && !gguf_find_tensor(a, "blk.0.attn_q.weight.gq_sz"));
         gguf_close(a);
     }
-    y = run(q8, &V, NULL), ref = run(twin, &V2, NULL);
-    if (y && ref) check_close(ref, y, 2 * V, "GQ4_GC requantized to Q8_0 against the GC file's F32 twin", 0.05);
+    y = lb_test_logits(q8, &V, NULL), ref = lb_test_logits(twin, &V2, NULL);
+    if (y && ref) lb_test_check_close(ref, y, 2 * V, "GQ4_GC requantized to Q8_0 against the GC file's F32 twin", 0.05);
     free(y), free(ref);
 
     /* malformed side tensors */
-    corrupt(gc, 0, "has no scale/zero tensor blk.1.attn_v.weight.gq_sz");
-    corrupt(gc, 1, "has type F32");
-    corrupt(gc, 2, "not the F16 [256]");
-    corrupt(gc, 3, "row 5's zero point is 16, not an integer in 0..15");
-    corrupt(gc, 4, "row 7's scale is inf");
+    const char *side = "blk.1.attn_v.weight.gq_sz";
+    lb_test_corrupt_side(gc, side, 0, 0, 0, "has no scale/zero tensor blk.1.attn_v.weight.gq_sz");
+    lb_test_corrupt_side(gc, side, 1, 0, 0, "has type F32");
+    lb_test_corrupt_side(gc, side, 2, 0, 0, "not the F16 [256]");
+    lb_test_corrupt_side(gc, side, 3, 2 * 5 + 1, lb_gqc_zero_fp16(16), "row 5's zero point is 16, not an integer in 0..15");
+    lb_test_corrupt_side(gc, side, 3, 2 * 7, 0x7c00 /* +inf */, "row 7's scale is inf");
     remove(gc), remove(twin), remove(gc3), remove(twin3), remove(gc2), remove(again), remove(q8);
     return lb_test_result("test_gqc_model");
 }

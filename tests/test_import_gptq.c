@@ -17,7 +17,7 @@
 
 #include "core/fp16.h"
 #include "formats/gq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
 #include "lowbit.h"

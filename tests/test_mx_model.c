@@ -14,51 +14,12 @@
  *  - a file whose group map or outliers are out of range, or whose row
  *    pointers go backwards, is refused with a message naming the matrix and
  *    the reason; an MX file is refused as the input of quantize. */
-#include "test_util.h"
+#include "test_model_util.h"
 
 #include "formats/mx.h"
 #include "gguf/gguf.h"
 #include "kernels/cpu.h"
 #include "model/model.h"
-
-static const int32_t kPrompt[] = {1, 403, 407, 261, 378, 300, 290, 266, 17, 99, 5, 311, 42, 250, 8, 123, 77, 64, 3};
-enum { N_PROMPT = sizeof kPrompt / sizeof kPrompt[0] };
-
-/* logits of the prompt (one batch: the GEMM path) and one more token (GEMV) */
-static float *run(const char *path, int *V_out) {
-    lb_model *m = NULL;
-    if (lb_model_load(path, NULL, &m) != LB_OK) {
-        fprintf(stderr, "load %s: %s\n", path, lb_last_error());
-        return NULL;
-    }
-    lb_context *ctx = NULL;
-    lb_context_params cp = lb_context_default_params();
-    cp.n_threads = 2, cp.n_ctx = 64;
-    if (lb_context_new(m, &cp, &ctx) != LB_OK) {
-        lb_model_free(m);
-        return NULL;
-    }
-    const int V = lb_model_n_vocab(m);
-    float *out = malloc(sizeof(float) * 2 * V);
-    CHECK_OK(lb_eval(ctx, kPrompt, N_PROMPT, 0, out, 0));
-    const int32_t next = 300;
-    CHECK_OK(lb_eval(ctx, &next, 1, N_PROMPT, out + V, 0));
-    lb_context_free(ctx);
-    lb_model_free(m);
-    *V_out = V;
-    return out;
-}
-
-static void check_close(const float *a, const float *b, int n, const char *what, double rel) {
-    double mx = 0, worst = 0;
-    for (int i = 0; i < n; i++) mx = fmax(mx, fabs(a[i]));
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        const double d = fabs((double)a[i] - b[i]);
-        bad += !(d <= rel * mx), worst = fmax(worst, d);
-    }
-    CHECK_MSG(!bad, "%s: %d of %d logits differ by more than %g (worst %g)", what, bad, n, rel * mx, worst);
-}
 
 static const gguf_tensor *piece(const gguf_file *g, const gguf_tensor *t, const char *sfx) {
     char name[300];
@@ -234,13 +195,13 @@ int main(void) {
     /* the model on MX kernels against its F32 twin on F32 kernels: Q8_0
      * activations (MX) against float ones, through every layer */
     int V = 0, V2 = 0;
-    float *y = run(mx, &V), *ref = run(twin, &V2);
+    float *y = lb_test_logits(mx, &V, NULL), *ref = lb_test_logits(twin, &V2, NULL);
     CHECK(y && ref && V == V2);
-    if (y && ref) check_close(ref, y, 2 * V, "MX model against its F32 twin", 0.05);
+    if (y && ref) lb_test_check_close(ref, y, 2 * V, "MX model against its F32 twin", 0.05);
     lb_cpu_force_level(LB_ISA_SCALAR);
-    float *ys = run(mx, &V);
+    float *ys = lb_test_logits(mx, &V, NULL);
     lb_cpu_force_level(lb_cpu_detected());
-    if (y && ys) check_close(ys, y, 2 * V, "MX model at the best level against the scalar reference", 0.05);
+    if (y && ys) lb_test_check_close(ys, y, 2 * V, "MX model at the best level against the scalar reference", 0.05);
     free(y), free(ref), free(ys);
 
     /* no outliers, half the groups in 4 bits */
@@ -249,8 +210,8 @@ int main(void) {
     CHECK_OK(lb_quantize_file_ex(f32, mx0, &qp, &o, &st));
     p.hi_frac = 0.5f, p.outlier_frac = 0.0f;
     check_file(f32, mx0, &p, twin, &st);
-    y = run(mx0, &V), ref = run(twin, &V2);
-    if (y && ref) check_close(ref, y, 2 * V, "MX model without outliers against its F32 twin", 0.05);
+    y = lb_test_logits(mx0, &V, NULL), ref = lb_test_logits(twin, &V2, NULL);
+    if (y && ref) lb_test_check_close(ref, y, 2 * V, "MX model without outliers against its F32 twin", 0.05);
     free(y), free(ref);
 
     /* malformed files and inputs */

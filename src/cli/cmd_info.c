@@ -4,7 +4,7 @@
 
 #include "cli/cli.h"
 #include "formats/abq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/mx.h"
 #include "formats/types.h"
 #include "gguf/gguf.h"
@@ -139,8 +139,7 @@ int cmd_info(int argc, char **argv) {
         const int side = (t->type == LB_TYPE_I8 || t->type == LB_TYPE_I32) && lb_mx_side_piece(t->name.ptr, t->name.len);
         if (t->type == LB_TYPE_MX2 || t->type == LB_TYPE_MX4 || side) mx_bytes += t->size;
         /* a GC matrix's per-row scales and zeros: bytes of its type, not parameters */
-        const size_t sl = strlen(LB_GQC_SFX);
-        if (t->type == LB_TYPE_F16 && t->name.len > sl && !memcmp(t->name.ptr + t->name.len - sl, LB_GQC_SFX, sl)) {
+        if (t->type == LB_TYPE_F16 && lb_gc_is_side(t->name.ptr, t->name.len)) {
             total_bytes += t->size;
             gc_side_bytes += t->size;
             continue;
@@ -241,7 +240,7 @@ int cmd_info(int argc, char **argv) {
         }
     }
     if (gc_side_bytes)
-        printf("  %-8s the GQ*_GC matrices' per-row scales and zeros (.gq_sz side tensors): %.3f MiB\n", "",
+        printf("  %-8s the GC matrices' per-row grids (.gq_sz, .bcq_az side tensors): %.3f MiB\n", "",
                gc_side_bytes / 1048576.0);
     if (n_mx || mx_bad) {
         const lb_kernel *k = lb_kernel_get(LB_TYPE_MX);

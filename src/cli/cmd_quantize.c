@@ -6,7 +6,7 @@
 #include "formats/abq.h"
 #include "formats/bcq.h"
 #include "formats/gq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/repack.h"
 #include "formats/types.h"
 
@@ -34,7 +34,8 @@ static void help(void) {
            "      --mx-rank R   MX: groups for 4 bits by eq9 (with --gptq's Hessian; the default) or by\n"
            "                    error (their 2-bit tiles' error; the default without a Hessian)\n"
            "      --from-uniform  BCQ types: convert uniform inputs of as many bits (GQ{q}_G{g} with g a\n"
-           "                    multiple of the BCQ group; Q4_0, Q4_1 for BCQ4_G32) exactly (LUT-GEMM App. C)\n"
+           "                    multiple of the BCQ group; Q4_0, Q4_1 for BCQ4_G32; GQ{q}_GC for BCQ{q}_GC)\n"
+           "                    exactly (LUT-GEMM App. C)\n"
            "      --bcq-iters N BCQ: alternating least-squares iterations after the greedy and uniform\n"
            "                    starts (default 8; 0: the starts only)\n"
            "      --act-bits P  ABQ types: the activation bits (1..8, default 8) stored as the file's\n"
@@ -61,7 +62,9 @@ static void help(void) {
            "in 2 bits with 4-bit second-order scales, and a few fp16 outliers; with --gptq the\n"
            "weights are rounded with GPTQ's error feedback. The embedding and head take the types above.\n\n"
            "GQ4_GC, GQ3_GC, GQ2_GC (GPTQ's group_size -1, docs/gq.md) keep one scale and zero point\n"
-           "per row, in a side tensor NAME.gq_sz (F16, 2 values per row) beside each matrix.\n\n"
+           "per row, in a side tensor NAME.gq_sz (F16, 2 values per row) beside each matrix.\n"
+           "BCQ4_GC .. BCQ1_GC: BCQ with one group per row, its q alphas and z in NAME.bcq_az\n"
+           "(F16, q + 1 values per row); run as BCQ{q}_G128 (docs/bcq.md).\n\n"
            "BCQ{q}_G{g} (seed 003, docs/bcq.md): w = sum_i alpha_i b_i + z per group of g, b_i = +-1,\n"
            "q bit planes, fp16 alpha_i and z; --imatrix and --gptq weight its quantizer.\n\n"
            "ABQ_W{q} (seed 004, docs/abq.md): q bit planes per group of 128, fp16 scale and integer zero\n"
@@ -79,7 +82,7 @@ static void help(void) {
                          LB_TYPE_Q5_1_16X4, LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,
                          LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16, LB_TYPE_GQ2_G128,
                          LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16, LB_TYPE_GQ4_GC, LB_TYPE_GQ3_GC,
-                         LB_TYPE_GQ2_GC,
+                         LB_TYPE_GQ2_GC, LB_TYPE_BCQ4_GC, LB_TYPE_BCQ3_GC, LB_TYPE_BCQ2_GC, LB_TYPE_BCQ1_GC,
 #define BCQ_HELP(name, NAME, Q, G) LB_TYPE_##NAME,
                          LB_BCQ_LIST(BCQ_HELP)
 #undef BCQ_HELP
@@ -89,7 +92,8 @@ static void help(void) {
                          };
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         const lb_type_traits *t = lb_traits(types[i]);
-        if (t && lb_gqc_bits(types[i])) printf(" %s (%d bpw + 32 bits per row)", t->name, lb_gqc_bits(types[i]));
+        if (t && lb_gc_is(types[i]))
+            printf(" %s (%d bpw + %d bits per row)", t->name, lb_gc_bits(types[i]), 16 * lb_gc_side_n(types[i]));
         else if (t && lb_traits(lb_type_base(types[i]))->from_float) printf(" %s (%.2f bpw)", t->name, lb_type_bits_per_weight(types[i]));
     }
     printf("\n");
@@ -142,7 +146,7 @@ int cmd_quantize(int argc, char **argv) {
     if (a.bad) return CLI_USAGE;
     if (n_pos != 3) { fprintf(stderr, "lowbit quantize: expected IN.gguf OUT.gguf TYPE (see --help)\n"); return CLI_USAGE; }
     int type = lb_type_from_name(pos[2]);
-    if (type < 0 || (type != LB_TYPE_MX && !lb_gqc_bits(type) && !lb_traits(lb_type_base(type))->from_float)) { /* interleaved: via the base type */
+    if (type < 0 || (type != LB_TYPE_MX && !lb_gc_is(type) && !lb_traits(lb_type_base(type))->from_float)) { /* interleaved: via the base type */
         fprintf(stderr, "lowbit quantize: unknown or unsupported type '%s' (see --help)\n", pos[2]);
         return CLI_USAGE;
     }
@@ -155,14 +159,14 @@ int cmd_quantize(int argc, char **argv) {
     for (int i = 0; i < 2; i++) {
         if (!names[i]) continue;
         const int t = lb_type_from_name(names[i]);
-        if (t < 0 || t == LB_TYPE_MX || (!lb_traits(lb_type_base(t))->from_float && !lb_gqc_bits(t)) || lb_type_base(t) != t) {
+        if (t < 0 || t == LB_TYPE_MX || (!lb_traits(lb_type_base(t))->from_float && !lb_gc_is(t)) || lb_type_base(t) != t) {
             fprintf(stderr, "lowbit quantize: --%s: unknown or unsupported type '%s' (a plain type: F16, Q4_K, Q6_K, ...)\n",
                     i ? "output-tensor-type" : "token-embedding-type", names[i]);
             return CLI_USAGE;
         }
         *dst[i] = t, *set[i] = 1;
     }
-    if ((opt.from_uniform || bcq_iters != -2) && !lb_bcq_bits(type)) {
+    if ((opt.from_uniform || bcq_iters != -2) && !lb_bcq_bits(type) && !lb_bcqc_bits(type)) {
         fprintf(stderr, "lowbit quantize: --from-uniform and --bcq-iters apply to the BCQ types only\n");
         return CLI_USAGE;
     }

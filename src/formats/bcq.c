@@ -135,6 +135,8 @@ typedef struct {
     int q, g, nc;
     const float *x; /* sanitized weights */
     const float *h; /* importance (>= 0) */
+    int *k;         /* g ints of scratch (nearest_codes) */
+    double *r;      /* g doubles of scratch (init_greedy) */
 } fit_ctx;
 
 /* E = sum h (x - v[code])^2, in double, in order */
@@ -152,7 +154,7 @@ static double error_of(const fit_ctx *f, const float *v, const uint8_t *code) {
  * value. x > m is decided exactly in float: m (exact in double) rounded
  * down to a float m', x > m iff x > m' for a float x. 1 if a code changed. */
 static int nearest_codes(const fit_ctx *f, const float *v, uint8_t *code) {
-    int ord[16], k[128];
+    int ord[16], *restrict k = f->k;
     float mid[15];
     const int nc = f->nc, g = f->g;
     for (int c = 0; c < nc; c++) ord[c] = c;
@@ -168,7 +170,7 @@ static int nearest_codes(const fit_ctx *f, const float *v, uint8_t *code) {
         if ((double)mf > m) mf = nextafterf(mf, -INFINITY);
         mid[t] = mf;
     }
-    const float *x = f->x;
+    const float *restrict x = f->x;
     for (int j = 0; j < g; j++) k[j] = 0;
     for (int t = 0; t + 1 < nc; t++) {
         const float m = mid[t];
@@ -247,7 +249,7 @@ static void write_block(int q, int g, void *blk, const lb_fp16 *ah, lb_fp16 zh, 
 /* One fit: alpha, z (fp16) and codes; E its error. */
 typedef struct {
     lb_fp16 ah[LB_BCQ_MAX_Q], zh;
-    uint8_t code[128];
+    uint8_t *code; /* g codes (a state copied shares them) */
     float v[16];
     double e;
 } fit_state;
@@ -299,7 +301,7 @@ static int refine(const fit_ctx *f, fit_state *st, int iters, double *trace) {
 
 /* Greedy initialisation: the weighted mean, then residual signs and mean magnitudes */
 static void init_greedy(const fit_ctx *f, double W, fit_state *st) {
-    double r[128], zm = 0.0;
+    double *r = f->r, zm = 0.0;
     for (int j = 0; j < f->g; j++) zm += (double)f->h[j] * f->x[j];
     zm /= W;
     for (int j = 0; j < f->g; j++) r[j] = f->x[j] - zm, st->code[j] = 0;
@@ -323,13 +325,13 @@ static void init_greedy(const fit_ctx *f, double W, fit_state *st) {
 /* Uniform initialisation (a uniform grid is BCQ with alpha_i = 2^(i-1) s,
  * App. C): z the middle of [min, max], s its span over 2^q - 1, and spans
  * shrunk around z by 0.92 .. 0.68, the best kept (as GQ's range search) */
-static void init_uniform(const fit_ctx *f, fit_state *st) {
+static void init_uniform(const fit_ctx *f, fit_state *st, uint8_t *cand) {
     float lo = f->x[0], hi = f->x[0];
     for (int j = 1; j < f->g; j++) lo = fminf(lo, f->x[j]), hi = fmaxf(hi, f->x[j]);
     const double mid = 0.5 * ((double)lo + hi), span = (double)hi - lo;
     st->e = INFINITY;
     for (int k = 0; k < 5; k++) {
-        fit_state c;
+        fit_state c = {.code = cand};
         const double sc = span * (1.0 - 0.08 * k) / (double)((1 << f->q) - 1);
         c.zh = to_h(mid);
         for (int i = 0; i < f->q; i++) c.ah[i] = to_h(ldexp(sc, i - 1));
@@ -337,14 +339,45 @@ static void init_uniform(const fit_ctx *f, fit_state *st) {
         state_values(f, &c);
         nearest_codes(f, c.v, c.code);
         c.e = error_of(f, c.v, c.code);
-        if (c.e < st->e) *st = c;
+        if (c.e < st->e) {
+            uint8_t *keep = st->code;
+            *st = c;
+            st->code = memcpy(keep, cand, (size_t)f->g);
+        }
         if (span == 0.0) break;
     }
 }
 
+/* Scratch of one fit: on the stack for groups up to 128, else allocated */
+enum { FIT_STACK = 128 };
+typedef struct {
+    float xs[FIT_STACK], hs[FIT_STACK];
+    int k[FIT_STACK];
+    double r[FIT_STACK];
+    uint8_t code[3][FIT_STACK];
+} fit_scratch;
+
 int lb_bcq_fit_group(int q, int g, const float *x, const float *imp, int iters, void *blk, double *trace) {
-    float xs[128], hs[128];
-    if (q < 1 || q > LB_BCQ_MAX_Q || g < 8 || g > 128 || g % 8) return 0;
+    if (q < 1 || q > LB_BCQ_MAX_Q || g < 8 || g % 8 || g > LB_BCQ_MAX_FIT) return 0;
+    fit_scratch small;
+    void *big = NULL;
+    float *xs = small.xs, *hs = small.hs;
+    int *ks = small.k;
+    double *rs = small.r;
+    uint8_t *codes = small.code[0];
+    if (g > FIT_STACK) {
+        const size_t n = (size_t)g;
+        big = malloc(n * (2 * sizeof(float) + sizeof(int) + sizeof(double) + 3));
+        if (!big) {
+            memset(blk, 0, LB_BCQ_SIZE(q, (size_t)g)); /* every value 0 */
+            return -1;
+        }
+        rs = big;
+        xs = (float *)(rs + n);
+        hs = xs + n;
+        ks = (int *)(hs + n);
+        codes = (uint8_t *)(ks + n);
+    }
     double W = 0.0;
     for (int j = 0; j < g; j++) {
         const float t = x[j];
@@ -357,13 +390,13 @@ int lb_bcq_fit_group(int q, int g, const float *x, const float *imp, int iters, 
         for (int j = 0; j < g; j++) hs[j] = 1.0f;
         W = g;
     }
-    const fit_ctx f = {q, g, 1 << q, xs, hs};
+    const fit_ctx f = {q, g, 1 << q, xs, hs, ks, rs};
     /* both starts refined, the better fit kept (its trace reported) */
-    fit_state st[2];
+    fit_state st[2] = {{.code = codes}, {.code = codes + g}};
     double *tr = trace ? malloc(2 * sizeof(double) * (size_t)(iters + 1)) : NULL;
     int used[2];
     init_greedy(&f, W, &st[0]);
-    init_uniform(&f, &st[1]);
+    init_uniform(&f, &st[1], codes + 2 * (size_t)g);
     for (int k = 0; k < 2; k++) {
         double *t = tr ? tr + (size_t)k * (iters + 1) : NULL;
         if (t) t[0] = st[k].e;
@@ -373,6 +406,7 @@ int lb_bcq_fit_group(int q, int g, const float *x, const float *imp, int iters, 
     if (tr) memcpy(trace, tr + (size_t)b * (iters + 1), sizeof(double) * (size_t)(iters + 1));
     free(tr);
     write_block(q, g, blk, st[b].ah, st[b].zh, st[b].code);
+    free(big);
     return used[b];
 }
 

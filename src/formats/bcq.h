@@ -193,7 +193,12 @@ lb_status lb_bcq_check(int q, int g, int64_t k);
  * candidate). The start with the lower final E is written. So E never
  * increases along a start's iterations; trace (optional, iters + 1 entries)
  * gets the written start's E before and after each iteration; returns the
- * iterations it ran. NaN weights count as 0, infinities as +-65504. */
+ * iterations it ran. NaN weights count as 0, infinities as +-65504.
+ * g: a multiple of 8 up to LB_BCQ_MAX_FIT (the types' 32..128, or a whole
+ * row for BCQ{q}_GC, formats/bcqc.h; blk then holds LB_BCQ_SIZE(q, g)
+ * bytes); groups over 128 take scratch from the heap: -1 (and a block of
+ * zeros) if that fails; 0 for a q or g out of range. */
+#define LB_BCQ_MAX_FIT (1 << 20)
 int lb_bcq_fit_group(int q, int g, const float *x, const float *imp, int iters, void *blk, double *trace);
 /* The alternating iterations the traits' quantizer runs (default 8; 0: the two starts only). */
 void lb_bcq_set_iters(int iters);

@@ -41,11 +41,11 @@
  * The traits (lb_gqc_traits) give the block geometry only: to_float,
  * from_float and vec_dot are NULL, since a row cannot be read without its
  * scale and zero; the reference functions below take them as arguments.
- * At run time a GC matrix is an lb_gqc_view (codes and side tensor in
- * place, zero copy); the load expands it into the GQ{b}_G128 layout (s and
- * z replicated into every 128-block) where the QIGen kernels run
- * (model/repack.c), else it runs on the scalar reference GEMV below.
- * docs/gq.md has the whole story. */
+ * At run time a GC matrix is an lb_gc_view (formats/gc.h: codes and side
+ * tensor in place, zero copy); the load expands it into the GQ{b}_G128
+ * layout (s and z replicated into every 128-block) where the QIGen kernels
+ * run (model/repack.c), else it runs on the scalar reference GEMV
+ * (lb_gemv_gqc_q8_0_ref). docs/gq.md has the whole story. */
 #ifndef LB_GQC_H
 #define LB_GQC_H
 
@@ -91,9 +91,6 @@ int lb_gqc_type(int bits);
 int lb_gqc_g128(int type);
 /* Traits of a GC type (geometry only, see above), NULL for other types. */
 const lb_type_traits *lb_gqc_traits(int type);
-/* Whether a tensor name ends in LB_GQC_SFX (a GC matrix's side tensor). */
-int lb_gqc_is_side(const char *name, size_t len);
-
 /* ---- reference, one row of k weights (k a multiple of 128) ----
  * A row's grid is its fp16 scale s and integer zero point z. */
 
@@ -118,38 +115,5 @@ void lb_gqc_to_g128(int type, const void *codes, lb_fp16 s, int z, void *dst, in
 
 /* The side tensor's pair of row n: sz[2n] = s, sz[2n + 1] = z as fp16. */
 static inline lb_fp16 lb_gqc_zero_fp16(int z) { return lb_f32_to_fp16((float)z); }
-
-/* ---- one matrix as the kernels read it ---- */
-typedef struct {
-    int type, bits;
-    int64_t N, K;
-    size_t row_size;       /* code bytes per row, K / 128 * 16 b */
-    const uint8_t *codes;  /* N rows */
-    const lb_fp16 *sz;     /* 2 N: s, z of each row (the side tensor) */
-} lb_gqc_view;
-
-/* Checks the pieces (codes_bytes = N rows of codes; n_sz = 2 N values; every
- * scale finite, every zero point an integer in 0 .. 2^b - 1) and builds a
- * view of them (free with lb_free_aligned); the pieces must outlive it.
- * LB_ERR_FORMAT / LB_ERR_SHAPE say which check failed and where. */
-lb_status lb_gqc_view_make(int type, int64_t N, int64_t K, const void *codes, uint64_t codes_bytes, const lb_fp16 *sz,
-                           int64_t n_sz, lb_gqc_view **out);
-static inline float lb_gqc_view_scale(const lb_gqc_view *v, int64_t n) { return lb_fp16_to_f32(v->sz[2 * n]); }
-static inline int lb_gqc_view_zero(const lb_gqc_view *v, int64_t n) { return (int)lb_fp16_to_f32(v->sz[2 * n + 1]); }
-/* Bytes the matrix stores: codes and side tensor. */
-static inline uint64_t lb_gqc_view_bytes(const lb_gqc_view *v) {
-    return (uint64_t)v->row_size * (uint64_t)v->N + 4u * (uint64_t)v->N;
-}
-/* W[n * K + k] = the matrix's weights. */
-void lb_gqc_view_dequantize(const lb_gqc_view *v, float *W);
-/* Rows [n0, n1) of the matrix as GQ{b}_G128 rows into dst (row n at
- * dst + (n - n0) * lb_row_size(lb_gqc_g128(type), K)). */
-void lb_gqc_view_to_g128(const lb_gqc_view *v, int64_t n0, int64_t n1, void *dst);
-
-/* The scalar reference (lb_gemm_fn, kernels/dispatch.h): W an lb_gqc_view,
- * rows [n0, n1), A M plain Q8_0 rows a_row_size apart, Y[m * ldy + n] =
- * lb_gqc_vec_dot_q8_0 of row n. w_row_size is unused. */
-void lb_gemv_gqc_q8_0_ref(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
-                          size_t a_row_size, int M, float *Y, size_t ldy);
 
 #endif

@@ -8,7 +8,7 @@
 #include "formats/repack.h"
 #include "formats/cb.h"
 #include "formats/gq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/mx.h"
 #include "formats/bcq.h"
 #include "formats/abq.h"
@@ -43,6 +43,7 @@ const lb_type_traits *lb_traits(int type) {
         return lb_gq_traits(type);
     case LB_TYPE_MX2: case LB_TYPE_MX4: case LB_TYPE_MX: return lb_mx_traits(type);
     case LB_TYPE_GQ4_GC: case LB_TYPE_GQ3_GC: case LB_TYPE_GQ2_GC: return lb_gqc_traits(type);
+    case LB_TYPE_BCQ4_GC: case LB_TYPE_BCQ3_GC: case LB_TYPE_BCQ2_GC: case LB_TYPE_BCQ1_GC: return lb_bcqc_traits(type);
 #define BCQ_CASES(name, NAME, Q, G) case LB_TYPE_##NAME: case LB_TYPE_##NAME##_LUT:
     LB_BCQ_LIST(BCQ_CASES)
 #undef BCQ_CASES
@@ -103,6 +104,7 @@ int lb_type_fallback(int type, int64_t ne0) {
 #define BCQ_CASES(name, NAME, Q, G) case LB_TYPE_##NAME:
     LB_BCQ_LIST(BCQ_CASES)
 #undef BCQ_CASES
+    case LB_TYPE_BCQ4_GC: case LB_TYPE_BCQ3_GC: case LB_TYPE_BCQ2_GC: case LB_TYPE_BCQ1_GC:
         sub = LB_TYPE_Q8_0; break; /* BCQ: rows the group does not divide */
 #define ABQ_CASES(name, NAME, Q) case LB_TYPE_##NAME:
     LB_ABQ_LIST(ABQ_CASES)

@@ -7,7 +7,7 @@
 
 #include "core/fp16.h"
 #include "formats/gq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/types.h"
 #include "import/hf.h"
 

@@ -14,7 +14,7 @@
 #include "kernels/arm/mx_arm.h"
 #include "formats/cb.h"
 #include "formats/gq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/mx.h"
 #include "kernels/x86/cb_x86.h"
 #include "kernels/x86/kq_repack_avx512.h"
@@ -62,13 +62,20 @@ static const lb_kernel lb_kernel_list[] = {
     LB_KQ_REPACK_REF_KERNELS, /* Q2_K / CB2 / CB3 16-row layouts, kernels/kq_repack_avx512.h */
     LB_KX_REF_KERNELS, /* Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 16-row layouts, kernels/kx_kernels.h */
     LB_QG_REF_KERNELS /* the GQ*_QG layouts (kernels/qigen.h) */
-    /* GQ{b}_GC, whole-column groups (formats/gqc.h): W an lb_gqc_view, any
+    /* GQ{b}_GC, whole-column groups (formats/gqc.h): W an lb_gc_view, any
      * number of plain Q8_0 rows; where QIGen's kernels run, the load expands
      * GC matrices into GQ{b}_G128 and repacks them (model/repack.c) */
 #define GQC_REF_KERNEL(name, NAME, B) \
     {LB_TYPE_##NAME, LB_TYPE_Q8_0, LB_ISA_SCALAR, #name "_q8_0_ref", lb_quantize_row_q8_0_ref, NULL, NULL, lb_gemv_gqc_q8_0_ref},
     LB_GQC_LIST(GQC_REF_KERNEL)
 #undef GQC_REF_KERNEL
+    /* BCQ{q}_GC, whole-row BCQ groups (formats/bcqc.h): W an lb_gc_view,
+     * Q8_0_LUT4 rows; the load expands them into BCQ{q}_G128 and repacks
+     * them where a table-lookup kernel runs */
+#define BCQC_REF_KERNEL(name, NAME, Q) \
+    {LB_TYPE_##NAME, LB_TYPE_Q8_0_LUT4, LB_ISA_SCALAR, #name "_q8_0_lut4_ref", lb_quantize_row_q8_0_lut4_ref, NULL, NULL, lb_gemv_bcqc_lut4_ref},
+    LB_BCQC_LIST(BCQC_REF_KERNEL)
+#undef BCQC_REF_KERNEL
     /* MX (formats/mx.h): W an lb_mx_view, any number of plain Q8_0 rows */
     {LB_TYPE_MX, LB_TYPE_Q8_0, LB_ISA_SCALAR, "mx_q8_0_ref", lb_quantize_row_q8_0_ref, NULL, NULL, lb_gemv_mx_q8_0_ref,
      0, NULL, 0, 0, 1},
@@ -153,6 +160,6 @@ const lb_kernel *lb_kernel_get(int type) { return lb_kernel_get_at(type, lb_cpu_
 uint64_t lb_matrix_bytes(const lb_matrix *W) {
     if (!W->data) return 0;
     if (W->type == LB_TYPE_MX) return ((const lb_mx_view *)W->data)->bytes;
-    if (lb_gqc_bits(W->type)) return lb_gqc_view_bytes(W->data);
+    if (lb_gc_is(W->type)) return lb_gc_view_bytes(W->data);
     return (uint64_t)W->row_size * (uint64_t)W->N;
 }

@@ -72,7 +72,7 @@ typedef struct {
 
 /* Bytes W's weights occupy: row_size * N, or for MX (data an lb_mx_view,
  * formats/mx.h) what its tiles, map and outliers store, for GQ{b}_GC (data
- * an lb_gqc_view, formats/gqc.h) its codes and per-row scales and zeros. */
+ * an lb_gc_view, formats/gc.h) its codes and per-row grids. */
 uint64_t lb_matrix_bytes(const lb_matrix *W);
 
 /* Bytes of activation scratch lb_matmul needs for M rows against W. */

@@ -1,21 +1,23 @@
-/* GQ{b}_GC (formats/gqc.h) by rounding and with GPTQ (model/gptq.h), whole
- * matrices: one grid (scale, zero point) per row over its K weights. */
+/* GC matrices (formats/gc.h: GQ{b}_GC, BCQ{q}_GC) by rounding and with
+ * GPTQ (model/gptq.h), whole matrices: one grid per row over its K weights
+ * (GQ: scale and zero point; BCQ: q alphas and z). */
 #ifndef LB_GQC_GPTQ_H
 #define LB_GQC_GPTQ_H
 
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "model/gptq.h"
 
 /* Round to nearest: row n of W (N x K, row-major) into codes row n
- * (lb_row_size(type, K) bytes each) and its grid into sz[2n] (s) and
- * sz[2n + 1] (z as fp16), by lb_gqc_quantize_row (sym: symmetric; imp:
- * weights of the range search, K entries, or NULL). Rows in parallel. */
+ * (lb_row_size(type, K) bytes each) and its grid into sz[n s .. n s + s)
+ * (s = lb_gc_side_n(type): GQ's scale and zero as fp16, BCQ's alphas and
+ * z), by lb_gc_quantize_row (sym: symmetric, GQ only; imp: weights of the
+ * error, K entries, or NULL). Rows in parallel. */
 void lb_gqc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp, void *codes,
                             lb_fp16 *sz, int n_threads);
 
 /* GPTQ with one static group per row: each row's grid is fixed first from
- * the original weights by the whole-row quantizer, its range search
- * weighted by diag H (AutoGPTQ fixes a group_size -1 quantizer on the whole
+ * the original weights by the whole-row quantizer, its error weighted by
+ * diag H (AutoGPTQ fixes a group_size -1 quantizer on the whole
  * original matrix before its first column, too; p->sym: symmetric), then
  * every weight is rounded onto that grid column by column with GPTQ's error
  * feedback (lb_gptq_quantize_fixed; act-order with p->act_order, which the

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "formats/abq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/mx.h"
 #include "formats/repack.h"
 #include "model/model.h"
@@ -76,8 +76,8 @@ static lb_status from_file(lb_model *m, const gguf_file *g) {
         /* an MX matrix's weights are its tiles' (MX2 and MX4 count one per
          * weight); its map and outliers add bytes, not parameters */
         if ((t->type == LB_TYPE_I8 || t->type == LB_TYPE_I32) && lb_mx_side_piece(t->name.ptr, t->name.len)) continue;
-        /* so are a GC matrix's scales and zeros (formats/gqc.h) */
-        if (t->type == LB_GQC_SIDE_TYPE && lb_gqc_is_side(t->name.ptr, t->name.len)) continue;
+        /* so are a GC matrix's grids (formats/gc.h) */
+        if (t->type == LB_GQC_SIDE_TYPE && lb_gc_is_side(t->name.ptr, t->name.len)) continue;
         params += n;
         if (t->type < NT && ++count[t->type] > top_count) { top_count = count[t->type]; top = (int)t->type; }
     }

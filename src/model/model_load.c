@@ -6,7 +6,7 @@
 
 #include "model/model.h"
 #include "formats/cb_gguf.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/abq.h"
 #include "formats/mx.h"
 
@@ -107,24 +107,26 @@ static lb_status get_mx(loader *L, const char *name, const gguf_tensor *t, int64
     return LB_OK;
 }
 
-/* A GQ{b}_GC matrix (formats/gqc.h, "in a GGUF file"): its codes t and its
- * side tensor NAME.gq_sz (F16 [2N]: each row's scale and zero), checked,
- * seen in place by a view the model owns. */
+/* A GC matrix (formats/gc.h: GQ{b}_GC, BCQ{q}_GC): its codes t and its
+ * side tensor (NAME.gq_sz, F16 [2N]: each row's scale and zero; NAME.bcq_az,
+ * F16 [(q+1)N]: each row's alphas and z), checked, seen in place by a view
+ * the model owns. */
 static lb_status get_gqc(loader *L, const char *name, const gguf_tensor *t, int64_t K, int64_t N, lb_matrix *out) {
     char side[300];
-    snprintf(side, sizeof side, "%s%s", name, LB_GQC_SFX);
+    const int type = (int)t->type, sn = lb_gc_side_n(type);
+    snprintf(side, sizeof side, "%s%s", name, lb_gc_sfx(type));
     const gguf_tensor *sz = gguf_find_tensor(L->g, side);
     if (!sz)
-        return lb_fail(LB_ERR_FORMAT, "%s matrix %s has no scale/zero tensor %s (F16 [%lld])",
-                       lb_type_name((int)t->type), name, side, (long long)(2 * N));
-    if (sz->type != LB_GQC_SIDE_TYPE || sz->n_dims != 1 || sz->ne[0] != 2 * N)
-        return lb_fail(LB_ERR_FORMAT, "%s has type %s and shape [%lld, %lld] (%d dims), not the F16 [%lld] (a "
-                       "scale and a zero for each of %lld rows) that %s matrix %s needs", side,
+        return lb_fail(LB_ERR_FORMAT, "%s matrix %s has no %s tensor %s (F16 [%lld])", lb_type_name(type), name,
+                       lb_gc_side_what(type), side, (long long)(sn * N));
+    if (sz->type != LB_GQC_SIDE_TYPE || sz->n_dims != 1 || sz->ne[0] != sn * N)
+        return lb_fail(LB_ERR_FORMAT, "%s has type %s and shape [%lld, %lld] (%d dims), not the F16 [%lld] (%d "
+                       "values for each of %lld rows) that %s matrix %s needs", side,
                        gguf_type_label(sz->type) ? gguf_type_label(sz->type) : "?", (long long)sz->ne[0],
-                       (long long)sz->ne[1], sz->n_dims, (long long)(2 * N), (long long)N,
-                       lb_type_name((int)t->type), name);
-    lb_gqc_view *v = NULL;
-    lb_status s = lb_gqc_view_make((int)t->type, N, K, t->data, t->size, sz->data, 2 * N, &v);
+                       (long long)sz->ne[1], sz->n_dims, (long long)(sn * N), sn, (long long)N, lb_type_name(type),
+                       name);
+    lb_gc_view *v = NULL;
+    lb_status s = lb_gc_view_make(type, N, K, t->data, t->size, sz->data, sn * N, &v);
     if (s) return lb_fail_prefix(s, "%s", name);
     if (!lb_model_own(L->m, v)) return LB_ERR_NOMEM;
     *out = (lb_matrix){(int)t->type, K, N, lb_row_size((int)t->type, K), v, 0};
@@ -147,7 +149,7 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
         return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3], (long long)K, (long long)N);
-    if (lb_gqc_bits((int)t->type)) return get_gqc(L, name, t, K, N, out);
+    if (lb_gc_is((int)t->type)) return get_gqc(L, name, t, K, N, out);
     if (lb_abq_plain_of_codes((int)t->type) >= 0) /* their sums are trusted: made by the load only */
         return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
                        name, lb_type_name((int)t->type));

@@ -59,12 +59,12 @@ typedef struct {
  * matrices through their side tensor in `in`). */
 lb_status lb_quantize_tensor_floats(const gguf_file *in, const gguf_tensor *t, int n_threads, float **out) {
     const int64_t K = t->ne[0], rows = (int64_t)(t->size / lb_row_size((int)t->type, K));
-    if (lb_gqc_bits((int)t->type)) {
-        lb_gqc_view *v = NULL;
+    if (lb_gc_is((int)t->type)) {
+        lb_gc_view *v = NULL;
         lb_status s = lb_qgc_input_view(in, t, &v);
         if (s == LB_OK && !(*out = malloc((size_t)K * (size_t)rows * sizeof **out)))
             s = lb_fail(LB_ERR_NOMEM, "out of memory");
-        if (s == LB_OK) lb_gqc_view_dequantize(v, *out);
+        if (s == LB_OK) lb_gc_view_dequantize(v, *out);
         lb_free_aligned(v);
         return s;
     }
@@ -114,13 +114,24 @@ static lb_status produce_mx(qctx *q, const out_tensor *o, void *dst, uint64_t nb
 static lb_status produce_gqc(qctx *q, const out_tensor *o, void *dst, uint64_t nbytes) {
     const gguf_tensor *t = gguf_tensor_at(q->in, o->in);
     float *W = NULL;
-    lb_gqc_view *same = NULL;
+    lb_gc_view *same = NULL;
     lb_status s = LB_OK;
+    const int convert = q->from_uniform && lb_qgc_converts((int)t->type, o->type);
     if (o->kind == LB_QGC_CODES)
-        s = (int)t->type == o->type ? lb_qgc_input_view(q->in, t, &same) : lb_quantize_tensor_floats(q->in, t, q->n_threads, &W);
+        s = (int)t->type == o->type || convert ? lb_qgc_input_view(q->in, t, &same)
+                                                : lb_quantize_tensor_floats(q->in, t, q->n_threads, &W);
     int gptq = 0;
     if (s == LB_OK)
         s = lb_qgc_produce(&q->gc, q->ex, q->sym, t, o->in, o->type, W, same, o->kind, dst, nbytes, q->n_threads, &gptq);
+    if (s == LB_OK && o->kind == LB_QGC_CODES && q->gc.converted) {
+        /* --from-uniform: a GC row is one group */
+        q->st->n_from_uniform++;
+        q->st->uniform_groups += q->gc.N;
+        q->st->uniform_inexact += q->gc.inexact;
+        lb_log(2, "%.*s: %s -> %s, %lld of %lld rows exact\n", (int)t->name.len, t->name.ptr,
+               lb_type_name((int)t->type), lb_type_name(o->type), (long long)(q->gc.N - q->gc.inexact),
+               (long long)q->gc.N);
+    }
     free(W);
     lb_free_aligned(same);
     return s;
@@ -184,7 +195,7 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     if (smoothed) {
         src = unpacked = smoothed;
         src_type = LB_TYPE_F32;
-    } else if (lb_gqc_bits(src_type)) { /* a GC input: its floats, through its side tensor */
+    } else if (lb_gc_is(src_type)) { /* a GC input: its floats, through its side tensor */
         float *f = NULL;
         if ((s = lb_quantize_tensor_floats(q->in, t, q->n_threads, &f))) return s;
         src = unpacked = f;
@@ -282,15 +293,15 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     const int mx = p->type == LB_TYPE_MX;
     const lb_type_traits *tt = lb_traits(p->type);
     const int target_base = lb_type_base(p->type); /* interleaved targets quantize as their base */
-    if (!tt || (!mx && !lb_traits(target_base)->from_float && !lb_gqc_bits(target_base)))
+    if (!tt || (!mx && !lb_traits(target_base)->from_float && !lb_gc_is(target_base)))
         return lb_fail(LB_ERR_UNSUPPORTED, "cannot quantize to type id %d", p->type);
     if (lb_abq_plain_of_codes(p->type) >= 0)
         return lb_fail(LB_ERR_UNSUPPORTED, "%s is the layout loading makes of %s, not a file type: quantize to %s",
                        tt->name, lb_type_name(target_base), lb_type_name(target_base));
     if ((o->token_embd_type_set && (!lb_traits(o->token_embd_type) ||
-                                    (!lb_traits(o->token_embd_type)->from_float && !lb_gqc_bits(o->token_embd_type)))) ||
+                                    (!lb_traits(o->token_embd_type)->from_float && !lb_gc_is(o->token_embd_type)))) ||
         (o->output_type_set &&
-         (!lb_traits(o->output_type) || (!lb_traits(o->output_type)->from_float && !lb_gqc_bits(o->output_type)))))
+         (!lb_traits(o->output_type) || (!lb_traits(o->output_type)->from_float && !lb_gc_is(o->output_type)))))
         return lb_fail(LB_ERR_UNSUPPORTED, "the embedding's or the head's type cannot be quantized to");
     lb_mx_params mxp = lb_mx_default_params();
     if (o->mx_set) mxp.hi_frac = o->mx_hi, mxp.outlier_frac = o->mx_outliers;
@@ -373,7 +384,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         }
         int out = (int)t->type;
         if (is_quantizable(t)) {
-            if (!lb_traits((int)t->type) || (!lb_traits((int)t->type)->to_float && !lb_gqc_bits((int)t->type))) {
+            if (!lb_traits((int)t->type) || (!lb_traits((int)t->type)->to_float && !lb_gc_is((int)t->type))) {
                 s = lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s, which lowbit cannot read yet", name,
                             lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown");
                 break;
@@ -386,7 +397,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
                 lb_log(1, "%s: row length %lld does not fit; keeping %s\n", name, (long long)t->ne[0], lb_type_name(out));
             }
         }
-        if (lb_gqc_bits(out)) { /* codes and side tensor (model/quantize_gqc.h) */
+        if (lb_gc_is(out)) { /* codes and side tensor (model/quantize_gqc.h) */
             uint64_t bytes = 0;
             s = lb_qgc_add(w, name, t, out, &bytes);
             outs[n_out++] = (out_tensor){i, LB_QGC_CODES, out};

@@ -5,7 +5,7 @@
 #include "formats/abq.h"
 #include "formats/bcq.h"
 #include "formats/cb_gguf.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/grid.h"
 #include "formats/repack.h"
 #include "model/quantize_extras.h"
@@ -96,7 +96,7 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
         x->gptq.act_order = o->gptq_act_order;
         x->gptq.n_threads = p->n_threads;
         x->gptq.sym = o->sym;
-        if (s == LB_OK && p->type != LB_TYPE_MX && !lb_gqc_bits(p->type) && !lb_grid_get(lb_type_base(p->type)))
+        if (s == LB_OK && p->type != LB_TYPE_MX && !lb_gc_is(p->type) && !lb_grid_get(lb_type_base(p->type)))
             lb_log(0, "warning: GPTQ cannot round onto %s; quantizing without it\n", lb_type_name(p->type));
         else if (s == LB_OK)
             lb_log(1, "GPTQ: %d Hessians from %s (damp %g, block %d%s)\n", lb_calib_count(x->calib), o->gptq,

@@ -13,7 +13,7 @@
 
 #include "formats/abq.h"
 #include "formats/bcq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/repack.h"
 #include "formats/repack_kx.h"
 #include "formats/repack_qg.h"
@@ -58,10 +58,11 @@ static const int prefs_i8mm[][2] = {{4, 8}, {8, 8}, {4, 4}};
 static const int prefs_dotprod[][2] = {{4, 4}, {4, 8}, {8, 8}};
 
 int lb_repack_target(int type) {
-    if (lb_gqc_bits(type)) {
-        /* whole-column groups: expanded into GQ{b}_G128 blocks and repacked
-         * where a QIGen kernel runs it, else kept (scalar reference) */
-        const int g = lb_gqc_g128(type), t = lb_repack_target(g);
+    if (lb_gc_is(type)) {
+        /* whole-row groups (formats/gc.h): expanded into G128 blocks and
+         * repacked where a fast kernel runs them (QIGen's, the table
+         * lookup's), else kept (scalar reference) */
+        const int g = lb_gc_g128(type), t = lb_repack_target(g);
         return t != g ? t : type;
     }
     if (lb_abq_codes_of(type) >= 0) {
@@ -123,13 +124,13 @@ typedef struct {
 /* Rewrites one matrix as `type` into dst (a slice of an owned buffer). A
  * buffer the model owned is freed; a mapped file's is left alone. */
 static lb_status repack_matrix(lb_model *m, lb_matrix *w, int type, int replace, void *dst) {
-    if (lb_gqc_bits(w->type)) {
+    if (lb_gc_is(w->type)) {
         /* GC (a view of the file): each row as G128 blocks (its scale and
          * zero in every block), then the G128 repack */
         const size_t row = lb_row_size(lb_type_base(type), w->K);
         void *g128 = malloc(row * (size_t)w->N);
         if (!g128) return lb_fail(LB_ERR_NOMEM, "out of memory expanding a %s matrix", lb_type_name(w->type));
-        lb_gqc_view_to_g128(w->data, 0, w->N, g128);
+        lb_gc_view_to_g128(w->data, 0, w->N, g128);
         lb_repack_tensor(type, g128, dst, w->K, w->N);
         free(g128);
         w->row_size = row;
@@ -153,14 +154,14 @@ static lb_status repack_matrix(lb_model *m, lb_matrix *w, int type, int replace,
 /* Row lookups (the embedding) need plain rows. */
 static lb_status unpack_embedding(lb_model *m) {
     lb_matrix *e = &m->tok_embd;
-    if (e->data && lb_gqc_bits(e->type)) {
-        /* GC: rows as GQ{b}_G128 (the lookup dequantizes one row); a tied
+    if (e->data && lb_gc_is(e->type)) {
+        /* GC: rows as G128 blocks (the lookup dequantizes one row); a tied
          * output keeps the GC view */
-        const int g = lb_gqc_g128(e->type);
+        const int g = lb_gc_g128(e->type);
         const size_t row = lb_row_size(g, e->K);
         void *dst = lb_model_own(m, lb_malloc_aligned(row * (size_t)e->N));
         if (!dst) return lb_fail(LB_ERR_NOMEM, "out of memory expanding token_embd");
-        lb_gqc_view_to_g128(e->data, 0, e->N, dst);
+        lb_gc_view_to_g128(e->data, 0, e->N, dst);
         lb_log(2, "token_embd is stored as %s: expanded to %s for row lookups\n", lb_type_name(e->type),
                lb_type_name(g));
         *e = (lb_matrix){g, e->K, e->N, row, dst, 0};
@@ -191,6 +192,7 @@ lb_status lb_model_repack(lb_model *m) {
                                 LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16,
                                 LB_TYPE_GQ2_G128, LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16,
                                 LB_TYPE_GQ4_GC, LB_TYPE_GQ3_GC, LB_TYPE_GQ2_GC,
+                                LB_TYPE_BCQ4_GC, LB_TYPE_BCQ3_GC, LB_TYPE_BCQ2_GC, LB_TYPE_BCQ1_GC,
 #define BCQ_BASE(name, NAME, Q, G) LB_TYPE_##NAME,
                                 LB_BCQ_LIST(BCQ_BASE)
 #undef BCQ_BASE
@@ -247,7 +249,7 @@ lb_status lb_model_repack(lb_model *m) {
     if (s) return s;
     for (int i = 0; i < NB; i++)
         if (t[i].n) {
-            const int from = lb_gqc_bits(bases[i]) ? bases[i] : lb_type_base(t[i].to_type); /* GC: expanded */
+            const int from = lb_gc_is(bases[i]) ? bases[i] : lb_type_base(t[i].to_type); /* GC: expanded */
             lb_log(1, "repacked %d %s matrices (%.1f MiB) to %s for kernel %s in %.2f s\n", t[i].n, lb_type_name(from),
                    t[i].bytes / 1048576.0, lb_type_name(t[i].to_type), lb_kernel_get(t[i].to_type)->name,
                    lb_time_s() - t0);

@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "formats/abq.h"
-#include "formats/gqc.h"
+#include "formats/gc.h"
 #include "formats/mx.h"
 #include "model/model.h"
 
@@ -74,12 +74,13 @@ static lb_status random_mx(lb_model *m, int64_t K, int64_t N, uint64_t seed, lb_
     return LB_OK;
 }
 
-/* GQ{b}_GC (formats/gqc.h): Gaussian rows rounded, codes and per-row
- * scales and zeros in owned buffers, as a file holds them, and a view. */
+/* GC types (formats/gc.h): Gaussian rows quantized, codes and per-row
+ * grids in owned buffers, as a file holds them, and a view. */
 static lb_status random_gqc(lb_model *m, int type, int64_t K, int64_t N, uint64_t seed, lb_matrix *out) {
     const size_t row = lb_row_size(type, K);
     uint8_t *codes = lb_model_own(m, lb_malloc_huge(row * (size_t)N));
-    lb_fp16 *sz = lb_model_own(m, lb_malloc_aligned(4 * (size_t)N));
+    const int sn = lb_gc_side_n(type);
+    lb_fp16 *sz = lb_model_own(m, lb_malloc_aligned(2 * (size_t)sn * (size_t)N));
     if (!codes || !sz) return LB_ERR_NOMEM;
     int failed = 0;
 #pragma omp parallel num_threads(m->n_threads > 0 ? m->n_threads : omp_get_num_procs())
@@ -89,16 +90,14 @@ static lb_status random_gqc(lb_model *m, int type, int64_t K, int64_t N, uint64_
 #pragma omp for schedule(static)
         for (int64_t n = 0; n < N; n++) {
             if (!x) continue;
-            int z = 0;
             gaussian_row(x, K, seed * 1000003ull + (uint64_t)n, 0.02f);
-            lb_gqc_quantize_row(type, x, codes + (size_t)n * row, K, 0, NULL, &sz[2 * n], &z);
-            sz[2 * n + 1] = lb_gqc_zero_fp16(z);
+            lb_gc_quantize_row(type, x, codes + (size_t)n * row, K, 0, NULL, &sz[sn * n]);
         }
         free(x);
     }
     if (failed) return lb_fail(LB_ERR_NOMEM, "out of memory");
-    lb_gqc_view *v = NULL;
-    lb_status st = lb_gqc_view_make(type, N, K, codes, row * (size_t)N, sz, 2 * N, &v);
+    lb_gc_view *v = NULL;
+    lb_status st = lb_gc_view_make(type, N, K, codes, row * (size_t)N, sz, sn * N, &v);
     if (st) return st;
     if (!lb_model_own(m, v)) return LB_ERR_NOMEM;
     *out = (lb_matrix){type, K, N, row, v, 0};
@@ -106,7 +105,7 @@ static lb_status random_gqc(lb_model *m, int type, int64_t K, int64_t N, uint64_
 }
 
 static lb_status random_matrix(lb_model *m, int type, int64_t K, int64_t N, uint64_t seed, lb_matrix *out) {
-    if (lb_gqc_bits(type) && K % QK_GQ == 0) return random_gqc(m, type, K, N, seed, out);
+    if (lb_gc_is(type) && K % QK_GQ == 0) return random_gqc(m, type, K, N, seed, out);
     if (type == LB_TYPE_MX) {
         if (K % LB_MX_M == 0 && N % LB_MX_ROWS == 0 && K <= 65536) return random_mx(m, K, N, seed, out);
         type = LB_TYPE_Q4_0; /* as quantize's fallback for a matrix MX cannot hold */
@@ -157,7 +156,7 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
         return lb_fail(LB_ERR_ARG, "unknown synthetic shape '%s' (known: %s)", shape, list);
     }
     const lb_type_traits *tt = lb_traits(type);
-    if (!tt || (!tt->from_float && type != LB_TYPE_MX && !lb_gqc_bits(type)) || !lb_kernel_get(type))
+    if (!tt || (!tt->from_float && type != LB_TYPE_MX && !lb_gc_is(type)) || !lb_kernel_get(type))
         return lb_fail(LB_ERR_UNSUPPORTED, "type %s cannot be used for a synthetic model",
                        lb_type_name(type) ? lb_type_name(type) : "?");
     lb_model *m = calloc(1, sizeof *m);
