@@ -100,16 +100,19 @@ void lb_bcqc_dequantize_row(int type, const void *codes, float *y, int64_t k, co
 
 float lb_bcqc_round(int type, void *codes, int64_t col, float x, const lb_fp16 *az) {
     const int q = lb_bcqc_bits(type);
-    uint8_t blk[LB_BCQ_SIZE(LB_BCQ_MAX_Q, QK_BCQC)] = {0};
-    memcpy(blk, az, sizeof *az * (size_t)(q + 1));
-    /* the nearest value, a tie to the smaller one (BCQ's quantizer's rule) */
-    int best = 0;
-    float bv = lb_bcq_code_value(q, blk, 0);
+    float a[LB_BCQ_MAX_Q];
+    for (int i = 0; i < q; i++) a[i] = lb_fp16_to_f32(az[i]);
+    const float z = lb_fp16_to_f32(az[q]);
+    /* the nearest value, a tie to the smaller one (BCQ's quantizer's rule);
+     * each value in lb_bcq_code_value's order: z, then +-alpha_i for i = 0.. */
+    int best = -1;
+    float bv = 0.0f;
     const double xd = isnan(x) ? 0.0 : (double)x;
-    for (int c = 1; c < (1 << q); c++) {
-        const float v = lb_bcq_code_value(q, blk, c);
+    for (int c = 0; c < (1 << q); c++) {
+        float v = z;
+        for (int i = 0; i < q; i++) v += (c >> i & 1) ? a[i] : -a[i];
         const double d = fabs(xd - v), db = fabs(xd - bv);
-        if (d < db || (d == db && v < bv)) best = c, bv = v;
+        if (best < 0 || d < db || (d == db && v < bv)) best = c, bv = v;
     }
     uint8_t *y = (uint8_t *)codes + (size_t)(col / QK_BCQC) * LB_BCQC_SIZE(q);
     const int j = (int)(col % QK_BCQC);
