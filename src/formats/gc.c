@@ -35,14 +35,14 @@ int lb_gc_is_side(const char *name, size_t len) {
 
 /* ---- one row ---- */
 
-void lb_gc_quantize_row(int type, const float *x, void *codes, int64_t k, int sym, const float *imp, lb_fp16 *side) {
+int lb_gc_quantize_row(int type, const float *x, void *codes, int64_t k, int sym, const float *imp, lb_fp16 *side) {
     if (lb_gqc_bits(type)) {
         int z = 0;
         lb_gqc_quantize_row(type, x, codes, k, sym, imp, &side[0], &z);
         side[1] = lb_gqc_zero_fp16(z);
-    } else if (lb_bcqc_bits(type)) {
-        lb_bcqc_quantize_row(type, x, codes, k, imp, side);
+        return 0;
     }
+    return lb_bcqc_bits(type) ? lb_bcqc_quantize_row(type, x, codes, k, imp, side) : -1;
 }
 
 void lb_gc_dequantize_row(int type, const void *codes, float *y, int64_t k, const lb_fp16 *side) {

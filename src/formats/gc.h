@@ -41,8 +41,9 @@ int lb_gc_bits(int type);
 
 /* Quantizes x into codes and the row's grid (GQ: GPTQ's range search, sym:
  * symmetric; BCQ: the greedy + alternating fit over the whole row; imp
- * weights the error, may be NULL). */
-void lb_gc_quantize_row(int type, const float *x, void *codes, int64_t k, int sym, const float *imp, lb_fp16 *side);
+ * weights the error, may be NULL). 0, or -1 when the BCQ fit could not get
+ * its scratch (the row is then zeros: the caller must fail). */
+int lb_gc_quantize_row(int type, const float *x, void *codes, int64_t k, int sym, const float *imp, lb_fp16 *side);
 void lb_gc_dequantize_row(int type, const void *codes, float *y, int64_t k, const lb_fp16 *side);
 /* The nearest value of the row's grid to x at column col: stores its code,
  * returns the value as lb_gc_dequantize_row computes it (GPTQ's rounding). */

@@ -4,14 +4,18 @@
 
 #include "model/gqc_gptq.h"
 
-void lb_gqc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp, void *codes,
-                            lb_fp16 *sz, int n_threads) {
+lb_status lb_gqc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp,
+                                 void *codes, lb_fp16 *sz, int n_threads) {
     const size_t row = lb_row_size(type, K);
     const int sn = lb_gc_side_n(type);
-#pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads > 0 ? n_threads : omp_get_num_procs())
+    int failed = 0;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(n_threads > 0 ? n_threads : omp_get_num_procs()) \
+    reduction(| : failed)
     for (int64_t n = 0; n < N; n++)
-        lb_gc_quantize_row(type, W + (size_t)n * (size_t)K, (uint8_t *)codes + (size_t)n * row, K, sym, imp,
-                           &sz[sn * n]);
+        failed |= lb_gc_quantize_row(type, W + (size_t)n * (size_t)K, (uint8_t *)codes + (size_t)n * row, K, sym, imp,
+                                     &sz[sn * n]) != 0;
+    return failed ? lb_fail(LB_ERR_NOMEM, "out of memory quantizing %s rows of %lld", lb_type_name(type), (long long)K)
+                  : LB_OK;
 }
 
 typedef struct {
@@ -42,8 +46,9 @@ lb_status lb_gqc_gptq(int type, float *W, int64_t N, int64_t K, float *H, const 
         const float h = H[(size_t)i * (size_t)K + (size_t)i];
         imp[i] = h > 0.0f ? h : 0.0f;
     }
-    lb_gqc_quantize_matrix(type, W, N, K, p.sym, imp, codes, sz, p.n_threads);
+    lb_status s = lb_gqc_quantize_matrix(type, W, N, K, p.sym, imp, codes, sz, p.n_threads);
     free(imp);
+    if (s) return s;
     const rounder r = {type, codes, lb_row_size(type, K), sz};
     return lb_gptq_quantize_fixed(round_gqc, (void *)&r, W, N, K, H, &p, loss);
 }

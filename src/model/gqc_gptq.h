@@ -11,9 +11,10 @@
  * (lb_row_size(type, K) bytes each) and its grid into sz[n s .. n s + s)
  * (s = lb_gc_side_n(type): GQ's scale and zero as fp16, BCQ's alphas and
  * z), by lb_gc_quantize_row (sym: symmetric, GQ only; imp: weights of the
- * error, K entries, or NULL). Rows in parallel. */
-void lb_gqc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp, void *codes,
-                            lb_fp16 *sz, int n_threads);
+ * error, K entries, or NULL). Rows in parallel. LB_ERR_NOMEM if a row's
+ * fit could not get its scratch. */
+lb_status lb_gqc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp,
+                                 void *codes, lb_fp16 *sz, int n_threads);
 
 /* GPTQ with one static group per row: each row's grid is fixed first from
  * the original weights by the whole-row quantizer, its error weighted by

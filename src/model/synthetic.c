@@ -91,7 +91,7 @@ static lb_status random_gqc(lb_model *m, int type, int64_t K, int64_t N, uint64_
         for (int64_t n = 0; n < N; n++) {
             if (!x) continue;
             gaussian_row(x, K, seed * 1000003ull + (uint64_t)n, 0.02f);
-            lb_gc_quantize_row(type, x, codes + (size_t)n * row, K, 0, NULL, &sz[sn * n]);
+            if (lb_gc_quantize_row(type, x, codes + (size_t)n * row, K, 0, NULL, &sz[sn * n])) failed = 1;
         }
         free(x);
     }
