@@ -295,7 +295,7 @@ static void test_gptq_beats_rtn(void) {
         const size_t rs = lb_row_size(type, K);
         lb_fp16 *sz = malloc(sizeof(lb_fp16) * 2 * N), *sz0 = malloc(sizeof(lb_fp16) * 2 * N);
         for (int sym = 0; sym <= 1; sym++) {
-            lb_gqc_quantize_matrix(type, W, N, K, sym, NULL, buf, sz0, 2);
+            lb_gc_quantize_matrix(type, W, N, K, sym, NULL, buf, sz0, 2);
             for (int r = 0; r < N; r++)
                 lb_gqc_dequantize_row(type, buf + r * rs, R + (size_t)r * K, K, sz0[2 * r], (int)lb_fp16_to_f32(sz0[2 * r + 1]));
             const double e_rtn = output_error(W, R, X, N, K, n);
@@ -305,11 +305,11 @@ static void test_gptq_beats_rtn(void) {
                 /* the grid GPTQ fixes: the row quantizer's, weighted by diag H (dead columns 0) */
                 float imp[512];
                 for (int i = 0; i < K; i++) imp[i] = H0[i * K + i] > 0.0f ? H0[i * K + i] : 0.0f;
-                lb_gqc_quantize_matrix(type, W, N, K, sym, imp, buf, sz0, 2);
+                lb_gc_quantize_matrix(type, W, N, K, sym, imp, buf, sz0, 2);
                 lb_gptq_params p = lb_gptq_default_params();
                 p.act_order = act, p.sym = sym, p.n_threads = 2;
                 double loss = -1.0;
-                CHECK_OK(lb_gqc_gptq(type, Wq, N, K, H, &p, buf, sz, &loss));
+                CHECK_OK(lb_gc_gptq(type, Wq, N, K, H, &p, buf, sz, &loss));
                 int same = 1, finite = 1, grid = !memcmp(sz, sz0, sizeof(lb_fp16) * 2 * N), zsym = 1;
                 for (int r = 0; r < N; r++) {
                     const int z = (int)lb_fp16_to_f32(sz[2 * r + 1]);
@@ -336,7 +336,7 @@ static void test_gptq_beats_rtn(void) {
         const size_t rs = lb_row_size(type, K);
         const int sn = lb_gc_side_n(type);
         lb_fp16 *sz = malloc(sizeof(lb_fp16) * sn * N), *sz0 = malloc(sizeof(lb_fp16) * sn * N);
-        lb_gqc_quantize_matrix(type, W, N, K, 0, NULL, buf, sz0, 2);
+        lb_gc_quantize_matrix(type, W, N, K, 0, NULL, buf, sz0, 2);
         for (int r = 0; r < N; r++) lb_gc_dequantize_row(type, buf + r * rs, R + (size_t)r * K, K, sz0 + sn * r);
         const double e_rtn = output_error(W, R, X, N, K, n);
         for (int act = 0; act <= 1; act++) {
@@ -344,11 +344,11 @@ static void test_gptq_beats_rtn(void) {
             memcpy(H, H0, sizeof(float) * K * K);
             float imp[512];
             for (int i = 0; i < K; i++) imp[i] = H0[i * K + i] > 0.0f ? H0[i * K + i] : 0.0f;
-            lb_gqc_quantize_matrix(type, W, N, K, 0, imp, buf, sz0, 2);
+            lb_gc_quantize_matrix(type, W, N, K, 0, imp, buf, sz0, 2);
             lb_gptq_params p = lb_gptq_default_params();
             p.act_order = act, p.n_threads = 2;
             double loss = -1.0;
-            CHECK_OK(lb_gqc_gptq(type, Wq, N, K, H, &p, buf, sz, &loss));
+            CHECK_OK(lb_gc_gptq(type, Wq, N, K, H, &p, buf, sz, &loss));
             int same = 1, finite = 1;
             const int grid = !memcmp(sz, sz0, sizeof(lb_fp16) * sn * N);
             for (int r = 0; r < N; r++) lb_gc_dequantize_row(type, buf + r * rs, D + (size_t)r * K, K, sz + sn * r);
@@ -364,8 +364,8 @@ static void test_gptq_beats_rtn(void) {
         }
         free(sz), free(sz0);
     }
-    CHECK(lb_gqc_gptq(LB_TYPE_GQ4_G128, Wq, N, K, H, NULL, buf, NULL, NULL) == LB_ERR_ARG);
-    CHECK(lb_gqc_gptq(LB_TYPE_GQ4_GC, Wq, N, 100, H, NULL, buf, NULL, NULL) == LB_ERR_SHAPE);
+    CHECK(lb_gc_gptq(LB_TYPE_GQ4_G128, Wq, N, K, H, NULL, buf, NULL, NULL) == LB_ERR_ARG);
+    CHECK(lb_gc_gptq(LB_TYPE_GQ4_GC, Wq, N, 100, H, NULL, buf, NULL, NULL) == LB_ERR_SHAPE);
     /* MX (seed 002) on its fixed grids: 16 rows, 25 % of the groups in 4
      * bits, 0.5 % outliers, with and without act-order */
     {

@@ -4,7 +4,7 @@
 
 #include "model/gqc_gptq.h"
 
-lb_status lb_gqc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp,
+lb_status lb_gc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp,
                                  void *codes, lb_fp16 *sz, int n_threads) {
     const size_t row = lb_row_size(type, K);
     const int sn = lb_gc_side_n(type);
@@ -30,7 +30,7 @@ static float round_gqc(void *user, int64_t row, int64_t col, float x) {
     return lb_gc_round(r->type, r->codes + (size_t)row * r->row, col, x, r->sz + lb_gc_side_n(r->type) * row);
 }
 
-lb_status lb_gqc_gptq(int type, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *pp, void *codes,
+lb_status lb_gc_gptq(int type, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *pp, void *codes,
                       lb_fp16 *sz, double *loss) {
     const lb_gptq_params p = pp ? *pp : lb_gptq_default_params();
     if (!lb_gc_is(type))
@@ -46,7 +46,7 @@ lb_status lb_gqc_gptq(int type, float *W, int64_t N, int64_t K, float *H, const 
         const float h = H[(size_t)i * (size_t)K + (size_t)i];
         imp[i] = h > 0.0f ? h : 0.0f;
     }
-    lb_status s = lb_gqc_quantize_matrix(type, W, N, K, p.sym, imp, codes, sz, p.n_threads);
+    lb_status s = lb_gc_quantize_matrix(type, W, N, K, p.sym, imp, codes, sz, p.n_threads);
     free(imp);
     if (s) return s;
     const rounder r = {type, codes, lb_row_size(type, K), sz};

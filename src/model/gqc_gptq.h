@@ -13,7 +13,7 @@
  * z), by lb_gc_quantize_row (sym: symmetric, GQ only; imp: weights of the
  * error, K entries, or NULL). Rows in parallel. LB_ERR_NOMEM if a row's
  * fit could not get its scratch. */
-lb_status lb_gqc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp,
+lb_status lb_gc_quantize_matrix(int type, const float *W, int64_t N, int64_t K, int sym, const float *imp,
                                  void *codes, lb_fp16 *sz, int n_threads);
 
 /* GPTQ with one static group per row: each row's grid is fixed first from
@@ -25,7 +25,7 @@ lb_status lb_gqc_quantize_matrix(int type, const float *W, int64_t N, int64_t K,
  * fixed group does not constrain). W (N x K) holds the dequantized result
  * on return, H (K x K) is destroyed; codes and sz as above. *loss
  * (optional): GPTQ's objective. */
-lb_status lb_gqc_gptq(int type, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *p, void *codes,
+lb_status lb_gc_gptq(int type, float *W, int64_t N, int64_t K, float *H, const lb_gptq_params *p, void *codes,
                       lb_fp16 *sz, double *loss);
 
 #endif

@@ -111,7 +111,7 @@ static lb_status get_mx(loader *L, const char *name, const gguf_tensor *t, int64
  * side tensor (NAME.gq_sz, F16 [2N]: each row's scale and zero; NAME.bcq_az,
  * F16 [(q+1)N]: each row's alphas and z), checked, seen in place by a view
  * the model owns. */
-static lb_status get_gqc(loader *L, const char *name, const gguf_tensor *t, int64_t K, int64_t N, lb_matrix *out) {
+static lb_status get_gc(loader *L, const char *name, const gguf_tensor *t, int64_t K, int64_t N, lb_matrix *out) {
     char side[300];
     const int type = (int)t->type, sn = lb_gc_side_n(type);
     snprintf(side, sizeof side, "%s%s", name, lb_gc_sfx(type));
@@ -149,7 +149,7 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
         return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld]",
                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3], (long long)K, (long long)N);
-    if (lb_gc_is((int)t->type)) return get_gqc(L, name, t, K, N, out);
+    if (lb_gc_is((int)t->type)) return get_gc(L, name, t, K, N, out);
     if (lb_abq_plain_of_codes((int)t->type) >= 0) /* their sums are trusted: made by the load only */
         return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
                        name, lb_type_name((int)t->type));

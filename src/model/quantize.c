@@ -111,7 +111,7 @@ static lb_status produce_mx(qctx *q, const out_tensor *o, void *dst, uint64_t nb
 
 /* A piece of a GC matrix: quantized (or copied, from a GC input of its
  * type) when its codes come up */
-static lb_status produce_gqc(qctx *q, const out_tensor *o, void *dst, uint64_t nbytes) {
+static lb_status produce_gc(qctx *q, const out_tensor *o, void *dst, uint64_t nbytes) {
     const gguf_tensor *t = gguf_tensor_at(q->in, o->in);
     float *W = NULL;
     lb_gc_view *same = NULL;
@@ -165,7 +165,7 @@ static lb_status convert_rows(const void *src, int src_type, void *dst, int out_
 static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) {
     qctx *q = user;
     if (q->outs[index].kind == LB_QGC_CODES || q->outs[index].kind == LB_QGC_SZ)
-        return produce_gqc(q, &q->outs[index], dst, nbytes);
+        return produce_gc(q, &q->outs[index], dst, nbytes);
     if (q->outs[index].kind != LB_QMX_NONE) return produce_mx(q, &q->outs[index], dst, nbytes);
     const gguf_tensor *t = gguf_tensor_at(q->in, q->outs[index].in);
     const int out_type = q->outs[index].type, out_base = lb_type_base(out_type);

@@ -102,13 +102,13 @@ static lb_status quantize(lb_qgc_cache *c, lb_quant_extras *x, int sym, const gg
         if (!lb_calib_hessian(x->calib, t->name.ptr, t->name.len, K, H)) free(H), H = NULL;
     }
     if (!H) { /* --imatrix weights the fit */
-        lb_status s = lb_gqc_quantize_matrix(type, W, N, K, sym, lb_quant_extras_importance(x, t), dst, c->sz, n_threads);
+        lb_status s = lb_gc_quantize_matrix(type, W, N, K, sym, lb_quant_extras_importance(x, t), dst, c->sz, n_threads);
         return s ? lb_fail_prefix(s, "%.*s", (int)t->name.len, t->name.ptr) : LB_OK;
     }
     lb_gptq_params p = lb_quant_extras_gptq_params(x, type);
     p.sym = sym;
     double loss = 0.0;
-    lb_status s = lb_gqc_gptq(type, W, N, K, H, &p, dst, c->sz, &loss);
+    lb_status s = lb_gc_gptq(type, W, N, K, H, &p, dst, c->sz, &loss);
     free(H);
     if (s) return lb_fail_prefix(s, "%.*s", (int)t->name.len, t->name.ptr);
     *gptq = 1;
