@@ -110,10 +110,15 @@ static void block_params(int q, const void *blk, float *a, float *z) {
     *z = get_h((const uint8_t *)blk + 2 * q);
 }
 
-float lb_bcq_code_value(int q, const void *blk, int c) {
-    float a[8], z, v[256];
-    block_params(q, blk, a, &z);
+void lb_bcq_values(int q, const void *head, float *v) {
+    float a[LB_BCQ_MAX_Q], z;
+    block_params(q, head, a, &z);
     code_values(q, a, z, v);
+}
+
+float lb_bcq_code_value(int q, const void *blk, int c) {
+    float v[1 << LB_BCQ_MAX_Q];
+    lb_bcq_values(q, blk, v);
     return v[c & ((1 << q) - 1)];
 }
 
@@ -590,6 +595,12 @@ static int exact_h(double v) {
     return (double)lb_fp16_to_f32(lb_f32_to_fp16((float)v)) == v && (double)(float)v == v;
 }
 
+void lb_bcq_uniform_grid(int q, double s, double m, lb_fp16 *az) {
+    /* eq. (7): alpha_i = 2^(i-1) s, z = m + s (2^q - 1) / 2 (exact in double) */
+    for (int i = 0; i < q; i++) az[i] = to_h(ldexp(s, i - 1));
+    az[q] = to_h(m + s * (double)((1 << q) - 1) / 2.0);
+}
+
 int lb_bcq_uniform_exact(lb_fp16 sh, int zq, int q) {
     const double s = lb_fp16_to_f32(sh);
     if (!isfinite(s)) return 0;
@@ -641,10 +652,9 @@ int64_t lb_bcq_from_uniform(int src, const void *in, int dst, void *out, int64_t
                 uint8_t codes[128];
                 uint8_t *blk = o + (size_t)gi * bs;
                 uniform_group(src, row, g, gi, &s, &m, codes);
-                /* eq. (7): alpha_i = 2^(i-1) s, z = m + s (2^q - 1) / 2 (exact in double) */
-                lb_fp16 ah[LB_BCQ_MAX_Q];
-                for (int i = 0; i < q; i++) ah[i] = to_h(ldexp(s, i - 1));
-                write_block(q, g, blk, ah, to_h(m + s * (double)((1 << q) - 1) / 2.0), codes);
+                lb_fp16 az[LB_BCQ_MAX_Q + 1];
+                lb_bcq_uniform_grid(q, s, m, az);
+                write_block(q, g, blk, az, az[q], codes);
             }
             /* exact where the dequantized values are equal: bit for bit, but
              * for the sign of zero (Q4_0's (8 - 8) d is -0 when d < 0, GQ's

@@ -208,6 +208,9 @@ int lb_bcq_iters(void);
 int lb_bcq_quantize_row_imp(int type, const float *x, void *y, int64_t k, const float *imp);
 /* Dequantized value of code c for the block's alpha and z (the order above). */
 float lb_bcq_code_value(int q, const void *blk, int c);
+/* All 2^q values v[c] of a grid head (q fp16 alphas, then z: a block's
+ * start, or a BCQ{q}_GC row's side values), in the order above. */
+void lb_bcq_values(int q, const void *head, float *v);
 /* Code of weight j of a block, and storing one. */
 int lb_bcq_get_code(int q, int g, const void *blk, int j);
 void lb_bcq_set_code(int q, int g, void *blk, int j, int c);
@@ -232,6 +235,10 @@ const lb_grid *lb_bcq_grid(int type);
 int lb_bcq_uniform_fits(int src_type, int dst);
 /* The closed-form condition above for the grid s (c - zq) of q bits. */
 int lb_bcq_uniform_exact(lb_fp16 s, int zq, int q);
+/* The BCQ grid of the uniform grid w = s c + m of q bits, eq. (7): az[i] =
+ * alpha_i = 2^(i-1) s, az[q] = z = m + s (2^q - 1) / 2, each the nearest
+ * fp16 (saturated). */
+void lb_bcq_uniform_grid(int q, double s, double m, lb_fp16 *az);
 /* Converts `rows` rows of K weights; a group whose z (or alphas) is not an
  * fp16 gets the nearest one (its values then differ from the source's by at
  * most half an ulp of z) and counts in the return value, checked against

@@ -49,12 +49,6 @@ const lb_type_traits *lb_bcqc_traits(int type) {
 
 /* ---- one row ---- */
 
-static lb_fp16 get_h(const uint8_t *p) {
-    lb_fp16 h;
-    memcpy(&h, p, sizeof h);
-    return h;
-}
-
 int lb_bcqc_quantize_row(int type, const float *x, void *codes, int64_t k, const float *imp, lb_fp16 *az) {
     const int q = lb_bcqc_bits(type);
     if (!q || k % QK_BCQC || k > LB_BCQ_MAX_FIT) return -1;
@@ -66,7 +60,7 @@ int lb_bcqc_quantize_row(int type, const float *x, void *codes, int64_t k, const
         free(blk);
         return -1;
     }
-    for (int i = 0; i <= q; i++) az[i] = get_h(blk + 2 * i);
+    memcpy(az, blk, sizeof *az * (size_t)(q + 1)); /* the group's head: alpha[q], z */
     /* plane i of the row -> plane i of each block of 128 */
     const uint8_t *planes = blk + 2 * (q + 1);
     uint8_t *y = codes;
@@ -100,20 +94,16 @@ void lb_bcqc_dequantize_row(int type, const void *codes, float *y, int64_t k, co
 
 float lb_bcqc_round(int type, void *codes, int64_t col, float x, const lb_fp16 *az) {
     const int q = lb_bcqc_bits(type);
-    float a[LB_BCQ_MAX_Q];
-    for (int i = 0; i < q; i++) a[i] = lb_fp16_to_f32(az[i]);
-    const float z = lb_fp16_to_f32(az[q]);
-    /* the nearest value, a tie to the smaller one (BCQ's quantizer's rule);
-     * each value in lb_bcq_code_value's order: z, then +-alpha_i for i = 0.. */
-    int best = -1;
-    float bv = 0.0f;
+    float v[1 << LB_BCQ_MAX_Q];
+    lb_bcq_values(q, az, v); /* az is laid out as a block's head */
+    /* the nearest value, a tie to the smaller one (BCQ's quantizer's rule) */
+    int best = 0;
     const double xd = isnan(x) ? 0.0 : (double)x;
-    for (int c = 0; c < (1 << q); c++) {
-        float v = z;
-        for (int i = 0; i < q; i++) v += (c >> i & 1) ? a[i] : -a[i];
-        const double d = fabs(xd - v), db = fabs(xd - bv);
-        if (best < 0 || d < db || (d == db && v < bv)) best = c, bv = v;
+    for (int c = 1; c < (1 << q); c++) {
+        const double d = fabs(xd - v[c]), db = fabs(xd - v[best]);
+        if (d < db || (d == db && v[c] < v[best])) best = c;
     }
+    const float bv = v[best];
     uint8_t *y = (uint8_t *)codes + (size_t)(col / QK_BCQC) * LB_BCQC_SIZE(q);
     const int j = (int)(col % QK_BCQC);
     for (int i = 0; i < q; i++) {
@@ -127,27 +117,18 @@ lb_status lb_bcqc_check_az(int type, const lb_fp16 *az, int64_t n) {
     const int q = lb_bcqc_bits(type);
     for (int i = 0; i <= q; i++) {
         const float v = lb_fp16_to_f32(az[i]);
-        if (!isfinite(v) && i < q)
-            return lb_fail(LB_ERR_FORMAT, "row %lld's alpha_%d is %g, not a finite number", (long long)n, i, (double)v);
-        if (!isfinite(v))
-            return lb_fail(LB_ERR_FORMAT, "row %lld's z is %g, not a finite number", (long long)n, (double)v);
+        if (isfinite(v)) continue;
+        return i < q ? lb_fail(LB_ERR_FORMAT, "row %lld's alpha_%d is %g, not a finite number", (long long)n, i, (double)v)
+                     : lb_fail(LB_ERR_FORMAT, "row %lld's z is %g, not a finite number", (long long)n, (double)v);
     }
     return LB_OK;
-}
-
-/* fp16 of v, saturated (as BCQ's quantizer stores its grids) */
-static lb_fp16 to_h(double v) {
-    if (v > 65504.0) v = 65504.0;
-    if (v < -65504.0) v = -65504.0;
-    return lb_f32_to_fp16((float)v);
 }
 
 int lb_bcqc_from_gqc(int q, const void *gq_codes, lb_fp16 s, int zq, void *codes, lb_fp16 *az, int64_t k) {
     const int gq = lb_gqc_type(q), type = lb_bcqc_type(q);
     if (gq < 0 || type < 0) return 0;
     const double sd = lb_fp16_to_f32(s);
-    for (int i = 0; i < q; i++) az[i] = to_h(ldexp(sd, i - 1));
-    az[q] = to_h(sd * (double)((1 << q) - 1 - 2 * zq) / 2.0);
+    lb_bcq_uniform_grid(q, sd, -sd * (double)zq, az); /* w = s c - s zq */
     const uint8_t *x = gq_codes;
     uint8_t *y = codes;
     for (int64_t b = 0; b < k / QK_BCQC; b++, x += LB_GQC_SIZE(q), y += LB_BCQC_SIZE(q)) {

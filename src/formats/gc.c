@@ -24,14 +24,16 @@ const char *lb_gc_side_what(int type) { return lb_bcqc_bits(type) ? "alpha/z" : 
 
 int lb_gc_g128(int type) { return lb_gqc_bits(type) ? lb_gqc_g128(type) : lb_bcqc_g128(type); }
 
-static int ends_in(const char *name, size_t len, const char *sfx) {
-    const size_t n = strlen(sfx);
-    return len > n && !memcmp(name + len - n, sfx, n);
+size_t lb_gc_side_sfx_len(const char *name, size_t len) {
+    static const char *const sfx[] = {LB_GQC_SFX, LB_BCQC_SFX};
+    for (int i = 0; i < 2; i++) {
+        const size_t n = strlen(sfx[i]);
+        if (len > n && !memcmp(name + len - n, sfx[i], n)) return n;
+    }
+    return 0;
 }
 
-int lb_gc_is_side(const char *name, size_t len) {
-    return ends_in(name, len, LB_GQC_SFX) || ends_in(name, len, LB_BCQC_SFX);
-}
+int lb_gc_is_side(const char *name, size_t len) { return lb_gc_side_sfx_len(name, len) != 0; }
 
 /* ---- one row ---- */
 

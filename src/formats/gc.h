@@ -32,6 +32,8 @@ const char *lb_gc_sfx(int type);
 int lb_gc_g128(int type);
 /* Whether a tensor name ends in a GC side tensor's suffix. */
 int lb_gc_is_side(const char *name, size_t len);
+/* The length of the GC side suffix a tensor name ends in, 0 if none. */
+size_t lb_gc_side_sfx_len(const char *name, size_t len);
 /* What a row's grid holds, for messages: "scale/zero" (GQ), "alpha/z" (BCQ). */
 const char *lb_gc_side_what(int type);
 /* Bits per weight of the codes (b or q; the side tensor adds 16 n / K). */

@@ -24,17 +24,14 @@ static const gguf_tensor *side_of(const gguf_file *in, const gguf_tensor *t) {
 }
 
 int lb_qgc_is_input_side(const gguf_file *in, const gguf_tensor *t) {
-    if (!lb_gc_is_side(t->name.ptr, t->name.len)) return 0;
-    const char *sfx[] = {LB_GQC_SFX, LB_BCQC_SFX};
-    for (int i = 0; i < 2; i++) {
-        const size_t n = strlen(sfx[i]);
-        if (t->name.len <= n || t->name.len - n > 255 || memcmp(t->name.ptr + t->name.len - n, sfx[i], n)) continue;
-        char name[300];
-        snprintf(name, sizeof name, "%.*s", (int)(t->name.len - n), t->name.ptr);
-        const gguf_tensor *m = gguf_find_tensor(in, name);
-        if (m && lb_gc_is((int)m->type) && !strcmp(lb_gc_sfx((int)m->type), sfx[i])) return 1;
-    }
-    return 0;
+    const size_t n = lb_gc_side_sfx_len(t->name.ptr, t->name.len);
+    if (!n || t->name.len - n > 255) return 0;
+    char name[300];
+    snprintf(name, sizeof name, "%.*s", (int)(t->name.len - n), t->name.ptr);
+    const gguf_tensor *m = gguf_find_tensor(in, name);
+    /* the matrix is GC, and of the family this suffix belongs to */
+    const char *sfx = m && lb_gc_is((int)m->type) ? lb_gc_sfx((int)m->type) : NULL;
+    return sfx && strlen(sfx) == n && !memcmp(sfx, t->name.ptr + t->name.len - n, n);
 }
 
 lb_status lb_qgc_input_view(const gguf_file *in, const gguf_tensor *t, lb_gc_view **out) {
