@@ -290,14 +290,17 @@ static void test_gptq_beats_rtn(void) {
         CHECK_MSG(zsym, "%s: symmetric GPTQ wrote a zero point other than 2^(b-1)", lb_type_name(type));
         CHECK_MSG(e < e_rtn, "%s symmetric: GPTQ %.4g, RTN %.4g", lb_type_name(type), e, e_rtn);
     }
-    /* GQ{b}_GC: one static group per row, fixed before the first column */
-    for (int type = LB_GQC_FIRST; type <= LB_GQC_LAST; type++) {
+    /* GQ{b}_GC and BCQ{q}_GC: one static group per row, fixed before the
+     * first column (GQ also symmetric, every zero 2^(b-1)) */
+    static const int gc_types[] = {LB_TYPE_GQ4_GC,  LB_TYPE_GQ3_GC,  LB_TYPE_GQ2_GC,  LB_TYPE_BCQ4_GC,
+                                   LB_TYPE_BCQ3_GC, LB_TYPE_BCQ2_GC, LB_TYPE_BCQ1_GC};
+    for (size_t ti = 0; ti < sizeof gc_types / sizeof gc_types[0]; ti++) {
+        const int type = gc_types[ti], sn = lb_gc_side_n(type), gq = lb_gqc_bits(type);
         const size_t rs = lb_row_size(type, K);
-        lb_fp16 *sz = malloc(sizeof(lb_fp16) * 2 * N), *sz0 = malloc(sizeof(lb_fp16) * 2 * N);
-        for (int sym = 0; sym <= 1; sym++) {
+        lb_fp16 *sz = malloc(sizeof(lb_fp16) * sn * N), *sz0 = malloc(sizeof(lb_fp16) * sn * N);
+        for (int sym = 0; sym <= (gq ? 1 : 0); sym++) {
             lb_gc_quantize_matrix(type, W, N, K, sym, NULL, buf, sz0, 2);
-            for (int r = 0; r < N; r++)
-                lb_gqc_dequantize_row(type, buf + r * rs, R + (size_t)r * K, K, sz0[2 * r], (int)lb_fp16_to_f32(sz0[2 * r + 1]));
+            for (int r = 0; r < N; r++) lb_gc_dequantize_row(type, buf + r * rs, R + (size_t)r * K, K, sz0 + sn * r);
             const double e_rtn = output_error(W, R, X, N, K, n);
             for (int act = 0; act <= 1; act++) {
                 memcpy(Wq, W, sizeof(float) * N * K);
@@ -310,11 +313,11 @@ static void test_gptq_beats_rtn(void) {
                 p.act_order = act, p.sym = sym, p.n_threads = 2;
                 double loss = -1.0;
                 CHECK_OK(lb_gc_gptq(type, Wq, N, K, H, &p, buf, sz, &loss));
-                int same = 1, finite = 1, grid = !memcmp(sz, sz0, sizeof(lb_fp16) * 2 * N), zsym = 1;
+                int same = 1, finite = 1, zsym = 1;
+                const int grid = !memcmp(sz, sz0, sizeof(lb_fp16) * sn * N);
                 for (int r = 0; r < N; r++) {
-                    const int z = (int)lb_fp16_to_f32(sz[2 * r + 1]);
-                    zsym &= !sym || z == 1 << (lb_gqc_bits(type) - 1);
-                    lb_gqc_dequantize_row(type, buf + r * rs, D + (size_t)r * K, K, sz[2 * r], z);
+                    zsym &= !sym || (int)lb_fp16_to_f32(sz[2 * r + 1]) == 1 << (gq - 1);
+                    lb_gc_dequantize_row(type, buf + r * rs, D + (size_t)r * K, K, sz + sn * r);
                 }
                 for (int i = 0; i < N * K; i++) same &= D[i] == Wq[i], finite &= isfinite(Wq[i]) != 0;
                 const double e = output_error(W, Wq, X, N, K, n);
@@ -328,39 +331,6 @@ static void test_gptq_beats_rtn(void) {
                     printf("%-9s sym %d act %d: output error GPTQ %.4g RTN %.4g (%.2fx)\n", lb_type_name(type), sym, act,
                            e, e_rtn, e_rtn / e);
             }
-        }
-        free(sz), free(sz0);
-    }
-    /* BCQ{q}_GC: the same with the whole-row BCQ fit's grid (q alphas, z) */
-    for (int type = LB_BCQC_FIRST; type <= LB_BCQC_LAST; type++) {
-        const size_t rs = lb_row_size(type, K);
-        const int sn = lb_gc_side_n(type);
-        lb_fp16 *sz = malloc(sizeof(lb_fp16) * sn * N), *sz0 = malloc(sizeof(lb_fp16) * sn * N);
-        lb_gc_quantize_matrix(type, W, N, K, 0, NULL, buf, sz0, 2);
-        for (int r = 0; r < N; r++) lb_gc_dequantize_row(type, buf + r * rs, R + (size_t)r * K, K, sz0 + sn * r);
-        const double e_rtn = output_error(W, R, X, N, K, n);
-        for (int act = 0; act <= 1; act++) {
-            memcpy(Wq, W, sizeof(float) * N * K);
-            memcpy(H, H0, sizeof(float) * K * K);
-            float imp[512];
-            for (int i = 0; i < K; i++) imp[i] = H0[i * K + i] > 0.0f ? H0[i * K + i] : 0.0f;
-            lb_gc_quantize_matrix(type, W, N, K, 0, imp, buf, sz0, 2);
-            lb_gptq_params p = lb_gptq_default_params();
-            p.act_order = act, p.n_threads = 2;
-            double loss = -1.0;
-            CHECK_OK(lb_gc_gptq(type, Wq, N, K, H, &p, buf, sz, &loss));
-            int same = 1, finite = 1;
-            const int grid = !memcmp(sz, sz0, sizeof(lb_fp16) * sn * N);
-            for (int r = 0; r < N; r++) lb_gc_dequantize_row(type, buf + r * rs, D + (size_t)r * K, K, sz + sn * r);
-            for (int i = 0; i < N * K; i++) same &= D[i] == Wq[i], finite &= isfinite(Wq[i]) != 0;
-            const double e = output_error(W, Wq, X, N, K, n);
-            CHECK_MSG(grid, "%s act-order %d: the grids are not the row quantizer's", lb_type_name(type), act);
-            CHECK_MSG(same && finite, "%s act-order %d: returned weights are not the file's", lb_type_name(type), act);
-            CHECK_MSG(e < e_rtn && loss >= 0.0, "%s act-order %d: GPTQ output error %.4g, RTN %.4g", lb_type_name(type),
-                      act, e, e_rtn);
-            if (getenv("LB_TEST_VERBOSE"))
-                printf("%-9s act %d: output error GPTQ %.4g RTN %.4g (%.2fx)\n", lb_type_name(type), act, e, e_rtn,
-                       e_rtn / e);
         }
         free(sz), free(sz0);
     }
