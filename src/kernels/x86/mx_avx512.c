@@ -12,9 +12,9 @@
  * plus z2, then one float step by s2 and the activation's d.
  * 4-bit tile: the chain starts at -z S (S the block's sum), 8 vpdpbusd over
  * the low and high nibbles, then s d in float.
- * Decode (M < 4): 1 or 2 activation rows share each tile's planes; prefill:
- * each tile is decoded once into registers and memory for LB_MX_GEMM_MB
- * rows. Outliers as the other kernels (mx_x86_impl.h).
+ * Decode (M < 4): 1 or 2 activation rows share each tile's planes; prefill
+ * (M >= 4) is the GEMM of mx_gemm_avx512.c. Outliers as the other kernels
+ * (mx_x86_impl.h).
  *
  * Decode is compute-bound at about 21 GB/s of tiles per thread from L2 on
  * an SPR-class Xeon, a little above one thread's share of the read
@@ -138,12 +138,12 @@ INLINE __m512 hi_apply(const hi_dec *D, const int8_t *qs, const lb_mx_act *as, _
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_mul_ps(D->s, _mm512_set1_ps(2.0f * as->d)), acc);
 }
 
-/* Tile rows [t0, t1) x M activation rows (a: row m's blocks at A + m *
- * a_row_size, sides[m * G ..]): each tile decoded once for all M rows */
+/* Tile rows [t0, t1) x M <= 2 activation rows (a: row m's blocks at A + m *
+ * a_row_size, sides[m * G ..]): each tile decoded once for both rows */
 INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size,
                                int M, const lb_mx_act *sides, const float *xf, float *Y, size_t ldy, int gf) {
     const int64_t G = v->K / LB_MX_M;
-    __m512 acc[LB_MX_GEMM_MB];
+    __m512 acc[2];
     lo_dec dl;
     hi_dec dh;
     const int l2 = lb_cpu_prefetch_l2();
@@ -176,7 +176,7 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t
 }
 
 /* the pass specialised for 1 and 2 rows (decode), so the accumulators and
- * the decoded planes stay in registers, and for any M; with and without GFNI */
+ * the decoded planes stay in registers; with and without GFNI */
 #define MX512_PASSES(SFX, GF)                                                                                   \
     LB_MX512 static void rows_pass1##SFX(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A,        \
                                          size_t ars, const lb_mx_act *sides, const float *xf, float *Y,        \
@@ -187,55 +187,44 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t
                                          size_t ars, const lb_mx_act *sides, const float *xf, float *Y,        \
                                          size_t ldy) {                                                         \
         rows_pass(v, t0, t1, A, ars, 2, sides, xf, Y, ldy, GF);                                                \
-    }                                                                                                          \
-    LB_MX512 static void rows_passm##SFX(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A,        \
-                                         size_t ars, int M, const lb_mx_act *sides, float *Y, size_t ldy) {    \
-        rows_pass(v, t0, t1, A, ars, M, sides, NULL, Y, ldy, GF);                                              \
     }
 MX512_PASSES(, 0)
 MX512_PASSES(_gf, 1)
 
 typedef void (*pass_fn)(const lb_mx_view *, int64_t, int64_t, const uint8_t *, size_t, const lb_mx_act *,
                         const float *, float *, size_t);
-typedef void (*passm_fn)(const lb_mx_view *, int64_t, int64_t, const uint8_t *, size_t, int, const lb_mx_act *,
-                         float *, size_t);
 
-static void gemv(pass_fn p1, pass_fn p2, passm_fn pm, int64_t K, const void *W, int n0, int n1, const void *A,
-                 size_t a_row_size, int M, float *Y, size_t ldy) {
+/* Prefill (M >= 4) goes to the GEMM (mx_gemm_avx512.c); decode, or a GEMM
+ * without memory for its scratch, runs here 2 rows at a time */
+static void gemv(pass_fn p1, pass_fn p2, int64_t K, const void *W, int n0, int n1, const void *A, size_t a_row_size,
+                 int M, float *Y, size_t ldy) {
     const lb_mx_view *v = W;
+    if (M >= 4 && lb_mx_gemm_avx512(v, n0 / 16, n1 / 16, A, a_row_size, M, Y, ldy) == 0) return;
     const int64_t G = K / LB_MX_M; /* <= 2048: a view's K is at most 65536 */
-    lb_mx_act small[2 * 2048];
-    /* prefill: blocks of LB_MX_GEMM_MB rows, their side values on the heap
-     * (up to 1 MiB); decode, or no memory: 2 rows at a time on the stack */
-    lb_mx_act *sides = M >= 4 ? lb_malloc_aligned((size_t)(LB_MX_GEMM_MB * G) * sizeof *sides) : NULL;
-    const int mb_max = sides ? LB_MX_GEMM_MB : 2;
-    if (!sides) sides = small;
-    /* decode with outliers: the activations as floats for them (mx_x86_impl.h) */
-    float *xf = mb_max == 2 && v->row_ptr ? lb_malloc_aligned((size_t)(2 * K) * sizeof *xf) : NULL;
-    for (int m0 = 0; m0 < M; m0 += mb_max) {
-        const int mb = LB_MIN(mb_max, M - m0);
+    lb_mx_act sides[2 * 2048];
+    /* with outliers: the activations as floats for them (mx_x86_impl.h) */
+    float *xf = v->row_ptr ? lb_malloc_aligned((size_t)(2 * K) * sizeof *xf) : NULL;
+    for (int m0 = 0; m0 < M; m0 += 2) {
+        const int mb = LB_MIN(2, M - m0);
         const uint8_t *a = (const uint8_t *)A + (size_t)m0 * a_row_size;
-        for (int m = 0; m < mb; m++) lb_mx_act_sides_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), G, sides + m * G);
-        float *y = Y + (size_t)m0 * ldy;
-        for (int m = 0; m < mb && xf && mb <= 2; m++)
-            lb_mx_act_floats_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), sides + m * G, G, xf + (size_t)m * K);
-        if (mb == 1) p1(v, n0 / 16, n1 / 16, a, a_row_size, sides, xf, y, ldy);
-        else if (mb == 2) p2(v, n0 / 16, n1 / 16, a, a_row_size, sides, xf, y, ldy);
-        else pm(v, n0 / 16, n1 / 16, a, a_row_size, mb, sides, y, ldy);
+        for (int m = 0; m < mb; m++) {
+            lb_mx_act_sides_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), G, sides + m * G);
+            if (xf) lb_mx_act_floats_avx2((const block_q8_0 *)(a + (size_t)m * a_row_size), sides + m * G, G, xf + (size_t)m * K);
+        }
+        (mb == 1 ? p1 : p2)(v, n0 / 16, n1 / 16, a, a_row_size, sides, xf, Y + (size_t)m0 * ldy, ldy);
     }
-    if (sides != small) lb_free_aligned(sides);
     lb_free_aligned(xf);
 }
 
 void lb_gemv_mx_q8_0_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
                             size_t a_row_size, int M, float *Y, size_t ldy) {
     (void)w_row_size;
-    gemv(rows_pass1, rows_pass2, rows_passm, K, W, n0, n1, A, a_row_size, M, Y, ldy);
+    gemv(rows_pass1, rows_pass2, K, W, n0, n1, A, a_row_size, M, Y, ldy);
 }
 
 void lb_gemv_mx_q8_0_avx512gfni(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
                                 size_t a_row_size, int M, float *Y, size_t ldy) {
     (void)w_row_size;
-    gemv(rows_pass1_gf, rows_pass2_gf, rows_passm_gf, K, W, n0, n1, A, a_row_size, M, Y, ldy);
+    gemv(rows_pass1_gf, rows_pass2_gf, K, W, n0, n1, A, a_row_size, M, Y, ldy);
 }
 #endif

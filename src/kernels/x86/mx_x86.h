@@ -2,16 +2,18 @@
  * outliers), W an lb_mx_view, plain Q8_0 activation rows (act_rows 0: the
  * driver gives every row to gemv, any M):
  *   mx_q8_0_avx2     AVX2: decode GEMV (1-2 activation rows per pass, the
- *                    tiles decoded in registers) and, from 4 rows, a GEMM
- *                    that decodes each tile once into L1 for all its rows
- *                    (kernels/x86/mx_avx2.c)
+ *                    tiles decoded in registers, kernels/x86/mx_avx2.c)
+ *                    and, from 4 rows, a GEMM that decodes each tile once
+ *                    per call into L1 as signed codes against activations
+ *                    a + 128 (kernels/x86/mx_gemm_avx2.c)
  *   mx_q8_0_avx512   AVX-512 VNNI: one zmm per half-tile of 16 rows,
  *                    vpdpbusd chains that start at the zero's term
- *                    (kernels/x86/mx_avx512.c); _avx512gfni takes the
- *                    code planes by vgf2p8affineqb; the AMX level uses them
- *                    for decode (int8 tiles would need the 16-column
- *                    scales applied per tdpbssd of K = 16: a quarter of
- *                    its rate)
+ *                    (kernels/x86/mx_avx512.c), and from 4 rows the GEMM
+ *                    of kernels/x86/mx_gemm_avx512.c; _avx512gfni takes
+ *                    the code planes by vgf2p8affineqb; the AMX level uses
+ *                    them for decode and row tails (int8 tiles would need
+ *                    the 16-column scales applied per tdpbssd of K = 16:
+ *                    a quarter of its rate)
  *   mx_bf16x16_amxbf16  AMX-BF16 prefill: tiles decoded to bf16 weights
  *                    (kernels/x86/mx_amx_bf16.c) */
 #ifndef LB_MX_X86_H

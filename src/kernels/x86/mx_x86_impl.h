@@ -57,8 +57,16 @@ __attribute__((target("avx512f"))) static inline __m512i lb_mx_nibbles16(const u
     return _mm512_and_si512(_mm512_srlv_epi32(both, sh), _mm512_set1_epi32(15));
 }
 
-/* GEMM_MB activation rows per pass of the GEMMs: their side values and
- * accumulators stay in L1 / L2 while each tile is applied to all */
-enum { LB_MX_GEMM_MB = 32 };
+/* The prefill GEMMs (kernels/x86/mx_gemm_avx512.c, mx_gemm_avx2.c): tile
+ * rows [t0, t1) against M plain Q8_0 rows; -1 (nothing written) when their
+ * scratch cannot be allocated */
+int lb_mx_gemm_avx512(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size, int M,
+                      float *Y, size_t ldy);
+int lb_mx_gemm_avx2(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t *A, size_t a_row_size, int M,
+                    float *Y, size_t ldy);
+/* Their activations: row m's codes as unsigned bytes a + 128 at au + m ld,
+ * its blocks' d as floats at d + m G */
+void lb_mx_gemm_acts_avx2(const uint8_t *A, size_t a_row_size, int M, int64_t G, size_t ld, uint8_t *au, float *d);
+
 
 #endif
