@@ -266,6 +266,9 @@ INLINE void gemv_lut4_lanes(const int Q, const int G, int64_t K, const void *W, 
  * transpose when one plane alone bears them (docs/bcq.md). */
 INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
                       const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
+    /* prefill: the planes as +-1 bytes for vpdpbusd (bcq_gemm_avx512.c) */
+    if (M >= LB_BCQ_GEMM_MIN_M(Q) && lb_bcq_gemm_vnni_avx512(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy) == 0)
+        return;
     if (Q >= 2)
         gemv_lut4_folded(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
     else

@@ -15,7 +15,9 @@
  *       same with 4 slices per zmm; for q >= 2 the lanes of all planes are
  *       folded into one register and their sums taken out by vpdpbusd, for
  *       q = 1 the plane is widened and summed alone; the same bits
- *       (bcq_avx512.c);
+ *       (bcq_avx512.c); from LB_BCQ_GEMM_MIN_M(q) activation rows the
+ *       planes as +-1 bytes by vpdpbusd instead (bcq_gemm_avx512.c), the
+ *       same bits again;
  *   lb_bcq_gemv_f8_avx2              mu = 8: tables of 256 floats per 8
  *       activations (lb_bcq_f8_prepare), vgatherdps of 8 rows' entries;
  *       bit-identical to lb_bcq_gemv_f8_ref (the float path's own reference;
@@ -50,6 +52,17 @@ LB_BCQ_LIST(LB_BCQ_AVX512_DECLARE)
 LB_BCQ_LIST(LB_BCQ_AMXBF16_DECLARE)
 #undef LB_BCQ_AMXBF16_DECLARE
 
+/* The AVX-512 VNNI prefill GEMM (bcq_gemm_avx512.c) of BCQ{q}_G{g}_LUT:
+ * rows [n0, n1) (whole groups of 16) x M Q8_0_LUT4 rows, bit-identical to
+ * the reference; -1 (nothing written) without scratch memory or for an
+ * unknown (q, g). The avx512 GEMV hands it M >= LB_BCQ_GEMM_MIN_M(q) rows:
+ * where it overtook the lookup GEMV on an SPR-class Xeon (bench/kernels,
+ * 5632 x 2048, 2 threads, M = 4 / 8 / 16: q <= 3 between 4 and 8, q = 4
+ * between 8 and 16 at g = 128; docs/bcq.md). */
+int lb_bcq_gemm_vnni_avx512(int q, int g, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                            size_t a_row_size, int M, float *Y, size_t ldy);
+#define LB_BCQ_GEMM_MIN_M(q) ((q) >= 4 ? 16 : 8)
+
 /* The whole _LUT tensor W (N rows of K) against one F8 row: groups of 16
  * rows by AVX2, the N % 16 last rows by the scalar dot. */
 void lb_bcq_gemv_f8_avx2(int lut_type, int64_t K, const void *W, int64_t N, const void *act, float *y);
@@ -58,9 +71,11 @@ void lb_bcq_gemv_f8_avx2(int lut_type, int64_t K, const void *W, int64_t N, cons
 #define LB_BCQ_AVX2_KERNEL(name, NAME, Q, G)                                                                  \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX2, #name "_lut_q8_0_lut4_avx2",                         \
      lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut4_avx2},
+/* whole_m 2: from LB_BCQ_GEMM_MIN_M rows the GEMV hands them to the VNNI
+ * GEMM, which blocks K itself (128 columns at a time) */
 #define LB_BCQ_AVX512_KERNEL(name, NAME, Q, G)                                                                \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX512, #name "_lut_q8_0_lut4_1x16_avx512",                 \
-     lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512},
+     lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512, 0, NULL, 0, 0, 2},
 #define LB_BCQ_AMXBF16_KERNEL(name, NAME, Q, G)                                                               \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AMX, #name "_lut_bf16x16_amxbf16",                         \
      lb_quantize_row_q8_0_lut4_avx2, NULL, lb_gemm_##name##_lut_bf16x16_amxbf16,                                \
