@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "kernels/x86/thread_scratch.h"
 #include "kernels/x86/mx_x86_impl.h"
 
 #define LB_MXG2 __attribute__((target("avx2,fma,f16c")))
@@ -284,8 +285,10 @@ LB_MXG2 int lb_mx_gemm_avx2(const lb_mx_view *v, int64_t t0, int64_t t1, const u
     const int outs = v->row_ptr && v->row_ptr[16 * t1] > v->row_ptr[16 * t0];
     const size_t ld = (size_t)K + 64, au_bytes = (size_t)M * ld, d_bytes = (size_t)M * (size_t)G * sizeof(float);
     const size_t p_bytes = (size_t)M * 16 * sizeof(float);
-    uint8_t *buf = lb_malloc_aligned(au_bytes + d_bytes + p_bytes + (outs ? (size_t)K * 8 * sizeof(float) : 0) + 192);
+    /* kept per thread from call to call (thread_scratch.h: fresh pages per call came back zeroed) */
+    uint8_t *buf = lb_thread_scratch(au_bytes + d_bytes + p_bytes + (outs ? (size_t)K * 8 * sizeof(float) : 0) + 256);
     if (!buf) return -1;
+    buf = (uint8_t *)(((uintptr_t)buf + 63) & ~(uintptr_t)63);
     uint8_t *au = buf;
     float *d = (float *)(buf + ((au_bytes + 63) & ~(size_t)63));
     float *P = (float *)((uint8_t *)d + ((d_bytes + 63) & ~(size_t)63));
@@ -309,7 +312,6 @@ LB_MXG2 int lb_mx_gemm_avx2(const lb_mx_view *v, int64_t t0, int64_t t1, const u
         for (int m = 0; m < M; m++) memcpy(Y + (size_t)m * ldy + 16 * t, P + 16 * (size_t)m, 16 * sizeof *P);
     }
     if (outs) add_outliers(v, t0, t1, &a, K, M, xt, Y, ldy);
-    lb_free_aligned(buf);
     return 0;
 }
 #endif

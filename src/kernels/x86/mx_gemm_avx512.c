@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "kernels/x86/thread_scratch.h"
 #include "kernels/x86/mx_x86_impl.h"
 
 #define LB_MXG __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
@@ -309,8 +310,10 @@ LB_MXG int lb_mx_gemm_avx512(const lb_mx_view *v, int64_t t0, int64_t t1, const 
     const int outs = v->row_ptr && v->row_ptr[16 * t1] > v->row_ptr[16 * t0];
     const size_t ld = (size_t)K + 64, au_bytes = (size_t)M * ld, d_bytes = (size_t)M * (size_t)G * sizeof(float);
     const size_t p_bytes = (size_t)M * 32 * sizeof(float);
-    uint8_t *buf = lb_malloc_aligned(au_bytes + d_bytes + p_bytes + (outs ? (size_t)K * 16 * sizeof(float) : 0) + 192);
+    /* kept per thread from call to call (thread_scratch.h: fresh pages per call came back zeroed) */
+    uint8_t *buf = lb_thread_scratch(au_bytes + d_bytes + p_bytes + (outs ? (size_t)K * 16 * sizeof(float) : 0) + 256);
     if (!buf) return -1;
+    buf = (uint8_t *)(((uintptr_t)buf + 63) & ~(uintptr_t)63);
     uint8_t *au = buf;
     float *d = (float *)(buf + ((au_bytes + 63) & ~(size_t)63));
     float *P = (float *)((uint8_t *)d + ((d_bytes + 63) & ~(size_t)63));
@@ -337,7 +340,6 @@ LB_MXG int lb_mx_gemm_avx512(const lb_mx_view *v, int64_t t0, int64_t t1, const 
         for (int m = 0; m < M; m++) memcpy(Y + (size_t)m * ldy + 16 * t, P + 32 * (size_t)m, (size_t)(16 * nv) * sizeof *P);
     }
     if (outs) add_outliers(v, t0, t1, &a, M, xt, Y, ldy);
-    lb_free_aligned(buf);
     return 0;
 }
 #endif
