@@ -89,10 +89,6 @@ typedef struct {
 INLINE void rows(const int Q, const int G, const chunk *D, int ngr, const acts *a, int64_t k0, int m0, int R,
                  __m512 *y) {
     const int NC = G / 32;
-    /* the next rows' bytes of this chunk: rows K apart are not a stream the
-     * hardware prefetcher follows */
-    for (int r = 0; r < R; r++)
-        for (int b = 0; b < ngr * G; b += 64) _mm_prefetch((const char *)(a->au + (size_t)(m0 + R + r) * (size_t)a->K + (size_t)(k0 + b)), _MM_HINT_T0);
     for (int gi = 0; gi < ngr; gi++) {
         const int64_t g = (k0 + (int64_t)gi * G) / G;
         __m512 p[RB][LB_BCQ_MAX_Q];
