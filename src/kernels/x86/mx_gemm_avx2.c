@@ -8,7 +8,7 @@
  *    2 * 255 * 15 = 7650, and at most four of them are summed in int16
  *    (30600) before vpmaddwd by ones widens them (the 4-bit tile's 8 planes
  *    in two such sums);
- *  - a chunk of CHUNK slots of one tile row decoded into L1 (704 / 576
+ *  - a chunk of CHUNK slots of one tile row decoded into L1 (704
  *    bytes a tile: two ymm of 8 rows per plane), then all activation rows
  *    over it, RB = 2 at a time (16 ymm registers: the weights are memory
  *    operands of vpmaddubsw); partial sums in a compact M x 16 scratch;
@@ -31,17 +31,14 @@
 
 enum { CHUNK = 16, RB = 2 };
 
+/* a decoded tile of either kind: plane i holds columns 4i .. 4i + 3 (the
+ * 2-bit tile's half h is planes 4h .. 4h + 3), [j] rows 8j .. 8j + 7, one
+ * dword a row */
 typedef struct {
-    __m256i w[2][4][2]; /* [half][plane t][rows 8j .. 8j + 7]: columns 16h + 4t .. +3, one dword a row */
-    __m256 ks[2][2];    /* [half][j]: k s2 / 2 */
-    __m256 corr[2];     /* [j]: -128 sum w' ks over both halves */
-} lo_tile;
-
-typedef struct {
-    __m256i w[8][2]; /* [plane i][j]: columns 4i .. 4i + 3 */
-    __m256 s[2];
-    __m256 corr[2]; /* -128 sum w' s */
-} hi_tile;
+    __m256i w[8][2];
+    __m256 sc[2][2]; /* 2-bit: [half][j] k s2 / 2; 4-bit: s in sc[0][j] */
+    __m256 corr[2];  /* [j]: -128 sum w' times the scale, over both halves */
+} tile;
 
 INLINE __m256i bcast32(const void *p) {
     int32_t v;
@@ -58,7 +55,7 @@ INLINE __m256i sum_bytes(const __m256i *w, int n, int st) {
     return s;
 }
 
-INLINE void lo_decode(const block_mx2 *b, lo_tile *D) {
+INLINE void lo_decode(const block_mx2 *b, tile *D) {
     const __m256i m3 = _mm256_set1_epi8(3), m15 = _mm256_set1_epi32(15);
     const __m256i nib_sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
     const __m256i zsh = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
@@ -78,18 +75,18 @@ INLINE void lo_decode(const block_mx2 *b, lo_tile *D) {
             const __m256i zb = _mm256_mullo_epi32(z, _mm256_set1_epi32(0x01010101));
             for (int t = 0; t < 4; t++) {
                 const __m256i q = _mm256_and_si256(t == 0 ? x : _mm256_srli_epi16(x, 2 * t), m3);
-                D->w[h][t][j] = _mm256_sub_epi8(_mm256_add_epi8(q, q), zb);
+                D->w[4 * h + t][j] = _mm256_sub_epi8(_mm256_add_epi8(q, q), zb);
             }
             const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(bcast32(b->s1 + 8 * h + 4 * j), nib_sh), m15);
-            D->ks[h][j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(c, z2)), s2);
-            const __m256i sw = sum_bytes(&D->w[h][0][j], 4, 2);
-            corr[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(sw, _mm256_set1_epi32(-128))), D->ks[h][j], corr[j]);
+            D->sc[h][j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(c, z2)), s2);
+            const __m256i sw = sum_bytes(&D->w[4 * h][j], 4, 2);
+            corr[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(sw, _mm256_set1_epi32(-128))), D->sc[h][j], corr[j]);
         }
     }
     D->corr[0] = corr[0], D->corr[1] = corr[1];
 }
 
-INLINE void hi_decode(const block_mx4 *b, hi_tile *D) {
+INLINE void hi_decode(const block_mx4 *b, tile *D) {
     const __m256i m15 = _mm256_set1_epi8(15);
     const __m256i nib_sh = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
     for (int j = 0; j < 2; j++) {
@@ -100,9 +97,9 @@ INLINE void hi_decode(const block_mx4 *b, hi_tile *D) {
             D->w[2 * v][j] = _mm256_sub_epi8(_mm256_and_si256(x, m15), zb);
             D->w[2 * v + 1][j] = _mm256_sub_epi8(_mm256_and_si256(_mm256_srli_epi16(x, 4), m15), zb);
         }
-        D->s[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b->s + 8 * j)));
+        D->sc[0][j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b->s + 8 * j)));
         const __m256i sw = sum_bytes(&D->w[0][j], 8, 2);
-        D->corr[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(sw, _mm256_set1_epi32(-128))), D->s[j]);
+        D->corr[j] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_mullo_epi32(sw, _mm256_set1_epi32(-128))), D->sc[0][j]);
     }
 }
 
@@ -115,58 +112,39 @@ typedef struct {
 } acts;
 
 /* acc[r][j] (activation row m0 + r, rows 8j .. 8j + 7 of the tile row) +=
- * the n decoded 2-bit tiles of a chunk */
-INLINE void lo_rows(const lo_tile *T, const uint16_t *grp, int n, const acts *a, int m0, int R, __m256 acc[][2]) {
+ * the n decoded tiles of a chunk, 2-bit or (HI) 4-bit: planes 4k .. 4k + 3
+ * summed in int16 and widened for k = 0, 1 (the 2-bit tile's halves); the
+ * kinds differ in the float step only (per half, or once on the sum) */
+INLINE void rows(const tile *T, const uint16_t *grp, int n, const acts *a, int m0, int R, __m256 acc[][2], const int HI) {
     const __m256i ones16 = _mm256_set1_epi16(1);
     for (int s = 0; s < n; s++) {
-        const lo_tile *D = &T[s];
+        const tile *D = &T[s];
         const int64_t g = grp[s];
 #pragma GCC unroll 2
         for (int r = 0; r < R; r++) {
             const uint8_t *x = a->au + (size_t)(m0 + r) * a->ld + 32 * g;
             __m256 f[2] = {D->corr[0], D->corr[1]};
+            __m256i sum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 2
-            for (int h = 0; h < 2; h++) {
+            for (int k = 0; k < 2; k++) {
                 __m256i xs[4];
 #pragma GCC unroll 4
-                for (int t = 0; t < 4; t++) xs[t] = bcast32(x + 16 * h + 4 * t);
+                for (int t = 0; t < 4; t++) xs[t] = bcast32(x + 16 * k + 4 * t);
 #pragma GCC unroll 2
                 for (int j = 0; j < 2; j++) {
-                    __m256i p = _mm256_maddubs_epi16(xs[0], D->w[h][0][j]);
+                    __m256i p = _mm256_maddubs_epi16(xs[0], D->w[4 * k][j]);
 #pragma GCC unroll 3
-                    for (int t = 1; t < 4; t++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(xs[t], D->w[h][t][j]));
-                    f[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones16)), D->ks[h][j], f[j]);
+                    for (int t = 1; t < 4; t++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(xs[t], D->w[4 * k + t][j]));
+                    const __m256i v = _mm256_madd_epi16(p, ones16);
+                    if (HI) sum[j] = _mm256_add_epi32(sum[j], v);
+                    else f[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), D->sc[k][j], f[j]);
                 }
             }
             const __m256 d = _mm256_set1_ps(a->d[(size_t)(m0 + r) * (size_t)a->G + g]);
-            acc[r][0] = _mm256_fmadd_ps(f[0], d, acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(f[1], d, acc[r][1]);
-        }
-    }
-}
-
-INLINE void hi_rows(const hi_tile *T, const uint16_t *grp, int n, const acts *a, int m0, int R, __m256 acc[][2]) {
-    const __m256i ones16 = _mm256_set1_epi16(1);
-    for (int s = 0; s < n; s++) {
-        const hi_tile *D = &T[s];
-        const int64_t g = grp[s];
-#pragma GCC unroll 2
-        for (int r = 0; r < R; r++) {
-            const uint8_t *x = a->au + (size_t)(m0 + r) * a->ld + 32 * g;
-            const __m256 d = _mm256_set1_ps(a->d[(size_t)(m0 + r) * (size_t)a->G + g]);
 #pragma GCC unroll 2
             for (int j = 0; j < 2; j++) {
-                __m256i sum = _mm256_setzero_si256();
-#pragma GCC unroll 2
-                for (int k = 0; k < 2; k++) { /* planes 4k .. 4k + 3 in int16, then widened */
-                    __m256i p = _mm256_maddubs_epi16(bcast32(x + 16 * k), D->w[4 * k][j]);
-#pragma GCC unroll 3
-                    for (int i = 1; i < 4; i++)
-                        p = _mm256_add_epi16(p, _mm256_maddubs_epi16(bcast32(x + 16 * k + 4 * i), D->w[4 * k + i][j]));
-                    sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones16));
-                }
-                const __m256 f = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), D->s[j], D->corr[j]);
-                acc[r][j] = _mm256_fmadd_ps(f, d, acc[r][j]);
+                if (HI) f[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), D->sc[0][j], D->corr[j]);
+                acc[r][j] = _mm256_fmadd_ps(f[j], d, acc[r][j]);
             }
         }
     }
@@ -183,25 +161,25 @@ INLINE void put(float *P, int m0, int R, __m256 acc[][2], int first) {
         }
 }
 
-#define ROWS_PASS(NAME, TILE, FN)                                                                                \
-    LB_MXG2 static void NAME(const TILE *T, const uint16_t *grp, int n, const acts *a, int M, float *P,          \
+#define ROWS_PASS(NAME, HI)                                                                                      \
+    LB_MXG2 static void NAME(const tile *T, const uint16_t *grp, int n, const acts *a, int M, float *P,          \
                              int first) {                                                                        \
         int m0 = 0;                                                                                              \
         for (; m0 + RB <= M; m0 += RB) {                                                                         \
             __m256 acc[RB][2];                                                                                   \
             _Pragma("GCC unroll 2") for (int r = 0; r < RB; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();    \
-            FN(T, grp, n, a, m0, RB, acc);                                                                       \
+            rows(T, grp, n, a, m0, RB, acc, HI);                                                                 \
             put(P, m0, RB, acc, first);                                                                          \
         }                                                                                                        \
         for (; m0 < M; m0++) {                                                                                   \
             __m256 acc[RB][2];                                                                                   \
             acc[0][0] = acc[0][1] = _mm256_setzero_ps();                                                         \
-            FN(T, grp, n, a, m0, 1, acc);                                                                        \
+            rows(T, grp, n, a, m0, 1, acc, HI);                                                                  \
             put(P, m0, 1, acc, first);                                                                           \
         }                                                                                                        \
     }
-ROWS_PASS(lo_pass, lo_tile, lo_rows)
-ROWS_PASS(hi_pass, hi_tile, hi_rows)
+ROWS_PASS(lo_pass, 0)
+ROWS_PASS(hi_pass, 1)
 
 /* r[i][j] = r[j][i] (8 x 8 floats) */
 INLINE void transpose8(__m256 r[8]) {
@@ -295,19 +273,18 @@ LB_MXG2 int lb_mx_gemm_avx2(const lb_mx_view *v, int64_t t0, int64_t t1, const u
     float *xt = (float *)((uint8_t *)P + p_bytes);
     lb_mx_gemm_acts_avx2(A, a_row_size, M, G, ld, au, d);
     const acts a = {au, d, G, ld};
-    _Alignas(64) lo_tile lt[CHUNK];
-    _Alignas(64) hi_tile ht[CHUNK];
+    _Alignas(64) tile tt[CHUNK]; /* the chunk of either kind being run */
     for (int64_t t = t0; t < t1; t++) {
         int first = 1;
         for (int64_t l0 = 0; l0 < v->n_lo; l0 += CHUNK, first = 0) {
             const int n = (int)LB_MIN((int64_t)CHUNK, v->n_lo - l0);
-            for (int s = 0; s < n; s++) lo_decode(&v->lo[t * v->n_lo + l0 + s], &lt[s]);
-            lo_pass(lt, v->lo_group + l0, n, &a, M, P, first);
+            for (int s = 0; s < n; s++) lo_decode(&v->lo[t * v->n_lo + l0 + s], &tt[s]);
+            lo_pass(tt, v->lo_group + l0, n, &a, M, P, first);
         }
         for (int64_t l0 = 0; l0 < v->n_hi; l0 += CHUNK) {
             const int n = (int)LB_MIN((int64_t)CHUNK, v->n_hi - l0);
-            for (int s = 0; s < n; s++) hi_decode(&v->hi[t * v->n_hi + l0 + s], &ht[s]);
-            hi_pass(ht, v->hi_group + l0, n, &a, M, P, 0);
+            for (int s = 0; s < n; s++) hi_decode(&v->hi[t * v->n_hi + l0 + s], &tt[s]);
+            hi_pass(tt, v->hi_group + l0, n, &a, M, P, 0);
         }
         for (int m = 0; m < M; m++) memcpy(Y + (size_t)m * ldy + 16 * t, P + 16 * (size_t)m, 16 * sizeof *P);
     }

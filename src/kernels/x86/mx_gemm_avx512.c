@@ -15,7 +15,7 @@
  *    chain starts at zero, and the float step starts at the tile's
  *    -128 sum w' times the row's scale (corr), decoded with the tile;
  *  - a chunk of CHUNK slots of two tile rows (32 output rows) is decoded
- *    into L1 (768 / 640 bytes a tile), then every activation row passes
+ *    into L1 (704 bytes a tile), then every activation row passes
  *    over it, RB = 4 at a time: each activation dword broadcast feeds the two
  *    tile rows' vpdpbusd. Per activation row and 2-bit tile 8 vpdpbusd and 5
  *    float operations (two conversions, two fma by the half scales k s2 / 2,
@@ -45,23 +45,20 @@
 #define LB_MXG __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE LB_MXG static inline __attribute__((always_inline))
 
-/* slots decoded per chunk: 2 tile rows x 8 x 768 bytes of 2-bit tiles
- * (12 KiB) stay in L1 (32 KiB on Zen 4) beside the activation rows' bytes
+/* slots decoded per chunk: 2 tile rows x 8 x 704 bytes (11 KiB) stay in L1
+ * (32 KiB on Zen 4) beside the activation rows' bytes
  * of those groups; 16 and 32 ran no faster on the Xeon. RB: activation rows
  * per pass (2 and 3 slower, 6 the same) */
 enum { CHUNK = 8, RB = 4 };
 
+/* a decoded tile of either kind: plane i holds columns 4i .. 4i + 3 of the
+ * 16 rows (one dword a row; the 2-bit tile's half h is planes 4h .. 4h + 3) */
 typedef struct {
-    __m512i w[8];    /* half h, plane t: w[4h + t], columns 16h + 4t .. +3 of the 16 rows (one dword a row) */
-    __m512 ks[2];    /* k s2 / 2 of each row's half: the first-order scale, halved for the doubled sums */
-    __m512 corr;     /* -128 sum w' ks summed over the halves: what the a + 128 bias adds */
-} lo_tile;
-
-typedef struct {
-    __m512i w[8]; /* plane i: columns 4i .. 4i + 3 of the 16 rows */
-    __m512 s;
-    __m512 corr; /* -128 sum w' s */
-} hi_tile;
+    __m512i w[8];
+    __m512 sc[2]; /* 2-bit: k s2 / 2 of each row's half (the first-order scale, halved for the doubled
+                   * sums); 4-bit: s in sc[0] */
+    __m512 corr;  /* -128 sum w' times the scale (over both halves): what the a + 128 bias adds */
+} tile;
 
 INLINE __m512i bcast32(const void *p) {
     int32_t v;
@@ -77,7 +74,7 @@ INLINE __m512i neg128_sum(const __m512i *w, int n) {
     return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(s, 7));
 }
 
-INLINE void lo_decode(const block_mx2 *b, lo_tile *D) {
+INLINE void lo_decode(const block_mx2 *b, tile *D) {
     const __m512i zsh = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i m6 = _mm512_set1_epi8(6);
     #pragma GCC unroll 8
@@ -95,13 +92,13 @@ INLINE void lo_decode(const block_mx2 *b, lo_tile *D) {
         const __m512i k = _mm512_add_epi32(lb_mx_nibbles16(b->s1 + 8 * h), _mm512_set1_epi32((b->z2 >> (4 * h)) & 15));
         uint16_t s2;
         memcpy(&s2, b->s2 + 2 * h, 2);
-        D->ks[h] = _mm512_mul_ps(_mm512_cvtepi32_ps(k), _mm512_set1_ps(0.5f * _cvtsh_ss(s2)));
+        D->sc[h] = _mm512_mul_ps(_mm512_cvtepi32_ps(k), _mm512_set1_ps(0.5f * _cvtsh_ss(s2)));
     }
-    D->corr = _mm512_fmadd_ps(_mm512_cvtepi32_ps(neg128_sum(D->w + 4, 4)), D->ks[1],
-                              _mm512_mul_ps(_mm512_cvtepi32_ps(neg128_sum(D->w, 4)), D->ks[0]));
+    D->corr = _mm512_fmadd_ps(_mm512_cvtepi32_ps(neg128_sum(D->w + 4, 4)), D->sc[1],
+                              _mm512_mul_ps(_mm512_cvtepi32_ps(neg128_sum(D->w, 4)), D->sc[0]));
 }
 
-INLINE void hi_decode(const block_mx4 *b, hi_tile *D) {
+INLINE void hi_decode(const block_mx4 *b, tile *D) {
     const __m512i m15 = _mm512_set1_epi8(15);
     const __m512i zb = _mm512_mullo_epi32(lb_mx_nibbles16(b->z), _mm512_set1_epi32(0x01010101));
     #pragma GCC unroll 8
@@ -110,8 +107,8 @@ INLINE void hi_decode(const block_mx4 *b, hi_tile *D) {
         D->w[2 * v] = _mm512_sub_epi8(_mm512_and_si512(x, m15), zb);
         D->w[2 * v + 1] = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(x, 4), m15), zb);
     }
-    D->s = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b->s));
-    D->corr = _mm512_mul_ps(_mm512_cvtepi32_ps(neg128_sum(D->w, 8)), D->s);
+    D->sc[0] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)b->s));
+    D->corr = _mm512_mul_ps(_mm512_cvtepi32_ps(neg128_sum(D->w, 8)), D->sc[0]);
 }
 
 /* The activations of one call: row m's bytes a + 128 at au + m K (group g's
@@ -125,11 +122,13 @@ typedef struct {
 } acts;
 
 /* acc[v][r] (tile row v of the NV decoded side by side, activation row
- * m0 + r, r < R) += the n decoded 2-bit tiles of a chunk: T[v * CHUNK + s].
- * The NV tile rows share each activation broadcast (same groups: the map
- * is the matrix's). */
-INLINE void lo_rows(const lo_tile *T, const uint16_t *grp, int n, const acts *a, int m0, int NV, int R,
-                    __m512 acc[][RB]) {
+ * m0 + r, r < R) += the n decoded tiles of a chunk, T[v * CHUNK + s], of
+ * the 2-bit kind or (HI) the 4-bit one: two chains a tile, planes 0-3 and
+ * 4-7 (the 2-bit tile's halves), each plane against the activation dword of
+ * its columns; the kinds differ in the float step only. The NV tile rows
+ * share each activation broadcast (same groups: the map is the matrix's). */
+INLINE void rows(const tile *T, const uint16_t *grp, int n, const acts *a, int m0, int NV, int R, __m512 acc[][RB],
+                 const int HI) {
     for (int s = 0; s < n; s++) {
         const int64_t g = grp[s];
 #pragma GCC unroll 8
@@ -150,40 +149,11 @@ INLINE void lo_rows(const lo_tile *T, const uint16_t *grp, int n, const acts *a,
             const __m512 d = _mm512_set1_ps(a->d[(size_t)(m0 + r) * (size_t)a->G + g]);
 #pragma GCC unroll 2
             for (int v = 0; v < NV; v++) {
-                const lo_tile *D = &T[v * CHUNK + s];
-                const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c[v][1]), D->ks[1],
-                                                 _mm512_fmadd_ps(_mm512_cvtepi32_ps(c[v][0]), D->ks[0], D->corr));
-                acc[v][r] = _mm512_fmadd_ps(f, d, acc[v][r]);
-            }
-        }
-    }
-}
-
-INLINE void hi_rows(const hi_tile *T, const uint16_t *grp, int n, const acts *a, int m0, int NV, int R,
-                    __m512 acc[][RB]) {
-    for (int s = 0; s < n; s++) {
-        const int64_t g = grp[s];
-#pragma GCC unroll 8
-        for (int r = 0; r < R; r++) {
-            const uint8_t *x = a->au + (size_t)(m0 + r) * a->ld + 32 * g;
-            /* two chains of 4 a tile (low and high nibble planes of a 64-byte row) */
-            __m512i c[2][2];
-#pragma GCC unroll 2
-            for (int v = 0; v < NV; v++) c[v][0] = c[v][1] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-            for (int u = 0; u < 4; u++) {
-                const __m512i x0 = bcast32(x + 8 * u), x1 = bcast32(x + 8 * u + 4);
-#pragma GCC unroll 2
-                for (int v = 0; v < NV; v++) {
-                    c[v][0] = _mm512_dpbusd_epi32(c[v][0], x0, T[v * CHUNK + s].w[2 * u]);
-                    c[v][1] = _mm512_dpbusd_epi32(c[v][1], x1, T[v * CHUNK + s].w[2 * u + 1]);
-                }
-            }
-            const __m512 d = _mm512_set1_ps(a->d[(size_t)(m0 + r) * (size_t)a->G + g]);
-#pragma GCC unroll 2
-            for (int v = 0; v < NV; v++) {
-                const hi_tile *D = &T[v * CHUNK + s];
-                const __m512 f = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(c[v][0], c[v][1])), D->s, D->corr);
+                const tile *D = &T[v * CHUNK + s];
+                const __m512 f =
+                    HI ? _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(c[v][0], c[v][1])), D->sc[0], D->corr)
+                       : _mm512_fmadd_ps(_mm512_cvtepi32_ps(c[v][1]), D->sc[1],
+                                         _mm512_fmadd_ps(_mm512_cvtepi32_ps(c[v][0]), D->sc[0], D->corr));
                 acc[v][r] = _mm512_fmadd_ps(f, d, acc[v][r]);
             }
         }
@@ -206,28 +176,28 @@ INLINE void put(float *P, int m0, int NV, int R, __m512 acc[][RB], int first) {
 /* One chunk of NV tile rows (already decoded) against all M rows, RB at a
  * time, then one at a time; NV and the row count are constants in each
  * expansion, so the accumulators stay in registers */
-#define ROWS_PASS(NAME, TILE, FN, NV)                                                                             \
-    LB_MXG static void NAME(const TILE *T, const uint16_t *grp, int n, const acts *a, int M, float *P,            \
+#define ROWS_PASS(NAME, HI, NV)                                                                                   \
+    LB_MXG static void NAME(const tile *T, const uint16_t *grp, int n, const acts *a, int M, float *P,            \
                             int first) {                                                                          \
         int m0 = 0;                                                                                               \
         for (; m0 + RB <= M; m0 += RB) {                                                                          \
             __m512 acc[NV][RB];                                                                                   \
             _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++)                                                  \
                 _Pragma("GCC unroll 8") for (int r = 0; r < RB; r++) acc[v][r] = _mm512_setzero_ps();             \
-            FN(T, grp, n, a, m0, NV, RB, acc);                                                                    \
+            rows(T, grp, n, a, m0, NV, RB, acc, HI);                                                                  \
             put(P, m0, NV, RB, acc, first);                                                               \
         }                                                                                                         \
         for (; m0 < M; m0++) {                                                                                    \
             __m512 acc[NV][RB];                                                                                   \
             _Pragma("GCC unroll 2") for (int v = 0; v < NV; v++) acc[v][0] = _mm512_setzero_ps();                 \
-            FN(T, grp, n, a, m0, NV, 1, acc);                                                                     \
+            rows(T, grp, n, a, m0, NV, 1, acc, HI);                                                                   \
             put(P, m0, NV, 1, acc, first);                                                                \
         }                                                                                                         \
     }
-ROWS_PASS(lo_pass1, lo_tile, lo_rows, 1)
-ROWS_PASS(lo_pass2, lo_tile, lo_rows, 2)
-ROWS_PASS(hi_pass1, hi_tile, hi_rows, 1)
-ROWS_PASS(hi_pass2, hi_tile, hi_rows, 2)
+ROWS_PASS(lo_pass1, 0, 1)
+ROWS_PASS(lo_pass2, 0, 2)
+ROWS_PASS(hi_pass1, 1, 1)
+ROWS_PASS(hi_pass2, 1, 2)
 
 /* r[i][j] = r[j][i] (16 x 16 floats) */
 INLINE void transpose16(__m512 r[16]) {
@@ -320,22 +290,21 @@ LB_MXG int lb_mx_gemm_avx512(const lb_mx_view *v, int64_t t0, int64_t t1, const 
     float *xt = (float *)((uint8_t *)P + p_bytes);
     lb_mx_gemm_acts_avx2(A, a_row_size, M, G, ld, au, d);
     const acts a = {au, d, K, G, ld};
-    _Alignas(64) lo_tile lt[2 * CHUNK];
-    _Alignas(64) hi_tile ht[2 * CHUNK];
+    _Alignas(64) tile tt[2 * CHUNK]; /* the chunk of either kind being run */
     for (int64_t t = t0; t < t1; t += 2) {
         const int nv = t + 1 < t1 ? 2 : 1;
         int first = 1;
         for (int64_t l0 = 0; l0 < v->n_lo; l0 += CHUNK, first = 0) {
             const int n = (int)LB_MIN((int64_t)CHUNK, v->n_lo - l0);
             for (int u = 0; u < nv; u++)
-                for (int s = 0; s < n; s++) lo_decode(&v->lo[(t + u) * v->n_lo + l0 + s], &lt[u * CHUNK + s]);
-            (nv == 2 ? lo_pass2 : lo_pass1)(lt, v->lo_group + l0, n, &a, M, P, first);
+                for (int s = 0; s < n; s++) lo_decode(&v->lo[(t + u) * v->n_lo + l0 + s], &tt[u * CHUNK + s]);
+            (nv == 2 ? lo_pass2 : lo_pass1)(tt, v->lo_group + l0, n, &a, M, P, first);
         }
         for (int64_t l0 = 0; l0 < v->n_hi; l0 += CHUNK) {
             const int n = (int)LB_MIN((int64_t)CHUNK, v->n_hi - l0);
             for (int u = 0; u < nv; u++)
-                for (int s = 0; s < n; s++) hi_decode(&v->hi[(t + u) * v->n_hi + l0 + s], &ht[u * CHUNK + s]);
-            (nv == 2 ? hi_pass2 : hi_pass1)(ht, v->hi_group + l0, n, &a, M, P, 0);
+                for (int s = 0; s < n; s++) hi_decode(&v->hi[(t + u) * v->n_hi + l0 + s], &tt[u * CHUNK + s]);
+            (nv == 2 ? hi_pass2 : hi_pass1)(tt, v->hi_group + l0, n, &a, M, P, 0);
         }
         for (int m = 0; m < M; m++) memcpy(Y + (size_t)m * ldy + 16 * t, P + 32 * (size_t)m, (size_t)(16 * nv) * sizeof *P);
     }
