@@ -326,6 +326,7 @@ typedef struct {
     double search_obj_default, search_obj_best; /* abq_search: its objective, summed over layers */
     double search_akl_default, search_akl_best; /* abq_search with abq_akl: eq. (4), summed over layers */
     int n_search_down_raised; /* abq_search with abq_down_bits: layers whose ffn_down input was raised */
+    int n_search_dc;          /* abq_search with abq_dc: layers that kept the correction */
 } lb_quantize_stats;
 
 lb_status lb_quantize_file(const char *in_gguf, const char *out_gguf, const lb_quantize_params *p,
@@ -401,6 +402,13 @@ typedef struct {
      * symmetric KL between the block's quantized and fp attention maps;
      * 0: eq. (2) alone */
     float abq_akl;
+    /* ABQ search: eq. (3)'s distribution-correction vectors on every
+     * layer's ffn_down (W + gamma a b^T, a and b fitted to the block's
+     * output error, gamma in {1, 0.5} kept where it lowers the objective),
+     * stored as lowbit.abq.search_dc (gamma per layer, 0: none); abq_dc_ridge
+     * the fit's ridge (0: 10). 0: off */
+    int abq_dc;
+    float abq_dc_ridge;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

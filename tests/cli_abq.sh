@@ -130,6 +130,22 @@ grep -q "block search (8 chunks of 128 tokens), per layer alpha / clip" "$WORK/s
   "$F32" "$WORK/sk-w4a4.gguf" ABQ_W4 > "$WORK/sk.log" 2> "$WORK/sk.err" \
   && grep -q "eq. (5) summed over layers" "$WORK/sk.log" && grep -q "attention-map KL at weight 1; eq. (4) summed" "$WORK/sk.log" \
   && ok "quantize --abq-akl 1: the search on eq. (5)" || { bad "quantize --abq-akl"; cat "$WORK/sk.log" "$WORK/sk.err"; }
+# --abq-dc: eq. (3)'s distribution correction on ffn_down, gamma per layer in the file; the
+# calibrated file's KLD printed beside --abq-search's alone (on 2 layers and 512 tokens the
+# search's choice is made on the calibration text, so only "runs and is written" is asserted)
+"$LOWBIT" quantize -t 2 --act-bits 4 --abq-search "$WORK/calib.txt" --abq-search-chunks 8 -c 128 --abq-dc \
+  "$F32" "$WORK/sc-w4a4.gguf" ABQ_W4 > "$WORK/sc.log" 2> "$WORK/sc.err" \
+  && grep -qE "distribution correction \(eq. \(3\)\) kept on ffn_down in [0-2] of 2 layers" "$WORK/sc.log" \
+  && grep -qE "layer 2/2: .*(correction gamma|no correction)" "$WORK/sc.err" \
+  && ok "quantize --abq-dc: the correction tried per layer" || { bad "quantize --abq-dc"; cat "$WORK/sc.log" "$WORK/sc.err"; }
+grep "ABQ search" "$WORK/sc.err" "$WORK/sc.log" | sed 's/^.*ABQ search/  ABQ search/'
+echo "W4A4 KLD: --abq-search $SE, --abq-search --abq-dc $(kld "$WORK/sc-w4a4.gguf" 4)"
+"$LOWBIT" info "$WORK/sc-w4a4.gguf" 2>/dev/null | grep -A1 "distribution correction W + gamma a b^T per layer" \
+  | grep -qE ' 0: [01]\.[0-9]+ +1: [01]\.[0-9]+' && ok "info prints the correction's gamma per layer" \
+  || bad "info lacks the correction's gamma per layer"
+expect_fail "--abq-dc without --abq-search" "go with --abq-search" "$LOWBIT" quantize --abq-dc "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--abq-dc-ridge without --abq-dc" "goes with --abq-dc" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" --abq-dc-ridge 5 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "--abq-dc-ridge 0" "abq-dc-ridge" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" --abq-dc --abq-dc-ridge 0 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-akl without --abq-search" "go with --abq-search" "$LOWBIT" quantize --abq-akl 1 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-down-bits without --abq-search" "go with --abq-search" "$LOWBIT" quantize --abq-down-bits 8 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-down-bits not above ffn_down's bits" "must be above ffn_down's 4 bits" "$LOWBIT" quantize --act-bits 4 --abq-search "$WORK/calib.txt" --abq-down-bits 4 "$F32" "$WORK/x.gguf" ABQ_W4

@@ -77,6 +77,20 @@ static void print_abq_search(const gguf_file *g) {
     printf("\n");
 }
 
+/* quantize --abq-dc: eq. (3)'s gamma on ffn_down per layer (0: no correction) */
+static void print_abq_dc(const gguf_file *g) {
+    const gguf_kv *c = gguf_get_arr(g, "lowbit.abq.search_dc", GGUF_TYPE_FLOAT32);
+    if (!c) return;
+    printf("  %-8s ffn_down's distribution correction W + gamma a b^T per layer, gamma (lowbit.abq.search_dc):", "");
+    for (uint64_t l = 0; l < c->arr_n; l++) {
+        float v;
+        memcpy(&v, (const char *)c->data + 4 * l, 4);
+        if (l % 12 == 0) printf("\n  %-8s", "");
+        printf("  %2llu: %.2f", (unsigned long long)l, (double)v);
+    }
+    printf("\n");
+}
+
 /* quantize --abq-down-bits: ffn_down's input bits per layer, as the search chose */
 static void print_abq_down_layers(const gguf_file *g) {
     const gguf_kv *b = gguf_get_arr(g, "lowbit.abq.act_bits_ffn_down_layers", GGUF_TYPE_UINT32);
@@ -226,6 +240,7 @@ int cmd_info(int argc, char **argv) {
             if (gguf_get_u32(g, "lowbit.abq.act_bits_ffn_down", &p))
                 printf("  %-8s ffn_down's inputs (every layer) to %u bits (lowbit.abq.act_bits_ffn_down)\n", "", p);
             print_abq_down_layers(g);
+            print_abq_dc(g);
             print_abq_search(g);
         }
         const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */

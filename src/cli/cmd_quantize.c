@@ -56,6 +56,10 @@ static void help(void) {
            "                    at --act-bits-down / --act-bits (lowbit.abq.act_bits_ffn_down_layers)\n"
            "      --abq-akl W   --abq-search: seed 004's eq. (5), the objective plus W times the symmetric KL\n"
            "                    between the block's quantized and fp attention maps (eq. (4); default 0: off)\n"
+           "      --abq-dc      --abq-search: seed 004's distribution correction (eq. (3)): each layer's ffn_down\n"
+           "                    quantized as W + gamma a b^T, a and b fitted to the block's output error,\n"
+           "                    kept where that lowers the objective (lowbit.abq.search_dc: gamma per layer)\n"
+           "      --abq-dc-ridge R  --abq-dc: the fit's ridge, a share of the inputs' mean square (default 10)\n"
            "  -c, --ctx-size N  --abq-search: tokens per chunk (default 512)\n\n"
            "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
            "(eq. 9: by the Hessian of --gptq's file, else --imatrix, else w^2) in 4 bits, the rest\n"
@@ -137,6 +141,8 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--abq-search-chunks", NULL)) opt.abq_search_chunks = cli_int(&a, 1, 100000);
         else if (cli_flag(&a, "--abq-down-bits", NULL)) opt.abq_down_bits = cli_int(&a, 2, 8);
         else if (cli_flag(&a, "--abq-akl", NULL)) opt.abq_akl = (float)cli_float(&a, 0.0, 100.0);
+        else if (cli_flag(&a, "--abq-dc", NULL)) opt.abq_dc = 1;
+        else if (cli_flag(&a, "--abq-dc-ridge", NULL)) opt.abq_dc_ridge = (float)cli_float(&a, 1e-6, 1e6);
         else if (cli_flag(&a, "--abq-down-gain", NULL)) opt.abq_down_gain_set = 1, opt.abq_down_gain = (float)cli_float(&a, 0.0, 0.99);
         else if (cli_flag(&a, "-c", "--ctx-size")) opt.abq_search_ctx = cli_int(&a, 2, 1 << 20);
         else if (argv[a.i][0] == '-' && argv[a.i][1]) cli_unknown(&a);
@@ -178,10 +184,14 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "lowbit quantize: --abq-search applies to the ABQ types only, not %s\n", pos[2]);
         return CLI_USAGE;
     }
-    if ((opt.abq_search_chunks || opt.abq_search_ctx || opt.abq_down_bits || opt.abq_down_gain_set || opt.abq_akl) &&
-        !opt.abq_search) {
-        fprintf(stderr, "lowbit quantize: --abq-search-chunks, --abq-down-bits, --abq-down-gain, --abq-akl and -c go with "
-                        "--abq-search TEXT\n");
+    if ((opt.abq_search_chunks || opt.abq_search_ctx || opt.abq_down_bits || opt.abq_down_gain_set || opt.abq_akl ||
+         opt.abq_dc) && !opt.abq_search) {
+        fprintf(stderr, "lowbit quantize: --abq-search-chunks, --abq-down-bits, --abq-down-gain, --abq-akl, --abq-dc and -c "
+                        "go with --abq-search TEXT\n");
+        return CLI_USAGE;
+    }
+    if (opt.abq_dc_ridge > 0.0f && !opt.abq_dc) {
+        fprintf(stderr, "lowbit quantize: --abq-dc-ridge goes with --abq-dc\n");
         return CLI_USAGE;
     }
     if (opt.abq_down_gain_set && !opt.abq_down_bits) {
@@ -244,6 +254,9 @@ int cmd_quantize(int argc, char **argv) {
     if (opt.abq_down_bits)
         printf("  ABQ search: ffn_down's input at %d bits in %d of %d layers, at %d elsewhere (lowbit.abq.act_bits_ffn_down_layers)\n",
                opt.abq_down_bits, st.n_search_down_raised, st.n_search_layers, down_now);
+    if (opt.abq_dc)
+        printf("  ABQ search: distribution correction (eq. (3)) kept on ffn_down in %d of %d layers (lowbit.abq.search_dc)\n",
+               st.n_search_dc, st.n_search_layers);
     if (opt.gptq) printf("  GPTQ: %d matrices rounded with the Hessians of %s\n", st.n_gptq, opt.gptq);
     if (opt.from_uniform)
         printf("  from uniform: %d matrices converted, %lld of %lld groups exact (%lld with z rounded to fp16), "

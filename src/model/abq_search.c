@@ -7,6 +7,7 @@
 
 #include "formats/abq.h"
 #include "kernels/vecops.h"
+#include "model/abq_dc.h"
 #include "model/abq_search.h"
 #include "model/quantize_smooth.h"
 
@@ -52,6 +53,14 @@ typedef struct {
     float *score_rows;         /* per thread: two score rows of a chunk */
     int akl_mode, akl_chunk;
     double akl_sum;
+    /* eq. (3)'s correction (dc): ffn_down's inputs in the fp block (hfp) and
+     * in the quantized one (hq), T x n_ff; the fp block's ffn_down output and
+     * the quantized one's error, T x d; the fitted vectors; a second
+     * ffn_down buffer for the corrected candidate */
+    float *hfp, *hq, *dfp, *err, *dc_a, *dc_b;
+    void *dcw;
+    size_t dcw_bytes;
+    int64_t hq_rows;
 } search;
 
 static void cand_free(cand *c) {
@@ -68,9 +77,20 @@ static void observe(void *user, const lb_matrix *w, const float *x, int n) {
     const int g = w == &l->wq ? G_ATTN : w == &l->w_gate ? G_FFN : w == &l->w_down ? G_DOWN : w == &l->wo ? G_O : -1;
     if (g < 0) return;
     const int64_t K = w->K;
+    if (g == G_DOWN && S->hfp && S->rows[g] + n <= (int64_t)S->n_chunks * S->chunk)
+        memcpy(S->hfp + S->rows[g] * K, x, (size_t)n * K * sizeof *x);
     for (int t = 0; t < n; t++)
         for (int64_t j = 0; j < K; j++) S->sum2[g][j] += (double)x[t * K + j] * x[t * K + j];
     S->rows[g] += n;
+}
+
+/* The matmul observer while the chosen quantized layer runs on X~ (dc):
+ * ffn_down's inputs, in token order. */
+static void observe_down(void *user, const lb_matrix *w, const float *x, int n) {
+    search *S = user;
+    if (w != &S->m->layers[S->layer].w_down || S->hq_rows + n > 2 * (int64_t)S->n_chunks * S->chunk) return;
+    memcpy(S->hq + S->hq_rows * w->K, x, (size_t)n * w->K * sizeof *x);
+    S->hq_rows += n;
 }
 
 /* Eq. (4) of one chunk, summed over heads and queries: KL(q || fp) +
@@ -140,12 +160,10 @@ static lb_status load_layer(search *S, int il) {
     return LB_OK;
 }
 
-/* Candidate (alpha, clip) of the current layer into S->cur: the balance
- * vectors folded exactly as quantize_smooth.c folds them, then every matrix
- * quantized with its input's mean squares as importance. */
-static lb_status build(search *S, float alpha, float clip) {
+/* The balance vectors of smoothing alpha into S->s (all 1 for alpha < 0). */
+static void scales(search *S, float alpha) {
     const lb_layer *o = &S->orig;
-    const int d = S->d, type = S->p.type;
+    const int d = S->d;
     const int64_t kg[3] = {d, d, S->m->hp.n_ff};
     static const int first[3] = {M_Q, M_GATE, M_DOWN}, last[3] = {M_V, M_UP, M_DOWN};
     for (int g = 0; g < 3; g++) {
@@ -164,6 +182,36 @@ static lb_status build(search *S, float alpha, float clip) {
         }
         lb_smooth_scales(S->ms[g], S->s[g], kg[g], alpha);
     }
+}
+
+/* Matrix i of the current layer into dst (its ABQ rows), smoothed by S->s
+ * and clipped under cap clip, importance its input's mean squares; plus
+ * gamma a b^T (eq. (3)) where a is not NULL. */
+static void quantize_mat(search *S, int i, float clip, void *dst, const float *a, const float *b, float gamma) {
+    const lb_matrix *w = mat_of(&S->orig, i);
+    const int64_t K = w->K, N = w->N;
+    const int g = mat_input[i];
+    const float *sc = g == G_O ? NULL : S->s[g]; /* attn_output's input is not smoothed */
+    for (int64_t j = 0; j < K; j++) S->imp[j] = sc ? S->ms[g][j] / (sc[j] * sc[j]) : S->ms[g][j];
+    for (int64_t r = 0; r < N; r++) {
+        const float rs = i == M_UP ? 1.0f / S->s[G_DOWN][r] : 1.0f; /* ffn_up carries ffn_down's 1/s */
+        const float ar = a ? gamma * a[r] : 0.0f;
+        for (int64_t j = 0; j < K; j++)
+            S->wtmp[r * K + j] = S->wf[i][r * K + j] * (sc ? sc[j] : 1.0f) * rs + (a ? ar * b[j] : 0.0f);
+    }
+    const size_t rb = lb_row_size(S->p.type, K);
+#pragma omp parallel for schedule(static) num_threads(S->c->n_threads)
+    for (int64_t r = 0; r < N; r++)
+        lb_abq_quantize_row_clip(S->p.type, S->wtmp + r * K, (char *)dst + (size_t)r * rb, K, S->imp, clip);
+}
+
+/* Candidate (alpha, clip) of the current layer into S->cur: the balance
+ * vectors folded exactly as quantize_smooth.c folds them, then every matrix
+ * quantized with its input's mean squares as importance. */
+static lb_status build(search *S, float alpha, float clip) {
+    const lb_layer *o = &S->orig;
+    const int d = S->d, type = S->p.type;
+    scales(S, alpha);
     cand *c = &S->cur;
     if (!c->attn_norm) c->attn_norm = lb_malloc_aligned((size_t)d * sizeof(float));
     if (!c->ffn_norm) c->ffn_norm = lb_malloc_aligned((size_t)d * sizeof(float));
@@ -172,24 +220,13 @@ static lb_status build(search *S, float alpha, float clip) {
     for (int j = 0; j < d; j++) c->ffn_norm[j] = o->ffn_norm[j] / S->s[G_FFN][j];
     for (int i = 0; i < N_MAT; i++) {
         const lb_matrix *w = mat_of((lb_layer *)o, i);
-        const int64_t K = w->K, N = w->N;
-        const int g = mat_input[i];
-        const size_t bytes = lb_row_size(type, K) * (size_t)N;
+        const size_t bytes = lb_row_size(type, w->K) * (size_t)w->N;
         if (c->bytes[i] != bytes) {
             lb_free_aligned(c->w[i]);
             if (!(c->w[i] = lb_malloc_aligned(bytes))) return lb_fail(LB_ERR_NOMEM, "out of memory");
             c->bytes[i] = bytes;
         }
-        const float *sc = g == G_O ? NULL : S->s[g]; /* attn_output's input is not smoothed */
-        for (int64_t j = 0; j < K; j++) S->imp[j] = sc ? S->ms[g][j] / (sc[j] * sc[j]) : S->ms[g][j];
-        for (int64_t r = 0; r < N; r++) {
-            const float rs = i == M_UP ? 1.0f / S->s[G_DOWN][r] : 1.0f; /* ffn_up carries ffn_down's 1/s */
-            for (int64_t j = 0; j < K; j++) S->wtmp[r * K + j] = S->wf[i][r * K + j] * (sc ? sc[j] : 1.0f) * rs;
-        }
-        const size_t rb = lb_row_size(type, K);
-#pragma omp parallel for schedule(static) num_threads(S->c->n_threads)
-        for (int64_t r = 0; r < N; r++)
-            lb_abq_quantize_row_clip(type, S->wtmp + r * K, (char *)c->w[i] + (size_t)r * rb, K, S->imp, clip);
+        quantize_mat(S, i, clip, c->w[i], NULL, NULL, 0.0f);
     }
     return LB_OK;
 }
@@ -246,6 +283,72 @@ static lb_status objective(search *S, int il, double *obj, double *akl) {
 
 #define SWAP(T, a, b) do { T t_ = (a); (a) = (b); (b) = t_; } while (0)
 
+/* Eq. (3) on the chosen block (now in the model at ffn_down's chosen bits):
+ * ffn_down's inputs when the block runs on X~ and on Xfp (eq. (2)'s two
+ * terms), its output error in both against the fp block on Xfp, one rank-1
+ * fit to the two stacked, then ffn_down requantized as W + gamma a b^T for
+ * gamma 1, 0.5 and 0.25; the one of least objective, where that is strictly
+ * below *best, is kept in S->best. */
+static lb_status dc_try(search *S, int il, lb_abq_search_layer *res, double *best) {
+    lb_layer *l = &S->m->layers[il];
+    const int64_t T = (int64_t)S->n_chunks * S->chunk, K = l->w_down.K, d = S->d;
+    const size_t n = (size_t)S->chunk * d;
+    lb_status st = LB_OK;
+    res->obj_dc = NAN;
+    S->hq_rows = 0;
+    S->c->on_matmul = observe_down, S->c->on_matmul_user = S;
+    for (int pass = 0; pass < 2; pass++)
+        for (int ch = 0; ch < S->n_chunks && st == LB_OK; ch++) {
+            memcpy(S->y2, (pass ? S->xfp : S->xq) + ch * n, n * sizeof *S->y2);
+            st = lb_eval_layers(S->c, S->y2, S->chunk, il, il + 1);
+        }
+    S->c->on_matmul = NULL, S->c->on_matmul_user = NULL;
+    if (st != LB_OK) return st;
+    if (S->hq_rows != 2 * T || S->rows[G_DOWN] != T)
+        return lb_fail(LB_ERR_SHAPE, "ABQ search: blk.%d.ffn_down saw %lld and %lld tokens, not %lld", il,
+                       (long long)S->hq_rows, (long long)S->rows[G_DOWN], (long long)T);
+    /* E = fp block's ffn_down output (fp weights on the fp inputs) minus the quantized one's */
+    for (int ch = 0; ch < S->n_chunks; ch++) {
+        const size_t h0 = (size_t)ch * S->chunk * K, y0 = (size_t)ch * S->chunk * d;
+        lb_matmul(&S->orig.w_down, S->hfp + h0, S->chunk, S->dfp + y0, (size_t)d, S->c->act_scratch, S->c->n_threads);
+        for (int pass = 0; pass < 2; pass++)
+            lb_matmul(&l->w_down, S->hq + pass * T * K + h0, S->chunk, S->err + pass * T * d + y0, (size_t)d,
+                      S->c->act_scratch, S->c->n_threads);
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < (size_t)T * d; i++) S->err[pass * T * d + i] = S->dfp[i] - S->err[pass * T * d + i];
+    lb_abq_dc_fit_info fit;
+    const double ridge = S->p.dc_ridge > 0.0f ? S->p.dc_ridge : LB_ABQ_DC_RIDGE;
+    if (lb_abq_dc_fit(S->hq, S->err, 2 * T, K, d, ridge, S->c->n_threads, S->dc_a, S->dc_b, &fit))
+        return lb_fail(LB_ERR_NOMEM, "out of memory");
+    res->dc_err0 = fit.err0, res->dc_err1 = fit.err1;
+    if (!(fit.err1 < fit.err0)) return LB_OK; /* nothing to correct */
+    const size_t bytes = lb_row_size(S->p.type, K) * (size_t)l->w_down.N;
+    if (S->dcw_bytes != bytes) {
+        lb_free_aligned(S->dcw);
+        if (!(S->dcw = lb_malloc_aligned(bytes))) return lb_fail(LB_ERR_NOMEM, "out of memory");
+        S->dcw_bytes = bytes;
+    }
+    scales(S, res->alpha);
+    static const float gammas[] = {1.0f, 0.5f, 0.25f};
+    for (size_t gi = 0; gi < sizeof gammas / sizeof gammas[0]; gi++) {
+        double obj = 0.0, akl = 0.0;
+        quantize_mat(S, M_DOWN, res->clip, S->dcw, S->dc_a, S->dc_b, gammas[gi]);
+        l->w_down.data = S->dcw;
+        st = objective(S, il, &obj, &akl);
+        l->w_down.data = S->best.w[M_DOWN];
+        if (st != LB_OK) return st;
+        if (isnan(res->obj_dc) || obj < res->obj_dc) res->obj_dc = obj;
+        if (obj < *best) {
+            *best = obj, res->akl_best = akl, res->dc_gamma = gammas[gi];
+            SWAP(void *, S->dcw, S->best.w[M_DOWN]);
+            SWAP(float *, S->y1, S->y1best);
+        }
+    }
+    l->w_down.data = S->best.w[M_DOWN];
+    return LB_OK;
+}
+
 static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
     const size_t n = (size_t)S->chunk * S->d;
     S->layer = il;
@@ -298,6 +401,13 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
             SWAP(float *, S->y1, S->y1best);
         }
     }
+    res->obj_dc = NAN;
+    if (S->p.dc) {
+        apply(S, il, &S->best, res->down_bits);
+        double b = res->obj_best;
+        if ((st = dc_try(S, il, res, &b)) != LB_OK) return st;
+        res->obj_best = b;
+    }
     /* the choice stays in the model (which frees it); the next layer reads
      * X~ = this layer's output on X~, and Xfp its fp output */
     apply(S, il, &S->best, res->down_bits);
@@ -314,7 +424,8 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
 
 static void search_free(search *S) {
     float *f[] = {S->xfp, S->xq, S->yfp, S->y1, S->y1best, S->y2, S->wtmp, S->imp, S->s[0], S->s[1], S->s[2],
-                  S->qfp, S->kfp, S->score_rows};
+                  S->qfp, S->kfp, S->score_rows, S->hfp, S->hq, S->dfp, S->err, S->dc_a, S->dc_b};
+    lb_free_aligned(S->dcw);
     free(S->akl_part);
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) free(f[i]);
     for (int i = 0; i < N_MAT; i++) free(S->wf[i]);
@@ -340,6 +451,8 @@ static lb_status check(const lb_model *m, const lb_abq_search_params *p, int n_c
                        p->down_bits_hi, base_down(p));
     if (!(p->akl_weight >= 0.0f && p->akl_weight <= 100.0f))
         return lb_fail(LB_ERR_ARG, "ABQ search: attention-map weight %g (0..100)", (double)p->akl_weight);
+    if (!(p->dc_ridge >= 0.0f && p->dc_ridge <= 1e6f))
+        return lb_fail(LB_ERR_ARG, "ABQ search: the correction's ridge %g (> 0; 0: the default)", (double)p->dc_ridge);
     if (!(p->down_gain >= 0.0f && p->down_gain < 1.0f))
         return lb_fail(LB_ERR_ARG, "ABQ search: ffn_down's gain %g (0..1: a share of eq. (2))", (double)p->down_gain);
     if (n_chunks <= 0 || chunk < 2) return lb_fail(LB_ERR_ARG, "ABQ search: %d chunks of %d tokens", n_chunks, chunk);
@@ -409,6 +522,12 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
         oom |= !(S.score_rows = malloc((size_t)S.c->n_threads * 2 * chunk * sizeof(float)));
         S.c->on_attention = observe_attn, S.c->on_attention_user = &S;
     }
+    if (S.p.dc) {
+        const size_t T = (size_t)n_chunks * chunk;
+        oom |= !(S.hfp = malloc(T * hp->n_ff * sizeof(float))) || !(S.hq = malloc(2 * T * hp->n_ff * sizeof(float)));
+        oom |= !(S.dfp = malloc(S.stream * sizeof(float))) || !(S.err = malloc(2 * S.stream * sizeof(float)));
+        oom |= !(S.dc_a = malloc((size_t)S.d * sizeof(float))) || !(S.dc_b = malloc((size_t)hp->n_ff * sizeof(float)));
+    }
     if (oom) st = lb_fail(LB_ERR_NOMEM, "out of memory");
     for (int il = 0; il < hp->n_layer && st == LB_OK; il++)
         for (int i = 0; i < N_MAT; i++) {
@@ -428,7 +547,7 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
         st = search_layer(&S, il, r);
         if (st != LB_OK) m->layers[il] = S.orig; /* not a candidate about to be freed */
         if (st == LB_OK && S.p.progress)
-            S.p.progress(S.p.user, il, hp->n_layer, r->alpha, r->clip, r->down_bits, r->obj_default, r->obj_best);
+            S.p.progress(S.p.user, il, hp->n_layer, r);
     }
     search_free(&S);
     if (st != LB_OK) {

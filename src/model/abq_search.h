@@ -26,6 +26,8 @@
 
 #define LB_ABQ_SEARCH_MAX_GRID 8
 
+struct lb_abq_search_layer;
+
 typedef struct {
     int type;          /* ABQ_W1..ABQ_W8, ABQ_W2S */
     int act_bits;      /* 1..8; 0: 8 */
@@ -40,25 +42,34 @@ typedef struct {
      * between the block's attention maps, quantized on X~ against fp on Xfp
      * (per head and query, mean); 0: eq. (2) alone */
     float akl_weight;
+    /* eq. (3)'s distribution-correction vectors on ffn_down (model/abq_dc.h):
+     * after the layer's other choices, ffn_down quantized as W + gamma a b^T
+     * with a, b fitted to the block's ffn_down output error, gamma in
+     * {1, 0.5, 0.25} kept where it lowers the objective (the least one);
+     * dc_ridge: the fit's ridge (0: LB_ABQ_DC_RIDGE). 0: off */
+    int dc;
+    float dc_ridge;
     int n_threads;     /* 0: the model's */
     /* the grid; n_* = 0: the default {none, 0.25, 0.5, 0.75} x {1, 0.95, 0.9, 0.85}.
      * alpha < 0: no smoothing. The first pair is the default configuration
      * (the one a plain quantize with the same imatrix gives) */
     int n_alpha, n_clip;
     float alphas[LB_ABQ_SEARCH_MAX_GRID], clips[LB_ABQ_SEARCH_MAX_GRID];
-    /* called after each block (may be NULL) */
-    void (*progress)(void *user, int layer, int n_layer, float alpha, float clip, int down_bits, double obj_default,
-                     double obj_best);
+    /* called after each block with its choices (may be NULL) */
+    void (*progress)(void *user, int layer, int n_layer, const struct lb_abq_search_layer *choice);
     void *user;
 } lb_abq_search_params;
 
-typedef struct {
+typedef struct lb_abq_search_layer {
     float alpha, clip;            /* chosen; alpha < 0: no smoothing */
     int down_bits;                /* ffn_down's input bits chosen (down_bits_hi or the base) */
     double obj_default, obj_best; /* objective of the grid's first pair and of the choice */
     double obj_grid;              /* the grid's best (obj_best unless ffn_down was raised) */
     double obj_down_hi;           /* the grid's best with ffn_down at down_bits_hi (NAN: not tried) */
     double akl_default, akl_best; /* eq. (4) of the grid's first pair and of the choice (with akl_weight) */
+    float dc_gamma;               /* with dc: the correction's gamma kept (0: none) */
+    double obj_dc;                /* with dc: the objective of the best gamma tried (NAN: not tried) */
+    double dc_err0, dc_err1;      /* with dc: ffn_down's output error energy before and after the rank-1 fit */
     double grid[LB_ABQ_SEARCH_MAX_GRID * LB_ABQ_SEARCH_MAX_GRID]; /* every pair's, alpha-major */
 } lb_abq_search_layer;
 

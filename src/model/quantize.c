@@ -430,6 +430,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         for (int l = 0; l < search.search->n_layer; l++)
             st.search_obj_default += search.search->layers[l].obj_default, st.search_obj_best += search.search->layers[l].obj_best,
             st.n_search_down_raised += o->abq_down_bits && search.search->layers[l].down_bits == o->abq_down_bits,
+            st.n_search_dc += search.search->layers[l].dc_gamma > 0.0f,
             st.search_akl_default += search.search->layers[l].akl_default, st.search_akl_best += search.search->layers[l].akl_best;
     }
     lb_quantize_search_end(&search);

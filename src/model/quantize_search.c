@@ -21,14 +21,18 @@ static lb_status read_text(const char *path, char **out, size_t *len) {
     return LB_OK;
 }
 
-static void progress(void *user, int layer, int n_layer, float alpha, float clip, int down_bits, double obj0, double obj) {
+static void progress(void *user, int layer, int n_layer, const lb_abq_search_layer *r) {
     const lb_quantize_options *o = user;
-    char a[16], d[40] = "";
-    if (alpha < 0.0f) snprintf(a, sizeof a, "none");
-    else snprintf(a, sizeof a, "%.2f", (double)alpha);
-    if (o->abq_down_bits) snprintf(d, sizeof d, ", ffn_down's input %d bits", down_bits);
-    lb_log(1, "ABQ search: layer %d/%d: alpha %s, clip %.2f%s, objective %.6f (default %.6f)\n", layer + 1, n_layer, a,
-           (double)clip, d, obj, obj0);
+    char a[16], d[40] = "", c[96] = "";
+    if (r->alpha < 0.0f) snprintf(a, sizeof a, "none");
+    else snprintf(a, sizeof a, "%.2f", (double)r->alpha);
+    if (o->abq_down_bits) snprintf(d, sizeof d, ", ffn_down's input %d bits", r->down_bits);
+    if (o->abq_dc && r->dc_gamma > 0.0f)
+        snprintf(c, sizeof c, ", correction gamma %.2f (fit %.3g -> %.3g)", (double)r->dc_gamma, r->dc_err0, r->dc_err1);
+    else if (o->abq_dc)
+        snprintf(c, sizeof c, ", no correction (fit %.3g -> %.3g, objective %.6f)", r->dc_err0, r->dc_err1, r->obj_dc);
+    lb_log(1, "ABQ search: layer %d/%d: alpha %s, clip %.2f%s%s, objective %.6f (default %.6f)\n", layer + 1, n_layer, a,
+           (double)r->clip, d, c, r->obj_best, r->obj_default);
 }
 
 lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quantize_options *o, int n_threads,
@@ -59,6 +63,7 @@ lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quant
         sp.type = type, sp.act_bits = o->act_bits, sp.act_bits_down = o->act_bits_down, sp.n_threads = n_threads;
         sp.down_bits_hi = o->abq_down_bits, sp.down_gain = o->abq_down_gain_set ? o->abq_down_gain : 0.05f;
         sp.akl_weight = o->abq_akl;
+        sp.dc = o->abq_dc, sp.dc_ridge = o->abq_dc_ridge;
         sp.progress = progress, sp.user = (void *)o;
         out->chunks = chunks;
         s = lb_abq_search_run(out->model, tok, chunks, ctx, &sp, &out->search);
@@ -80,6 +85,12 @@ lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quant
         for (int l = 0; db && l < r->n_layer; l++) db[l] = (uint32_t)r->layers[l].down_bits;
         if (db) s = gguf_writer_set_arr(w, "lowbit.abq.act_bits_ffn_down_layers", GGUF_TYPE_UINT32, db, (uint64_t)r->n_layer);
         free(db);
+        /* eq. (3)'s gamma per layer, where the correction was tried */
+        float *g = o->abq_dc && s == LB_OK ? malloc((size_t)r->n_layer * sizeof *g) : NULL;
+        if (o->abq_dc && s == LB_OK && !g) s = lb_fail(LB_ERR_NOMEM, "out of memory");
+        for (int l = 0; g && l < r->n_layer; l++) g[l] = r->layers[l].dc_gamma;
+        if (g) s = gguf_writer_set_arr(w, "lowbit.abq.search_dc", GGUF_TYPE_FLOAT32, g, (uint64_t)r->n_layer);
+        free(g);
     }
     free(a);
     if (s != LB_OK) lb_quantize_search_end(out);
