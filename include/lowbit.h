@@ -409,6 +409,10 @@ typedef struct {
      * the fit's ridge (0: 10). 0: off */
     int abq_dc;
     float abq_dc_ridge;
+    /* ABQ search: smoothing also for attn_output's input, carried by
+     * attn_v's rows and bias, one scale per KV head's column (GQA); stored
+     * as lowbit.abq.search_smooth_vo = 1. 0: off */
+    int abq_smooth_vo;
 } lb_quantize_options;
 
 /* lb_quantize_file with options (o may be NULL). */

@@ -143,6 +143,13 @@ echo "W4A4 KLD: --abq-search $SE, --abq-search --abq-dc $(kld "$WORK/sc-w4a4.ggu
 "$LOWBIT" info "$WORK/sc-w4a4.gguf" 2>/dev/null | grep -A1 "distribution correction W + gamma a b^T per layer" \
   | grep -qE ' 0: [01]\.[0-9]+ +1: [01]\.[0-9]+' && ok "info prints the correction's gamma per layer" \
   || bad "info lacks the correction's gamma per layer"
+# --abq-smooth-vo: attn_output's input smoothed through attn_v, named by info
+"$LOWBIT" quantize -t 2 --act-bits 4 --abq-search "$WORK/calib.txt" --abq-search-chunks 8 -c 128 --abq-smooth-vo \
+  "$F32" "$WORK/sv-w4a4.gguf" ABQ_W4 > "$WORK/sv.log" 2> "$WORK/sv.err" \
+  && "$LOWBIT" info "$WORK/sv-w4a4.gguf" 2>/dev/null | grep -q "attn_output's input smoothed through attn_v" \
+  && ok "quantize --abq-smooth-vo: in the file, named by info" || { bad "quantize --abq-smooth-vo"; cat "$WORK/sv.log" "$WORK/sv.err"; }
+echo "W4A4 KLD: --abq-search $SE, --abq-search --abq-smooth-vo $(kld "$WORK/sv-w4a4.gguf" 4)"
+expect_fail "--abq-smooth-vo without --abq-search" "go with --abq-search" "$LOWBIT" quantize --abq-smooth-vo "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-dc without --abq-search" "go with --abq-search" "$LOWBIT" quantize --abq-dc "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-dc-ridge without --abq-dc" "goes with --abq-dc" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" --abq-dc-ridge 5 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--abq-dc-ridge 0" "abq-dc-ridge" "$LOWBIT" quantize --abq-search "$WORK/calib.txt" --abq-dc --abq-dc-ridge 0 "$F32" "$WORK/x.gguf" ABQ_W4

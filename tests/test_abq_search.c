@@ -14,7 +14,9 @@
  *  - per-layer p of ffn_down's input (down_bits_hi): a layer keeps the
  *    higher bits exactly when they lower its objective by the gain asked,
  *    the model runs the choice, and the file (quantize) carries it per
- *    layer, overridden by a run's act bits, a bad value refused at load. */
+ *    layer, overridden by a run's act bits, a bad value refused at load;
+ *  - smooth_vo: attn_output's input smoothed through attn_v (GQA-shared
+ *    scales) keeps a W8A8 model as close to fp as without it (exact fold). */
 #include "test_util.h"
 
 #include "formats/abq.h"
@@ -128,6 +130,40 @@ static void test_file(const char *f32) {
     free(buf);
     remove(out);
     remove(bad);
+}
+
+/* smooth_vo: attn_output's input smoothed through attn_v's rows, one scale
+ * per KV head's channel (tiny-F32 has 4 query heads on 2 KV heads). The fold
+ * is exact in fp, so at W8A8 (near lossless) the smoothed model stays as
+ * close to fp as the unsmoothed one, while attn_v and attn_output differ;
+ * a mapping of the wrong heads would leave it far off. */
+static void test_vo(const char *f32, const int32_t *tok) {
+    double e[2] = {0, 0};
+    lb_model *fp = load(f32), *m[2] = {load(f32), load(f32)};
+    CHECK(fp && m[0] && m[1]);
+    if (!fp || !m[0] || !m[1]) goto done;
+    for (int vo = 0; vo < 2; vo++) {
+        lb_abq_search_params p = {0};
+        p.type = LB_TYPE_ABQ_W8, p.act_bits = 8, p.n_threads = 2, p.smooth_vo = vo;
+        p.n_alpha = 1, p.alphas[0] = 0.75f, p.n_clip = 1, p.clips[0] = 1.0f;
+        lb_abq_search *s = NULL;
+        CHECK_OK(lb_abq_search_run(m[vo], tok, CHUNKS, CHUNK, &p, &s));
+        if (vo && s) {
+            int type = 0;
+            const void *data = NULL;
+            size_t bytes = 0;
+            const char *bias = "blk.0.attn_v.bias";
+            CHECK(s->smooth_vo == 1 && !lb_abq_search_tensor(s, bias, strlen(bias), &type, &data, &bytes)); /* none here */
+        }
+        lb_abq_search_free(s);
+        e[vo] = end_to_end(fp, m[vo], tok);
+    }
+    const lb_matrix *v0 = &m[0]->layers[0].wv, *v1 = &m[1]->layers[0].wv, *o0 = &m[0]->layers[0].wo, *o1 = &m[1]->layers[0].wo;
+    CHECK(memcmp(v0->data, v1->data, v0->row_size * (size_t)v0->N) && memcmp(o0->data, o1->data, o0->row_size * (size_t)o0->N));
+    printf("W8A8, alpha 0.75: end to end 1 - cos vs fp %.3g without the vo group, %.3g with it\n", e[0], e[1]);
+    CHECK_MSG(e[1] >= 0.0 && e[1] < 2.0 * e[0] + 1e-5, "with the vo group %.6g, without %.6g", e[1], e[0]);
+done:
+    lb_model_free(fp), lb_model_free(m[0]), lb_model_free(m[1]);
 }
 
 int main(void) {
@@ -284,6 +320,7 @@ int main(void) {
     pb = p, pb.akl_weight = -1.0f;
     CHECK(lb_abq_search_run(fp, tok, CHUNKS, CHUNK, &pb, &bad) != LB_OK && !bad);
     test_file(f32);
+    test_vo(f32, tok);
     lb_abq_search_free(s); /* before its model: the choices only */
     lb_model_free(fp);
     lb_model_free(cal);

@@ -65,7 +65,10 @@ static void print_abq_search(const gguf_file *g) {
     uint32_t chunks = 0, ctx = 0;
     gguf_get_u32(g, "lowbit.abq.search_chunks", &chunks);
     gguf_get_u32(g, "lowbit.abq.search_ctx", &ctx);
-    printf("  %-8s block search (%u chunks of %u tokens), per layer alpha / clip:", "", chunks, ctx);
+    uint32_t vo = 0;
+    gguf_get_u32(g, "lowbit.abq.search_smooth_vo", &vo);
+    printf("  %-8s block search (%u chunks of %u tokens%s), per layer alpha / clip:", "", chunks, ctx,
+           vo ? "; attn_output's input smoothed through attn_v" : "");
     for (uint64_t l = 0; l < a->arr_n; l++) {
         float al, cl;
         memcpy(&al, (const char *)a->data + 4 * l, 4);

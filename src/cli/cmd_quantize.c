@@ -59,6 +59,8 @@ static void help(void) {
            "      --abq-dc      --abq-search: seed 004's distribution correction (eq. (3)): each layer's ffn_down\n"
            "                    quantized as W + gamma a b^T, a and b fitted to the block's output error,\n"
            "                    kept where that lowers the objective (lowbit.abq.search_dc: gamma per layer)\n"
+           "      --abq-smooth-vo  --abq-search: smooth attn_output's input too, its 1/s carried by attn_v's\n"
+           "                    rows and bias, one scale per KV head's channel (GQA)\n"
            "      --abq-dc-ridge R  --abq-dc: the fit's ridge, a share of the inputs' mean square (default 10)\n"
            "  -c, --ctx-size N  --abq-search: tokens per chunk (default 512)\n\n"
            "MX (seed 002, docs/mixed.md) keeps in every layer matrix the most sensitive groups\n"
@@ -142,6 +144,7 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--abq-down-bits", NULL)) opt.abq_down_bits = cli_int(&a, 2, 8);
         else if (cli_flag(&a, "--abq-akl", NULL)) opt.abq_akl = (float)cli_float(&a, 0.0, 100.0);
         else if (cli_flag(&a, "--abq-dc", NULL)) opt.abq_dc = 1;
+        else if (cli_flag(&a, "--abq-smooth-vo", NULL)) opt.abq_smooth_vo = 1;
         else if (cli_flag(&a, "--abq-dc-ridge", NULL)) opt.abq_dc_ridge = (float)cli_float(&a, 1e-6, 1e6);
         else if (cli_flag(&a, "--abq-down-gain", NULL)) opt.abq_down_gain_set = 1, opt.abq_down_gain = (float)cli_float(&a, 0.0, 0.99);
         else if (cli_flag(&a, "-c", "--ctx-size")) opt.abq_search_ctx = cli_int(&a, 2, 1 << 20);
@@ -185,9 +188,9 @@ int cmd_quantize(int argc, char **argv) {
         return CLI_USAGE;
     }
     if ((opt.abq_search_chunks || opt.abq_search_ctx || opt.abq_down_bits || opt.abq_down_gain_set || opt.abq_akl ||
-         opt.abq_dc) && !opt.abq_search) {
-        fprintf(stderr, "lowbit quantize: --abq-search-chunks, --abq-down-bits, --abq-down-gain, --abq-akl, --abq-dc and -c "
-                        "go with --abq-search TEXT\n");
+         opt.abq_dc || opt.abq_smooth_vo) && !opt.abq_search) {
+        fprintf(stderr, "lowbit quantize: --abq-search-chunks, --abq-down-bits, --abq-down-gain, --abq-akl, --abq-dc, "
+                        "--abq-smooth-vo and -c go with --abq-search TEXT\n");
         return CLI_USAGE;
     }
     if (opt.abq_dc_ridge > 0.0f && !opt.abq_dc) {

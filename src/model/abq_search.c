@@ -13,7 +13,8 @@
 
 /* A block's matrices, and which input each reads: the three smoothing
  * groups of quantize_smooth.c (attn_norm -> q, k, v; ffn_norm -> gate, up;
- * ffn_up's rows -> down) and attn_output's input (never smoothed). */
+ * ffn_up's rows -> down) and attn_output's input (smoothed only with
+ * smooth_vo: attn_v's rows -> attn_output). */
 enum { M_Q, M_K, M_V, M_O, M_GATE, M_UP, M_DOWN, N_MAT };
 enum { G_ATTN, G_FFN, G_DOWN, G_O, N_IN };
 static const char *const mat_names[N_MAT] = {"attn_q",      "attn_k",   "attn_v",  "attn_output",
@@ -30,6 +31,7 @@ typedef struct {
     void *w[N_MAT];
     size_t bytes[N_MAT];
     float *attn_norm, *ffn_norm;
+    float *bv; /* attn_v's bias over the vo group's 1/s (smooth_vo and a bias only) */
 } cand;
 
 typedef struct {
@@ -43,7 +45,7 @@ typedef struct {
     float *wtmp;               /* one matrix, scaled for a candidate */
     double *sum2[N_IN];        /* sums of squares of the current layer's inputs */
     int64_t rows[N_IN], kin[N_IN];
-    float *ms[N_IN], *s[3], *imp;
+    float *ms[N_IN], *s[N_IN], *imp;
     lb_layer orig;             /* the current layer as loaded */
     cand cur, best;
     /* eq. (4): the fp block's queries and keys per chunk, and what the
@@ -58,6 +60,7 @@ typedef struct {
      * the quantized one's error, T x d; the fitted vectors; a second
      * ffn_down buffer for the corrected candidate */
     float *hfp, *hq, *dfp, *err, *dc_a, *dc_b;
+    float *s_pool; /* smooth_vo: pooled rms and max|W| per KV column */
     void *dcw;
     size_t dcw_bytes;
     int64_t hq_rows;
@@ -66,6 +69,7 @@ typedef struct {
 static void cand_free(cand *c) {
     for (int i = 0; i < N_MAT; i++) lb_free_aligned(c->w[i]);
     lb_free_aligned(c->attn_norm);
+    lb_free_aligned(c->bv);
     lb_free_aligned(c->ffn_norm);
     memset(c, 0, sizeof *c);
 }
@@ -160,7 +164,41 @@ static lb_status load_layer(search *S, int il) {
     return LB_OK;
 }
 
-/* The balance vectors of smoothing alpha into S->s (all 1 for alpha < 0). */
+/* attn_v's output r (KV head r / head_dim) feeds attn_output's columns of
+ * every query head of its group: their shared scale sits at the group's
+ * first head's column */
+static int64_t vo_col(const lb_hparams *hp, int64_t r) {
+    const int hd = hp->head_dim, grp = hp->n_head / hp->n_head_kv;
+    return (r / hd) * grp * hd + r % hd;
+}
+
+/* The vo group's balance vector (smooth_vo): attn_v's rows carry 1/s,
+ * attn_output's columns take s; the query heads that share a KV head share
+ * s, so rms and max|W| are pooled over them (GQA) and the group's scale
+ * written to each of their columns. */
+static void scales_vo(search *S, float alpha) {
+    const lb_hparams *hp = &S->m->hp;
+    const int hd = hp->head_dim, grp = hp->n_head / hp->n_head_kv;
+    const int64_t kv = (int64_t)hp->n_head_kv * hd, K = S->kin[G_O];
+    const lb_matrix *w = &S->orig.wo;
+    float *s = S->s[G_O], *ms = S->s_pool, *mw = S->s_pool + kv;
+    for (int64_t r = 0; r < kv; r++) {
+        double sum = 0.0;
+        float mx = 0.0f;
+        for (int h = 0; h < grp; h++) {
+            const int64_t j = vo_col(hp, r) + (int64_t)h * hd;
+            sum += S->ms[G_O][j];
+            for (int64_t n = 0; n < w->N; n++) mx = fmaxf(mx, fabsf(S->wf[M_O][n * K + j]));
+        }
+        ms[r] = (float)(sum / grp), mw[r] = mx;
+    }
+    lb_smooth_scales(ms, mw, kv, alpha);
+    for (int64_t r = 0; r < kv; r++)
+        for (int h = 0; h < grp; h++) s[vo_col(hp, r) + (int64_t)h * hd] = mw[r];
+}
+
+/* The balance vectors of smoothing alpha into S->s (all 1 for alpha < 0;
+ * attn_output's input only with smooth_vo). */
 static void scales(search *S, float alpha) {
     const lb_layer *o = &S->orig;
     const int d = S->d;
@@ -182,6 +220,8 @@ static void scales(search *S, float alpha) {
         }
         lb_smooth_scales(S->ms[g], S->s[g], kg[g], alpha);
     }
+    if (alpha >= 0.0f && S->p.smooth_vo) scales_vo(S, alpha);
+    else for (int64_t j = 0; j < S->kin[G_O]; j++) S->s[G_O][j] = 1.0f;
 }
 
 /* Matrix i of the current layer into dst (its ABQ rows), smoothed by S->s
@@ -191,13 +231,13 @@ static void quantize_mat(search *S, int i, float clip, void *dst, const float *a
     const lb_matrix *w = mat_of(&S->orig, i);
     const int64_t K = w->K, N = w->N;
     const int g = mat_input[i];
-    const float *sc = g == G_O ? NULL : S->s[g]; /* attn_output's input is not smoothed */
-    for (int64_t j = 0; j < K; j++) S->imp[j] = sc ? S->ms[g][j] / (sc[j] * sc[j]) : S->ms[g][j];
+    const float *sc = S->s[g];
+    for (int64_t j = 0; j < K; j++) S->imp[j] = S->ms[g][j] / (sc[j] * sc[j]);
     for (int64_t r = 0; r < N; r++) {
-        const float rs = i == M_UP ? 1.0f / S->s[G_DOWN][r] : 1.0f; /* ffn_up carries ffn_down's 1/s */
+        /* ffn_up carries ffn_down's 1/s, attn_v attn_output's */
+        const float rs = i == M_UP ? 1.0f / S->s[G_DOWN][r] : i == M_V ? 1.0f / S->s[G_O][vo_col(&S->m->hp, r)] : 1.0f;
         const float ar = a ? gamma * a[r] : 0.0f;
-        for (int64_t j = 0; j < K; j++)
-            S->wtmp[r * K + j] = S->wf[i][r * K + j] * (sc ? sc[j] : 1.0f) * rs + (a ? ar * b[j] : 0.0f);
+        for (int64_t j = 0; j < K; j++) S->wtmp[r * K + j] = S->wf[i][r * K + j] * sc[j] * rs + (a ? ar * b[j] : 0.0f);
     }
     const size_t rb = lb_row_size(S->p.type, K);
 #pragma omp parallel for schedule(static) num_threads(S->c->n_threads)
@@ -218,6 +258,11 @@ static lb_status build(search *S, float alpha, float clip) {
     if (!c->attn_norm || !c->ffn_norm) return lb_fail(LB_ERR_NOMEM, "out of memory");
     for (int j = 0; j < d; j++) c->attn_norm[j] = o->attn_norm[j] / S->s[G_ATTN][j];
     for (int j = 0; j < d; j++) c->ffn_norm[j] = o->ffn_norm[j] / S->s[G_FFN][j];
+    if (S->p.smooth_vo && o->bv) {
+        const int64_t kv = (int64_t)S->m->hp.n_head_kv * S->m->hp.head_dim;
+        if (!c->bv && !(c->bv = lb_malloc_aligned((size_t)kv * sizeof(float)))) return lb_fail(LB_ERR_NOMEM, "out of memory");
+        for (int64_t r = 0; r < kv; r++) c->bv[r] = o->bv[r] / S->s[G_O][vo_col(&S->m->hp, r)];
+    }
     for (int i = 0; i < N_MAT; i++) {
         const lb_matrix *w = mat_of((lb_layer *)o, i);
         const size_t bytes = lb_row_size(type, w->K) * (size_t)w->N;
@@ -244,6 +289,7 @@ static void apply(search *S, int il, const cand *c, int down) {
     }
     l->attn_norm = c->attn_norm;
     l->ffn_norm = c->ffn_norm;
+    if (c->bv) l->bv = c->bv;
 }
 
 static double cos_loss(const float *a, const float *b, int d) {
@@ -415,6 +461,7 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
     for (int i = 0; i < N_MAT; i++) owned &= lb_model_own(S->m, S->best.w[i]) != NULL;
     owned &= lb_model_own(S->m, S->best.attn_norm) != NULL;
     owned &= lb_model_own(S->m, S->best.ffn_norm) != NULL;
+    if (S->best.bv) owned &= lb_model_own(S->m, S->best.bv) != NULL;
     memset(&S->best, 0, sizeof S->best); /* (a buffer the model could not take leaks: it is in use) */
     if (!owned) return lb_fail(LB_ERR_NOMEM, "out of memory");
     SWAP(float *, S->xq, S->y1best);
@@ -423,7 +470,7 @@ static lb_status search_layer(search *S, int il, lb_abq_search_layer *res) {
 }
 
 static void search_free(search *S) {
-    float *f[] = {S->xfp, S->xq, S->yfp, S->y1, S->y1best, S->y2, S->wtmp, S->imp, S->s[0], S->s[1], S->s[2],
+    float *f[] = {S->xfp, S->xq, S->yfp, S->y1, S->y1best, S->y2, S->wtmp, S->imp, S->s[0], S->s[1], S->s[2], S->s[3], S->s_pool,
                   S->qfp, S->kfp, S->score_rows, S->hfp, S->hq, S->dfp, S->err, S->dc_a, S->dc_b};
     lb_free_aligned(S->dcw);
     free(S->akl_part);
@@ -506,11 +553,12 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) oom |= !(*streams[i] = malloc(S.stream * sizeof(float)));
     oom |= !(S.y2 = malloc((size_t)chunk * S.d * sizeof(float)));
     oom |= !(S.wtmp = malloc((size_t)kmax * sizeof(float)));
+    oom |= !(S.s_pool = malloc((size_t)2 * hp->n_head_kv * hp->head_dim * sizeof(float)));
     oom |= !(S.imp = malloc((size_t)LB_MAX(S.d, LB_MAX(hp->n_ff, kin[G_O])) * sizeof(float)));
     for (int g = 0; g < N_IN; g++) {
         S.kin[g] = kin[g];
         oom |= !(S.sum2[g] = malloc((size_t)kin[g] * sizeof(double))) || !(S.ms[g] = malloc((size_t)kin[g] * sizeof(float)));
-        if (g < 3) oom |= !(S.s[g] = malloc((size_t)kin[g] * sizeof(float)));
+        oom |= !(S.s[g] = malloc((size_t)kin[g] * sizeof(float)));
     }
     for (int i = 0; i < N_MAT; i++) oom |= !(S.wf[i] = malloc((size_t)kmax * sizeof(float)));
     if (S.p.akl_weight > 0.0f) {
@@ -555,6 +603,7 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
         return st;
     }
     res->n_layer = hp->n_layer, res->n_alpha = S.p.n_alpha, res->n_clip = S.p.n_clip, res->model = m;
+    res->smooth_vo = S.p.smooth_vo;
     memcpy(res->alphas, S.p.alphas, sizeof res->alphas);
     memcpy(res->clips, S.p.clips, sizeof res->clips);
     *out = res;
@@ -581,6 +630,10 @@ int lb_abq_search_tensor(const lb_abq_search *s, const char *name, size_t len, i
         if (strcmp(full + off, part)) continue;
         const lb_matrix *w = mat_of(l, i);
         *type = w->type, *data = w->data, *bytes = w->row_size * (size_t)w->N;
+        return 1;
+    }
+    if (s->smooth_vo && l->bv && !strcmp(full + off, "attn_v.bias")) { /* over the vo group's 1/s */
+        *type = LB_TYPE_F32, *data = l->bv, *bytes = (size_t)s->model->hp.n_head_kv * s->model->hp.head_dim * sizeof(float);
         return 1;
     }
     const float *v = !strcmp(full + off, "attn_norm.weight") ? l->attn_norm

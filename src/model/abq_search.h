@@ -49,6 +49,10 @@ typedef struct {
      * dc_ridge: the fit's ridge (0: LB_ABQ_DC_RIDGE). 0: off */
     int dc;
     float dc_ridge;
+    /* with smoothing, a fourth group: attn_output's input, its 1/s carried
+     * by attn_v's rows (and bias); query heads sharing a KV head share s
+     * (GQA). 0: attn_output's input unsmoothed */
+    int smooth_vo;
     int n_threads;     /* 0: the model's */
     /* the grid; n_* = 0: the default {none, 0.25, 0.5, 0.75} x {1, 0.95, 0.9, 0.85}.
      * alpha < 0: no smoothing. The first pair is the default configuration
@@ -78,6 +82,7 @@ typedef struct {
     float alphas[LB_ABQ_SEARCH_MAX_GRID], clips[LB_ABQ_SEARCH_MAX_GRID];
     lb_abq_search_layer *layers;
     const lb_model *model;
+    int smooth_vo;
 } lb_abq_search;
 
 /* The search on m (weights F32, F16 or BF16; every layer matrix's rows a
@@ -91,9 +96,10 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
 void lb_abq_search_free(lb_abq_search *s);
 
 /* The calibrated model's tensor NAME (blk.L.{attn_q,attn_k,attn_v,attn_output,
- * ffn_gate,ffn_up,ffn_down}.weight: ABQ blocks; blk.L.{attn,ffn}_norm.weight:
- * F32): 1 with its type, data and bytes; 0 for any other name. s's model
- * must still be alive. */
+ * ffn_gate,ffn_up,ffn_down}.weight: ABQ blocks; blk.L.{attn,ffn}_norm.weight,
+ * and with smooth_vo blk.L.attn_v.bias where the model has it: F32): 1 with
+ * its type, data and bytes; 0 for any other name. s's model must still be
+ * alive. */
 int lb_abq_search_tensor(const lb_abq_search *s, const char *name, size_t len, int *type, const void **data,
                          size_t *bytes);
 

@@ -63,7 +63,7 @@ lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quant
         sp.type = type, sp.act_bits = o->act_bits, sp.act_bits_down = o->act_bits_down, sp.n_threads = n_threads;
         sp.down_bits_hi = o->abq_down_bits, sp.down_gain = o->abq_down_gain_set ? o->abq_down_gain : 0.05f;
         sp.akl_weight = o->abq_akl;
-        sp.dc = o->abq_dc, sp.dc_ridge = o->abq_dc_ridge;
+        sp.dc = o->abq_dc, sp.dc_ridge = o->abq_dc_ridge, sp.smooth_vo = o->abq_smooth_vo;
         sp.progress = progress, sp.user = (void *)o;
         out->chunks = chunks;
         s = lb_abq_search_run(out->model, tok, chunks, ctx, &sp, &out->search);
@@ -79,6 +79,7 @@ lb_status lb_quantize_search_begin(const char *in_path, int type, const lb_quant
         if (s == LB_OK) s = gguf_writer_set_arr(w, "lowbit.abq.search_clip", GGUF_TYPE_FLOAT32, a + r->n_layer, (uint64_t)r->n_layer);
         if (s == LB_OK) s = gguf_writer_set_u32(w, "lowbit.abq.search_chunks", (uint32_t)chunks);
         if (s == LB_OK) s = gguf_writer_set_u32(w, "lowbit.abq.search_ctx", (uint32_t)ctx);
+        if (s == LB_OK && o->abq_smooth_vo) s = gguf_writer_set_u32(w, "lowbit.abq.search_smooth_vo", 1);
         /* ffn_down's input bits per layer, where the search chose them */
         uint32_t *db = o->abq_down_bits && s == LB_OK ? malloc((size_t)r->n_layer * sizeof *db) : NULL;
         if (o->abq_down_bits && s == LB_OK && !db) s = lb_fail(LB_ERR_NOMEM, "out of memory");
