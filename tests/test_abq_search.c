@@ -16,7 +16,8 @@
  *    the model runs the choice, and the file (quantize) carries it per
  *    layer, overridden by a run's act bits, a bad value refused at load;
  *  - smooth_vo: attn_output's input smoothed through attn_v (GQA-shared
- *    scales) keeps a W8A8 model as close to fp as without it (exact fold). */
+ *    scales, and a value bias) keeps a W8A8 model as close to fp as without
+ *    it (exact fold); the writer's lookup returns the smoothed bias. */
 #include "test_util.h"
 
 #include "formats/abq.h"
@@ -142,6 +143,17 @@ static void test_vo(const char *f32, const int32_t *tok) {
     lb_model *fp = load(f32), *m[2] = {load(f32), load(f32)};
     CHECK(fp && m[0] && m[1]);
     if (!fp || !m[0] || !m[1]) goto done;
+    /* a value bias, as Qwen2 has: it must take the same 1/s as attn_v's rows */
+    const int kv = fp->hp.n_head_kv * fp->hp.head_dim;
+    lb_model *all[3] = {fp, m[0], m[1]};
+    for (int i = 0; i < 3; i++)
+        for (int l = 0; l < fp->hp.n_layer; l++) {
+            float *b = lb_model_own(all[i], lb_malloc_aligned((size_t)kv * sizeof *b));
+            CHECK(b != NULL);
+            if (!b) goto done;
+            for (int r = 0; r < kv; r++) b[r] = 0.05f * (float)((r * 37 + l * 11) % 17 - 8);
+            all[i]->layers[l].bv = b;
+        }
     for (int vo = 0; vo < 2; vo++) {
         lb_abq_search_params p = {0};
         p.type = LB_TYPE_ABQ_W8, p.act_bits = 8, p.n_threads = 2, p.smooth_vo = vo;
@@ -153,7 +165,12 @@ static void test_vo(const char *f32, const int32_t *tok) {
             const void *data = NULL;
             size_t bytes = 0;
             const char *bias = "blk.0.attn_v.bias";
-            CHECK(s->smooth_vo == 1 && !lb_abq_search_tensor(s, bias, strlen(bias), &type, &data, &bytes)); /* none here */
+            CHECK(s->smooth_vo == 1 && lb_abq_search_tensor(s, bias, strlen(bias), &type, &data, &bytes) &&
+                  type == LB_TYPE_F32 && bytes == (size_t)kv * 4 && data == m[1]->layers[0].bv);
+            const float *b = data;
+            int scaled = 0;
+            for (int r = 0; b && r < kv; r++) scaled += b[r] != fp->layers[0].bv[r];
+            CHECK_MSG(scaled > kv / 2, "%d of %d bias values smoothed", scaled, kv);
         }
         lb_abq_search_free(s);
         e[vo] = end_to_end(fp, m[vo], tok);

@@ -91,7 +91,8 @@ struct lb_context {
     void *on_attention_user;
 };
 
-/* Register a buffer to be freed with the model. Returns p (NULL on OOM). */
+/* Register a buffer (from lb_malloc_aligned) to be freed with the model.
+ * Returns p (NULL on OOM). */
 void *lb_model_own(lb_model *m, void *p);
 
 /* llama.cpp's general.file_type for a file of type t (model.c); -1 if none. */
