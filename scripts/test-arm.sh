@@ -14,8 +14,9 @@
 #  - C tests: those in emu_skip are skipped: compute-heavy tests without
 #    Arm kernels of their own (test_cb), and ABQ's calibration search over
 #    the tiny model (test_abq_search: 300 s emulated on -cpu max, over 200 s
-#    on each fallback CPU, the longest test of every run; a search is the
-#    same code on every CPU, run natively at every x86 level, and test_abq
+#    on each fallback CPU, the longest test of every run; test_abq_dc runs
+#    two such searches, 135 s emulated on -cpu max; a search is the same
+#    code on every CPU, run natively at every x86 level, and test_abq
 #    holds the ABQ kernels of every Arm level to the reference);
 #    the fallback CPUs also skip fallback_skip: end-to-end file checks that
 #    the -cpu max run covers (the kernel tests run on every CPU: test_mx_model
@@ -33,7 +34,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-default}
 case $mode in default | --quick | --full) ;; *) echo "usage: $0 [--quick | --full]" >&2; exit 2 ;; esac
 emu_cli="cli_errors cli_interop cli_perplexity"
-emu_skip="test_cb test_abq_search"
+emu_skip="test_cb test_abq_search test_abq_dc"
 fallback_skip="test_interop test_kq_repack_model test_mx_model test_gptq test_sgemm"
 [ "$mode" = --quick ] && emu_cli="cli_errors"
 [ "$mode" = --full ] && emu_cli="all" && emu_skip="" && fallback_skip=""
