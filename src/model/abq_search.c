@@ -55,10 +55,11 @@ typedef struct {
     float *score_rows;         /* per thread: two score rows of a chunk */
     int akl_mode, akl_chunk;
     double akl_sum;
-    /* eq. (3)'s correction (dc): ffn_down's inputs in the fp block (hfp) and
-     * in the quantized one (hq), T x n_ff; the fp block's ffn_down output and
-     * the quantized one's error, T x d; the fitted vectors; a second
-     * ffn_down buffer for the corrected candidate */
+    /* eq. (3)'s correction (dc), T = n_chunks x chunk tokens: ffn_down's
+     * inputs in the fp block (hfp, T x n_ff) and in the quantized one on X~
+     * and on Xfp (hq, 2T x n_ff); the fp block's ffn_down output (T x d) and
+     * the quantized one's error in both runs (2T x d); the fitted vectors; a
+     * second ffn_down buffer for the corrected candidate */
     float *hfp, *hq, *dfp, *err, *dc_a, *dc_b;
     float *s_pool; /* smooth_vo: pooled rms and max|W| per KV column */
     void *dcw;
@@ -88,8 +89,8 @@ static void observe(void *user, const lb_matrix *w, const float *x, int n) {
     S->rows[g] += n;
 }
 
-/* The matmul observer while the chosen quantized layer runs on X~ (dc):
- * ffn_down's inputs, in token order. */
+/* The matmul observer while the chosen quantized layer runs on X~, then on
+ * Xfp (dc): ffn_down's inputs, in token order. */
 static void observe_down(void *user, const lb_matrix *w, const float *x, int n) {
     search *S = user;
     if (w != &S->m->layers[S->layer].w_down || S->hq_rows + n > 2 * (int64_t)S->n_chunks * S->chunk) return;
