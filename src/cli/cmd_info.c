@@ -80,30 +80,23 @@ static void print_abq_search(const gguf_file *g) {
     printf("\n");
 }
 
-/* quantize --abq-dc: eq. (3)'s gamma on ffn_down per layer (0: no correction) */
-static void print_abq_dc(const gguf_file *g) {
-    const gguf_kv *c = gguf_get_arr(g, "lowbit.abq.search_dc", GGUF_TYPE_FLOAT32);
-    if (!c) return;
-    printf("  %-8s ffn_down's distribution correction W + gamma a b^T per layer, gamma (lowbit.abq.search_dc):", "");
-    for (uint64_t l = 0; l < c->arr_n; l++) {
-        float v;
-        memcpy(&v, (const char *)c->data + 4 * l, 4);
+/* A per-layer array of the ABQ search (FLOAT32 printed as %.2f, UINT32 as
+ * %u), 12 layers a line after its title. */
+static void print_per_layer(const gguf_file *g, const char *key, int type, const char *title) {
+    const gguf_kv *a = gguf_get_arr(g, key, type);
+    if (!a) return;
+    printf("  %-8s %s (%s):", "", title, key);
+    for (uint64_t l = 0; l < a->arr_n; l++) {
         if (l % 12 == 0) printf("\n  %-8s", "");
-        printf("  %2llu: %.2f", (unsigned long long)l, (double)v);
-    }
-    printf("\n");
-}
-
-/* quantize --abq-down-bits: ffn_down's input bits per layer, as the search chose */
-static void print_abq_down_layers(const gguf_file *g) {
-    const gguf_kv *b = gguf_get_arr(g, "lowbit.abq.act_bits_ffn_down_layers", GGUF_TYPE_UINT32);
-    if (!b) return;
-    printf("  %-8s ffn_down's inputs per layer, bits (lowbit.abq.act_bits_ffn_down_layers; --act-bits P overrides):", "");
-    for (uint64_t l = 0; l < b->arr_n; l++) {
-        uint32_t v;
-        memcpy(&v, (const char *)b->data + 4 * l, 4);
-        if (l % 12 == 0) printf("\n  %-8s", "");
-        printf("  %2llu: %u", (unsigned long long)l, v);
+        if (type == GGUF_TYPE_FLOAT32) {
+            float v;
+            memcpy(&v, (const char *)a->data + 4 * l, 4);
+            printf("  %2llu: %.2f", (unsigned long long)l, (double)v);
+        } else {
+            uint32_t v;
+            memcpy(&v, (const char *)a->data + 4 * l, 4);
+            printf("  %2llu: %u", (unsigned long long)l, v);
+        }
     }
     printf("\n");
 }
@@ -242,8 +235,12 @@ int cmd_info(int argc, char **argv) {
                    "", p);
             if (gguf_get_u32(g, "lowbit.abq.act_bits_ffn_down", &p))
                 printf("  %-8s ffn_down's inputs (every layer) to %u bits (lowbit.abq.act_bits_ffn_down)\n", "", p);
-            print_abq_down_layers(g);
-            print_abq_dc(g);
+            /* quantize --abq-down-bits: ffn_down's input bits per layer, as the search chose */
+            print_per_layer(g, "lowbit.abq.act_bits_ffn_down_layers", GGUF_TYPE_UINT32,
+                            "ffn_down's inputs per layer, bits (--act-bits P overrides)");
+            /* quantize --abq-dc: eq. (3)'s gamma on ffn_down per layer (0: no correction) */
+            print_per_layer(g, "lowbit.abq.search_dc", GGUF_TYPE_FLOAT32,
+                            "ffn_down's distribution correction W + gamma a b^T per layer, gamma");
             print_abq_search(g);
         }
         const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */
