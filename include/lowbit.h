@@ -177,7 +177,7 @@ typedef struct lb_context lb_context;
 typedef struct {
     int n_threads;     /* 0: all cores */
     int verbose;       /* log loading details to stderr */
-    int act_bits;      /* ABQ types: activation bits 1..8; 0: the file's lowbit.abq.act_bits (else 8) */
+    int act_bits;      /* ABQ types: activation bits 1..8, or 16: unquantized (fp32); 0: the file's lowbit.abq.act_bits (else 8) */
 } lb_model_params;
 
 typedef struct {
@@ -371,7 +371,7 @@ typedef struct {
     int from_uniform;
     int bcq_iters;
     /* ABQ types (docs/abq.md): the activation bits stored as the file's
-     * default, lowbit.abq.act_bits (1..8; 0: 8); act_bits_down, when set,
+     * default, lowbit.abq.act_bits (1..8, or 16: unquantized; 0: 8); act_bits_down, when set,
      * ffn_down's (lowbit.abq.act_bits_ffn_down: seed 004 finds its input the
      * most sensitive) */
     int act_bits;

@@ -9,7 +9,8 @@
 # keeps ffn_down's input at its own bits (info shows it); flags that do not
 # apply, bad bit counts and the activation type are refused; --smooth-alpha
 # folds SmoothQuant's balance vectors into the norms exactly (F32 output:
-# KLD ~ 0) and its effect on W8A4 / W4A4 is printed.
+# KLD ~ 0) and its effect on W8A4 / W4A4 is printed; --act-bits 16 keeps
+# the activations in fp32 (WqA16), the dequantized F32 model's perplexity.
 . "$(dirname "$0")/lib_cli.sh"
 need_shared interop/tiny-F32.gguf
 F32=$SHARED/interop/tiny-F32.gguf
@@ -165,8 +166,33 @@ expect_fail "--abq-search on a text shorter than a chunk" "fewer than one chunk"
 expect_fail "--smooth-alpha without an imatrix" "give --imatrix" "$LOWBIT" quantize --smooth-alpha 0.5 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--smooth-alpha 2" "smooth-alpha" "$LOWBIT" quantize --smooth-alpha 2 "$F32" "$WORK/x.gguf" ABQ_W4
 
+# 16 activation bits: unquantized (fp32) activations, WqA16. The file's default or a run-time
+# override; the same outputs as the weights dequantized to F32 (sums in another order), info
+# names the mode and the F32-row kernel
+"$LOWBIT" quantize -t 2 --act-bits 16 "$F32" "$WORK/w4a16.gguf" ABQ_W4 > "$WORK/w4a16.log" 2>&1 \
+  && grep -q "activations at 16 bits" "$WORK/w4a16.log" && ok "quantize ABQ_W4 --act-bits 16" \
+  || { bad "quantize --act-bits 16"; cat "$WORK/w4a16.log"; }
+"$LOWBIT" info "$WORK/w4a16.gguf" > "$WORK/w4a16.info" 2>/dev/null
+grep -qE 'ABQ_W4 +16 tensors.*kernel: abq_w4_f32_' "$WORK/w4a16.info" && grep -q 'activations unquantized, fp32' "$WORK/w4a16.info" \
+  && ok "info: ABQ_W4 at 16 activation bits, its F32-row kernel" || bad "info A16: $(cat "$WORK/w4a16.info")"
+"$LOWBIT" quantize -t 2 "$WORK/w4a16.gguf" "$WORK/w4deq.gguf" F32 > /dev/null 2>&1 || bad "dequantize ABQ_W4 to F32"
+ppl_of() { grep -oE 'PPL = [0-9.]+' "$1" | tail -1 | awk '{print $3}'; }
+for isa in "" scalar; do
+  LOWBIT_ISA=$isa "$LOWBIT" perplexity -m "$WORK/w4a16.gguf" -f "$TEXT" -c 128 --chunks 4 -t 2 > "$WORK/a16$isa.ppl" 2>/dev/null \
+    || bad "perplexity A16 ${isa:-best}"
+done
+"$LOWBIT" perplexity -m "$WORK/w4deq.gguf" -f "$TEXT" -c 128 --chunks 4 -t 2 > "$WORK/deq.ppl" 2>/dev/null
+P16=$(ppl_of "$WORK/a16.ppl"); PS=$(ppl_of "$WORK/a16scalar.ppl"); PD=$(ppl_of "$WORK/deq.ppl")
+awk -v a="$P16" -v b="$PD" -v c="$PS" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 < (1e-4 * b) ^ 2 && (c - b) ^ 2 < (1e-4 * b) ^ 2) }' \
+  && ok "W4A16 PPL $P16 (scalar $PS) = the dequantized F32 model's $PD" || bad "W4A16 PPL $P16 / $PS, dequantized F32 $PD"
+# (on this random-weight model 8-bit activations cost next to nothing: W4A16 and W4A8 are level)
+W4A16=$(kld "$WORK/ABQ_W4.gguf" 16)
+awk -v a="$W4A16" -v b="$W4A8" -v c="$W4A4" 'BEGIN { exit !(a > 0 && a < c && a < 1.1 * b) }' \
+  && ok "KLD W4A16 $W4A16 < W4A4 $W4A4, within 10 % of W4A8 $W4A8" || bad "KLD W4A16 $W4A16, W4A8 $W4A8, W4A4 $W4A4"
+expect_fail "--abq-search at 16 activation bits" "nothing to fit" "$LOWBIT" quantize --act-bits 16 --abq-search "$WORK/calib.txt" "$F32" "$WORK/x.gguf" ABQ_W4
+
 expect_fail "--act-bits for a non-ABQ type" "applies to the ABQ types only" "$LOWBIT" quantize --act-bits 4 "$F32" "$WORK/x.gguf" Q4_0
-expect_fail "quantize --act-bits 9" "act-bits" "$LOWBIT" quantize --act-bits 9 "$F32" "$WORK/x.gguf" ABQ_W4
+expect_fail "quantize --act-bits 9" "1..8 activation bits, or 16" "$LOWBIT" quantize --act-bits 9 "$F32" "$WORK/x.gguf" ABQ_W4
 expect_fail "--act-bits-down for a non-ABQ type" "act-bits-down applies to the ABQ types only" "$LOWBIT" quantize --act-bits-down 8 "$F32" "$WORK/x.gguf" Q4_0
 expect_fail "run --act-bits 0" "act-bits" "$LOWBIT" run -m "$WORK/ABQ_W4.gguf" --act-bits 0 -p "Once" -n 1
 expect_fail "quantize to ABQ_W9" "unknown or unsupported type" "$LOWBIT" quantize "$F32" "$WORK/x.gguf" ABQ_W9

@@ -13,6 +13,8 @@
  *    1 and 2 threads), and both AVX2 ways (popcount, int8) directly; on
  *    integer data the reference is the double dot of the dequantized sides
  *    up to the result's one float rounding;
+ *  - 16 activation bits (fp32 rows): every type and code layout at every
+ *    level within 2^-20 of the reference, weights decoded exactly;
  *  - malformed blocks: lb_abq_check_blocks names a non-finite d, a zero
  *    point out of range, a W2S code above 4; the model loader refuses a
  *    corrupted file with that message; the GGUF reader refuses rows 128
@@ -411,6 +413,95 @@ static void test_codes(void) {
     }
 }
 
+/* ---- 16 activation bits (LB_ABQ_ACT_F32): fp32 activations ----
+ * Every plane type, and the code layouts made at load: the kernel
+ * lb_kernel_for picks at each level takes F32 rows; through lb_matmul (M =
+ * 1..17 and 33, odd N, K of 1..5 groups, 1 and 2 threads) and by vec_dot it
+ * is within 2^-20 of sum |w x| of the reference (float sums against its
+ * double ones). Decoding is exact: with unit activation rows e_j the output
+ * is the weight's float d (c - z) bit for bit, the same as to_float. The
+ * reference itself is the double dot of the dequantized weights. */
+static void test_a16(void) {
+    uint64_t seed = 1616;
+    int n_cases = 0, n_decode = 0;
+    const int64_t Ks[] = {128, 384, 640};
+    for (int i = 0; i < 14; i++) {
+        /* the 9 plane types, then the 5 code layouts of W1, W2, W3, W4, W2S */
+        static const int codes_of[] = {LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W2S};
+        const int plain = i < 9 ? weight_type(i) : codes_of[i - 9];
+        const int t = i < 9 ? plain : lb_abq_codes_of(plain);
+        const int64_t K = Ks[i % 3], N = 1 + 2 * (i % 9);
+        const int M = i == 4 ? 33 : 1 + (i * 5) % 17;
+        const size_t prow = lb_row_size(plain, K), row = lb_row_size(t, K);
+        float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M), *wf = malloc(sizeof(float) * K * N);
+        uint8_t *P = malloc(prow * N), *W = malloc(row * N);
+        for (int64_t j = 0; j < K * N; j++) w[j] = gauss(&seed);
+        for (int64_t j = 0; j < K * M; j++) x[j] = gauss(&seed) * (j % 61 == 0 ? 10.0f : 1.0f);
+        lb_traits(plain)->from_float(w, P, K * N);
+        if (t == plain) memcpy(W, P, row * N);
+        else lb_abq_to_codes(plain, P, W, K, N);
+        lb_traits(plain)->to_float(P, wf, K * N);
+        float *ref = malloc(sizeof(float) * N * M);
+        double *mag = malloc(sizeof(double) * N * M);
+        int ref_ok = 1;
+        for (int m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) {
+                double d = 0, a = 0;
+                for (int64_t j = 0; j < K; j++) d += (double)wf[n * K + j] * x[m * K + j], a += fabs((double)wf[n * K + j] * x[m * K + j]);
+                ref[m * N + n] = lb_abq_row_dot_f32(t, K, W + n * row, x + m * K);
+                mag[m * N + n] = a;
+                ref_ok &= ref[m * N + n] == (float)d;
+            }
+        CHECK_MSG(ref_ok, "%s: the A16 reference is not the double dot of the dequantized weights", lb_type_name(t));
+        /* unit rows: e_j for j = 0..min(K, 128)-1 pick out the decoded weights */
+        const int MU = 128;
+        float *e = calloc((size_t)MU * K, sizeof(float));
+        for (int j = 0; j < MU; j++) e[(size_t)j * K + (j * 37) % K] = 1.0f;
+        for (int li = 0; li < LB_ISA_COUNT; li++) {
+            if (!lb_test_level_available(li)) continue;
+            const lb_kernel *k = lb_kernel_get_act(t, LB_ABQ_ACT_F32, (lb_isa)li);
+            CHECK_MSG(k && k->act_type == LB_TYPE_F32 && !k->quantize_act_bits, "%s at %s: no F32-activation kernel",
+                      lb_type_name(t), lb_isa_name((lb_isa)li));
+            if (!k) continue;
+            int close = 1;
+            for (int m = 0; m < M; m++)
+                for (int64_t n = 0; n < N; n++) {
+                    float s;
+                    k->vec_dot(K, &s, W + n * row, x + m * K);
+                    close &= fabs((double)s - ref[m * N + n]) <= 0x1p-20 * mag[m * N + n] + 1e-30;
+                }
+            lb_cpu_force_level((lb_isa)li);
+            for (int nth = 1; nth <= 2; nth++) {
+                float *y = lb_test_matmul_bits(t, W, K, N, x, M, nth, LB_ABQ_ACT_F32);
+                for (int64_t c = 0; c < N * M; c++) close &= fabs((double)y[c] - ref[c]) <= 0x1p-20 * mag[c] + 1e-30;
+                free(y);
+                n_cases++;
+            }
+            float *y = lb_test_matmul_bits(t, W, K, N, e, MU, 2, LB_ABQ_ACT_F32);
+            int exact = 1;
+            for (int j = 0; j < MU; j++)
+                for (int64_t n = 0; n < N; n++) exact &= y[(size_t)j * N + n] == wf[n * K + (j * 37) % K];
+            free(y);
+            n_decode += exact;
+            lb_cpu_force_level(lb_cpu_detected());
+            CHECK_MSG(close, "%s K %lld N %lld M %d: %s is not within 2^-20 of the A16 reference", lb_type_name(t),
+                      (long long)K, (long long)N, M, k->name);
+            CHECK_MSG(exact, "%s: %s does not decode the weights exactly", lb_type_name(t), k->name);
+        }
+        free(e), free(ref), free(mag), free(w), free(x), free(wf), free(P), free(W);
+    }
+    /* the kernel lb_kernel_for picks follows the matrix's bits */
+    lb_matrix m8 = {LB_TYPE_ABQ_W4, 128, 1, lb_row_size(LB_TYPE_ABQ_W4, 128), NULL, 8}, m16 = m8;
+    m16.act_bits = LB_ABQ_ACT_F32;
+    CHECK(lb_kernel_for(&m8)->act_type == LB_TYPE_ABQ_ACT && lb_kernel_for(&m16)->act_type == LB_TYPE_F32);
+    CHECK(lb_abq_act_bits_ok(16) && lb_abq_act_bits_ok(1) && !lb_abq_act_bits_ok(9) && !lb_abq_act_bits_ok(0));
+    printf("a16: %d level x thread matmuls within 2^-20 of the reference, %d exact weight decodes\n", n_cases, n_decode);
+    for (int li = 0; li < LB_ISA_COUNT; li++) {
+        const lb_kernel *k = lb_kernel_get_act(LB_TYPE_ABQ_W4_C4, LB_ABQ_ACT_F32, (lb_isa)li);
+        if (lb_test_level_available(li)) printf("  level %s: %s\n", lb_isa_name((lb_isa)li), k ? k->name : "none");
+    }
+}
+
 /* ---- malformed blocks ---- */
 static void test_malformed(void) {
     float x[256];
@@ -527,6 +618,7 @@ int main(void) {
     test_act();
     test_kernels();
     test_codes();
+    test_a16();
     test_malformed();
     test_loader();
     return lb_test_result("test_abq");

@@ -22,6 +22,8 @@ int cli_flag(cli_args *a, const char *s1, const char *s2);
 /* The value after the current flag (advances), or NULL with an error printed. */
 const char *cli_value(cli_args *a);
 int cli_int(cli_args *a, int lo, int hi);
+/* ABQ activation bits: 1..8, or 16 (LB_ABQ_ACT_F32: fp32 activations) */
+int cli_act_bits(cli_args *a);
 double cli_float(cli_args *a, double lo, double hi);
 unsigned long long cli_u64(cli_args *a);
 void cli_unknown(cli_args *a);
@@ -41,8 +43,8 @@ int cli_common_flag(cli_args *a, cli_common *c);
     "  -t, --threads N      threads (default: all cores)\n"                  \
     "      --isa LEVEL      force a lower kernel level: scalar|avx2|avx512|amx|neon|dotprod|i8mm\n" \
     "                       (also LOWBIT_ISA=...)\n"                         \
-    "      --act-bits P     ABQ models: quantize activations to P bits, 1..8 (default: the\n" \
-    "                       file's lowbit.abq.act_bits, set by quantize --act-bits)\n" \
+    "      --act-bits P     ABQ models: quantize activations to P bits, 1..8, or 16: keep them in\n" \
+    "                       fp32 (WqA16; default: the file's lowbit.abq.act_bits, set by quantize)\n" \
     "  -v, --verbose        more logging\n"                                  \
     "  -h, --help           this help\n"
 /* Applies --isa/--verbose; prints an error and returns nonzero on failure. */

@@ -224,15 +224,22 @@ int cmd_info(int argc, char **argv) {
     printf("\ntypes:\n");
     for (int t = 0; t < NT; t++) {
         if (!count_by_type[t] || ((t == LB_TYPE_MX2 || t == LB_TYPE_MX4) && n_mx)) continue; /* the MX line below */
-        const lb_kernel *k = lb_traits(t) ? lb_kernel_get(t) : NULL;
+        uint32_t abits = 8; /* ABQ: the file's activation bits choose the kernel (16: fp32 rows) */
+        gguf_get_u32(g, "lowbit.abq.act_bits", &abits);
+        const lb_kernel *k = !lb_traits(t) ? NULL
+                             : lb_abq_bits(t) ? lb_kernel_get_act(t, (int)abits, lb_cpu_level())
+                                              : lb_kernel_get(t);
         printf("  %-8s %4d tensors %14lld weights %10.2f MiB  %6.3f bpw  kernel: %s\n", lb_type_name(t) ? lb_type_name(t) : "?",
                count_by_type[t], (long long)params_by_type[t], bytes_by_type[t] / 1048576.0,
                params_by_type[t] ? 8.0 * bytes_by_type[t] / params_by_type[t] : 0.0, k ? k->name : "none (cannot compute)");
         if (lb_abq_bits(t)) {
-            uint32_t p = 8;
-            gguf_get_u32(g, "lowbit.abq.act_bits", &p);
-            printf("  %-8s activations quantized per token to %u bits (lowbit.abq.act_bits; --act-bits P overrides)\n",
-                   "", p);
+            uint32_t p = abits;
+            if (p == LB_ABQ_ACT_F32)
+                printf("  %-8s activations unquantized, fp32 (16 bits: WqA16; lowbit.abq.act_bits; --act-bits P overrides)\n",
+                       "");
+            else
+                printf("  %-8s activations quantized per token to %u bits (lowbit.abq.act_bits; --act-bits P overrides)\n",
+                       "", p);
             if (gguf_get_u32(g, "lowbit.abq.act_bits_ffn_down", &p))
                 printf("  %-8s ffn_down's inputs (every layer) to %u bits (lowbit.abq.act_bits_ffn_down)\n", "", p);
             /* quantize --abq-down-bits: ffn_down's input bits per layer, as the search chose */
@@ -251,7 +258,7 @@ int cmd_info(int argc, char **argv) {
             const int tied = !gguf_find_tensor(g, "output.weight") && te && (int)te->type == t;
             printf("  %-8s matrices repacked at load to %s (token_embd keeps its rows%s), kernel: %s\n", "",
                    lb_type_name(rt), tied ? "; the tied output head gets a repacked copy" : "",
-                   lb_kernel_get(rt)->name);
+                   lb_kernel_get_act(rt, lb_abq_bits(t) ? (int)abits : 0, lb_cpu_level())->name);
         }
     }
     if (gc_side_bytes)

@@ -38,7 +38,7 @@ static void help(void) {
            "                    exactly (LUT-GEMM App. C)\n"
            "      --bcq-iters N BCQ: alternating least-squares iterations after the greedy and uniform\n"
            "                    starts (default 8; 0: the starts only)\n"
-           "      --act-bits P  ABQ types: the activation bits (1..8, default 8) stored as the file's\n"
+           "      --act-bits P  ABQ types: the activation bits (1..8, default 8; 16: unquantized, WqA16) stored as the file's\n"
            "                    default (lowbit.abq.act_bits); run / perplexity / bench --act-bits override it\n"
            "      --act-bits-down P  ABQ types: ffn_down's input at P bits instead (its input, after the\n"
            "                    gated activation, is the one seed 004 finds most sensitive)\n"
@@ -136,8 +136,8 @@ int cmd_quantize(int argc, char **argv) {
         }
         else if (cli_flag(&a, "--from-uniform", NULL)) opt.from_uniform = 1;
         else if (cli_flag(&a, "--bcq-iters", NULL)) bcq_iters = cli_int(&a, 0, 1000);
-        else if (cli_flag(&a, "--act-bits", NULL)) opt.act_bits = cli_int(&a, 1, 8);
-        else if (cli_flag(&a, "--act-bits-down", NULL)) opt.act_bits_down = cli_int(&a, 1, 8);
+        else if (cli_flag(&a, "--act-bits", NULL)) opt.act_bits = cli_act_bits(&a);
+        else if (cli_flag(&a, "--act-bits-down", NULL)) opt.act_bits_down = cli_act_bits(&a);
         else if (cli_flag(&a, "--smooth-alpha", NULL)) opt.smooth_set = 1, opt.smooth_alpha = (float)cli_float(&a, 0.0, 1.0);
         else if (cli_flag(&a, "--abq-search", NULL)) opt.abq_search = cli_value(&a);
         else if (cli_flag(&a, "--abq-search-chunks", NULL)) opt.abq_search_chunks = cli_int(&a, 1, 100000);
@@ -205,6 +205,11 @@ int cmd_quantize(int argc, char **argv) {
     if (opt.abq_down_bits && opt.abq_down_bits <= down_now) {
         fprintf(stderr, "lowbit quantize: --abq-down-bits %d must be above ffn_down's %d bits (--act-bits-down, --act-bits)\n",
                 opt.abq_down_bits, down_now);
+        return CLI_USAGE;
+    }
+    if (opt.abq_search && (opt.act_bits == LB_ABQ_ACT_F32 || opt.act_bits_down == LB_ABQ_ACT_F32)) {
+        fprintf(stderr, "lowbit quantize: --abq-search fits the weights to quantized activations; with 16-bit "
+                        "(unquantized) activations there is nothing to fit: quantize without it\n");
         return CLI_USAGE;
     }
     if (opt.abq_search && (opt.smooth_set || opt.gptq)) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "formats/abq.h"
 #include "core/common.h"
 #include "kernels/cpu.h"
 
@@ -64,6 +65,20 @@ int cli_int(cli_args *a, int lo, int hi) {
     return (int)x;
 }
 
+int cli_act_bits(cli_args *a) {
+    const char *flag = a->argv[a->i], *v = cli_value(a);
+    if (!v) return 0;
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*v == 0 || *end || x < 1 || x > LB_ABQ_ACT_F32 || !lb_abq_act_bits_ok((int)x)) {
+        fprintf(stderr, "lowbit %s: %s expects 1..8 activation bits, or 16 for unquantized (fp32) activations, got '%s'\n",
+                a->cmd, flag, v);
+        a->bad = 1;
+        return 0;
+    }
+    return (int)x;
+}
+
 double cli_float(cli_args *a, double lo, double hi) {
     const char *flag = a->argv[a->i], *v = cli_value(a);
     if (!v) return lo;
@@ -99,7 +114,7 @@ int cli_common_flag(cli_args *a, cli_common *c) {
     else if (cli_flag(a, "-t", "--threads")) c->threads = cli_int(a, 1, 1024);
     else if (cli_flag(a, "--isa", NULL)) c->isa = cli_value(a);
     else if (cli_flag(a, "-v", "--verbose")) c->verbose = 1;
-    else if (cli_flag(a, "--act-bits", NULL)) c->act_bits = cli_int(a, 1, 8);
+    else if (cli_flag(a, "--act-bits", NULL)) c->act_bits = cli_act_bits(a);
     else return 0;
     return 1;
 }

@@ -147,6 +147,28 @@ float lb_abq_row_dot(int type, int64_t n, const void *w, const void *va) {
     return n >= LB_ABQ_G ? (float)(acc * (double)a[0].d) : 0.0f;
 }
 
+/* The A16 reference (formats/abq.h, LB_ABQ_ACT_F32): the weights' exact
+ * floats times the activations, summed in double. */
+float lb_abq_row_dot_f32(int type, int64_t n, const void *w, const float *x) {
+    const int codes = lb_abq_plain_of_codes(type) >= 0;
+    const int64_t nb = n / LB_ABQ_G;
+    double acc = 0.0;
+    for (int64_t i = 0; i < nb; i++) {
+        float d;
+        int z;
+        uint8_t c[LB_ABQ_G];
+        if (codes) {
+            lb_abq_codes_group(type, w, nb, i, &d, &z, c);
+        } else {
+            const void *blk = (const uint8_t *)w + (size_t)i * block_bytes(type);
+            d = lb_abq_block_d(type, blk), z = lb_abq_block_z(type, blk);
+            for (int j = 0; j < LB_ABQ_G; j++) c[j] = (uint8_t)lb_abq_get_code(type, blk, j);
+        }
+        for (int j = 0; j < LB_ABQ_G; j++) acc += (double)(d * (float)(c[j] - z)) * (double)x[i * LB_ABQ_G + j];
+    }
+    return (float)acc;
+}
+
 #define ABQ_DEFINE(name, NAME, Q)                                                                            \
     void lb_dequantize_row_##name(const void *x, float *y, int64_t k) { dequantize_row(LB_TYPE_##NAME, x, y, k); } \
     void lb_quantize_row_##name##_ref(const float *x, void *y, int64_t k) {                                 \
@@ -154,6 +176,9 @@ float lb_abq_row_dot(int type, int64_t n, const void *w, const void *va) {
     }                                                                                                       \
     void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a) {                       \
         *s = lb_abq_row_dot(LB_TYPE_##NAME, n, w, a);                                                       \
+    }                                                                                                       \
+    void lb_vec_dot_##name##_f32_ref(int64_t n, float *s, const void *w, const void *a) {                   \
+        *s = lb_abq_row_dot_f32(LB_TYPE_##NAME, n, w, a);                                                   \
     }
 LB_ABQ_LIST(ABQ_DEFINE)
 #undef ABQ_DEFINE

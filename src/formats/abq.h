@@ -108,6 +108,19 @@ static_assert(offsetof(block_abq_act, c) == 128 && offsetof(block_abq_act, d) ==
  * lowbit.abq.act_bits_ffn_down; the model load sets every matrix's, and
  * lb_model_params.act_bits overrides both. */
 
+/* 16 activation bits (LB_ABQ_ACT_F32): no activation quantization at all,
+ * the paper's WqA16 (its fp16 activations; lowbit keeps fp32, one rounding
+ * less): the weights' floats d (c - z) dotted with the fp32 activations by
+ * the kernels of lb_kernel_for (kernels/dispatch.h), which take F32 rows.
+ * The reference, every type (planes and code layouts):
+ *     y = (float) sum_j (double) w_j * x_j      w_j = d (c_j - z), exact in float
+ * the fast kernels sum in float, so they match it within a tolerance
+ * (tests/test_abq.c), not bit for bit. The quality yardstick of the
+ * issue's "W4A8 within 3 % of W4A16", and a weight-only 4-bit mode. */
+#define LB_ABQ_ACT_F32 16
+/* 1..8 or LB_ABQ_ACT_F32 */
+static inline int lb_abq_act_bits_ok(int p) { return (p >= 1 && p <= LB_ABQ_MAX_BITS) || p == LB_ABQ_ACT_F32; }
+
 /* fp32 row of k values (k a multiple of 128, the whole token) -> ABQ_ACT
  * blocks at 8 bits (the traits' from_float); the same at p bits. */
 void lb_quantize_row_abq_act_ref(const float *x, void *y, int64_t k);
@@ -139,6 +152,13 @@ int lb_abq_get_code(int type, const void *blk, int j);
     void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a);
 LB_ABQ_LIST(LB_ABQ_DECLARE)
 #undef LB_ABQ_DECLARE
+
+/* The A16 reference dot of each plane type and code layout: weight row w
+ * (n weights) against the fp32 row a (formats above, LB_ABQ_ACT_F32). */
+#define LB_ABQ_F32_DECLARE(name, NAME, Q) void lb_vec_dot_##name##_f32_ref(int64_t n, float *s, const void *w, const void *a);
+LB_ABQ_LIST(LB_ABQ_F32_DECLARE)
+/* the same for any of them by type */
+float lb_abq_row_dot_f32(int type, int64_t n, const void *w, const float *x);
 
 /* The integer group dot I_g above, plainly: sum_j (cw_j - zw)(ca_j - za)
  * from the codes (the tests' second reference) and from the planes. */
@@ -206,6 +226,11 @@ static_assert(LB_ABQ_CODES_GROUP_BYTES(4) == 72 && LB_ABQ_CODES_GROUP_BYTES(2) =
 #define LB_ABQ_CODES_DECLARE(name, NAME, W) void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a);
 LB_ABQ_CODES_LIST(LB_ABQ_CODES_DECLARE)
 #undef LB_ABQ_CODES_DECLARE
+
+LB_ABQ_CODES_LIST(LB_ABQ_F32_DECLARE)
+#undef LB_ABQ_F32_DECLARE
+/* A group's d, z and 128 codes (bytes) of a code layout row of nb groups. */
+void lb_abq_codes_group(int type, const void *row, int64_t nb, int64_t i, float *d, int *z, uint8_t c[LB_ABQ_G]);
 
 /* The code layout of an ABQ weight type (q <= 4 or W2S), -1 for others. */
 int lb_abq_codes_of(int type);

@@ -152,10 +152,20 @@ static float row_dot(int ct, int64_t n, const void *w, const void *va) {
     return n >= LB_ABQ_G ? (float)(acc * (double)a[0].d) : 0.0f;
 }
 
+void lb_abq_codes_group(int type, const void *row, int64_t nb, int64_t i, float *d, int *z, uint8_t c[LB_ABQ_G]) {
+    const row_parts p = parts_of(type, row, nb);
+    const uint8_t *qs = p.qs + (size_t)p.qb * (size_t)i;
+    *d = get_d(&p, i), *z = get_i16(p.z, i);
+    for (int j = 0; j < LB_ABQ_G; j++) c[j] = (uint8_t)lb_abq_codes_get(width(type), qs, j);
+}
+
 #define CODES_DEFINE(name, NAME, W)                                                                          \
     static void to_float_##name(const void *x, float *y, int64_t k) { to_float(LB_TYPE_##NAME, x, y, k); }     \
     void lb_vec_dot_##name##_ref(int64_t n, float *s, const void *w, const void *a) {                       \
         *s = row_dot(LB_TYPE_##NAME, n, w, a);                                                              \
+    }                                                                                                       \
+    void lb_vec_dot_##name##_f32_ref(int64_t n, float *s, const void *w, const void *a) {                   \
+        *s = lb_abq_row_dot_f32(LB_TYPE_##NAME, n, w, a);                                                   \
     }
 LB_ABQ_CODES_LIST(CODES_DEFINE)
 #undef CODES_DEFINE

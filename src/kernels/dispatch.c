@@ -132,10 +132,21 @@ static const lb_kernel lb_kernel_list[] = {
 #endif
 };
 
-const lb_kernel *lb_kernel_get_at(int type, lb_isa level) {
+/* ABQ at 16 activation bits (formats/abq.h, LB_ABQ_ACT_F32): the same
+ * weight types against fp32 rows, so a list of their own, which
+ * lb_kernel_for consults for such a matrix. */
+static const lb_kernel lb_kernel_a16_list[] = {
+    LB_ABQ_F32_REF_KERNELS
+#if LB_HAVE_X86_KERNELS
+    LB_ABQ_F32_X86_KERNELS
+#endif
+};
+
+/* The entry of list with the highest level not above level (see below). */
+static const lb_kernel *pick(const lb_kernel *list, size_t n, int type, lb_isa level) {
     const lb_kernel *best = NULL;
-    for (size_t i = 0; i < sizeof lb_kernel_list / sizeof lb_kernel_list[0]; i++) {
-        const lb_kernel *k = &lb_kernel_list[i];
+    for (size_t i = 0; i < n; i++) {
+        const lb_kernel *k = &list[i];
         if (k->type != type) continue;
         if (k->cpu_needs & ~lb_cpu_extra_features()) continue;
         /* Arm and x86 levels are separate families; scalar serves both. */
@@ -144,6 +155,19 @@ const lb_kernel *lb_kernel_get_at(int type, lb_isa level) {
         if (fits && (!best || k->isa > best->isa || (k->isa == best->isa && k->cpu_needs && !best->cpu_needs)))
             best = k;
     }
+    return best;
+}
+
+const lb_kernel *lb_kernel_get_act(int type, int act_bits, lb_isa level) {
+    if (act_bits == LB_ABQ_ACT_F32 && (lb_abq_bits(type) || lb_abq_plain_of_codes(type) >= 0))
+        return pick(lb_kernel_a16_list, sizeof lb_kernel_a16_list / sizeof lb_kernel_a16_list[0], type, level);
+    return lb_kernel_get_at(type, level);
+}
+
+const lb_kernel *lb_kernel_for(const lb_matrix *W) { return lb_kernel_get_act(W->type, W->act_bits, lb_cpu_level()); }
+
+const lb_kernel *lb_kernel_get_at(int type, lb_isa level) {
+    const lb_kernel *best = pick(lb_kernel_list, sizeof lb_kernel_list / sizeof lb_kernel_list[0], type, level);
     if (!best) {
         /* Types without a registered kernel (e.g. K-quants) use their reference dot. */
         const lb_type_traits *t = lb_traits(type);

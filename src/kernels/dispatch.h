@@ -70,6 +70,13 @@ typedef struct {
                    * 0: the kernel's default (8) */
 } lb_matrix;
 
+/* The kernel for matrix W: lb_kernel_get(W->type), but for an ABQ matrix
+ * at 16 activation bits (formats/abq.h, LB_ABQ_ACT_F32) the one taking fp32
+ * rows. Every caller that runs W goes through this. */
+const lb_kernel *lb_kernel_for(const lb_matrix *W);
+/* The same for a type, activation bits and level (the tests). */
+const lb_kernel *lb_kernel_get_act(int type, int act_bits, lb_isa level);
+
 /* Bytes W's weights occupy: row_size * N, or for MX (data an lb_mx_view,
  * formats/mx.h) what its tiles, map and outliers store, for GQ{b}_GC (data
  * an lb_gc_view, formats/gc.h) its codes and per-row grids. */

@@ -46,7 +46,7 @@ static int uses_x4(const lb_kernel *k) { return k->act_rows > 1 && k->gemm && k-
 static int act_group(const lb_kernel *k) { return uses_x4(k) ? k->act_rows : 1; }
 
 size_t lb_matmul_scratch_size(const lb_matrix *W, int M) {
-    const lb_kernel *k = lb_kernel_get(W->type);
+    const lb_kernel *k = lb_kernel_for(W);
     if (!k || M <= 0) return 0;
     /* any level's grouped layout fits (LB_ACT_X4_MAX_BLOCK per 4 rows), plus every row
      * plain: the tail rows of an interleaved matrix may need them all */
@@ -166,7 +166,7 @@ static void run_units(const job *jobs, const lb_matrix *const *W, int nw, int u0
 static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M, float *const *Y, const size_t *ldy,
                         void *scratch, int n_threads) {
     enum { MAX_W = 4 };
-    const lb_kernel *k = lb_kernel_get(W[0]->type);
+    const lb_kernel *k = lb_kernel_for(W[0]);
     const int64_t K = W[0]->K;
     const int AR = act_group(k);
     const int M4 = uses_x4(k) ? M - M % AR : 0;

@@ -98,6 +98,18 @@ static lb_status from_file(lb_model *m, const gguf_file *g) {
     return LB_OK;
 }
 
+/* A matrix of type t (the first: Q of layer 0 before the others), for the
+ * kernel summary: an ABQ type's kernel depends on its activation bits. */
+static const lb_matrix *first_of_type(const lb_model *m, int t) {
+    for (int il = 0; il < m->hp.n_layer; il++) {
+        const lb_layer *l = &m->layers[il];
+        const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        for (int i = 0; i < 7; i++)
+            if (ws[i]->type == t) return ws[i];
+    }
+    return m->tok_embd.type == t ? &m->tok_embd : m->output.type == t ? &m->output : NULL;
+}
+
 lb_status lb_model_finish(lb_model *m) {
     enum { NT = 2048 };
     const int tied = m->output.data == m->tok_embd.data; /* before repacking gives output its own copy */
@@ -124,7 +136,8 @@ lb_status lb_model_finish(lb_model *m) {
     for (int t = 0; t < NT; t++) {
         if (!bytes[t]) continue;
         total += bytes[t];
-        const lb_kernel *k = lb_kernel_get(t);
+        const lb_matrix *w = first_of_type(m, t);
+        const lb_kernel *k = w ? lb_kernel_for(w) : lb_kernel_get(t);
         len += (size_t)snprintf(sum + len, cap - len, "  %-6s weights: %8.2f MiB, kernel %s (%s)\n",
                                 lb_type_name(t), bytes[t] / 1048576.0, k ? k->name : "none",
                                 lb_isa_name(lb_cpu_level()));

@@ -99,7 +99,7 @@ void *lb_model_own(lb_model *m, void *p);
 int lb_llama_ftype(int t, int mixed);
 
 /* ABQ matrices (formats/abq.h): their activations at `all` bits, ffn_down's
- * at `down` (1..8); other types' act_bits stay 0. */
+ * at `down` (1..8, or 16: unquantized, formats/abq.h); other types' act_bits stay 0. */
 void lb_model_set_act_bits(lb_model *m, int all, int down);
 
 /* Token embeddings (n x n_embd floats; Gemma 3's sqrt(n_embd) scale

@@ -283,8 +283,8 @@ static lb_status load_weights(loader *L) {
 
 /* One of the file's ABQ activation-bit keys: absent leaves *v as it is. */
 static lb_status get_bits_kv(const gguf_file *g, const char *key, uint32_t *v) {
-    if (gguf_find_kv(g, key) && (!gguf_get_u32(g, key, v) || *v < 1 || *v > LB_ABQ_MAX_BITS))
-        return lb_fail(LB_ERR_FORMAT, "%s is not an integer 1..8", key);
+    if (gguf_find_kv(g, key) && (!gguf_get_u32(g, key, v) || *v > LB_ABQ_ACT_F32 || !lb_abq_act_bits_ok((int)*v)))
+        return lb_fail(LB_ERR_FORMAT, "%s is not 1..8 or 16 (activation bits)", key);
     return LB_OK;
 }
 
@@ -296,8 +296,8 @@ static lb_status set_act_bits(lb_model *m, int requested) {
     lb_status s = get_bits_kv(m->gguf, "lowbit.abq.act_bits", &all);
     if (s == LB_OK) s = get_bits_kv(m->gguf, "lowbit.abq.act_bits_ffn_down", &down);
     if (s != LB_OK) return s;
-    if (requested && (requested < 1 || requested > LB_ABQ_MAX_BITS))
-        return lb_fail(LB_ERR_ARG, "activation bits %d: ABQ takes 1..8", requested);
+    if (requested && !lb_abq_act_bits_ok(requested))
+        return lb_fail(LB_ERR_ARG, "activation bits %d: ABQ takes 1..8, or 16 (unquantized)", requested);
     if (requested) all = down = (uint32_t)requested;
     lb_model_set_act_bits(m, (int)all, down ? (int)down : (int)all);
     /* the ABQ search's per-layer bits of ffn_down's input, unless the caller set all */
@@ -309,7 +309,8 @@ static lb_status set_act_bits(lb_model *m, int requested) {
     for (int il = 0; il < m->hp.n_layer; il++) {
         uint32_t b;
         memcpy(&b, (const char *)a->data + 4 * (size_t)il, 4);
-        if (b < 1 || b > LB_ABQ_MAX_BITS) return lb_fail(LB_ERR_FORMAT, "%s[%d] = %u: not 1..8", key, il, b);
+        if (b > LB_ABQ_ACT_F32 || !lb_abq_act_bits_ok((int)b))
+            return lb_fail(LB_ERR_FORMAT, "%s[%d] = %u: not 1..8 or 16", key, il, b);
         lb_matrix *w = &m->layers[il].w_down;
         if (!requested && lb_abq_bits(w->type)) w->act_bits = (int)b;
     }

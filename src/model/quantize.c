@@ -310,8 +310,9 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     if (mx && !(mxp.hi_frac >= 0.0f && mxp.hi_frac <= 1.0f && mxp.outlier_frac >= 0.0f && mxp.outlier_frac <= 0.5f))
         return lb_fail(LB_ERR_ARG, "MX: 4-bit share %g (0..1) or outlier share %g (0..0.5) out of range",
                        (double)mxp.hi_frac, (double)mxp.outlier_frac);
-    if (o->act_bits < 0 || o->act_bits > LB_ABQ_MAX_BITS || o->act_bits_down < 0 || o->act_bits_down > LB_ABQ_MAX_BITS)
-        return lb_fail(LB_ERR_ARG, "activation bits %d (ffn_down %d): ABQ takes 1..8", o->act_bits, o->act_bits_down);
+    if ((o->act_bits && !lb_abq_act_bits_ok(o->act_bits)) || (o->act_bits_down && !lb_abq_act_bits_ok(o->act_bits_down)))
+        return lb_fail(LB_ERR_ARG, "activation bits %d (ffn_down %d): ABQ takes 1..8, or 16 (unquantized)", o->act_bits,
+                       o->act_bits_down);
     if ((o->abq_down_bits || o->abq_akl) && !o->abq_search)
         return lb_fail(LB_ERR_ARG, "ffn_down's per-layer bits and the attention-map term belong to the ABQ search: give it a text");
     gguf_file *in = NULL;

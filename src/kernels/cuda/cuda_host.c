@@ -216,6 +216,11 @@ lb_cuda_matrix *lb_cuda_matrix_upload(const lb_matrix *W) {
                        lb_type_name(t), (long long)W->K, W->row_size, (unsigned long long)lb_row_size(t, W->K), blk);
         return NULL;
     }
+    if (abq && W->act_bits == LB_ABQ_ACT_F32) {
+        lbcu_set_error("lb_cuda_matrix_upload: %s at 16 activation bits (unquantized) has no CUDA kernel; "
+                       "the CUDA ABQ kernels take 1..8", lb_type_name(t));
+        return NULL;
+    }
     struct lb_cuda_matrix *D = calloc(1, sizeof *D);
     if (!D) {
         lbcu_set_error("lb_cuda_matrix_upload: out of host memory");

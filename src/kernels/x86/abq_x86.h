@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/fp16.h"
+#include "formats/float.h"
 
 /* A code layout row's parts (formats/abq.h: heads side by side, then the
  * codes), as the code kernels read them. */
@@ -118,6 +119,22 @@ LB_ABQ_LIST(LB_ABQ_AVX512_DECLARE)
                               size_t a_row_size, int M, float *Y, size_t ldy);
 LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_DECLARE)
 #undef LB_ABQ_CODES_AMX_DECLARE
+
+/* 16 activation bits (formats/abq.h, LB_ABQ_ACT_F32), every ABQ type
+ * (kernels/x86/abq_f32_avx2.c): four weight rows decoded to floats at a time,
+ * exactly the reference's d (c - z), then FMA dots with two activation rows
+ * at a time; sums in float, so within a tolerance of the reference. */
+#define LB_ABQ_F32_AVX2_DECLARE(name, NAME, Q)                                                                \
+    void lb_vec_dot_##name##_f32_avx2(int64_t n, float *s, const void *w, const void *a);                     \
+    void lb_gemm_##name##_f32_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A, \
+                                   size_t a_row_size, int M, float *Y, size_t ldy);
+LB_ABQ_LIST(LB_ABQ_F32_AVX2_DECLARE)
+LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
+#undef LB_ABQ_F32_AVX2_DECLARE
+#define LB_ABQ_F32_AVX2_KERNEL(name, NAME, Q)                                                                 \
+    {LB_TYPE_##NAME, LB_TYPE_F32, LB_ISA_AVX2, #name "_f32_avx2", lb_f32_from_float, lb_vec_dot_##name##_f32_avx2, \
+     lb_gemm_##name##_f32_avx2},
+#define LB_ABQ_F32_X86_KERNELS LB_ABQ_LIST(LB_ABQ_F32_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_KERNEL)
 
 /* lb_kernel_list entries (kernels/dispatch.c; fields: kernels/dispatch.h):
  * whole activation rows (act_whole_row), the token's scale being per row */

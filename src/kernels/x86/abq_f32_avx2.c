@@ -1,0 +1,139 @@
+/* ABQ weights against fp32 activations (16 activation bits, formats/abq.h
+ * LB_ABQ_ACT_F32), AVX2 + FMA, every plane type and code layout.
+ *
+ * Four weight rows are decoded to floats once (d (c - z), exactly the
+ * reference's values: c d and z d are exact in float, so the FMA that
+ * subtracts them rounds nothing) into a per-thread buffer, then dotted with
+ * the activation rows two at a time: 8 accumulators, 6 loads per 8 FMAs.
+ * Prefill decodes each weight once per call for all M rows; decode (M = 1)
+ * pays the decode per weight, which is what a weight-only mode costs
+ * without a fused kernel. The sums are in float (the reference's in
+ * double): tests/test_abq.c holds them within a relative tolerance. */
+#include "kernels/x86/abq_x86.h"
+
+#if LB_HAVE_X86_KERNELS
+#include "kernels/x86/thread_scratch.h"
+
+#define TGT __attribute__((target("avx2,fma")))
+
+enum { ROWS = 4 };
+
+/* codes (int32 lanes) -> floats d (c - z) */
+TGT static inline __m256 dq8(__m256i c, __m256 d, __m256 ndz) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), d, ndz); }
+
+/* A code layout row (W = 4 or 2 bit codes, formats/abq.h) -> K floats. */
+TGT static void decode_codes(int w, const uint8_t *row, int64_t K, float *y) {
+    const int64_t nb = K / LB_ABQ_G;
+    const lb_abq_code_row r = lb_abq_code_row_of(row, nb);
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i c[4];
+        lb_abq_group_codes(r.qs + (size_t)16 * w * i, w, c);
+        const __m256 d = _mm256_set1_ps(r.d[i]), ndz = _mm256_set1_ps(-r.d[i] * (float)r.z[i]);
+        float *o = y + i * LB_ABQ_G;
+        for (int k = 0; k < 4; k++) {
+            const __m128i lo = _mm256_castsi256_si128(c[k]), hi = _mm256_extracti128_si256(c[k], 1);
+            _mm256_storeu_ps(o + 32 * k, dq8(_mm256_cvtepu8_epi32(lo), d, ndz));
+            _mm256_storeu_ps(o + 32 * k + 8, dq8(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8)), d, ndz));
+            _mm256_storeu_ps(o + 32 * k + 16, dq8(_mm256_cvtepu8_epi32(hi), d, ndz));
+            _mm256_storeu_ps(o + 32 * k + 24, dq8(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8)), d, ndz));
+        }
+    }
+}
+
+/* A plane type's row -> K floats: weights 8b .. 8b + 7 are bit 0..7 of byte
+ * b of each plane; a lane shifts its byte right by its index. */
+TGT static void decode_planes(int type, const uint8_t *row, int64_t K, float *y) {
+    const int q = lb_abq_bits(type);
+    const size_t bs = lb_row_size(type, LB_ABQ_G);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
+    for (int64_t i = 0; i < K / LB_ABQ_G; i++) {
+        const uint8_t *blk = row + (size_t)i * bs;
+        const float df = lb_abq_block_d(type, blk);
+        const __m256 d = _mm256_set1_ps(df), ndz = _mm256_set1_ps(-df * (float)lb_abq_block_z(type, blk));
+        const uint8_t *pl[LB_ABQ_MAX_BITS];
+        for (int s = 0; s < q; s++) pl[s] = lb_abq_block_plane(type, blk, s);
+        for (int b = 0; b < LB_ABQ_PLANE; b++) {
+            __m256i c = _mm256_setzero_si256();
+            for (int s = 0; s < q; s++) {
+                const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(pl[s][b]), lane), one);
+                c = _mm256_or_si256(c, _mm256_slli_epi32(bit, s));
+            }
+            _mm256_storeu_ps(y + i * LB_ABQ_G + 8 * b, dq8(c, d, ndz));
+        }
+    }
+}
+
+TGT static void decode_row(int type, const uint8_t *row, int64_t K, float *y) {
+    const int plain = lb_abq_plain_of_codes(type);
+    if (plain < 0) decode_planes(type, row, K, y);
+    else decode_codes(type == LB_TYPE_ABQ_W1_C2 || type == LB_TYPE_ABQ_W2_C2 ? 2 : 4, row, K, y);
+}
+
+TGT static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+/* y0[r] = dot(w row r, x0), y1[r] = dot(w row r, x1) (mr = 2) for the
+ * first nr of ROWS decoded rows; K a multiple of 8 */
+TGT static void dot_tile(const float *w, int64_t K, const float *x0, const float *x1, int mr, float *y0, float *y1,
+                         int nr) {
+    __m256 a[2][ROWS];
+    for (int m = 0; m < 2; m++)
+        for (int r = 0; r < ROWS; r++) a[m][r] = _mm256_setzero_ps();
+    if (mr == 2) {
+        for (int64_t k = 0; k < K; k += 8) {
+            const __m256 u = _mm256_loadu_ps(x0 + k), v = _mm256_loadu_ps(x1 + k);
+            for (int r = 0; r < ROWS; r++) {
+                const __m256 wr = _mm256_loadu_ps(w + r * K + k);
+                a[0][r] = _mm256_fmadd_ps(wr, u, a[0][r]), a[1][r] = _mm256_fmadd_ps(wr, v, a[1][r]);
+            }
+        }
+    } else {
+        for (int64_t k = 0; k < K; k += 8) {
+            const __m256 u = _mm256_loadu_ps(x0 + k);
+            for (int r = 0; r < ROWS; r++) a[0][r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * K + k), u, a[0][r]);
+        }
+    }
+    for (int r = 0; r < nr; r++) {
+        y0[r] = hsum(a[0][r]);
+        if (mr == 2) y1[r] = hsum(a[1][r]);
+    }
+}
+
+static void gemm_f32(int type, int64_t K, const void *W, size_t rs, int n0, int n1, const void *A, size_t ars, int M,
+                     float *Y, size_t ldy) {
+    float *buf = lb_thread_scratch((size_t)ROWS * (size_t)K * sizeof(float));
+    if (!buf) { /* no memory for the decoded rows: the reference, row by row */
+        for (int m = 0; m < M; m++)
+            for (int n = n0; n < n1; n++)
+                Y[(size_t)m * ldy + n] = lb_abq_row_dot_f32(type, K, (const uint8_t *)W + (size_t)n * rs,
+                                                            (const float *)((const char *)A + (size_t)m * ars));
+        return;
+    }
+    for (int n = n0; n < n1; n += ROWS) {
+        const int nr = n1 - n < ROWS ? n1 - n : ROWS;
+        for (int r = 0; r < ROWS; r++) /* rows past n1: a copy of the first, computed and dropped */
+            decode_row(type, (const uint8_t *)W + (size_t)(n + (r < nr ? r : 0)) * rs, K, buf + (size_t)r * K);
+        for (int m = 0; m < M; m += 2) {
+            const int mr = M - m < 2 ? 1 : 2;
+            const float *x0 = (const float *)((const char *)A + (size_t)m * ars);
+            const float *x1 = mr == 2 ? (const float *)((const char *)A + (size_t)(m + 1) * ars) : x0;
+            dot_tile(buf, K, x0, x1, mr, Y + (size_t)m * ldy + n, mr == 2 ? Y + (size_t)(m + 1) * ldy + n : NULL, nr);
+        }
+    }
+}
+
+#define F32_DEFINE(name, NAME, Q)                                                                              \
+    void lb_gemm_##name##_f32_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A, \
+                                   size_t a_row_size, int M, float *Y, size_t ldy) {                           \
+        gemm_f32(LB_TYPE_##NAME, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                          \
+    }                                                                                                          \
+    void lb_vec_dot_##name##_f32_avx2(int64_t n, float *s, const void *w, const void *a) {                     \
+        gemm_f32(LB_TYPE_##NAME, n, w, lb_row_size(LB_TYPE_##NAME, n), 0, 1, a, (size_t)n * sizeof(float), 1, s, 1); \
+    }
+LB_ABQ_LIST(F32_DEFINE)
+LB_ABQ_CODES_LIST(F32_DEFINE)
+#undef F32_DEFINE
+#endif
