@@ -43,7 +43,7 @@
  * --mx-outliers F: MX matrices with that share of fp16 outliers (default
  * 0.002, the quantizer's), to measure what the outliers cost.
  *
- * --act-bits P: the ABQ types' activation bits (1..8, default 8).
+ * --act-bits P: the ABQ types' activation bits (1..8, default 8; 16: fp32 activations).
  *
  * usage: kernels [-m M] [-s SECONDS] [--shape NxK] [--types LIST] [--no-gemm] [--cpu] [--hot]
  *                [--mx-outliers F] [--act-bits P]
@@ -330,7 +330,7 @@ int main(int argc, char **argv) {
                     snprintf(gemm[nth] + n, sizeof gemm[nth] - (size_t)n, " (%.0f%%)", 100.0 * r.gemm_gops[nth] / peak[nth]);
             }
             printf("| %dx%d | %s | %s | %.1f | %.0f%% | %.1f | %.0f%% | %s | %s | %s | %.2f |\n", N, K,
-                   all_types[t].label, lb_kernel_get(type)->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1],
+                   all_types[t].label, lb_kernel_for(&copies[0])->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1],
                    r.gemv_gbs[2], 100.0 * r.gemv_gbs[2] / rbw[2], gemm[1], gemm[2], ratio,
                    r.gemv_gbs[1] * weights_per_byte);
 #if LB_HAVE_X86_KERNELS

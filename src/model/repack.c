@@ -119,6 +119,7 @@ typedef struct {
     int n;
     uint64_t bytes;
     int to_type;
+    int act_bits; /* of the last matrix counted */
 } tally;
 
 /* Rewrites one matrix as `type` into dst (a slice of an owned buffer). A
@@ -200,7 +201,7 @@ lb_status lb_model_repack(lb_model *m) {
                                 };
     enum { NB = sizeof bases / sizeof bases[0] };
     tally t[NB];
-    for (int i = 0; i < NB; i++) t[i] = (tally){0, 0, -1};
+    for (int i = 0; i < NB; i++) t[i] = (tally){0, 0, -1, 0};
     /* One buffer per layer (and one for the output): its 2 MiB pages are
      * huge pages (lb_malloc_huge), which most single matrices are too
      * small to fill, and at most one layer's plain and repacked copies are
@@ -244,6 +245,7 @@ lb_status lb_model_repack(lb_model *m) {
             c->n++;
             c->bytes += w->row_size * (uint64_t)w->N;
             c->to_type = to[i];
+            c->act_bits = w->act_bits; /* ABQ: its kernel depends on them (kernels/dispatch.h) */
         }
     }
     if (s) return s;
@@ -251,7 +253,8 @@ lb_status lb_model_repack(lb_model *m) {
         if (t[i].n) {
             const int from = lb_gc_is(bases[i]) ? bases[i] : lb_type_base(t[i].to_type); /* GC: expanded */
             lb_log(1, "repacked %d %s matrices (%.1f MiB) to %s for kernel %s in %.2f s\n", t[i].n, lb_type_name(from),
-                   t[i].bytes / 1048576.0, lb_type_name(t[i].to_type), lb_kernel_get(t[i].to_type)->name,
+                   t[i].bytes / 1048576.0, lb_type_name(t[i].to_type),
+                   lb_kernel_get_act(t[i].to_type, t[i].act_bits, lb_cpu_level())->name,
                    lb_time_s() - t0);
         }
     return LB_OK;

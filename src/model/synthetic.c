@@ -204,7 +204,7 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
      * block keep a wider one, as in a file llama-quantize writes) */
     snprintf(m->ftype_name, sizeof m->ftype_name, "%s", lb_type_name(type));
     if (s == LB_OK) {
-        const int p = params && params->act_bits >= 1 && params->act_bits <= 8 ? params->act_bits : 8;
+        const int p = params && lb_abq_act_bits_ok(params->act_bits) ? params->act_bits : 8;
         lb_model_set_act_bits(m, p, p); /* ABQ types (formats/abq.h) */
         s = lb_model_finish(m);
     }

@@ -4,10 +4,13 @@
  * Four weight rows are decoded to floats once (d (c - z), exactly the
  * reference's values: c d and z d are exact in float, so the FMA that
  * subtracts them rounds nothing) into a per-thread buffer, then dotted with
- * the activation rows two at a time: 8 accumulators, 6 loads per 8 FMAs.
- * Prefill decodes each weight once per call for all M rows; decode (M = 1)
- * pays the decode per weight, which is what a weight-only mode costs
- * without a fused kernel. The sums are in float (the reference's in
+ * the activation rows three at a time: 12 accumulators, 7 loads per 12
+ * FMAs, the activations read in place (lb_sgemm, tried first, spent as long
+ * packing the 16-row tiles the driver hands a plain-row kernel as computing
+ * them). Prefill decodes each weight once per call for all M rows. Decode
+ * (M = 1) on a code layout is fused instead (row_dot_codes): c - z to
+ * float and the FMA in registers, d once per group; the plane types
+ * (W5..W8, or LOWBIT_REPACK=off) decode a row at a time there too. The sums are in float (the reference's in
  * double): tests/test_abq.c holds them within a relative tolerance. */
 #include "kernels/x86/abq_x86.h"
 
@@ -16,7 +19,7 @@
 
 #define TGT __attribute__((target("avx2,fma")))
 
-enum { ROWS = 4 };
+enum { ROWS = 4 }; /* weight rows decoded at a time */
 
 /* codes (int32 lanes) -> floats d (c - z) */
 TGT static inline __m256 dq8(__m256i c, __m256 d, __m256 ndz) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), d, ndz); }
@@ -75,35 +78,68 @@ TGT static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-/* y0[r] = dot(w row r, x0), y1[r] = dot(w row r, x1) (mr = 2) for the
- * first nr of ROWS decoded rows; K a multiple of 8 */
-TGT static void dot_tile(const float *w, int64_t K, const float *x0, const float *x1, int mr, float *y0, float *y1,
-                         int nr) {
-    __m256 a[2][ROWS];
-    for (int m = 0; m < 2; m++)
-        for (int r = 0; r < ROWS; r++) a[m][r] = _mm256_setzero_ps();
-    if (mr == 2) {
-        for (int64_t k = 0; k < K; k += 8) {
-            const __m256 u = _mm256_loadu_ps(x0 + k), v = _mm256_loadu_ps(x1 + k);
-            for (int r = 0; r < ROWS; r++) {
-                const __m256 wr = _mm256_loadu_ps(w + r * K + k);
-                a[0][r] = _mm256_fmadd_ps(wr, u, a[0][r]), a[1][r] = _mm256_fmadd_ps(wr, v, a[1][r]);
-            }
-        }
-    } else {
-        for (int64_t k = 0; k < K; k += 8) {
-            const __m256 u = _mm256_loadu_ps(x0 + k);
-            for (int r = 0; r < ROWS; r++) a[0][r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * K + k), u, a[0][r]);
-        }
+/* y[a][r] = dot(w row r, x[a]) for the ROWS decoded rows (the first nr
+ * stored) and MR activation rows: ROWS x MR accumulators (4 x 3 = 12 of
+ * AVX2's 16 registers), each weight vector loaded once for the MR rows:
+ * 7 loads per 12 FMAs, no packing. K a multiple of 8. */
+#define DOT_TILE(MR)                                                                                             \
+    TGT static void dot_tile##MR(const float *w, int64_t K, const float *const *x, float *const *y, int nr) {  \
+        __m256 acc[MR][ROWS];                                                                                    \
+        for (int a = 0; a < MR; a++)                                                                             \
+            for (int r = 0; r < ROWS; r++) acc[a][r] = _mm256_setzero_ps();                                      \
+        for (int64_t k = 0; k < K; k += 8) {                                                                     \
+            __m256 xv[MR];                                                                                       \
+            for (int a = 0; a < MR; a++) xv[a] = _mm256_loadu_ps(x[a] + k);                                      \
+            for (int r = 0; r < ROWS; r++) {                                                                     \
+                const __m256 wr = _mm256_loadu_ps(w + r * K + k);                                                \
+                for (int a = 0; a < MR; a++) acc[a][r] = _mm256_fmadd_ps(wr, xv[a], acc[a][r]);                  \
+            }                                                                                                    \
+        }                                                                                                        \
+        for (int a = 0; a < MR; a++)                                                                             \
+            for (int r = 0; r < nr; r++) y[a][r] = hsum(acc[a][r]);                                              \
     }
-    for (int r = 0; r < nr; r++) {
-        y0[r] = hsum(a[0][r]);
-        if (mr == 2) y1[r] = hsum(a[1][r]);
+DOT_TILE(1)
+DOT_TILE(2)
+DOT_TILE(3)
+#undef DOT_TILE
+
+/* Decode (one activation row) on a code layout, fused: per group the codes
+ * minus z as int32 (exact), to float, times x, summed in float; then times
+ * d into the row's sum. No buffer: the codes are read once, as in the
+ * int8 kernel. */
+TGT static float row_dot_codes(int w, const uint8_t *row, int64_t K, const float *x) {
+    const int64_t nb = K / LB_ABQ_G;
+    const lb_abq_code_row r = lb_abq_code_row_of(row, nb);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nb; i++) {
+        __m256i c[4];
+        lb_abq_group_codes(r.qs + (size_t)16 * w * i, w, c);
+        const __m256i z = _mm256_set1_epi32(r.z[i]);
+        const float *xg = x + i * LB_ABQ_G;
+        __m256 g[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+        for (int k = 0; k < 4; k++) { /* four chains: an FMA's latency is four of its issue slots */
+            const __m128i lo = _mm256_castsi256_si128(c[k]), hi = _mm256_extracti128_si256(c[k], 1);
+#define CZ(v) _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(v), z))
+            g[0] = _mm256_fmadd_ps(CZ(lo), _mm256_loadu_ps(xg + 32 * k), g[0]);
+            g[1] = _mm256_fmadd_ps(CZ(_mm_srli_si128(lo, 8)), _mm256_loadu_ps(xg + 32 * k + 8), g[1]);
+            g[2] = _mm256_fmadd_ps(CZ(hi), _mm256_loadu_ps(xg + 32 * k + 16), g[2]);
+            g[3] = _mm256_fmadd_ps(CZ(_mm_srli_si128(hi, 8)), _mm256_loadu_ps(xg + 32 * k + 24), g[3]);
+#undef CZ
+        }
+        const __m256 gs = _mm256_add_ps(_mm256_add_ps(g[0], g[1]), _mm256_add_ps(g[2], g[3]));
+        acc = _mm256_fmadd_ps(gs, _mm256_set1_ps(r.d[i]), acc);
     }
+    return hsum(acc);
 }
 
 static void gemm_f32(int type, int64_t K, const void *W, size_t rs, int n0, int n1, const void *A, size_t ars, int M,
                      float *Y, size_t ldy) {
+    const int plain = lb_abq_plain_of_codes(type);
+    if (M == 1 && plain >= 0) {
+        const int w = type == LB_TYPE_ABQ_W1_C2 || type == LB_TYPE_ABQ_W2_C2 ? 2 : 4;
+        for (int n = n0; n < n1; n++) Y[n] = row_dot_codes(w, (const uint8_t *)W + (size_t)n * rs, K, A);
+        return;
+    }
     float *buf = lb_thread_scratch((size_t)ROWS * (size_t)K * sizeof(float));
     if (!buf) { /* no memory for the decoded rows: the reference, row by row */
         for (int m = 0; m < M; m++)
@@ -116,11 +152,15 @@ static void gemm_f32(int type, int64_t K, const void *W, size_t rs, int n0, int 
         const int nr = n1 - n < ROWS ? n1 - n : ROWS;
         for (int r = 0; r < ROWS; r++) /* rows past n1: a copy of the first, computed and dropped */
             decode_row(type, (const uint8_t *)W + (size_t)(n + (r < nr ? r : 0)) * rs, K, buf + (size_t)r * K);
-        for (int m = 0; m < M; m += 2) {
-            const int mr = M - m < 2 ? 1 : 2;
-            const float *x0 = (const float *)((const char *)A + (size_t)m * ars);
-            const float *x1 = mr == 2 ? (const float *)((const char *)A + (size_t)(m + 1) * ars) : x0;
-            dot_tile(buf, K, x0, x1, mr, Y + (size_t)m * ldy + n, mr == 2 ? Y + (size_t)(m + 1) * ldy + n : NULL, nr);
+        for (int m = 0; m < M; m += 3) {
+            const int mr = M - m < 3 ? M - m : 3;
+            const float *x[3];
+            float *y[3];
+            for (int a = 0; a < mr; a++)
+                x[a] = (const float *)((const char *)A + (size_t)(m + a) * ars), y[a] = Y + (size_t)(m + a) * ldy + n;
+            if (mr == 3) dot_tile3(buf, K, x, y, nr);
+            else if (mr == 2) dot_tile2(buf, K, x, y, nr);
+            else dot_tile1(buf, K, x, y, nr);
         }
     }
 }
