@@ -22,6 +22,7 @@
 
 #include "kernels/cpu.h"
 #include "kernels/x86/prefetch_x86.h"
+#include "kernels/x86/thread_scratch.h"
 
 /* the reference's double multiply, then add: never fused */
 #include "core/fp_strict.h"
@@ -150,6 +151,143 @@ INLINE void gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int
     }
 }
 
+/* ---- prefill, 8 weight rows at a time ----
+ * The per-row gemm above reduces every (row, group, activation row) with
+ * horizontal adds. Here 8 rows' codes are transposed once per call into
+ * column vectors (dword r of column c = row r's codes 4c .. 4c + 3), so one
+ * vpmaddubsw against an activation dword broadcast gives the 8 rows' pair
+ * sums side by side: 8 columns add in int16 (<= 8 * 3840), vpmaddwd widens
+ * them, and the group's exact integer I and its d I in double are formed
+ * for the 8 rows in two vectors. Same integers, same double sums in group
+ * order: the reference's float, bit for bit. */
+typedef struct {
+    __m256i col[32]; /* column c of the group */
+    __m256i swz;     /* per row: int16 pair (sw, z) */
+    __m256d d[2];    /* rows 0-3, 4-7 */
+} g8;
+
+/* codes k*32 .. k*32 + 31 of a group (lb_abq_group_codes' c[k]) */
+INLINE __m256i codes_k(const uint8_t *qs, int w, int k) {
+    if (w == 4) {
+        const __m256i x = LD(qs + 32 * (k / 2));
+        return _mm256_and_si256(k % 2 ? _mm256_srli_epi16(x, 4) : x, _mm256_set1_epi8(0x0f));
+    }
+    return _mm256_and_si256(_mm256_srli_epi16(LD(qs), 2 * k), _mm256_set1_epi8(0x03));
+}
+
+/* Rows row[0..7] (code layout rows of nb groups) -> B[nb]. */
+INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, g8 *B) {
+    const int qb = 16 * w;
+    lb_abq_code_row p[8];
+    for (int r = 0; r < 8; r++) p[r] = lb_abq_code_row_of(row[r], nb);
+    for (int64_t i = 0; i < nb; i++) {
+        g8 *b = &B[i];
+        for (int k = 0; k < 4; k++) {
+            __m256i v[8], t[8], u[8];
+            for (int r = 0; r < 8; r++) v[r] = codes_k(p[r].qs + (size_t)qb * (size_t)i, w, k);
+            for (int r = 0; r < 8; r += 2)
+                t[r] = _mm256_unpacklo_epi32(v[r], v[r + 1]), t[r + 1] = _mm256_unpackhi_epi32(v[r], v[r + 1]);
+            for (int h = 0; h < 8; h += 4) {
+                u[h] = _mm256_unpacklo_epi64(t[h], t[h + 2]), u[h + 1] = _mm256_unpackhi_epi64(t[h], t[h + 2]);
+                u[h + 2] = _mm256_unpacklo_epi64(t[h + 1], t[h + 3]), u[h + 3] = _mm256_unpackhi_epi64(t[h + 1], t[h + 3]);
+            }
+            for (int c = 0; c < 4; c++) {
+                b->col[8 * k + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x20);
+                b->col[8 * k + 4 + c] = _mm256_permute2x128_si256(u[c], u[4 + c], 0x31);
+            }
+        }
+        int32_t swz[8];
+        for (int r = 0; r < 8; r++) swz[r] = (int32_t)((uint32_t)(uint16_t)p[r].sw[i] | (uint32_t)(uint16_t)p[r].z[i] << 16);
+        b->swz = _mm256_loadu_si256((const __m256i *)swz);
+        b->d[0] = _mm256_setr_pd(p[0].d[i], p[1].d[i], p[2].d[i], p[3].d[i]);
+        b->d[1] = _mm256_setr_pd(p[4].d[i], p[5].d[i], p[6].d[i], p[7].d[i]);
+    }
+}
+
+/* MR activation rows a[0..MR-1] against the 8 decoded rows: y[m][0..7].
+ * cz[m][i]: activation row m's int16 pair (128 - za, -(Sa_i - 128 za)) of
+ * group i, so one vpmaddwd with the rows' (sw, z) gives
+ * sw (128 - za) - z (Sa - 128 za) exactly (|sw| <= 1920, |Sa - 128 za| <= 32640). */
+INLINE void tile8(int MR, const g8 *B, int64_t nb, const block_abq_act *const *a, const int32_t *const *cz,
+                  float *const *y) {
+    __m256d acc[4][2];
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; m++) acc[m][0] = acc[m][1] = _mm256_setzero_pd();
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int64_t i = 0; i < nb; i++) {
+        const g8 *b = &B[i];
+        __m256i P[4];
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) /* the corrections first: the chain's start */
+            P[m] = _mm256_madd_epi16(b->swz, _mm256_castps_si256(_mm256_broadcast_ss((const float *)&cz[m][i])));
+#pragma GCC unroll 4
+        for (int cb = 0; cb < 4; cb++) {
+            __m256i ch[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; c++) {
+                const __m256i wv = b->col[8 * cb + c];
+#pragma GCC unroll 4
+                for (int m = 0; m < MR; m++) {
+                    /* a broadcast from memory: a load, no shuffle (set1 of an int went through a
+                     * general register and vpbroadcastd ymm, xmm: 1.5x the GEMM's time) */
+                    const __m256i av = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(a[m][i].c + 4 * (8 * cb + c))));
+                    ch[m] = _mm256_add_epi16(ch[m], _mm256_maddubs_epi16(wv, av));
+                }
+            }
+#pragma GCC unroll 4
+            for (int m = 0; m < MR; m++) P[m] = _mm256_add_epi32(P[m], _mm256_madd_epi16(ch[m], ones));
+        }
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) {
+            /* d I is exact in double: the multiply-add rounds once, as the reference's add */
+            acc[m][0] = _mm256_add_pd(acc[m][0], _mm256_mul_pd(b->d[0], _mm256_cvtepi32_pd(_mm256_castsi256_si128(P[m]))));
+            acc[m][1] = _mm256_add_pd(acc[m][1], _mm256_mul_pd(b->d[1], _mm256_cvtepi32_pd(_mm256_extracti128_si256(P[m], 1))));
+        }
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < MR; m++) {
+        const __m256d da = _mm256_set1_pd((double)a[m][0].d);
+        const __m128 lo = _mm256_cvtpd_ps(_mm256_mul_pd(acc[m][0], da)), hi = _mm256_cvtpd_ps(_mm256_mul_pd(acc[m][1], da));
+        _mm_storeu_ps(y[m], lo), _mm_storeu_ps(y[m] + 4, hi);
+    }
+}
+
+/* Rows [n0, n8) (a multiple of 8 of them) x M activation rows. B: scratch
+ * for one block of 8 rows; cz: for M x nb correction pairs. */
+INLINE void gemm8(int w, int64_t K, const void *W, size_t w_row_size, int n0, int n8, const void *A, size_t a_row_size,
+                  int M, float *Y, size_t ldy, g8 *B, int32_t *cz) {
+    const int64_t nb = K / LB_ABQ_G;
+    for (int m = 0; m < M; m++) {
+        const block_abq_act *a = (const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size);
+        for (int64_t i = 0; i < nb; i++)
+            cz[(size_t)m * nb + i] = (int32_t)((uint32_t)(uint16_t)(128 - a[0].z) |
+                                               (uint32_t)(uint16_t)(-(a[i].sum - 128 * a[0].z)) << 16);
+    }
+    for (int n = n0; n < n8; n += 8) {
+        const uint8_t *rows[8];
+        for (int r = 0; r < 8; r++) rows[r] = (const uint8_t *)W + (size_t)(n + r) * w_row_size;
+        decode8(w, rows, nb, B);
+        for (int m = 0; m < M; m += 4) {
+            const int mr = LB_MIN(4, M - m);
+            const block_abq_act *a[4];
+            const int32_t *c[4];
+            float *y[4];
+            for (int j = 0; j < mr; j++)
+                a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)(m + j) * a_row_size),
+                c[j] = cz + (size_t)(m + j) * nb, y[j] = Y + (size_t)(m + j) * ldy + n;
+            switch (mr) { /* a constant row count each: the tile's vectors stay in registers */
+            case 1: tile8(1, B, nb, a, c, y); break;
+            case 2: tile8(2, B, nb, a, c, y); break;
+            case 3: tile8(3, B, nb, a, c, y); break;
+            default: tile8(4, B, nb, a, c, y); break;
+            }
+        }
+    }
+}
+
+/* activation rows from which the 8-row gemm pays its transposes */
+enum { GEMM8_MIN_M = 8 };
+
 /* decode: Sa - 128 za formed once for all the rows (stack room for K up
  * to 128 Ki; longer rows form it per row) */
 enum { SA2_MAX = 1024 };
@@ -161,7 +299,11 @@ enum { SA2_MAX = 1024 };
     LB_ABQC void lb_gemm_##name##_avx2(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1,         \
                                         const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {     \
         if (M > 1) {                                                                                         \
-            gemm(W, K, Wt, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                                   \
+            const int n8 = n0 + (M >= GEMM8_MIN_M ? (n1 - n0) / 8 * 8 : 0);                                 \
+            const size_t bsz = (size_t)(K / LB_ABQ_G) * sizeof(g8);                                          \
+            g8 *B = n8 > n0 ? lb_thread_scratch(bsz + (size_t)M * (size_t)(K / LB_ABQ_G) * 4) : NULL;          \
+            if (B) gemm8(W, K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B, (int32_t *)((char *)B + bsz)); \
+            gemm(W, K, Wt, w_row_size, B ? n8 : n0, n1, A, a_row_size, M, Y, ldy);                           \
             return;                                                                                          \
         }                                                                                                    \
         const block_abq_act *a = A;                                                                          \
