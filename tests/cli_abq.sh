@@ -189,6 +189,15 @@ awk -v a="$P16" -v b="$PD" -v c="$PS" 'BEGIN { exit !(a > 0 && (a - b) ^ 2 < (1e
 W4A16=$(kld "$WORK/ABQ_W4.gguf" 16)
 awk -v a="$W4A16" -v b="$W4A8" -v c="$W4A4" 'BEGIN { exit !(a > 0 && a < c && a < 1.1 * b) }' \
   && ok "KLD W4A16 $W4A16 < W4A4 $W4A4, within 10 % of W4A8 $W4A8" || bad "KLD W4A16 $W4A16, W4A8 $W4A8, W4A4 $W4A4"
+# ffn_down's input alone unquantized: W4A4 with ffn_down at A16 (info says so; KLD below W4A4's)
+"$LOWBIT" quantize -t 2 --act-bits 4 --act-bits-down 16 "$F32" "$WORK/w4a4d16.gguf" ABQ_W4 > /dev/null 2>&1 \
+  || bad "quantize --act-bits-down 16"
+"$LOWBIT" info "$WORK/w4a4d16.gguf" 2>/dev/null | grep -q "ffn_down's inputs (every layer) to 16 bits, i.e. unquantized" \
+  && ok "info: ffn_down's inputs unquantized" || bad "info does not show ffn_down at 16 bits"
+"$LOWBIT" perplexity -m "$WORK/w4a4d16.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/d16.ppl" 2>/dev/null
+W4A4D16=$(kld_of "$WORK/d16.ppl")
+awk -v a="$W4A4D16" -v b="$W4A4" 'BEGIN { exit !(a > 0 && a < b) }' \
+  && ok "W4A4 with ffn_down at A16: KLD $W4A4D16 < W4A4 $W4A4" || bad "ffn_down at 16 bits: KLD $W4A4D16, W4A4 $W4A4"
 expect_fail "--abq-search at 16 activation bits" "nothing to fit" "$LOWBIT" quantize --act-bits 16 --abq-search "$WORK/calib.txt" "$F32" "$WORK/x.gguf" ABQ_W4
 
 expect_fail "--act-bits for a non-ABQ type" "applies to the ABQ types only" "$LOWBIT" quantize --act-bits 4 "$F32" "$WORK/x.gguf" Q4_0

@@ -241,7 +241,8 @@ int cmd_info(int argc, char **argv) {
                 printf("  %-8s activations quantized per token to %u bits (lowbit.abq.act_bits; --act-bits P overrides)\n",
                        "", p);
             if (gguf_get_u32(g, "lowbit.abq.act_bits_ffn_down", &p))
-                printf("  %-8s ffn_down's inputs (every layer) to %u bits (lowbit.abq.act_bits_ffn_down)\n", "", p);
+                printf("  %-8s ffn_down's inputs (every layer) to %u bits%s (lowbit.abq.act_bits_ffn_down)\n", "", p,
+                       p == LB_ABQ_ACT_F32 ? ", i.e. unquantized (fp32)" : "");
             /* quantize --abq-down-bits: ffn_down's input bits per layer, as the search chose */
             print_per_layer(g, "lowbit.abq.act_bits_ffn_down_layers", GGUF_TYPE_UINT32,
                             "ffn_down's inputs per layer, bits (--act-bits P overrides)");

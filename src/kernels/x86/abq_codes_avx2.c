@@ -10,10 +10,12 @@
  * d I products in one AVX vector of doubles, then added to the row's sum one
  * by one in group order: every output is the reference's float, bit for bit.
  *
- * The gemm (prefill) decodes each group's codes once for every activation
- * row, four rows at a time: their sums reduced together, their integer dots
- * in one SSE vector, their double accumulations in the lanes of one AVX
- * vector (a lane per row, groups in order). */
+ * The gemm (prefill, M >= GEMM8_MIN_M) takes 8 weight rows at a time,
+ * their codes transposed once per call into column vectors (gemm8, below);
+ * the rows past a multiple of 8, and M < GEMM8_MIN_M, go row by row: each
+ * group's codes decoded once for every activation row, four activation rows
+ * at a time, their sums reduced together, their double accumulations in the
+ * lanes of one AVX vector (a lane per row, groups in order). */
 #include "kernels/x86/abq_x86.h"
 
 #if LB_HAVE_X86_KERNELS
