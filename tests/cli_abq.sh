@@ -69,12 +69,16 @@ awk -v a="$W8A8" -v b="$W8A4" -v c="$W4A8" -v d="$W4A4" 'BEGIN { exit !(a < b &&
 "$LOWBIT" quantize -t 2 --act-bits 4 --act-bits-down 8 "$F32" "$WORK/w4a4d8.gguf" ABQ_W4 > "$WORK/w4a4d8.log" 2>&1 \
   && grep -q "ffn_down's at 8" "$WORK/w4a4d8.log" && ok "quantize --act-bits 4 --act-bits-down 8" \
   || { bad "quantize --act-bits-down"; cat "$WORK/w4a4d8.log"; }
-"$LOWBIT" info "$WORK/w4a4d8.gguf" 2>/dev/null | grep -q "ffn_down's inputs (every layer) to 8 bits" \
-  && ok "info: ffn_down's inputs at 8 bits" || bad "info does not show ffn_down's bits"
-"$LOWBIT" perplexity -m "$WORK/w4a4d8.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/d8.ppl" 2>/dev/null
-W4A4D8=$(kld_of "$WORK/d8.ppl")
-awk -v a="$W4A4D8" -v b="$W4A4" 'BEGIN { exit !(a > 0 && a < b) }' \
-  && ok "W4A4 with ffn_down at A8: KLD $W4A4D8 < W4A4 $W4A4" || bad "ffn_down at 8 bits: KLD $W4A4D8, W4A4 $W4A4"
+# a W4A4 file with ffn_down at its own bits: info names them (pattern), its KLD is below W4A4's
+down_check() { # file, bits, info pattern
+  "$LOWBIT" info "$1" 2>/dev/null | grep -q "$3" && ok "info: ffn_down's inputs at $2 bits" \
+    || bad "info does not show ffn_down at $2 bits"
+  "$LOWBIT" perplexity -m "$1" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/d$2.ppl" 2>/dev/null
+  local k; k=$(kld_of "$WORK/d$2.ppl")
+  awk -v a="$k" -v b="$W4A4" 'BEGIN { exit !(a > 0 && a < b) }' \
+    && ok "W4A4 with ffn_down at A$2: KLD $k < W4A4 $W4A4" || bad "ffn_down at $2 bits: KLD $k, W4A4 $W4A4"
+}
+down_check "$WORK/w4a4d8.gguf" 8 "ffn_down's inputs (every layer) to 8 bits"
 [ "$(kld "$WORK/w4a4d8.gguf" 4)" = "$W4A4" ] && ok "--act-bits 4 at run time: ffn_down at 4 too (= W4A4)" \
   || bad "--act-bits 4 does not override ffn_down's bits"
 
@@ -192,12 +196,7 @@ awk -v a="$W4A16" -v b="$W4A8" -v c="$W4A4" 'BEGIN { exit !(a > 0 && a < c && a 
 # ffn_down's input alone unquantized: W4A4 with ffn_down at A16 (info says so; KLD below W4A4's)
 "$LOWBIT" quantize -t 2 --act-bits 4 --act-bits-down 16 "$F32" "$WORK/w4a4d16.gguf" ABQ_W4 > /dev/null 2>&1 \
   || bad "quantize --act-bits-down 16"
-"$LOWBIT" info "$WORK/w4a4d16.gguf" 2>/dev/null | grep -q "ffn_down's inputs (every layer) to 16 bits, i.e. unquantized" \
-  && ok "info: ffn_down's inputs unquantized" || bad "info does not show ffn_down at 16 bits"
-"$LOWBIT" perplexity -m "$WORK/w4a4d16.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence > "$WORK/d16.ppl" 2>/dev/null
-W4A4D16=$(kld_of "$WORK/d16.ppl")
-awk -v a="$W4A4D16" -v b="$W4A4" 'BEGIN { exit !(a > 0 && a < b) }' \
-  && ok "W4A4 with ffn_down at A16: KLD $W4A4D16 < W4A4 $W4A4" || bad "ffn_down at 16 bits: KLD $W4A4D16, W4A4 $W4A4"
+down_check "$WORK/w4a4d16.gguf" 16 "ffn_down's inputs (every layer) to 16 bits, i.e. unquantized"
 expect_fail "--abq-search at 16 activation bits" "nothing to fit" "$LOWBIT" quantize --act-bits 16 --abq-search "$WORK/calib.txt" "$F32" "$WORK/x.gguf" ABQ_W4
 
 expect_fail "--act-bits for a non-ABQ type" "applies to the ABQ types only" "$LOWBIT" quantize --act-bits 4 "$F32" "$WORK/x.gguf" Q4_0
