@@ -234,6 +234,9 @@ INLINE void tile8(int MR, const g8 *B, int64_t nb, const block_abq_act *const *a
                      * general register and vpbroadcastd ymm, xmm: 1.5x the GEMM's time) */
                     const __m256i av = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(a[m][i].c + 4 * (8 * cb + c))));
                     ch[m] = _mm256_add_epi16(ch[m], _mm256_maddubs_epi16(wv, av));
+                    /* keep the chain a chain: GCC's reassociation made a tree of the
+                     * 8 columns' sums, spilling every product to the stack */
+                    __asm__("" : "+x"(ch[m]));
                 }
             }
 #pragma GCC unroll 4
