@@ -405,6 +405,35 @@ static void test_codes(void) {
             free(ref), free(w), free(x), free(f1), free(f2), free(W), free(C), free(B), free(A);
         }
     }
+    /* The int16 bounds of the AVX2 8-row GEMM (its columns per chain, cpc_of):
+     * every code at its type's largest (all weights 1) against activation
+     * bytes all -128 or all 127 (rows all -1 or all +1, p = 8), M >= 8. */
+    for (int i = 0; i < 5; i++) {
+        const int t = plains[i], ct = lb_abq_codes_of(t);
+        enum { K = 256, N = 16, M = 9 };
+        const size_t row = lb_row_size(t, K), crow = lb_row_size(ct, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
+        float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M), *ref = malloc(sizeof(float) * N * M);
+        uint8_t *W = malloc(row * N), *C = malloc(crow * N), *A = malloc(arow * M);
+        for (int j = 0; j < K * N; j++) w[j] = 1.0f;
+        lb_traits(t)->from_float(w, W, K * N);
+        lb_abq_to_codes(t, W, C, K, N);
+        for (int sign = -1; sign <= 1; sign += 2) {
+            for (int j = 0; j < K * M; j++) x[j] = (float)sign;
+            for (int m = 0; m < M; m++) lb_abq_quantize_act(x + m * K, A + m * arow, K, 8);
+            for (int m = 0; m < M; m++)
+                for (int n = 0; n < N; n++) lb_traits(t)->vec_dot(K, &ref[m * N + n], W + n * row, A + m * arow);
+            for (int li = 0; li < LB_ISA_COUNT; li++) {
+                if (!lb_test_level_available(li)) continue;
+                lb_cpu_force_level((lb_isa)li);
+                float *y = lb_test_matmul_bits(ct, C, K, N, x, M, 1, 8);
+                CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s, largest codes, activations all %+d: %s differs",
+                          lb_type_name(ct), sign, lb_isa_name((lb_isa)li));
+                free(y);
+                lb_cpu_force_level(lb_cpu_detected());
+            }
+        }
+        free(w), free(x), free(ref), free(W), free(C), free(A);
+    }
     printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
            n_cases);
     for (int li = 0; li < LB_ISA_COUNT; li++) {

@@ -158,7 +158,7 @@ INLINE void gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int
  * horizontal adds. Here 8 rows' codes are transposed once per call into
  * column vectors (dword r of column c = row r's codes 4c .. 4c + 3), so one
  * vpmaddubsw against an activation dword broadcast gives the 8 rows' pair
- * sums side by side: 8 columns add in int16 (<= 8 * 3840), vpmaddwd widens
+ * sums side by side: CPC columns add in int16 (cpc_of: 8 for W4, up to 32), vpmaddwd widens
  * them, and the group's exact integer I and its d I in double are formed
  * for the 8 rows in two vectors. Same integers, same double sums in group
  * order: the reference's float, bit for bit. */
@@ -210,7 +210,7 @@ INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, g8 *B) {
  * cz[m][i]: activation row m's int16 pair (128 - za, -(Sa_i - 128 za)) of
  * group i, so one vpmaddwd with the rows' (sw, z) gives
  * sw (128 - za) - z (Sa - 128 za) exactly (|sw| <= 1920, |Sa - 128 za| <= 32640). */
-INLINE void tile8(int MR, const g8 *B, int64_t nb, const block_abq_act *const *a, const int32_t *const *cz,
+INLINE void tile8(int MR, int CPC, const g8 *B, int64_t nb, const block_abq_act *const *a, const int32_t *const *cz,
                   float *const *y) {
     __m256d acc[4][2];
 #pragma GCC unroll 4
@@ -223,16 +223,16 @@ INLINE void tile8(int MR, const g8 *B, int64_t nb, const block_abq_act *const *a
         for (int m = 0; m < MR; m++) /* the corrections first: the chain's start */
             P[m] = _mm256_madd_epi16(b->swz, _mm256_castps_si256(_mm256_broadcast_ss((const float *)&cz[m][i])));
 #pragma GCC unroll 4
-        for (int cb = 0; cb < 4; cb++) {
+        for (int cb = 0; cb < 32 / CPC; cb++) {
             __m256i ch[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
-#pragma GCC unroll 8
-            for (int c = 0; c < 8; c++) {
-                const __m256i wv = b->col[8 * cb + c];
+#pragma GCC unroll 32
+            for (int c = 0; c < CPC; c++) {
+                const __m256i wv = b->col[CPC * cb + c];
 #pragma GCC unroll 4
                 for (int m = 0; m < MR; m++) {
                     /* a broadcast from memory: a load, no shuffle (set1 of an int went through a
                      * general register and vpbroadcastd ymm, xmm: 1.5x the GEMM's time) */
-                    const __m256i av = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(a[m][i].c + 4 * (8 * cb + c))));
+                    const __m256i av = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(a[m][i].c + 4 * (CPC * cb + c))));
                     ch[m] = _mm256_add_epi16(ch[m], _mm256_maddubs_epi16(wv, av));
                     /* keep the chain a chain: GCC's reassociation made a tree of the
                      * 8 columns' sums, spilling every product to the stack */
@@ -259,7 +259,7 @@ INLINE void tile8(int MR, const g8 *B, int64_t nb, const block_abq_act *const *a
 
 /* Rows [n0, n8) (a multiple of 8 of them) x M activation rows. B: scratch
  * for one block of 8 rows; cz: for M x nb correction pairs. */
-INLINE void gemm8(int w, int64_t K, const void *W, size_t w_row_size, int n0, int n8, const void *A, size_t a_row_size,
+INLINE void gemm8(int w, int CPC, int64_t K, const void *W, size_t w_row_size, int n0, int n8, const void *A, size_t a_row_size,
                   int M, float *Y, size_t ldy, g8 *B, int32_t *cz) {
     const int64_t nb = K / LB_ABQ_G;
     for (int m = 0; m < M; m++) {
@@ -281,13 +281,21 @@ INLINE void gemm8(int w, int64_t K, const void *W, size_t w_row_size, int n0, in
                 a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)(m + j) * a_row_size),
                 c[j] = cz + (size_t)(m + j) * nb, y[j] = Y + (size_t)(m + j) * ldy + n;
             switch (mr) { /* a constant row count each: the tile's vectors stay in registers */
-            case 1: tile8(1, B, nb, a, c, y); break;
-            case 2: tile8(2, B, nb, a, c, y); break;
-            case 3: tile8(3, B, nb, a, c, y); break;
-            default: tile8(4, B, nb, a, c, y); break;
+            case 1: tile8(1, CPC, B, nb, a, c, y); break;
+            case 2: tile8(2, CPC, B, nb, a, c, y); break;
+            case 3: tile8(3, CPC, B, nb, a, c, y); break;
+            default: tile8(4, CPC, B, nb, a, c, y); break;
             }
         }
     }
+}
+
+/* Columns summed in int16 before vpmaddwd widens them: a pair is at least
+ * 2 cmax (-128) (cmax the type's largest code; W2S's 4 is checked at load),
+ * so CPC columns stay within int16 while cmax CPC <= 128. Longer chains, fewer
+ * widenings: W4 8 (15), W3 16 (7), W2S 32 (4), W2 and W1 32. */
+static inline int cpc_of(int type) {
+    return type == LB_TYPE_ABQ_W4_C4 ? 8 : type == LB_TYPE_ABQ_W3_C4 ? 16 : 32;
 }
 
 /* activation rows from which the 8-row gemm pays its transposes */
@@ -307,7 +315,7 @@ enum { SA2_MAX = 1024 };
             const int n8 = n0 + (M >= GEMM8_MIN_M ? (n1 - n0) / 8 * 8 : 0);                                 \
             const size_t bsz = (size_t)(K / LB_ABQ_G) * sizeof(g8);                                          \
             g8 *B = n8 > n0 ? lb_thread_scratch(bsz + (size_t)M * (size_t)(K / LB_ABQ_G) * 4) : NULL;          \
-            if (B) gemm8(W, K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B, (int32_t *)((char *)B + bsz)); \
+            if (B) gemm8(W, cpc_of(LB_TYPE_##NAME), K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B, (int32_t *)((char *)B + bsz)); \
             gemm(W, K, Wt, w_row_size, B ? n8 : n0, n1, A, a_row_size, M, Y, ldy);                           \
             return;                                                                                          \
         }                                                                                                    \
