@@ -434,6 +434,35 @@ static void test_codes(void) {
         }
         free(w), free(x), free(ref), free(W), free(C), free(A);
     }
+    /* Rows longer than the AVX2 GEMM's decoded chunk (16 groups) and more
+     * 8-row blocks than it decodes together (4), plus a tail row: K of 17 and
+     * 33 groups, N = 41, M = 13, random data, every level, bit for bit. */
+    for (int i = 0; i < 5; i++) {
+        const int t = plains[i], ct = lb_abq_codes_of(t), M = 13, p = i % 2 ? 4 : 8;
+        const int64_t K = (i % 2 ? 33 : 17) * 128, N = 41;
+        const size_t row = lb_row_size(t, K), crow = lb_row_size(ct, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
+        float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M), *ref = malloc(sizeof(float) * N * M);
+        uint8_t *W = malloc(row * N), *C = malloc(crow * N), *A = malloc(arow * M);
+        for (int64_t j = 0; j < K * N; j++) w[j] = gauss(&seed);
+        for (int64_t j = 0; j < K * M; j++) x[j] = gauss(&seed);
+        lb_traits(t)->from_float(w, W, K * N);
+        lb_abq_to_codes(t, W, C, K, N);
+        for (int m = 0; m < M; m++) lb_abq_quantize_act(x + m * K, A + m * arow, K, p);
+        for (int m = 0; m < M; m++)
+            for (int64_t n = 0; n < N; n++) lb_traits(t)->vec_dot(K, &ref[m * N + n], W + n * row, A + m * arow);
+        for (int li = 0; li < LB_ISA_COUNT; li++) {
+            if (!lb_test_level_available(li)) continue;
+            lb_cpu_force_level((lb_isa)li);
+            for (int nth = 1; nth <= 2; nth++) {
+                float *y = lb_test_matmul_bits(ct, C, K, N, x, M, nth, p);
+                CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s K %lld, %d threads: %s differs", lb_type_name(ct),
+                          (long long)K, nth, lb_isa_name((lb_isa)li));
+                free(y);
+            }
+            lb_cpu_force_level(lb_cpu_detected());
+        }
+        free(w), free(x), free(ref), free(W), free(C), free(A);
+    }
     printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
            n_cases);
     for (int li = 0; li < LB_ISA_COUNT; li++) {

@@ -177,13 +177,13 @@ INLINE __m256i codes_k(const uint8_t *qs, int w, int k) {
     return _mm256_and_si256(_mm256_srli_epi16(LD(qs), 2 * k), _mm256_set1_epi8(0x03));
 }
 
-/* Rows row[0..7] (code layout rows of nb groups) -> B[nb]. */
-INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, g8 *B) {
+/* Groups [g0, g0 + kc) of rows row[0..7] (code layout rows of nb groups) -> B[0 .. kc). */
+INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, int64_t g0, int64_t kc, g8 *B) {
     const int qb = 16 * w;
     lb_abq_code_row p[8];
     for (int r = 0; r < 8; r++) p[r] = lb_abq_code_row_of(row[r], nb);
-    for (int64_t i = 0; i < nb; i++) {
-        g8 *b = &B[i];
+    for (int64_t i = g0; i < g0 + kc; i++) {
+        g8 *b = &B[i - g0];
         for (int k = 0; k < 4; k++) {
             __m256i v[8], t[8], u[8];
             for (int r = 0; r < 8; r++) v[r] = codes_k(p[r].qs + (size_t)qb * (size_t)i, w, k);
@@ -206,18 +206,22 @@ INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, g8 *B) {
     }
 }
 
-/* MR activation rows a[0..MR-1] against the 8 decoded rows: y[m][0..7].
+/* MR activation rows a[0..MR-1], groups [g0, g0 + kc), against the 8 decoded
+ * rows B[0 .. kc): the double sums continue from st[m] (unless g0 = 0) and
+ * go back there, or, after the last group (last), times da to y[m][0..7].
  * cz[m][i]: activation row m's int16 pair (128 - za, -(Sa_i - 128 za)) of
  * group i, so one vpmaddwd with the rows' (sw, z) gives
  * sw (128 - za) - z (Sa - 128 za) exactly (|sw| <= 1920, |Sa - 128 za| <= 32640). */
-INLINE void tile8(int MR, int CPC, const g8 *B, int64_t nb, const block_abq_act *const *a, const int32_t *const *cz,
-                  float *const *y) {
+INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a,
+                  const int32_t *const *cz, double *const *st, float *const *y) {
     __m256d acc[4][2];
 #pragma GCC unroll 4
-    for (int m = 0; m < MR; m++) acc[m][0] = acc[m][1] = _mm256_setzero_pd();
+    for (int m = 0; m < MR; m++)
+        acc[m][0] = g0 ? _mm256_loadu_pd(st[m]) : _mm256_setzero_pd(),
+        acc[m][1] = g0 ? _mm256_loadu_pd(st[m] + 4) : _mm256_setzero_pd();
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t i = 0; i < nb; i++) {
-        const g8 *b = &B[i];
+    for (int64_t i = g0; i < g0 + kc; i++) {
+        const g8 *b = &B[i - g0];
         __m256i P[4];
 #pragma GCC unroll 4
         for (int m = 0; m < MR; m++) /* the corrections first: the chain's start */
@@ -249,6 +253,11 @@ INLINE void tile8(int MR, int CPC, const g8 *B, int64_t nb, const block_abq_act 
             acc[m][1] = _mm256_add_pd(acc[m][1], _mm256_mul_pd(b->d[1], _mm256_cvtepi32_pd(_mm256_extracti128_si256(P[m], 1))));
         }
     }
+    if (!last) {
+#pragma GCC unroll 4
+        for (int m = 0; m < MR; m++) _mm256_storeu_pd(st[m], acc[m][0]), _mm256_storeu_pd(st[m] + 4, acc[m][1]);
+        return;
+    }
 #pragma GCC unroll 4
     for (int m = 0; m < MR; m++) {
         const __m256d da = _mm256_set1_pd((double)a[m][0].d);
@@ -257,10 +266,21 @@ INLINE void tile8(int MR, int CPC, const g8 *B, int64_t nb, const block_abq_act 
     }
 }
 
+/* Groups per decoded chunk: 8 rows x 16 groups of g8 are 17.5 KiB, which
+ * stay in a 32 KiB L1 beside 4 activation rows' codes. A whole ffn_down
+ * row (44 groups, 48 KiB) did not: at 2048 x 5632 the GEMM ran at 0.7x its
+ * rate at 2048 x 2048 (one thread, Zen 3). */
+enum { KCH = 16 };
+/* Blocks of 8 rows decoded together, each activation tile run over all of
+ * them while it is in L1 (the driver passes 16 rows a call: 2): per weight
+ * row, half the activation traffic from L2 and beyond. */
+enum { NBLK = 4 };
+
 /* Rows [n0, n8) (a multiple of 8 of them) x M activation rows. B: scratch
- * for one block of 8 rows; cz: for M x nb correction pairs. */
+ * for KCH groups of NBLK blocks of 8 rows; cz: for M x nb correction pairs;
+ * st: M x 8 NBLK doubles, the sums between chunks. */
 INLINE void gemm8(int w, int CPC, int64_t K, const void *W, size_t w_row_size, int n0, int n8, const void *A, size_t a_row_size,
-                  int M, float *Y, size_t ldy, g8 *B, int32_t *cz) {
+                  int M, float *Y, size_t ldy, g8 *B, int32_t *cz, double *st) {
     const int64_t nb = K / LB_ABQ_G;
     for (int m = 0; m < M; m++) {
         const block_abq_act *a = (const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size);
@@ -268,23 +288,37 @@ INLINE void gemm8(int w, int CPC, int64_t K, const void *W, size_t w_row_size, i
             cz[(size_t)m * nb + i] = (int32_t)((uint32_t)(uint16_t)(128 - a[0].z) |
                                                (uint32_t)(uint16_t)(-(a[i].sum - 128 * a[0].z)) << 16);
     }
-    for (int n = n0; n < n8; n += 8) {
-        const uint8_t *rows[8];
-        for (int r = 0; r < 8; r++) rows[r] = (const uint8_t *)W + (size_t)(n + r) * w_row_size;
-        decode8(w, rows, nb, B);
-        for (int m = 0; m < M; m += 4) {
-            const int mr = LB_MIN(4, M - m);
-            const block_abq_act *a[4];
-            const int32_t *c[4];
-            float *y[4];
-            for (int j = 0; j < mr; j++)
-                a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)(m + j) * a_row_size),
-                c[j] = cz + (size_t)(m + j) * nb, y[j] = Y + (size_t)(m + j) * ldy + n;
-            switch (mr) { /* a constant row count each: the tile's vectors stay in registers */
-            case 1: tile8(1, CPC, B, nb, a, c, y); break;
-            case 2: tile8(2, CPC, B, nb, a, c, y); break;
-            case 3: tile8(3, CPC, B, nb, a, c, y); break;
-            default: tile8(4, CPC, B, nb, a, c, y); break;
+    for (int nb0 = n0; nb0 < n8; nb0 += 8 * NBLK) {
+        const int nblk = LB_MIN(NBLK, (n8 - nb0) / 8);
+        for (int64_t g0 = 0; g0 < nb; g0 += KCH) {
+            const int64_t kc = LB_MIN((int64_t)KCH, nb - g0);
+            const int last = g0 + kc == nb;
+            for (int k = 0; k < nblk; k++) {
+                const uint8_t *rows[8];
+                for (int r = 0; r < 8; r++) rows[r] = (const uint8_t *)W + (size_t)(nb0 + 8 * k + r) * w_row_size;
+                decode8(w, rows, nb, g0, kc, B + (size_t)k * KCH);
+            }
+            for (int m = 0; m < M; m += 4) {
+                const int mr = LB_MIN(4, M - m);
+                const block_abq_act *a[4];
+                const int32_t *c[4];
+                for (int j = 0; j < mr; j++)
+                    a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)(m + j) * a_row_size),
+                    c[j] = cz + (size_t)(m + j) * nb;
+                for (int k = 0; k < nblk; k++) {
+                    double *s[4];
+                    float *y[4];
+                    for (int j = 0; j < mr; j++)
+                        s[j] = st + ((size_t)(m + j) * NBLK + (size_t)k) * 8,
+                        y[j] = Y + (size_t)(m + j) * ldy + nb0 + 8 * k;
+                    const g8 *Bk = B + (size_t)k * KCH;
+                    switch (mr) { /* a constant row count each: the tile's vectors stay in registers */
+                    case 1: tile8(1, CPC, Bk, g0, kc, last, a, c, s, y); break;
+                    case 2: tile8(2, CPC, Bk, g0, kc, last, a, c, s, y); break;
+                    case 3: tile8(3, CPC, Bk, g0, kc, last, a, c, s, y); break;
+                    default: tile8(4, CPC, Bk, g0, kc, last, a, c, s, y); break;
+                    }
+                }
             }
         }
     }
@@ -313,9 +347,11 @@ enum { SA2_MAX = 1024 };
                                         const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {     \
         if (M > 1) {                                                                                         \
             const int n8 = n0 + (M >= GEMM8_MIN_M ? (n1 - n0) / 8 * 8 : 0);                                 \
-            const size_t bsz = (size_t)(K / LB_ABQ_G) * sizeof(g8);                                          \
-            g8 *B = n8 > n0 ? lb_thread_scratch(bsz + (size_t)M * (size_t)(K / LB_ABQ_G) * 4) : NULL;          \
-            if (B) gemm8(W, cpc_of(LB_TYPE_##NAME), K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B, (int32_t *)((char *)B + bsz)); \
+            const size_t bsz = (size_t)NBLK * KCH * sizeof(g8), ssz = (size_t)M * 8 * NBLK * sizeof(double);                \
+            g8 *B = n8 > n0 ? lb_thread_scratch(bsz + ssz + (size_t)M * (size_t)(K / LB_ABQ_G) * 4) : NULL;    \
+            if (B)                                                                                           \
+                gemm8(W, cpc_of(LB_TYPE_##NAME), K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B,       \
+                      (int32_t *)((char *)B + bsz + ssz), (double *)((char *)B + bsz));                      \
             gemm(W, K, Wt, w_row_size, B ? n8 : n0, n1, A, a_row_size, M, Y, ldy);                           \
             return;                                                                                          \
         }                                                                                                    \
