@@ -11,7 +11,8 @@
  * by one in group order: every output is the reference's float, bit for bit.
  *
  * The gemm (prefill, M >= GEMM8_MIN_M) takes 8 weight rows at a time,
- * their codes transposed once per call into column vectors (gemm8, below);
+ * their codes transposed into column vectors once per call and chunk of
+ * groups (gemm8, below);
  * the rows past a multiple of 8, and M < GEMM8_MIN_M, go row by row: each
  * group's codes decoded once for every activation row, four activation rows
  * at a time, their sums reduced together, their double accumulations in the
@@ -158,10 +159,11 @@ INLINE void gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int
  * horizontal adds. Here 8 rows' codes are transposed once per call into
  * column vectors (dword r of column c = row r's codes 4c .. 4c + 3), so one
  * vpmaddubsw against an activation dword broadcast gives the 8 rows' pair
- * sums side by side: CPC columns add in int16 (cpc_of: 8 for W4, up to 32), vpmaddwd widens
- * them, and the group's exact integer I and its d I in double are formed
- * for the 8 rows in two vectors. Same integers, same double sums in group
- * order: the reference's float, bit for bit. */
+ * sums side by side: CPC columns add in int16 (cpc_of: 8 for W4, up to
+ * 32), vpmaddwd widens them, and the group's exact integer I and its d I
+ * in double are formed for the 8 rows in two vectors. Same integers, same
+ * double sums in group order: the reference's float, bit for bit. Rows go
+ * in chunks of KCH groups, the sums carried between chunks in doubles. */
 typedef struct {
     __m256i col[32]; /* column c of the group */
     __m256i swz;     /* per row: int16 pair (sw, z) */
@@ -239,7 +241,7 @@ INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last
                     const __m256i av = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(a[m][i].c + 4 * (CPC * cb + c))));
                     ch[m] = _mm256_add_epi16(ch[m], _mm256_maddubs_epi16(wv, av));
                     /* keep the chain a chain: GCC's reassociation made a tree of the
-                     * 8 columns' sums, spilling every product to the stack */
+                     * columns' sums, spilling every product to the stack (0.5x) */
                     __asm__("" : "+x"(ch[m]));
                 }
             }
@@ -267,14 +269,14 @@ INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last
 }
 
 /* Groups per decoded chunk: 8 rows x 16 groups of g8 are 17.5 KiB, which
- * stay in a 32 KiB L1 beside 4 activation rows' codes. A whole ffn_down
- * row (44 groups, 48 KiB) did not: at 2048 x 5632 the GEMM ran at 0.7x its
- * rate at 2048 x 2048 (one thread, Zen 3). */
-enum { KCH = 16 };
-/* Blocks of 8 rows decoded together, each activation tile run over all of
- * them while it is in L1 (the driver passes 16 rows a call: 2): per weight
- * row, half the activation traffic from L2 and beyond. */
-enum { NBLK = 4 };
+ * stay in a 32 KiB L1 beside 4 activation rows' codes; a whole ffn_down
+ * row (44 groups) is 48 KiB. And blocks of 8 rows decoded together, each
+ * 4-row activation tile run over all of them while it is in L1 (the driver
+ * passes 16 rows a call: 2 blocks): per weight row, half the activation
+ * traffic from L2 and beyond. The two took 2048 x 5632, M = 512, from 0.8x
+ * to 0.85-0.9x the GEMM's rate at 2048 x 2048 (one thread, Zen 3; best of
+ * three: 120 -> 130 GOPS). */
+enum { KCH = 16, NBLK = 4 };
 
 /* Rows [n0, n8) (a multiple of 8 of them) x M activation rows. B: scratch
  * for KCH groups of NBLK blocks of 8 rows; cz: for M x nb correction pairs;
@@ -347,7 +349,8 @@ enum { SA2_MAX = 1024 };
                                         const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {     \
         if (M > 1) {                                                                                         \
             const int n8 = n0 + (M >= GEMM8_MIN_M ? (n1 - n0) / 8 * 8 : 0);                                 \
-            const size_t bsz = (size_t)NBLK * KCH * sizeof(g8), ssz = (size_t)M * 8 * NBLK * sizeof(double);                \
+            const size_t bsz = (size_t)NBLK * KCH * sizeof(g8);                                              \
+            const size_t ssz = (size_t)M * 8 * NBLK * sizeof(double);                                        \
             g8 *B = n8 > n0 ? lb_thread_scratch(bsz + ssz + (size_t)M * (size_t)(K / LB_ABQ_G) * 4) : NULL;    \
             if (B)                                                                                           \
                 gemm8(W, cpc_of(LB_TYPE_##NAME), K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B,       \
