@@ -236,6 +236,8 @@ void lb_abq_codes_group(int type, const void *row, int64_t nb, int64_t i, float 
 int lb_abq_codes_of(int type);
 /* The plane type of a code layout, -1 for others. */
 int lb_abq_plain_of_codes(int type);
+/* Bits per code of a code layout: 2 (_C2) or 4 (_C4); 0 for other types. */
+int lb_abq_code_bits(int type);
 /* Traits of a code layout (to_float, the reference vec_dot), NULL otherwise. */
 const lb_type_traits *lb_abq_codes_traits(int type);
 /* N rows of K (a multiple of 128) weights of plane type `plain` into its

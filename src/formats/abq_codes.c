@@ -30,6 +30,8 @@ int lb_abq_plain_of_codes(int type) {
 /* bits per code: 2 for the _C2 layouts, 4 for the _C4 ones */
 static int width(int ct) { return ct == LB_TYPE_ABQ_W1_C2 || ct == LB_TYPE_ABQ_W2_C2 ? 2 : 4; }
 
+int lb_abq_code_bits(int type) { return lb_abq_plain_of_codes(type) < 0 ? 0 : width(type); }
+
 /* A row's parts (formats/abq.h): heads side by side, then the codes. */
 typedef struct {
     uint8_t *d, *sw, *z, *qs; /* byte pointers: rows need no alignment */

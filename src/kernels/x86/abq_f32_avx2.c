@@ -66,13 +66,8 @@ TGT static void decode_planes(int type, const uint8_t *row, int64_t K, float *y)
     }
 }
 
-/* bits per code of a code layout (formats/abq.h), 0 for a plane type */
-static int code_bits(int type) {
-    return lb_abq_plain_of_codes(type) < 0 ? 0 : type == LB_TYPE_ABQ_W1_C2 || type == LB_TYPE_ABQ_W2_C2 ? 2 : 4;
-}
-
 TGT static void decode_row(int type, const uint8_t *row, int64_t K, float *y) {
-    const int w = code_bits(type);
+    const int w = lb_abq_code_bits(type);
     if (w) decode_codes(w, row, K, y);
     else decode_planes(type, row, K, y);
 }
@@ -139,7 +134,7 @@ TGT static float row_dot_codes(int w, const uint8_t *row, int64_t K, const float
 
 static void gemm_f32(int type, int64_t K, const void *W, size_t rs, int n0, int n1, const void *A, size_t ars, int M,
                      float *Y, size_t ldy) {
-    const int w = code_bits(type);
+    const int w = lb_abq_code_bits(type);
     if (M == 1 && w) {
         for (int n = n0; n < n1; n++) Y[n] = row_dot_codes(w, (const uint8_t *)W + (size_t)n * rs, K, A);
         return;
