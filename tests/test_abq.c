@@ -346,6 +346,35 @@ static void test_kernels(void) {
  * activation bits p, M = 1..17, 32..36 and 70, odd N (1..17 and 37), K of
  * 1, 3 and 5 groups: at the AMX level the GEMM's 16-row tiles, its column
  * tails and the rows it leaves to the AVX2 kernel. */
+/* Weights w (N x K) quantized to plane type t and rewritten in its code
+ * layout, activation rows x (M x K) at p bits: lb_matmul at every level this
+ * machine has, with 1 .. max_threads threads, equals the plane type's
+ * reference bit for bit. */
+static void codes_matmul_check(int t, int64_t K, int64_t N, int M, int p, const float *w, const float *x,
+                               int max_threads, const char *what) {
+    const int ct = lb_abq_codes_of(t);
+    const size_t row = lb_row_size(t, K), crow = lb_row_size(ct, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
+    float *ref = malloc(sizeof(float) * N * M);
+    uint8_t *W = malloc(row * N), *C = malloc(crow * N), *A = malloc(arow * M);
+    lb_traits(t)->from_float(w, W, K * N);
+    lb_abq_to_codes(t, W, C, K, N);
+    for (int m = 0; m < M; m++) lb_abq_quantize_act(x + m * K, A + m * arow, K, p);
+    for (int m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) lb_traits(t)->vec_dot(K, &ref[m * N + n], W + n * row, A + m * arow);
+    for (int li = 0; li < LB_ISA_COUNT; li++) {
+        if (!lb_test_level_available(li)) continue;
+        lb_cpu_force_level((lb_isa)li);
+        for (int nth = 1; nth <= max_threads; nth++) {
+            float *y = lb_test_matmul_bits(ct, C, K, N, x, M, nth, p);
+            CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s K %lld N %lld M %d p %d, %s, %d threads: %s differs",
+                      lb_type_name(ct), (long long)K, (long long)N, M, p, what, nth, lb_isa_name((lb_isa)li));
+            free(y);
+        }
+        lb_cpu_force_level(lb_cpu_detected());
+    }
+    free(ref), free(W), free(C), free(A);
+}
+
 static void test_codes(void) {
     static const int plains[] = {LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W2S};
     const int64_t Ks[] = {128, 384, 640};
@@ -409,59 +438,26 @@ static void test_codes(void) {
      * every code at its type's largest (all weights 1) against activation
      * bytes all -128 or all 127 (rows all -1 or all +1, p = 8), M >= 8. */
     for (int i = 0; i < 5; i++) {
-        const int t = plains[i], ct = lb_abq_codes_of(t);
         enum { K = 256, N = 16, M = 9 };
-        const size_t row = lb_row_size(t, K), crow = lb_row_size(ct, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
-        float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M), *ref = malloc(sizeof(float) * N * M);
-        uint8_t *W = malloc(row * N), *C = malloc(crow * N), *A = malloc(arow * M);
+        static float w[K * N], x[K * M];
         for (int j = 0; j < K * N; j++) w[j] = 1.0f;
-        lb_traits(t)->from_float(w, W, K * N);
-        lb_abq_to_codes(t, W, C, K, N);
         for (int sign = -1; sign <= 1; sign += 2) {
             for (int j = 0; j < K * M; j++) x[j] = (float)sign;
-            for (int m = 0; m < M; m++) lb_abq_quantize_act(x + m * K, A + m * arow, K, 8);
-            for (int m = 0; m < M; m++)
-                for (int n = 0; n < N; n++) lb_traits(t)->vec_dot(K, &ref[m * N + n], W + n * row, A + m * arow);
-            for (int li = 0; li < LB_ISA_COUNT; li++) {
-                if (!lb_test_level_available(li)) continue;
-                lb_cpu_force_level((lb_isa)li);
-                float *y = lb_test_matmul_bits(ct, C, K, N, x, M, 1, 8);
-                CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s, largest codes, activations all %+d: %s differs",
-                          lb_type_name(ct), sign, lb_isa_name((lb_isa)li));
-                free(y);
-                lb_cpu_force_level(lb_cpu_detected());
-            }
+            codes_matmul_check(plains[i], K, N, M, 8, w, x, 1, sign < 0 ? "largest codes, activations all -1"
+                                                                         : "largest codes, activations all +1");
         }
-        free(w), free(x), free(ref), free(W), free(C), free(A);
     }
     /* Rows longer than the AVX2 GEMM's decoded chunk (16 groups) and more
      * 8-row blocks than it decodes together (4), plus a tail row: K of 17 and
      * 33 groups, N = 41, M = 13, random data, every level, bit for bit. */
     for (int i = 0; i < 5; i++) {
-        const int t = plains[i], ct = lb_abq_codes_of(t), M = 13, p = i % 2 ? 4 : 8;
+        const int M = 13;
         const int64_t K = (i % 2 ? 33 : 17) * 128, N = 41;
-        const size_t row = lb_row_size(t, K), crow = lb_row_size(ct, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
-        float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M), *ref = malloc(sizeof(float) * N * M);
-        uint8_t *W = malloc(row * N), *C = malloc(crow * N), *A = malloc(arow * M);
+        float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M);
         for (int64_t j = 0; j < K * N; j++) w[j] = gauss(&seed);
         for (int64_t j = 0; j < K * M; j++) x[j] = gauss(&seed);
-        lb_traits(t)->from_float(w, W, K * N);
-        lb_abq_to_codes(t, W, C, K, N);
-        for (int m = 0; m < M; m++) lb_abq_quantize_act(x + m * K, A + m * arow, K, p);
-        for (int m = 0; m < M; m++)
-            for (int64_t n = 0; n < N; n++) lb_traits(t)->vec_dot(K, &ref[m * N + n], W + n * row, A + m * arow);
-        for (int li = 0; li < LB_ISA_COUNT; li++) {
-            if (!lb_test_level_available(li)) continue;
-            lb_cpu_force_level((lb_isa)li);
-            for (int nth = 1; nth <= 2; nth++) {
-                float *y = lb_test_matmul_bits(ct, C, K, N, x, M, nth, p);
-                CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s K %lld, %d threads: %s differs", lb_type_name(ct),
-                          (long long)K, nth, lb_isa_name((lb_isa)li));
-                free(y);
-            }
-            lb_cpu_force_level(lb_cpu_detected());
-        }
-        free(w), free(x), free(ref), free(W), free(C), free(A);
+        codes_matmul_check(plains[i], K, N, M, i % 2 ? 4 : 8, w, x, 2, "rows of several chunks");
+        free(w), free(x);
     }
     printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
            n_cases);
