@@ -434,9 +434,11 @@ static void test_codes(void) {
             free(ref), free(w), free(x), free(f1), free(f2), free(W), free(C), free(B), free(A);
         }
     }
-    /* The int16 bounds of the AVX2 8-row GEMM (its columns per chain, cpc_of):
-     * every code at its type's largest (all weights 1) against activation
-     * bytes all -128 or all 127 (rows all -1 or all +1, p = 8), M >= 8. */
+    /* The int16 bounds of the AVX2 8-row GEMM (its columns per chain,
+     * cpc_for): every code at its type's largest (all weights 1) against
+     * activation bytes all -128 or all 127 (rows all -1 or all +1, p = 8),
+     * and, where it takes the raw codes ca (p <= 7) and longer chains, against
+     * ca all 2^p - 1 but one (rows of +1 and one -1), M >= 8. */
     for (int i = 0; i < 5; i++) {
         enum { K = 256, N = 16, M = 9 };
         static float w[K * N], x[K * M];
@@ -446,6 +448,8 @@ static void test_codes(void) {
             codes_matmul_check(plains[i], K, N, M, 8, w, x, 1, sign < 0 ? "largest codes, activations all -1"
                                                                          : "largest codes, activations all +1");
         }
+        for (int j = 0; j < K * M; j++) x[j] = j % K ? 1.0f : -1.0f;
+        for (int p = 4; p <= 7; p++) codes_matmul_check(plains[i], K, N, M, p, w, x, 1, "largest codes and ca");
     }
     /* Rows longer than the AVX2 GEMM's decoded chunk (16 groups) and more
      * 8-row blocks than it decodes together (4), plus a tail row: K of 17 and

@@ -41,8 +41,9 @@ typedef struct {
     unsigned cpu_needs;         /* LB_CPU_* features needed beyond isa (kernels/cpu.h); 0: none */
     int whole_m;                /* 1: gemm blocks K itself and decodes each weight tile once per
                                  * call, so the driver passes as many activation rows as fit 3/4
-                                 * of the L2; 2: it also blocks K (its working set is 1.5 KiB per row
-                                 * whatever K is), and takes up to 1024 rows; 0: tiles of LB_ACT_TILE_BYTES
+                                 * of the L2; 2: it also blocks K (its working set per activation row is
+                                 * a K chunk, whatever K is: the AMX-BF16 GEMM, ABQ's AVX2 code GEMM),
+                                 * and takes up to 1024 rows; 0: tiles of LB_ACT_TILE_BYTES
                                  * (kernels/matmul.c) */
     int act_whole_row;          /* 1: quantize_act needs whole rows (a per-token scale, ABQ): the
                                  * driver never splits one row's blocks among threads */

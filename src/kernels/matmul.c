@@ -92,9 +92,10 @@ static void run_rows(const job *j, int n0, int n1, int m0, int m1) {
      * every 16 weight rows and must stay in L2: measured on a 2 MiB L2, tiles
      * of 1.5 MiB against all 512 rows at K = 5632 doubled the Q2_K_16X4 GEMM. */
     const size_t all = (size_t)(m1 - m0) * LB_MAX((size_t)1, j->arow);
-    /* whole_m 2 (the AMX-BF16 GEMM) keeps per row a K chunk of activations
-     * and a column block of partial sums (1.5 KiB): 1024 rows fill 3/4 of a
-     * 2 MiB L2 whatever K is */
+    /* whole_m 2 keeps per row a K chunk of activations: the AMX-BF16 GEMM
+     * with a column block of partial sums (1.5 KiB; 1024 rows fill 3/4 of
+     * a 2 MiB L2 whatever K is), ABQ's AVX2 code GEMM 16 groups of codes
+     * (2-4 KiB, streamed once per 32 weight rows) */
     const size_t budget = k->whole_m == 2   ? (size_t)1024 * LB_MAX((size_t)1, j->arow)
                           : k->whole_m ? lb_cpu_l2_bytes() / 4 * 3
                                        : LB_ACT_TILE_BYTES;

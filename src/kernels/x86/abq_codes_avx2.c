@@ -211,11 +211,13 @@ INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, int64_t g0, 
 /* MR activation rows a[0..MR-1], groups [g0, g0 + kc), against the 8 decoded
  * rows B[0 .. kc): the double sums continue from st[m] (unless g0 = 0) and
  * go back there, or, after the last group (last), times da to y[m][0..7].
- * cz[m][i]: activation row m's int16 pair (128 - za, -(Sa_i - 128 za)) of
- * group i, so one vpmaddwd with the rows' (sw, z) gives
- * sw (128 - za) - z (Sa - 128 za) exactly (|sw| <= 1920, |Sa - 128 za| <= 32640). */
+ * ac[m] + i astr: the 128 activation bytes of row m's group i, either the
+ * blocks' own ca - 128 or the raw ca (gemm8). cz[m][i]: the int16 pair
+ * (o - za, -(Sa_i - 128 za)) of that group, o the bytes' offset (128 or 0),
+ * so one vpmaddwd with the rows' (sw, z) gives sw (o - za) - z (Sa - 128 za)
+ * exactly (|sw| <= 1920, |Sa - 128 za| <= 32640). */
 INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a,
-                  const int32_t *const *cz, double *const *st, float *const *y) {
+                  const int8_t *const *ac, size_t astr, const int32_t *const *cz, double *const *st, float *const *y) {
     __m256d acc[4][2];
 #pragma GCC unroll 4
     for (int m = 0; m < MR; m++)
@@ -238,11 +240,13 @@ INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last
                 for (int m = 0; m < MR; m++) {
                     /* a broadcast from memory: a load, no shuffle (set1 of an int went through a
                      * general register and vpbroadcastd ymm, xmm: 1.5x the GEMM's time) */
-                    const __m256i av = _mm256_castps_si256(_mm256_broadcast_ss((const float *)(a[m][i].c + 4 * (CPC * cb + c))));
-                    ch[m] = _mm256_add_epi16(ch[m], _mm256_maddubs_epi16(wv, av));
-                    /* keep the chain a chain: GCC's reassociation made a tree of the
-                     * columns' sums, spilling every product to the stack (0.5x) */
-                    __asm__("" : "+x"(ch[m]));
+                    const __m256i av = _mm256_castps_si256(
+                        _mm256_broadcast_ss((const float *)(ac[m] + (size_t)i * astr + 4 * (CPC * cb + c))));
+                    /* the add in asm keeps the chain a chain: GCC's reassociation made
+                     * a tree of the columns' sums, spilling every product to the stack
+                     * (0.5x); an empty asm on the sum instead cost a register move per
+                     * product */
+                    __asm__("vpaddw %1, %0, %0" : "+x"(ch[m]) : "x"(_mm256_maddubs_epi16(wv, av)));
                 }
             }
 #pragma GCC unroll 4
@@ -278,17 +282,61 @@ INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last
  * three: 120 -> 130 GOPS). */
 enum { KCH = 16, NBLK = 4 };
 
-/* Rows [n0, n8) (a multiple of 8 of them) x M activation rows. B: scratch
- * for KCH groups of NBLK blocks of 8 rows; cz: for M x nb correction pairs;
- * st: M x 8 NBLK doubles, the sums between chunks. */
-INLINE void gemm8(int w, int CPC, int64_t K, const void *W, size_t w_row_size, int n0, int n8, const void *A, size_t a_row_size,
-                  int M, float *Y, size_t ldy, g8 *B, int32_t *cz, double *st) {
+/* Activation bytes and chain length. A pair of products is at most
+ * 2 cmax amax in size (cmax the type's largest code; W2S's 4 is checked at
+ * load), so CPC columns stay within int16 while 2 cmax amax CPC <= 32767
+ * (32768 below zero). The blocks' bytes ca - 128 reach -128: W4 (cmax 15)
+ * 8 columns, W3 16, W2S, W2 and W1 32. At p <= 7 bits the raw codes ca fit
+ * a signed byte, amax = 2^p - 1, and they take longer chains: at p = 4 a
+ * pair is at most 450 and W4 runs 32 columns, one vpmaddwd per group and
+ * activation row instead of four (fewer activation bits, fewer
+ * instructions). */
+static inline int cpc_for(int cmax, int amax, int raw) {
+    const int lim = raw ? 32767 / (2 * cmax * amax) : 32768 / (2 * cmax * 128);
+    return lim >= 32 ? 32 : lim >= 16 ? 16 : 8;
+}
+
+static inline int cmax_of(int type) {
+    return type == LB_TYPE_ABQ_W4_C4   ? 15
+           : type == LB_TYPE_ABQ_W3_C4 ? 7
+           : type == LB_TYPE_ABQ_W2S_C4 ? 4
+           : type == LB_TYPE_ABQ_W2_C2 ? 3
+                                        : 1;
+}
+
+/* One activation tile of mr = MRc rows against decoded block Bk, at a
+ * constant row count and chain length each (the tile's vectors stay in
+ * registers); only the chain lengths a type can take are compiled. */
+#define TILE8_AT(MRc)                                                                                   \
+    do {                                                                                                \
+        if (CPC == 32) tile8(MRc, 32, Bk, g0, kc, last, a, ac, astr, c, s, y);                          \
+        else if (CPC == 16 && cmax > 4) tile8(MRc, 16, Bk, g0, kc, last, a, ac, astr, c, s, y);         \
+        else if (cmax > 7) tile8(MRc, 8, Bk, g0, kc, last, a, ac, astr, c, s, y);                       \
+    } while (0)
+
+/* Rows [n0, n8) (a multiple of 8 of them) x M activation rows. Scratch: B
+ * for KCH groups of NBLK blocks of 8 rows; cz for M x nb correction pairs;
+ * st for M x 8 NBLK doubles, the sums between chunks; raw for M x K raw
+ * activation codes, used when every row's p <= 7. */
+INLINE void gemm8(int w, int cmax, int64_t K, const void *W, size_t w_row_size, int n0, int n8, const void *A,
+                  size_t a_row_size, int M, float *Y, size_t ldy, g8 *B, int32_t *cz, double *st, int8_t *raw) {
     const int64_t nb = K / LB_ABQ_G;
+    int pmax = 0;
+    for (int m = 0; m < M; m++) pmax = LB_MAX(pmax, ((const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size))->p);
+    if (pmax > 7) raw = NULL;
+    const int off = raw ? 0 : 128, CPC = cpc_for(cmax, LB_MAX(1, (1 << pmax) - 1), raw != NULL);
+    const size_t astr = raw ? LB_ABQ_G : sizeof(block_abq_act);
     for (int m = 0; m < M; m++) {
         const block_abq_act *a = (const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size);
-        for (int64_t i = 0; i < nb; i++)
-            cz[(size_t)m * nb + i] = (int32_t)((uint32_t)(uint16_t)(128 - a[0].z) |
+        for (int64_t i = 0; i < nb; i++) {
+            cz[(size_t)m * nb + i] = (int32_t)((uint32_t)(uint16_t)(off - a[0].z) |
                                                (uint32_t)(uint16_t)(-(a[i].sum - 128 * a[0].z)) << 16);
+            if (raw) { /* ca - 128 -> ca: the sign bit flipped */
+                int8_t *r = raw + ((size_t)m * (size_t)nb + (size_t)i) * LB_ABQ_G;
+                for (int j = 0; j < LB_ABQ_G; j += 32)
+                    _mm256_storeu_si256((__m256i *)(r + j), _mm256_xor_si256(LD(a[i].c + j), _mm256_set1_epi8(-128)));
+            }
+        }
     }
     for (int nb0 = n0; nb0 < n8; nb0 += 8 * NBLK) {
         const int nblk = LB_MIN(NBLK, (n8 - nb0) / 8);
@@ -303,9 +351,11 @@ INLINE void gemm8(int w, int CPC, int64_t K, const void *W, size_t w_row_size, i
             for (int m = 0; m < M; m += 4) {
                 const int mr = LB_MIN(4, M - m);
                 const block_abq_act *a[4];
+                const int8_t *ac[4];
                 const int32_t *c[4];
                 for (int j = 0; j < mr; j++)
                     a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)(m + j) * a_row_size),
+                    ac[j] = raw ? raw + (size_t)(m + j) * (size_t)nb * LB_ABQ_G : a[j]->c,
                     c[j] = cz + (size_t)(m + j) * nb;
                 for (int k = 0; k < nblk; k++) {
                     double *s[4];
@@ -314,25 +364,18 @@ INLINE void gemm8(int w, int CPC, int64_t K, const void *W, size_t w_row_size, i
                         s[j] = st + ((size_t)(m + j) * NBLK + (size_t)k) * 8,
                         y[j] = Y + (size_t)(m + j) * ldy + nb0 + 8 * k;
                     const g8 *Bk = B + (size_t)k * KCH;
-                    switch (mr) { /* a constant row count each: the tile's vectors stay in registers */
-                    case 1: tile8(1, CPC, Bk, g0, kc, last, a, c, s, y); break;
-                    case 2: tile8(2, CPC, Bk, g0, kc, last, a, c, s, y); break;
-                    case 3: tile8(3, CPC, Bk, g0, kc, last, a, c, s, y); break;
-                    default: tile8(4, CPC, Bk, g0, kc, last, a, c, s, y); break;
+                    switch (mr) {
+                    case 1: TILE8_AT(1); break;
+                    case 2: TILE8_AT(2); break;
+                    case 3: TILE8_AT(3); break;
+                    default: TILE8_AT(4); break;
                     }
                 }
             }
         }
     }
 }
-
-/* Columns summed in int16 before vpmaddwd widens them: a pair is at least
- * 2 cmax (-128) (cmax the type's largest code; W2S's 4 is checked at load),
- * so CPC columns stay within int16 while cmax CPC <= 128. Longer chains, fewer
- * widenings: W4 8 (15), W3 16 (7), W2S 32 (4), W2 and W1 32. */
-static inline int cpc_of(int type) {
-    return type == LB_TYPE_ABQ_W4_C4 ? 8 : type == LB_TYPE_ABQ_W3_C4 ? 16 : 32;
-}
+#undef TILE8_AT
 
 /* activation rows from which the 8-row gemm pays its transposes */
 enum { GEMM8_MIN_M = 8 };
@@ -351,10 +394,12 @@ enum { SA2_MAX = 1024 };
             const int n8 = n0 + (M >= GEMM8_MIN_M ? (n1 - n0) / 8 * 8 : 0);                                 \
             const size_t bsz = (size_t)NBLK * KCH * sizeof(g8);                                              \
             const size_t ssz = (size_t)M * 8 * NBLK * sizeof(double);                                        \
-            g8 *B = n8 > n0 ? lb_thread_scratch(bsz + ssz + (size_t)M * (size_t)(K / LB_ABQ_G) * 4) : NULL;    \
+            const size_t csz = (size_t)M * (size_t)(K / LB_ABQ_G) * 4;                                       \
+            g8 *B = n8 > n0 ? lb_thread_scratch(bsz + ssz + csz + (size_t)M * (size_t)K) : NULL;             \
             if (B)                                                                                           \
-                gemm8(W, cpc_of(LB_TYPE_##NAME), K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B,       \
-                      (int32_t *)((char *)B + bsz + ssz), (double *)((char *)B + bsz));                      \
+                gemm8(W, cmax_of(LB_TYPE_##NAME), K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B,      \
+                      (int32_t *)((char *)B + bsz + ssz), (double *)((char *)B + bsz),                       \
+                      (int8_t *)((char *)B + bsz + ssz + csz));                                              \
             gemm(W, K, Wt, w_row_size, B ? n8 : n0, n1, A, a_row_size, M, Y, ldy);                           \
             return;                                                                                          \
         }                                                                                                    \

@@ -141,7 +141,17 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
 #define LB_ABQ_AVX2_KERNEL(name, NAME, Q)                                                                     \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_abq_quantize_act8_avx2,            \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act_avx2},
-#define LB_ABQ_CODES_AVX2_KERNEL(name, NAME, W) LB_ABQ_AVX2_KERNEL(name, NAME, 0)
+/* whole_m 2 for the code layouts: the AVX2 GEMM takes the thread's whole
+ * range of weight rows and up to 1024 activation rows a call, so each
+ * decoded block of 8 weight rows serves them all and the activation rows'
+ * setup (their raw codes at p <= 7, their correction pairs) is done once
+ * (kernels/x86/abq_codes_avx2.c). Handed 16 weight rows and 768 KiB of
+ * activation rows a call, the activations were re-read from L3 for every
+ * 16 weight rows on a 512 KiB L2 (Zen 3): 2048 x 5632 at M = 512 ran at
+ * 0.6-0.7x its rate now. */
+#define LB_ABQ_CODES_AVX2_KERNEL(name, NAME, W)                                                               \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_abq_quantize_act8_avx2,            \
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
 /* whole_m 1: the AMX GEMM decodes its 16 weight rows once per call for all
  * the activation rows the driver hands it (as many as fit the L2) */
 #define LB_ABQ_CODES_AMX_KERNEL(name, NAME, W)                                                                 \
