@@ -21,9 +21,16 @@ echo "F32 PPL = $F32"
 REF_F32=5.6279
 awk -v p="$F32" -v r=$REF_F32 'BEGIN { exit !(p > 0 && p - r < 0.01 && r - p < 0.01) }' \
   && ok "F32 PPL $F32 matches the recorded value" || bad "F32 PPL $F32 differs from the recorded value"
-# batches smaller than a chunk (and not dividing it) score the same
-B7=$("$LOWBIT" perplexity -m "$WORK/f32.gguf" -f "$TEXT" -c 128 -b 7 -t 2 2>/dev/null | grep -oE 'Final estimate: PPL = [0-9.]+' | awk '{print $5}')
-[ "$B7" = "$F32" ] && ok "-b 7 gives the same PPL" || bad "-b 7 gives PPL $B7, not $F32"
+# batches smaller than a chunk (and not dividing it) score the same. Under
+# qemu (QEMU_CPU set by scripts/test-arm.sh) this pass and the self-KLD one
+# below are left out: batching and the KLD file are the same C on every CPU
+# (run natively at every x86 level), and each pass is ~60 s emulated.
+if [ -z "${QEMU_CPU:-}" ]; then
+  B7=$("$LOWBIT" perplexity -m "$WORK/f32.gguf" -f "$TEXT" -c 128 -b 7 -t 2 2>/dev/null | grep -oE 'Final estimate: PPL = [0-9.]+' | awk '{print $5}')
+  [ "$B7" = "$F32" ] && ok "-b 7 gives the same PPL" || bad "-b 7 gives PPL $B7, not $F32"
+else
+  echo "skip: -b 7 under qemu (QEMU_CPU=$QEMU_CPU)"
+fi
 for t in Q8_0 Q4_0; do
   "$LOWBIT" perplexity -m "$WORK/$t.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence \
     > "$WORK/$t.ppl" 2>/dev/null || bad "perplexity $t"
@@ -40,12 +47,16 @@ done
 # 16-bit rounding) with full top-1 agreement and a PPL ratio of 1; the copies
 # rank as their widths do (measured: Q8_0 0.00097 / 98.2%, Q4_0 0.129 / 82.0%).
 kld() { sed -n "s/^$2 = \([0-9.]*\).*/\1/p" "$1"; }
-"$LOWBIT" perplexity -m "$WORK/f32.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence \
-  > "$WORK/self.ppl" 2>/dev/null || bad "perplexity self-KLD"
-awk -v k="$(kld "$WORK/self.ppl" "Mean KLD")" -v t="$(grep -oE 'Top-1 agreement = [0-9.]+' "$WORK/self.ppl" | awk '{print $4}')" \
-    -v r="$(grep -oE 'PPL ratio PPL\(Q\)/PPL\(base\) = [0-9.]+' "$WORK/self.ppl" | awk '{print $NF}')" \
-    'BEGIN { exit !(k != "" && k < 1e-5 && t == 100 && r == 1) }' \
-  && ok "base against itself: KLD ~0, top-1 100%, ratio 1" || bad "base against itself: $(grep -E 'KLD|Top-1|ratio' "$WORK/self.ppl" | tr '\n' ' ')"
+if [ -z "${QEMU_CPU:-}" ]; then
+  "$LOWBIT" perplexity -m "$WORK/f32.gguf" -t 2 --kl-divergence-base "$WORK/base.kld" --kl-divergence \
+    > "$WORK/self.ppl" 2>/dev/null || bad "perplexity self-KLD"
+  awk -v k="$(kld "$WORK/self.ppl" "Mean KLD")" -v t="$(grep -oE 'Top-1 agreement = [0-9.]+' "$WORK/self.ppl" | awk '{print $4}')" \
+      -v r="$(grep -oE 'PPL ratio PPL\(Q\)/PPL\(base\) = [0-9.]+' "$WORK/self.ppl" | awk '{print $NF}')" \
+      'BEGIN { exit !(k != "" && k < 1e-5 && t == 100 && r == 1) }' \
+    && ok "base against itself: KLD ~0, top-1 100%, ratio 1" || bad "base against itself: $(grep -E 'KLD|Top-1|ratio' "$WORK/self.ppl" | tr '\n' ' ')"
+else
+  echo "skip: the base against itself under qemu (QEMU_CPU=$QEMU_CPU)"
+fi
 K8=$(kld "$WORK/Q8_0.ppl" "Mean KLD"); K4=$(kld "$WORK/Q4_0.ppl" "Mean KLD")
 P8=$(kld "$WORK/Q8_0.ppl" "99th percentile KLD"); P4=$(kld "$WORK/Q4_0.ppl" "99th percentile KLD")
 awk -v a="$K8" -v b="$K4" -v c="$P8" -v d="$P4" 'BEGIN { exit !(a > 0 && a < 0.005 && b > a && b < 0.5 && c >= a && d > c) }' \

@@ -304,28 +304,40 @@ static inline int cmax_of(int type) {
                                         : 1;
 }
 
-/* One activation tile of mr = MRc rows against decoded block Bk, at a
- * constant row count and chain length each (the tile's vectors stay in
- * registers); only the chain lengths a type can take are compiled. */
-#define TILE8_AT(MRc)                                                                                   \
-    do {                                                                                                \
-        if (CPC == 32) tile8(MRc, 32, Bk, g0, kc, last, a, ac, astr, c, s, y);                          \
-        else if (CPC == 16 && cmax > 4) tile8(MRc, 16, Bk, g0, kc, last, a, ac, astr, c, s, y);         \
-        else if (cmax > 7) tile8(MRc, 8, Bk, g0, kc, last, a, ac, astr, c, s, y);                       \
-    } while (0)
+/* The tile at its three chain lengths, 4 activation rows each: one copy of
+ * each for every type (a tile does not depend on the type), noinline.
+ * Inlined per type, row count and chain length, the file took clang's ASan
+ * build over 6 minutes. */
+typedef void tile8_fn(const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a,
+                      const int8_t *const *ac, size_t astr, const int32_t *const *cz, double *const *st,
+                      float *const *y);
+#define TILE8_FN(CPC)                                                                                       \
+    LB_ABQC __attribute__((noinline)) static void tile8_c##CPC(                                             \
+        const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a, const int8_t *const *ac, \
+        size_t astr, const int32_t *const *cz, double *const *st, float *const *y) {                        \
+        tile8(4, CPC, B, g0, kc, last, a, ac, astr, cz, st, y);                                             \
+    }
+TILE8_FN(8) TILE8_FN(16) TILE8_FN(32)
+#undef TILE8_FN
 
-/* Rows [n0, n8) (a multiple of 8 of them) x M activation rows. Scratch: B
- * for KCH groups of NBLK blocks of 8 rows; cz for M x nb correction pairs;
- * st for M x 8 NBLK doubles, the sums between chunks; raw for M x K raw
- * activation codes, used when every row's p <= 7. */
-INLINE void gemm8(int w, int cmax, int64_t K, const void *W, size_t w_row_size, int n0, int n8, const void *A,
-                  size_t a_row_size, int M, float *Y, size_t ldy, g8 *B, int32_t *cz, double *st, int8_t *raw) {
+/* Rows [n0, n8) (a multiple of 8 of them) x M activation rows, code layout
+ * of w bits (2 or 4) and largest code cmax. Scratch: B for KCH groups of
+ * NBLK blocks of 8 rows; cz for M x nb correction pairs; st for M x 8 NBLK
+ * doubles, the sums between chunks; raw for M x K raw activation codes,
+ * used when every row's p <= 7. A tail of M % 4 rows runs as a tile of 4
+ * whose extra rows repeat its last row into a dummy sum and output. */
+LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int64_t K, const void *W, size_t w_row_size,
+                                                     int n0, int n8, const void *A, size_t a_row_size, int M, float *Y,
+                                                     size_t ldy, g8 *B, int32_t *cz, double *st, int8_t *raw) {
     const int64_t nb = K / LB_ABQ_G;
     int pmax = 0;
     for (int m = 0; m < M; m++) pmax = LB_MAX(pmax, ((const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size))->p);
     if (pmax > 7) raw = NULL;
     const int off = raw ? 0 : 128, CPC = cpc_for(cmax, LB_MAX(1, (1 << pmax) - 1), raw != NULL);
+    tile8_fn *const tile = CPC == 32 ? tile8_c32 : CPC == 16 ? tile8_c16 : tile8_c8;
     const size_t astr = raw ? LB_ABQ_G : sizeof(block_abq_act);
+    double dummy_st[8] = {0};
+    float dummy_y[8];
     for (int m = 0; m < M; m++) {
         const block_abq_act *a = (const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size);
         for (int64_t i = 0; i < nb; i++) {
@@ -346,36 +358,32 @@ INLINE void gemm8(int w, int cmax, int64_t K, const void *W, size_t w_row_size, 
             for (int k = 0; k < nblk; k++) {
                 const uint8_t *rows[8];
                 for (int r = 0; r < 8; r++) rows[r] = (const uint8_t *)W + (size_t)(nb0 + 8 * k + r) * w_row_size;
-                decode8(w, rows, nb, g0, kc, B + (size_t)k * KCH);
+                if (w == 4) decode8(4, rows, nb, g0, kc, B + (size_t)k * KCH);
+                else decode8(2, rows, nb, g0, kc, B + (size_t)k * KCH);
             }
             for (int m = 0; m < M; m += 4) {
                 const int mr = LB_MIN(4, M - m);
                 const block_abq_act *a[4];
                 const int8_t *ac[4];
                 const int32_t *c[4];
-                for (int j = 0; j < mr; j++)
-                    a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)(m + j) * a_row_size),
-                    ac[j] = raw ? raw + (size_t)(m + j) * (size_t)nb * LB_ABQ_G : a[j]->c,
-                    c[j] = cz + (size_t)(m + j) * nb;
+                for (int j = 0; j < 4; j++) {
+                    const int mj = m + LB_MIN(j, mr - 1);
+                    a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)mj * a_row_size);
+                    ac[j] = raw ? raw + (size_t)mj * (size_t)nb * LB_ABQ_G : a[j]->c;
+                    c[j] = cz + (size_t)mj * nb;
+                }
                 for (int k = 0; k < nblk; k++) {
                     double *s[4];
                     float *y[4];
-                    for (int j = 0; j < mr; j++)
-                        s[j] = st + ((size_t)(m + j) * NBLK + (size_t)k) * 8,
-                        y[j] = Y + (size_t)(m + j) * ldy + nb0 + 8 * k;
-                    const g8 *Bk = B + (size_t)k * KCH;
-                    switch (mr) {
-                    case 1: TILE8_AT(1); break;
-                    case 2: TILE8_AT(2); break;
-                    case 3: TILE8_AT(3); break;
-                    default: TILE8_AT(4); break;
-                    }
+                    for (int j = 0; j < 4; j++)
+                        s[j] = j < mr ? st + ((size_t)(m + j) * NBLK + (size_t)k) * 8 : dummy_st,
+                        y[j] = j < mr ? Y + (size_t)(m + j) * ldy + nb0 + 8 * k : dummy_y;
+                    tile(B + (size_t)k * KCH, g0, kc, last, a, ac, astr, c, s, y);
                 }
             }
         }
     }
 }
-#undef TILE8_AT
 
 /* activation rows from which the 8-row gemm pays its transposes */
 enum { GEMM8_MIN_M = 8 };
