@@ -275,11 +275,12 @@ INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last
 /* Groups per decoded chunk: 8 rows x 16 groups of g8 are 17.5 KiB, which
  * stay in a 32 KiB L1 beside 4 activation rows' codes; a whole ffn_down
  * row (44 groups) is 48 KiB. And blocks of 8 rows decoded together, each
- * 4-row activation tile run over all of them while it is in L1 (the driver
- * passes 16 rows a call: 2 blocks): per weight row, half the activation
- * traffic from L2 and beyond. The two took 2048 x 5632, M = 512, from 0.8x
- * to 0.85-0.9x the GEMM's rate at 2048 x 2048 (one thread, Zen 3; best of
- * three: 120 -> 130 GOPS). */
+ * 4-row activation tile run over all of them while it is in L1: per weight
+ * row, a quarter of the activation traffic from L2 and beyond. The two took
+ * 2048 x 5632, M = 512, from 0.8x to 0.85-0.9x the GEMM's rate at
+ * 2048 x 2048 (one thread, Zen 3; best of three: 120 -> 130 GOPS), when the
+ * driver still passed 16 rows (2 blocks) a call; now it passes the thread's
+ * whole range (whole_m 2, kernels/x86/abq_x86.h). */
 enum { KCH = 16, NBLK = 4 };
 
 /* Activation bytes and chain length. A pair of products is at most
