@@ -208,6 +208,8 @@ INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, int64_t g0, 
     }
 }
 
+enum { MR = 4 }; /* activation rows per tile */
+
 /* MR activation rows a[0..MR-1], groups [g0, g0 + kc), against the 8 decoded
  * rows B[0 .. kc): the double sums continue from st[m] (unless g0 = 0) and
  * go back there, or, after the last group (last), times da to y[m][0..7].
@@ -216,9 +218,9 @@ INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, int64_t g0, 
  * (o - za, -(Sa_i - 128 za)) of that group, o the bytes' offset (128 or 0),
  * so one vpmaddwd with the rows' (sw, z) gives sw (o - za) - z (Sa - 128 za)
  * exactly (|sw| <= 1920, |Sa - 128 za| <= 32640). */
-INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a,
+INLINE void tile8(int CPC, const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a,
                   const int8_t *const *ac, size_t astr, const int32_t *const *cz, double *const *st, float *const *y) {
-    __m256d acc[4][2];
+    __m256d acc[MR][2];
 #pragma GCC unroll 4
     for (int m = 0; m < MR; m++)
         acc[m][0] = g0 ? _mm256_loadu_pd(st[m]) : _mm256_setzero_pd(),
@@ -226,13 +228,13 @@ INLINE void tile8(int MR, int CPC, const g8 *B, int64_t g0, int64_t kc, int last
     const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t i = g0; i < g0 + kc; i++) {
         const g8 *b = &B[i - g0];
-        __m256i P[4];
+        __m256i P[MR];
 #pragma GCC unroll 4
         for (int m = 0; m < MR; m++) /* the corrections first: the chain's start */
             P[m] = _mm256_madd_epi16(b->swz, _mm256_castps_si256(_mm256_broadcast_ss((const float *)&cz[m][i])));
 #pragma GCC unroll 4
         for (int cb = 0; cb < 32 / CPC; cb++) {
-            __m256i ch[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+            __m256i ch[MR] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
 #pragma GCC unroll 32
             for (int c = 0; c < CPC; c++) {
                 const __m256i wv = b->col[CPC * cb + c];
@@ -297,12 +299,10 @@ static inline int cpc_for(int cmax, int amax, int raw) {
     return lim >= 32 ? 32 : lim >= 16 ? 16 : 8;
 }
 
+/* the largest code of a code layout: 2^q - 1 of its plane type, 4 for W2S */
 static inline int cmax_of(int type) {
-    return type == LB_TYPE_ABQ_W4_C4   ? 15
-           : type == LB_TYPE_ABQ_W3_C4 ? 7
-           : type == LB_TYPE_ABQ_W2S_C4 ? 4
-           : type == LB_TYPE_ABQ_W2_C2 ? 3
-                                        : 1;
+    const int plain = lb_abq_plain_of_codes(type);
+    return lb_abq_is_balanced(plain) ? 4 : (1 << lb_abq_bits(plain)) - 1;
 }
 
 /* The tile at its three chain lengths, 4 activation rows each: one copy of
@@ -316,7 +316,7 @@ typedef void tile8_fn(const g8 *B, int64_t g0, int64_t kc, int last, const block
     LB_ABQC __attribute__((noinline)) static void tile8_c##CPC(                                             \
         const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a, const int8_t *const *ac, \
         size_t astr, const int32_t *const *cz, double *const *st, float *const *y) {                        \
-        tile8(4, CPC, B, g0, kc, last, a, ac, astr, cz, st, y);                                             \
+        tile8(CPC, B, g0, kc, last, a, ac, astr, cz, st, y);                                             \
     }
 TILE8_FN(8) TILE8_FN(16) TILE8_FN(32)
 #undef TILE8_FN
@@ -362,21 +362,21 @@ LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int64_t K, 
                 if (w == 4) decode8(4, rows, nb, g0, kc, B + (size_t)k * KCH);
                 else decode8(2, rows, nb, g0, kc, B + (size_t)k * KCH);
             }
-            for (int m = 0; m < M; m += 4) {
-                const int mr = LB_MIN(4, M - m);
-                const block_abq_act *a[4];
-                const int8_t *ac[4];
-                const int32_t *c[4];
-                for (int j = 0; j < 4; j++) {
+            for (int m = 0; m < M; m += MR) {
+                const int mr = LB_MIN(MR, M - m);
+                const block_abq_act *a[MR];
+                const int8_t *ac[MR];
+                const int32_t *c[MR];
+                for (int j = 0; j < MR; j++) {
                     const int mj = m + LB_MIN(j, mr - 1);
                     a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)mj * a_row_size);
                     ac[j] = raw ? raw + (size_t)mj * (size_t)nb * LB_ABQ_G : a[j]->c;
                     c[j] = cz + (size_t)mj * nb;
                 }
                 for (int k = 0; k < nblk; k++) {
-                    double *s[4];
-                    float *y[4];
-                    for (int j = 0; j < 4; j++)
+                    double *s[MR];
+                    float *y[MR];
+                    for (int j = 0; j < MR; j++)
                         s[j] = j < mr ? st + ((size_t)(m + j) * NBLK + (size_t)k) * 8 : dummy_st,
                         y[j] = j < mr ? Y + (size_t)(m + j) * ldy + nb0 + 8 * k : dummy_y;
                     tile(B + (size_t)k * KCH, g0, kc, last, a, ac, astr, c, s, y);
