@@ -13,28 +13,7 @@ logs=${OUT:-build-cuda-logs}
 mkdir -p "$logs"
 deadline=$((SECONDS + 340))
 status=0
-
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH=/usr/local/cuda/bin:$PATH
-fi
-
-# step NAME CAP_SECONDS CMD...: runs CMD with its output in $logs/NAME.log,
-# for at most CAP seconds and never past the deadline; records rc and time
-step() {
-  local name=$1 cap=$2
-  shift 2
-  local left=$((deadline - SECONDS))
-  [ "$cap" -gt "$left" ] && cap=$left
-  if [ "$cap" -lt 5 ]; then
-    echo "$name: skipped, out of time" | tee -a "$logs/steps.txt"
-    return 124
-  fi
-  local t0=$SECONDS rc
-  timeout --kill-after=5 "$cap" "$@" >"$logs/$name.log" 2>&1
-  rc=$?
-  echo "$name: rc $rc in $((SECONDS - t0)) s (limit $cap s)" | tee -a "$logs/steps.txt"
-  return $rc
-}
+. bench/cuda-steps.sh
 
 : >"$logs/steps.txt"
 { nvidia-smi; nvcc --version; cmake --version | head -1; ninja --version; nproc; } >"$logs/nvidia-smi.txt" 2>&1

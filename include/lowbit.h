@@ -185,7 +185,14 @@ typedef struct {
     int n_batch;       /* max tokens per lb_eval call; 0: 512 */
     int n_threads;     /* 0: the model's default */
     int n_seq;         /* sequences with a KV cache of n_ctx positions each (lb_eval_multi); 0: 1 */
+    int device;        /* LB_DEVICE_CPU (0), or LB_DEVICE_CUDA: the whole forward pass on the GPU */
 } lb_context_params;
+
+/* Where a context runs its forward pass. LB_DEVICE_CUDA needs a build with
+ * -DLOWBIT_CUDA=ON whose program called lb_cuda_backend_register (the CLI
+ * does), a GPU, and a model loaded with repacking off (LOWBIT_REPACK=off or
+ * lb_repack_set_mode("off"): the GPU takes the file's layouts). */
+enum { LB_DEVICE_CPU = 0, LB_DEVICE_CUDA = 1 };
 
 lb_model_params lb_model_default_params(void);
 lb_context_params lb_context_default_params(void);

@@ -15,6 +15,19 @@ expect_fail "run: missing model file" "cannot open|no such file" "$LOWBIT" run -
 expect_fail "run: bad thread count" "expects an integer" "$LOWBIT" run -m "$M" -t zero
 expect_fail "run: flag without value" "needs a value" "$LOWBIT" run -m "$M" -p
 expect_fail "run: --isa unknown" "expected scalar" "$LOWBIT" run -m "$M" --isa sse9 -p hi
+expect_fail "run: --device unknown" "expected cpu or cuda" "$LOWBIT" run -m "$M" --device tpu -p hi
+expect_fail "perplexity: --device unknown" "expected cpu or cuda" "$LOWBIT" perplexity -m "$M" -f "$M" --device tpu
+expect_fail "bench: --device unknown" "expected cpu or cuda" "$LOWBIT" bench -m "$M" --device tpu -r 1
+if "$LOWBIT" serve --help >/dev/null 2>&1; then
+  expect_fail "serve: --device unknown" "expected cpu or cuda" "$LOWBIT" serve -m "$M" --device tpu
+fi
+# --device cuda: a clear error where this build has no CUDA backend or the
+# machine no GPU; where both are there it runs
+out=$("$LOWBIT" run -m "$M" --device cuda -p hi -n 2 --temp 0 2>&1); rc=$?
+if [ $rc -eq 0 ]; then ok "run --device cuda ran (a GPU is here)"
+elif [ $rc -ge 128 ]; then bad "run --device cuda crashed (exit $rc)"
+elif grep -qE "built without the CUDA backend|no CUDA device" <<<"$out"; then ok "run --device cuda (exit $rc): $(head -n1 <<<"$out")"
+else bad "run --device cuda: message '$out'"; fi
 expect_fail "run: prompt longer than context" "context holds" "$LOWBIT" run -m "$M" -c 8 -p "Once upon a time there was a very long prompt that does not fit"
 expect_fail "run: missing prompt file" "cannot open .*missing.txt" "$LOWBIT" run -m "$M" -f "$WORK/missing.txt"
 expect_fail "run: prompt file is a directory" "error reading .*directory" "$LOWBIT" run -m "$M" -f "$WORK"

@@ -47,6 +47,17 @@ int cli_common_flag(cli_args *a, cli_common *c);
     "                       fp32 (WqA16; default: the file's lowbit.abq.act_bits, set by quantize)\n" \
     "  -v, --verbose        more logging\n"                                  \
     "  -h, --help           this help\n"
+/* --device DEV (run, perplexity, bench, serve): consumed into *device;
+ * returns 1 if it did. */
+int cli_device_flag(cli_args *a, const char **device);
+#define CLI_DEVICE_HELP                                                                          \
+    "      --device DEV     cpu (default) or cuda: the whole forward pass on the GPU, weights\n" \
+    "                       in the file's layouts (needs a build with -DLOWBIT_CUDA=ON)\n"
+/* LB_DEVICE_CPU for NULL or "cpu"; for "cuda", LB_DEVICE_CUDA once the
+ * backend is registered, a GPU found and load-time repacking turned off (the
+ * GPU takes the file's layouts); -1 after printing why not. Call before
+ * loading the model. */
+int cli_device_apply(const char *cmd, const char *device);
 /* Applies --isa/--verbose; prints an error and returns nonzero on failure. */
 int cli_common_apply(const cli_common *c);
 lb_status cli_load_model(const cli_common *c, lb_model **m);

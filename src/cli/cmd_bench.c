@@ -15,6 +15,9 @@
 #include "formats/repack.h"
 #include "model/model.h"
 #include "model/repack.h"
+#ifdef LOWBIT_HAVE_CUDA
+#include "model/forward_cuda.h"
+#endif
 
 static void help(void) {
     /* CLI_COMMON_HELP less its -t line: bench's -t takes a list (below) */
@@ -27,6 +30,7 @@ static void help(void) {
         if (!nl) break;
         if (strncmp(p, "  -t,", 5)) fwrite(p, 1, (size_t)(nl - p + 1), stdout);
     }
+    printf(CLI_DEVICE_HELP);
     printf("      --synthetic SHAPE  random-weight model built in memory, no download needed\n"
            "      --type TYPE        weight type of the synthetic model (default Q4_0); an\n"
            "                         interleaved type (Q4_0_8X8 ...) means its base type repacked\n"
@@ -115,7 +119,7 @@ static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int is_pp
 int cmd_bench(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "bench", 0};
-    const char *synthetic = NULL, *type_name = "Q4_0";
+    const char *synthetic = NULL, *type_name = "Q4_0", *device = NULL;
     int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, reps = 5, roofline = 1;
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
@@ -123,6 +127,7 @@ int cmd_bench(int argc, char **argv) {
             if (!(n_th = parse_list(cli_value(&a), th, 8, 1, 1024))) { fprintf(stderr, "lowbit bench: bad thread list\n"); a.bad = 1; }
         }
         else if (cli_common_flag(&a, &co)) {}
+        else if (cli_device_flag(&a, &device)) {}
         else if (cli_flag(&a, "--synthetic", NULL)) synthetic = cli_value(&a);
         else if (cli_flag(&a, "--type", NULL)) type_name = cli_value(&a);
         else if (cli_flag(&a, "--repack", NULL)) {
@@ -140,9 +145,15 @@ int cmd_bench(int argc, char **argv) {
     if (a.bad || !type_name) return CLI_USAGE;
     if (!co.model == !synthetic) { fprintf(stderr, "lowbit bench: give exactly one of -m MODEL or --synthetic SHAPE (see --help)\n"); return CLI_USAGE; }
     if (cli_common_apply(&co)) return CLI_USAGE;
+    const int dev = cli_device_apply("bench", device);
+    if (dev < 0) return CLI_FAIL;
     int type = lb_type_from_name(type_name);
     if (synthetic && type < 0) { fprintf(stderr, "lowbit bench: unknown type '%s'\n", type_name); return CLI_USAGE; }
     const lb_repack_layout *rl = synthetic ? lb_repack_layout_of(type) : NULL;
+    if (rl && dev != LB_DEVICE_CPU) {
+        fprintf(stderr, "lowbit bench: --type %s is a CPU layout; the GPU takes %s\n", type_name, lb_type_name(rl->base));
+        return CLI_USAGE;
+    }
     if (rl) {
         /* built as the base type, then repacked at load like a file would be */
         char mode[8];
@@ -198,7 +209,7 @@ int cmd_bench(int argc, char **argv) {
     else snprintf(params, sizeof params, "%.2f B", np / 1e9);
     printf("| model | size | params | isa | threads | test | t/s |\n");
     printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
-    int rc = CLI_OK, bw_threads = 0, pk_threads = 0;
+    int rc = CLI_OK, bw_threads = 0, pk_threads = 0, described = 0;
     double bw = 0; /* read bandwidth at bw_threads threads */
     double pk = 0; /* int8 peak GOPS at pk_threads threads */
     for (int ti = 0; ti < n_th && rc == CLI_OK; ti++) {
@@ -212,7 +223,14 @@ int cmd_bench(int argc, char **argv) {
                 cp.n_ctx = n;
                 cp.n_batch = n;
                 cp.n_threads = th[ti];
+                cp.device = dev;
                 if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("bench", s); rc = CLI_FAIL; break; }
+                if (dev != LB_DEVICE_CPU && !described) {
+                    described = 1;
+#ifdef LOWBIT_HAVE_CUDA
+                    fprintf(stderr, "device: %s\n", lb_cuda_backend_describe(m));
+#endif
+                }
                 double warm;
                 run_test(ctx, toks, kind == 0 ? n : LB_MIN(n, 4), kind == 0, logits, &warm);
                 for (int i = 0; i < reps && rc == CLI_OK; i++) {
@@ -223,7 +241,7 @@ int cmd_bench(int argc, char **argv) {
                     double mean, sd;
                     stats(runs, reps, &mean, &sd);
                     printf("| %s | %s | %s | %s | %d | %s%d | %.2f ± %.2f |\n", lb_model_desc(m), size,
-                           params, lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
+                           params, dev != LB_DEVICE_CPU ? "cuda" : lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
                            kind == 0 ? "pp" : "tg", n, mean, sd);
                     fflush(stdout);
                     if (kind == 0) {
@@ -232,7 +250,7 @@ int cmd_bench(int argc, char **argv) {
                         fprintf(stderr, "  pp%d: %.2f G weight multiply-adds per token: %.0f %sGOPS", n, ops / 2e9, gops,
                                 i8 ? "int8 " : "");
                         /* the roofline: the int8 dot rate measured now, on as many threads */
-                        if (roofline && i8 && pk_threads != lb_context_threads(ctx)) {
+                        if (roofline && i8 && dev == LB_DEVICE_CPU && pk_threads != lb_context_threads(ctx)) {
                             pk_threads = lb_context_threads(ctx);
                             pk = lb_int8_peak_gops(pk_threads, 5);
                         }
@@ -246,11 +264,18 @@ int cmd_bench(int argc, char **argv) {
                         fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s", n, wb / 1048576.0, gbs);
                         /* the roofline: read bandwidth measured now, on as many threads
                          * (once per thread count: tg sizes share it) */
-                        if (roofline && bw_threads != lb_context_threads(ctx)) {
+                        if (roofline && dev == LB_DEVICE_CPU && bw_threads != lb_context_threads(ctx)) {
                             bw_threads = lb_context_threads(ctx);
                             bw = lb_read_bandwidth((size_t)1 << 30, bw_threads, 10);
                         }
-                        if (bw > 0)
+#ifdef LOWBIT_HAVE_CUDA
+                        /* on the GPU: its read bandwidth (a read-only kernel over 1 GiB) */
+                        if (roofline && dev != LB_DEVICE_CPU && bw == 0) bw = lb_cuda_backend_read_gbs();
+                        if (bw > 0 && dev != LB_DEVICE_CPU)
+                            fprintf(stderr, ", %.0f%% of the GPU's %.0f GB/s read bandwidth (roofline %.1f t/s)",
+                                    100.0 * gbs / bw, bw, bw * 1e9 / wb);
+#endif
+                        if (bw > 0 && dev == LB_DEVICE_CPU)
                             fprintf(stderr, ", %.0f%% of the %.1f GB/s read bandwidth measured on %d threads (roofline %.1f t/s)",
                                     100.0 * gbs / bw, bw, lb_context_threads(ctx), bw * 1e9 / wb);
                         fprintf(stderr, "\n");

@@ -17,7 +17,7 @@
 
 static void help(void) {
     printf("usage: lowbit perplexity -m MODEL -f TEXT [options]\n\n"
-           CLI_COMMON_HELP
+           CLI_COMMON_HELP CLI_DEVICE_HELP
            "  -f, --file FILE            text to score\n"
            "  -c, --ctx-size N           tokens per chunk (default 512)\n"
            "  -b, --batch-size N         tokens per forward pass (default: = ctx size)\n"
@@ -40,11 +40,12 @@ static int cmp_double(const void *a, const void *b) {
 int cmd_perplexity(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "perplexity", 0};
-    const char *file = NULL, *kld_file = NULL;
+    const char *file = NULL, *kld_file = NULL, *device = NULL;
     int n_ctx = 512, n_batch = 0, max_chunks = 0, kld_compare = 0;
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_common_flag(&a, &co)) {}
+        else if (cli_device_flag(&a, &device)) {}
         else if (cli_flag(&a, "-f", "--file")) file = cli_value(&a);
         else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 8, 1 << 20);
         else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 20);
@@ -58,6 +59,8 @@ int cmd_perplexity(int argc, char **argv) {
     if (kld_compare && !kld_file) { fprintf(stderr, "lowbit perplexity: --kl-divergence needs --kl-divergence-base FILE\n"); return CLI_USAGE; }
     if (!file && !kld_compare) { fprintf(stderr, "lowbit perplexity: -f TEXT is required (see --help)\n"); return CLI_USAGE; }
     if (cli_common_apply(&co)) return CLI_USAGE;
+    const int dev = cli_device_apply("perplexity", device);
+    if (dev < 0) return CLI_FAIL;
 
     int rc = CLI_FAIL;
     lb_model *m = NULL;
@@ -115,6 +118,7 @@ int cmd_perplexity(int argc, char **argv) {
     cp.n_ctx = n_ctx;
     cp.n_batch = n_batch ? n_batch : n_ctx;
     cp.n_threads = co.threads;
+    cp.device = dev;
     if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("perplexity", s); goto done; }
     logits = malloc((size_t)n_ctx * V * sizeof *logits);
     lp = malloc((size_t)V * sizeof *lp);

@@ -8,7 +8,7 @@
 static void help(void) {
     printf("usage: lowbit run -m MODEL -p PROMPT [options]\n\n"
            "Generates text, streaming it to stdout; timings go to stderr at the end.\n\n"
-           CLI_COMMON_HELP
+           CLI_COMMON_HELP CLI_DEVICE_HELP
            "  -p, --prompt TEXT    prompt (default: empty, BOS only)\n"
            "  -f, --file FILE      read the prompt from a file\n"
            "  -n, --n-predict N    tokens to generate (default 128; -1 = until end of text or context)\n"
@@ -28,12 +28,13 @@ static void help(void) {
 int cmd_run(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "run", 0};
-    const char *prompt = "", *prompt_file = NULL;
+    const char *prompt = "", *prompt_file = NULL, *device = NULL;
     int n_predict = 128, n_ctx = 0, n_batch = 512, no_bos = 0, print_ids = 0, seed_set = 0;
     lb_sampler_params sp = lb_sampler_default_params();
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_common_flag(&a, &co)) {}
+        else if (cli_device_flag(&a, &device)) {}
         else if (cli_flag(&a, "-p", "--prompt")) prompt = cli_value(&a);
         else if (cli_flag(&a, "-f", "--file")) prompt_file = cli_value(&a);
         else if (cli_flag(&a, "-n", "--n-predict")) n_predict = cli_int(&a, -1, 1 << 24);
@@ -54,6 +55,8 @@ int cmd_run(int argc, char **argv) {
     if (!co.model) { fprintf(stderr, "lowbit run: -m MODEL is required (see --help)\n"); return CLI_USAGE; }
     if (!prompt) return CLI_USAGE;
     if (cli_common_apply(&co)) return CLI_USAGE;
+    const int dev = cli_device_apply("run", device);
+    if (dev < 0) return CLI_FAIL;
     if (!seed_set) sp.seed = (uint64_t)(lb_time_s() * 1e9);
 
     char *file_text = NULL;
@@ -85,6 +88,7 @@ int cmd_run(int argc, char **argv) {
     cp.n_ctx = n_ctx ? n_ctx : LB_CTX_DEFAULT(lb_model_n_ctx_train(m));
     cp.n_batch = n_batch;
     cp.n_threads = co.threads;
+    cp.device = dev;
     if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("run", s); goto done; }
     const int n_ctx_eff = lb_context_n_ctx(ctx), V = lb_model_n_vocab(m);
 

@@ -8,6 +8,11 @@
 #include "formats/abq.h"
 #include "core/common.h"
 #include "kernels/cpu.h"
+#include "model/repack.h"
+#ifdef LOWBIT_HAVE_CUDA
+#include "kernels/cuda/lb_cuda.h"
+#include "model/forward_cuda.h"
+#endif
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -117,6 +122,33 @@ int cli_common_flag(cli_args *a, cli_common *c) {
     else if (cli_flag(a, "--act-bits", NULL)) c->act_bits = cli_act_bits(a);
     else return 0;
     return 1;
+}
+
+int cli_device_flag(cli_args *a, const char **device) {
+    if (!cli_flag(a, "--device", NULL)) return 0;
+    *device = cli_value(a);
+    return 1;
+}
+
+int cli_device_apply(const char *cmd, const char *device) {
+    if (!device || !strcmp(device, "cpu")) return LB_DEVICE_CPU;
+    if (strcmp(device, "cuda")) {
+        fprintf(stderr, "lowbit %s: --device %s: expected cpu or cuda\n", cmd, device);
+        return -1;
+    }
+#ifdef LOWBIT_HAVE_CUDA
+    if (lb_cuda_device_count() < 1) {
+        fprintf(stderr, "lowbit %s: --device cuda: no CUDA device (%s)\n", cmd, lb_cuda_last_error());
+        return -1;
+    }
+    lb_cuda_backend_register();
+    lb_repack_set_mode("off");
+    return LB_DEVICE_CUDA;
+#else
+    fprintf(stderr, "lowbit %s: --device cuda: this lowbit was built without the CUDA backend "
+                    "(cmake -DLOWBIT_CUDA=ON, with nvcc installed)\n", cmd);
+    return -1;
+#endif
 }
 
 int cli_common_apply(const cli_common *c) {

@@ -25,14 +25,22 @@
 #include "model/model.h"
 
 lb_context_params lb_context_default_params(void) {
-    lb_context_params p = {0, 0, 0, 0};
+    lb_context_params p = {0, 0, 0, 0, LB_DEVICE_CPU};
     return p;
+}
+
+/* The registered device backends (lb_device_register). */
+static const lb_device_ops *device_ops[2];
+
+void lb_device_register(int device, const lb_device_ops *ops) {
+    if (device > LB_DEVICE_CPU && device < (int)(sizeof device_ops / sizeof device_ops[0])) device_ops[device] = ops;
 }
 
 static int default_threads(void) { return omp_get_num_procs(); }
 
 void lb_context_free(lb_context *c) {
     if (!c) return;
+    if (c->dev && c->dev_state) c->dev->detach(c);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xn, c->q, c->k, c->v, c->att_out, c->ff_gate,
                     c->ff_up, c->logits_tmp, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
                     c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local};
@@ -78,13 +86,28 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     const int batch_cap = (int)LB_MIN((int64_t)c->n_ctx * c->n_seq, 1 << 30);
     c->n_batch = p.n_batch > 0 ? LB_MIN(p.n_batch, batch_cap) : LB_MIN(512, batch_cap);
     c->n_threads = p.n_threads > 0 ? p.n_threads : (m->n_threads > 0 ? m->n_threads : default_threads());
+    if (p.device != LB_DEVICE_CPU) {
+        if (p.device != LB_DEVICE_CUDA) {
+            free(c);
+            return lb_fail(LB_ERR_ARG, "unknown device %d", p.device);
+        }
+        if (!device_ops[LB_DEVICE_CUDA]) {
+            free(c);
+            return lb_fail(LB_ERR_UNSUPPORTED, "this lowbit was built without the CUDA backend "
+                                               "(cmake -DLOWBIT_CUDA=ON, with nvcc installed)");
+        }
+        c->device = p.device;
+        c->dev = device_ops[p.device];
+    }
     const size_t B = (size_t)c->n_batch, d = (size_t)hp->n_embd;
     const size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
     c->n_ctx_pad = lb_attn_ctx_pad(c->n_ctx);
     c->k_layer = (size_t)hp->n_head_kv * c->n_ctx_pad * hp->head_dim;
     c->v_layer = (size_t)hp->n_head_kv * c->n_ctx_pad * lb_attn_hd_pad(hp->head_dim);
-    c->k_cache = alloc_f((size_t)c->n_seq * hp->n_layer * c->k_layer);
-    c->v_cache = alloc_f((size_t)c->n_seq * hp->n_layer * c->v_layer);
+    if (!c->dev) { /* a device backend keeps its cache on the device */
+        c->k_cache = alloc_f((size_t)c->n_seq * hp->n_layer * c->k_layer);
+        c->v_cache = alloc_f((size_t)c->n_seq * hp->n_layer * c->v_layer);
+    }
     c->tok_pos = malloc(B * sizeof *c->tok_pos);
     c->tok_seq = malloc(B * sizeof *c->tok_seq);
     c->tok_buf = malloc(B * sizeof *c->tok_buf);
@@ -116,7 +139,7 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     act = LB_MAX(act, lb_matmul_scratch_size(probe[0], c->n_batch));
     c->act_scratch_size = act;
     c->act_scratch = lb_malloc_aligned(act);
-    if (!c->k_cache || !c->v_cache || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
+    if ((!c->dev && (!c->k_cache || !c->v_cache)) || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
         !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
         !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local ||
         !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf) {
@@ -130,6 +153,13 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
      * rope_freq_scale_train_swa = 1); other models use one table for all layers. */
     if (hp->arch == LB_ARCH_GEMMA3) rope_inv_freq(m, hp->rope_freq_base_local, 1.0f, c->inv_freq_local);
     else rope_inv_freq(m, hp->rope_freq_base, hp->rope_freq_scale, c->inv_freq_local);
+    if (c->dev) {
+        lb_status s = c->dev->attach(c);
+        if (s != LB_OK) {
+            lb_context_free(c);
+            return s;
+        }
+    }
     *out = c;
     return LB_OK;
 }
@@ -172,7 +202,7 @@ static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, fl
 }
 
 /* RoPE tables of the batch's positions (shared by every head and layer). */
-static void rope_tables(lb_context *c, int n) {
+void lb_rope_tables(lb_context *c, int n) {
     const lb_hparams *hp = &c->model->hp;
     const int rd = hp->rope_dim, local = hp->arch == LB_ARCH_GEMMA3;
     const int nth = stage_threads(c, (int64_t)n * rd * 16); /* cosf + sinf: ~16 adds' worth each */
@@ -222,12 +252,6 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
                          kvd, v, kvd, 1, c->tok_pos[t]);
     });
 }
-
-/* A run of the batch's tokens from one sequence: rows t0..t0+n-1 at
- * positions pos0.. */
-typedef struct {
-    int seq, pos0, t0, n;
-} lb_seg;
 
 /* Each run attends to its own sequence's cache. */
 static void attention(lb_context *c, int il, const lb_seg *segs, int n_segs) {
@@ -328,8 +352,9 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
 
 /* One batch of n <= n_batch tokens, in runs of one sequence each (segs).
  * Logits of rows [first, first + rows), or of row_idx[0..rows) if given. */
-static void forward_batch(lb_context *c, const int32_t *tokens, int n, const lb_seg *segs, int n_segs, float *logits,
-                          int first, int rows, const int *row_idx) {
+static lb_status forward_batch(lb_context *c, const int32_t *tokens, int n, const lb_seg *segs, int n_segs,
+                               float *logits, int first, int rows, const int *row_idx) {
+    if (c->dev) return c->dev->forward(c, tokens, n, segs, n_segs, logits, first, rows, row_idx);
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
     const lb_vecops *vo = lb_vecops_get();
@@ -341,12 +366,12 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, const lb_
         }
 
     lb_embed_tokens(m, tokens, n, c->x);
-    rope_tables(c, n);
+    lb_rope_tables(c, n);
     residual_rows(c, vo, c->x, NULL, NULL, c->xn, m->layers[0].attn_norm, n, d);
 
     for (int il = 0; il < hp->n_layer; il++) layer_rows(c, vo, il, n, segs, n_segs);
 
-    if (!logits || rows <= 0) return;
+    if (!logits || rows <= 0) return LB_OK;
     if (row_idx)
         for (int j = 0; j < rows; j++)
             vo->rmsnorm(c->xn + (size_t)j * d, c->x + (size_t)row_idx[j] * d, m->output_norm, d, hp->norm_eps);
@@ -357,6 +382,7 @@ static void forward_batch(lb_context *c, const int32_t *tokens, int n, const lb_
         const float cap = hp->final_logit_softcap;
         for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);
     }
+    return LB_OK;
 }
 
 lb_status lb_eval(lb_context *c, const int32_t *tokens, int n, int pos, float *logits, int all_logits) {
@@ -374,7 +400,9 @@ lb_status lb_eval(lb_context *c, const int32_t *tokens, int n, int pos, float *l
         if (logits && all_logits) out = logits + (size_t)done * V;
         else if (logits && last) out = logits;
         const lb_seg seg = {0, pos + done, 0, nb};
-        forward_batch(c, tokens + done, nb, &seg, 1, out, all_logits ? 0 : nb - 1, all_logits ? nb : 1, NULL);
+        const lb_status s =
+            forward_batch(c, tokens + done, nb, &seg, 1, out, all_logits ? 0 : nb - 1, all_logits ? nb : 1, NULL);
+        if (s != LB_OK) return s;
     }
     return LB_OK;
 }
@@ -411,7 +439,7 @@ lb_status lb_eval_multi(lb_context *c, const lb_seq_batch *b, int n_entries, flo
         total += s->n;
         if (s->logits) c->row_buf[rows++] = total - 1;
     }
-    if (!st) forward_batch(c, c->tok_buf, total, segs, n_entries, logits, 0, rows, c->row_buf);
+    if (!st) st = forward_batch(c, c->tok_buf, total, segs, n_entries, logits, 0, rows, c->row_buf);
     free(segs);
     return st;
 }
@@ -421,6 +449,7 @@ lb_status lb_seq_copy(lb_context *c, int src, int dst, int n) {
         return lb_fail(LB_ERR_ARG, "lb_seq_copy: sequences %d -> %d outside 0..%d", src, dst, c->n_seq - 1);
     if (n < 0 || n > c->n_ctx) return lb_fail(LB_ERR_ARG, "lb_seq_copy: %d positions (context %d)", n, c->n_ctx);
     if (src == dst || n == 0) return LB_OK;
+    if (c->dev) return c->dev->seq_copy(c, src, dst, n);
     const lb_hparams *hp = &c->model->hp;
     for (int il = 0; il < hp->n_layer; il++)
         lb_attn_copy_kv(k_cache_of(c, dst, il), v_cache_of(c, dst, il), k_cache_of(c, src, il), v_cache_of(c, src, il),
@@ -435,11 +464,12 @@ lb_status lb_eval_layers(lb_context *c, float *x, int n, int l0, int l1) {
         return lb_fail(LB_ERR_ARG, "lb_eval_layers: %d tokens (batch %d, context %d)", n, c->n_batch, c->n_ctx);
     if (l0 < 0 || l1 > m->hp.n_layer || l0 >= l1)
         return lb_fail(LB_ERR_ARG, "lb_eval_layers: layers %d..%d of %d", l0, l1 - 1, m->hp.n_layer);
+    if (c->dev) return lb_fail(LB_ERR_UNSUPPORTED, "lb_eval_layers (calibration) runs on the CPU only");
     const lb_vecops *vo = lb_vecops_get();
     const lb_seg seg = {0, 0, 0, n};
     for (int t = 0; t < n; t++) c->tok_pos[t] = t, c->tok_seq[t] = 0;
     memcpy(c->x, x, (size_t)n * d * sizeof *x);
-    rope_tables(c, n);
+    lb_rope_tables(c, n);
     residual_rows(c, vo, c->x, NULL, NULL, c->xn, m->layers[l0].attn_norm, n, d);
     for (int il = l0; il < l1; il++) layer_rows(c, vo, il, n, &seg, 1);
     memcpy(x, c->x, (size_t)n * d * sizeof *x);

@@ -59,7 +59,33 @@ struct lb_model {
     int64_t n_params;
     uint64_t weight_bytes;
     int cb_held;              /* CB codebook sets this model holds (formats/cb_gguf.h) */
+    /* the weights a device backend uploaded (kept across contexts), freed
+     * with the model */
+    void *dev_weights;
+    void (*dev_weights_free)(void *);
 };
+
+/* A run of a batch's tokens from one sequence: rows t0..t0+n-1 at positions
+ * pos0.. (forward.c). */
+typedef struct {
+    int seq, pos0, t0, n;
+} lb_seg;
+
+/* A backend that runs the whole forward pass elsewhere (the GPU's,
+ * model/forward_cuda.c). forward computes one batch as forward.c's
+ * forward_batch does: logits of rows [first, first + rows), or of
+ * row_idx[0..rows) when given. */
+typedef struct lb_device_ops {
+    const char *name;
+    lb_status (*attach)(lb_context *c);  /* after the context's host part is made */
+    void (*detach)(lb_context *c);
+    lb_status (*forward)(lb_context *c, const int32_t *tokens, int n, const lb_seg *segs, int n_segs, float *logits,
+                         int first, int rows, const int *row_idx);
+    lb_status (*seq_copy)(lb_context *c, int src, int dst, int n);
+} lb_device_ops;
+/* Makes ops the backend of device (LB_DEVICE_CUDA); a program built with it
+ * registers it once before making contexts. */
+void lb_device_register(int device, const lb_device_ops *ops);
 
 struct lb_context {
     lb_model *model;
@@ -89,6 +115,10 @@ struct lb_context {
      * keys (n x n_head_kv x head_dim) after norms and RoPE, before attention. */
     void (*on_attention)(void *user, int layer, const float *q, const float *k, int n);
     void *on_attention_user;
+    /* LB_DEVICE_CUDA: the backend and its state (no host KV cache then) */
+    int device;
+    const lb_device_ops *dev;
+    void *dev_state;
 };
 
 /* Register a buffer (from lb_malloc_aligned) to be freed with the model.
@@ -102,6 +132,9 @@ int lb_llama_ftype(int t, int mixed);
  * at `down` (1..8, or 16: unquantized, formats/abq.h); other types' act_bits stay 0. */
 void lb_model_set_act_bits(lb_model *m, int all, int down);
 
+/* RoPE tables (c->rope_cs, ...) of the batch's first n tokens at positions
+ * c->tok_pos (forward.c; the device backend copies them up). */
+void lb_rope_tables(lb_context *c, int n);
 /* Token embeddings (n x n_embd floats; Gemma 3's sqrt(n_embd) scale
  * applied): what the first layer reads (forward.c). */
 void lb_embed_tokens(const lb_model *m, const int32_t *tokens, int n, float *x);

@@ -30,6 +30,7 @@ void *lb_model_own(lb_model *m, void *p) {
 
 void lb_model_free(lb_model *m) {
     if (!m) return;
+    if (m->dev_weights && m->dev_weights_free) m->dev_weights_free(m->dev_weights);
     for (int i = 0; i < m->n_owned; i++) lb_free_aligned(m->owned[i]);
     free(m->owned);
     free(m->layers);

@@ -18,7 +18,7 @@ static void help(void) {
     printf("usage: lowbit serve -m MODEL [options]\n\n"
            "An OpenAI-compatible HTTP server with continuous batching (docs/serve.md):\n"
            "POST /v1/chat/completions, POST /v1/completions (stream or not), GET /v1/models,\n"
-           "GET /health, and a chat page at GET /.\n\n" CLI_COMMON_HELP
+           "GET /health, and a chat page at GET /.\n\n" CLI_COMMON_HELP CLI_DEVICE_HELP
            "      --host ADDR      address to listen on (default 127.0.0.1)\n"
            "      --port N         port (default 8080; 0 = any free port, printed at startup)\n"
            "  -np, --parallel N    slots: sequences decoded together in one batch (default 4)\n"
@@ -41,14 +41,15 @@ static void help(void) {
 int srv_main(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "serve", 0};
-    const char *host = "127.0.0.1", *api_key = getenv("LOWBIT_API_KEY"), *tmpl_name = NULL, *alias = NULL;
+    const char *host = "127.0.0.1", *api_key = getenv("LOWBIT_API_KEY"), *tmpl_name = NULL, *alias = NULL,
+               *device = NULL;
     int port = 8080, n_slots = 4, n_ctx = 0, n_batch = 512, chunk = 128, queue = 64, max_conn = 256, no_cache = 0;
     long long max_body = 8 << 20;
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) {
             help();
             return CLI_OK;
-        } else if (cli_common_flag(&a, &co)) {
+        } else if (cli_common_flag(&a, &co) || cli_device_flag(&a, &device)) {
         } else if (cli_flag(&a, "--host", NULL)) host = cli_value(&a);
         else if (cli_flag(&a, "--port", NULL)) port = cli_int(&a, 0, 65535);
         else if (cli_flag(&a, "-np", "--parallel")) n_slots = cli_int(&a, 1, 256);
@@ -71,6 +72,8 @@ int srv_main(int argc, char **argv) {
     }
     if (api_key && !api_key[0]) api_key = NULL;
     if (cli_common_apply(&co)) return CLI_USAGE;
+    const int dev = cli_device_apply("serve", device);
+    if (dev < 0) return CLI_FAIL;
 
     lb_model *m = NULL;
     srv_engine *e = NULL;
@@ -123,6 +126,7 @@ int srv_main(int argc, char **argv) {
     eo.n_ctx = n_ctx ? n_ctx : LB_CTX_DEFAULT(lb_model_n_ctx_train(m));
     eo.n_batch = n_batch;
     eo.n_threads = co.threads;
+    eo.device = dev;
     eo.queue_max = queue;
     eo.prefill_chunk = chunk;
     eo.no_cache_prompt = no_cache;

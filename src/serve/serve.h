@@ -78,6 +78,7 @@ typedef struct {
     int n_slots, n_ctx, n_batch, n_threads, queue_max, prefill_chunk;
     int step_delay_ms; /* tests: sleep this long after every step (LOWBIT_SERVE_TEST_DELAY_MS) */
     int no_cache_prompt; /* --no-cache-prompt: every prompt is evaluated in full */
+    int device;          /* --device: LB_DEVICE_CPU or LB_DEVICE_CUDA */
 } srv_engine_opts;
 
 srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o); /* NULL + lb_last_error() */

@@ -38,6 +38,7 @@
 #include "formats/mx.h"
 #include "kernels/cpu.h"
 #include "kernels/cuda/lb_cuda.h"
+#include "cuda/cuda_device.h"
 #include "kernels/dispatch.h"
 #include "cuda_test.h"
 #include "test_util.h"
@@ -392,16 +393,9 @@ static void run_matrix(host_matrix *h, float *x_dev, float *y_dev) {
 }
 
 int main(void) {
-    const int ndev = lb_cuda_device_count();
-    if (ndev < 1) {
-        printf("no CUDA device: skipped (%s)\n", lb_cuda_last_error());
-        return 77;
-    }
     lb_cuda_device_info info;
-    if (lb_cuda_device_info_get(0, &info)) {
-        fprintf(stderr, "device query: %s\n", lb_cuda_last_error());
-        return 1;
-    }
+    const int dev_rc = lb_test_cuda_device(&info);
+    if (dev_rc) return dev_rc;
     printf("device: %s, sm_%d%d, %d SMs, %.1f GiB, driver %d, runtime %d; CPU reference at scalar, %d threads\n",
            info.name, info.major, info.minor, info.sm_count, (double)info.total_mem / (1u << 30), info.driver_version,
            info.runtime_version, omp_get_max_threads());

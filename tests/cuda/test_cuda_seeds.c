@@ -35,6 +35,7 @@
 #include "formats/abq.h"
 #include "formats/bcq.h"
 #include "kernels/cuda/lb_cuda.h"
+#include "cuda/cuda_device.h"
 #include "kernels/dispatch.h"
 #include "cuda_test.h"
 #include "test_util.h"
@@ -235,15 +236,9 @@ static void abq_case(int type, int p, int64_t N, int64_t K) {
 }
 
 int main(void) {
-    if (lb_cuda_device_count() < 1) {
-        printf("no CUDA device: skipped (%s)\n", lb_cuda_last_error());
-        return 77;
-    }
     lb_cuda_device_info info;
-    if (lb_cuda_device_info_get(0, &info)) {
-        fprintf(stderr, "device query: %s\n", lb_cuda_last_error());
-        return 1;
-    }
+    const int dev_rc = lb_test_cuda_device(&info);
+    if (dev_rc) return dev_rc;
     printf("device: %s, sm_%d%d; CPU reference on %d threads\n", info.name, info.major, info.minor,
            omp_get_max_threads());
     quick = getenv("LOWBIT_CUDA_TEST_QUICK") && atoi(getenv("LOWBIT_CUDA_TEST_QUICK")) > 0;

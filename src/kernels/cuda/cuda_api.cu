@@ -30,11 +30,14 @@ int ensure_cublas() {
 
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
+unsigned g_epoch = 1;
+
 bool is_bcq(const lb_cuda_matrix *W) { return lbcu_is_bcq(W->type); }
 bool is_abq(const lb_cuda_matrix *W) { return lbcu_is_abq(W->type); }
 
 // The activation format a path needs for W.
 int act_kind(const lb_cuda_matrix *W, lb_cuda_path path) {
+    if (W->type == LBCU_F32) return LBCU_ACT_F32;
     if (W->type == LBCU_F16 || path == LB_CUDA_FP16) return LBCU_F16;
     if (is_bcq(W)) return LBCU_ACT_F32;
     if (is_abq(W)) return LBCU_ABQ_ACT;
@@ -62,6 +65,7 @@ int ws_layout(int kind, int M, int64_t K, lbcu_act *a) {
     else need = align256(mk) + align256(mk / 32 * 2) + align256(mk / 256 * 4) + align256(mk / 16 * 2);
     if (need > g_ws.cap) {
         LBCU_CHECK(cudaDeviceSynchronize()); // kernels in flight may still read the old one
+        lbcu_bump_epoch();
         if (g_ws.buf) LBCU_CHECK(cudaFree(g_ws.buf));
         g_ws.buf = nullptr, g_ws.cap = 0, g_ws.act = lbcu_act{};
         LBCU_CHECK(cudaMalloc(&g_ws.buf, need));
@@ -137,9 +141,24 @@ int gemv_passes(lb_cuda_matrix *W, const lbcu_act &a, int M, float *Y, cudaStrea
     return 0;
 }
 
+// F32 weights: Y^T (N x M) = W (K x N column-major)^T X^T, cuBLAS SGEMM
+// (default math mode: fp32 products, no TF32).
+int sgemm(const lb_cuda_matrix *W, const float *X, int M, float *Y, cudaStream_t s) {
+    if (ensure_cublas()) return -1;
+    if (check_cublas(cublasSetStream(g_cublas, s), "cublasSetStream", __LINE__)) return -1;
+    const float alpha = 1.0f, beta = 0.0f;
+    const int N = (int)W->N, K = (int)W->K;
+    return check_cublas(cublasSgemm(g_cublas, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, W->w32, K, X, K, &beta, Y, N),
+                        "cublasSgemm", __LINE__);
+}
+
 } // namespace
 
+void lbcu_bump_epoch(void) { g_epoch++; }
+
 extern "C" {
+
+unsigned lb_cuda_scratch_epoch(void) { return g_epoch; }
 
 int lb_cuda_device_count(void) {
     int n = 0;
@@ -166,7 +185,9 @@ int lb_cuda_device_info_get(int dev, lb_cuda_device_info *out) {
 }
 
 void lb_cuda_release(void) {
+    lbcu_bump_epoch();
     lbcu_bcq_release();
+    lb_cuda_ops_release();
     if (g_cublas) cublasDestroy(g_cublas);
     g_cublas = nullptr;
     if (g_ws.buf) {
@@ -191,7 +212,7 @@ void lbcu_free(void *dev) {
 void lb_cuda_matrix_free(lb_cuda_matrix *W) {
     if (!W) return;
     void *p[] = {W->q, W->d, W->lo_qs, W->lo_meta, W->hi_qs, W->hi_meta, W->lo_group, W->hi_group, W->row_ptr,
-                 W->outliers, W->w16, W->row_e};
+                 W->outliers, W->w16, W->w32, W->row_e};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) lbcu_free(p[i]);
     free(W);
 }
@@ -202,6 +223,10 @@ int lb_cuda_matrix_make_fp16(lb_cuda_matrix *W, void *stream) {
         return -1;
     }
     if (W->w16) return 0;
+    if (W->type == LBCU_F32) {
+        lbcu_set_error("lb_cuda_matrix_make_fp16: an F32 matrix has no fp16 copy (cuBLAS SGEMM multiplies it)");
+        return -1;
+    }
     void *p = nullptr;
     LBCU_CHECK(cudaMalloc(&p, (size_t)W->N * (size_t)W->K * 2));
     const cudaError_t e = lbcu_dequant_fp16(W, (__half *)p, (cudaStream_t)stream);
@@ -229,6 +254,7 @@ int lb_cuda_run_prepared(lb_cuda_matrix *W, int M, float *Y_dev, lb_cuda_path pa
                        a.M, (long long)a.K, a.kind, M, (long long)W->K, act_kind(W, p));
         return -1;
     }
+    if (W->type == LBCU_F32) return sgemm(W, a.xf, M, Y_dev, s);
     if (p == LB_CUDA_GEMV) return gemv_passes(W, a, M, Y_dev, s);
     // prefill: Y^T (N x M, column-major) = W16 (K x N column-major, i.e. N rows of K) ^T X^T (K x M)
     if (lb_cuda_matrix_make_fp16(W, stream) || ensure_cublas()) return -1;
@@ -242,6 +268,7 @@ int lb_cuda_run_prepared(lb_cuda_matrix *W, int M, float *Y_dev, lb_cuda_path pa
 }
 
 int lb_cuda_matmul_path(lb_cuda_matrix *W, const float *X_dev, int M, float *Y_dev, lb_cuda_path path, void *stream) {
+    if (!check_args(W, M, X_dev) && Y_dev && W->type == LBCU_F32) return sgemm(W, X_dev, M, Y_dev, (cudaStream_t)stream);
     // BCQ's table-lookup kernel reads fp32 activations as they are: no copy
     // into the workspace when they are 16-byte aligned (its vector loads)
     if (!check_args(W, M, X_dev) && Y_dev && is_bcq(W) && resolve(W, M, path) == LB_CUDA_GEMV &&

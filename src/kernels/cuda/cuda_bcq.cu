@@ -203,6 +203,7 @@ cudaError_t grow(size_t part_n, size_t count_n) {
     if (part_n > g_scratch.part_cap || count_n > g_scratch.count_cap) {
         cudaError_t e = cudaDeviceSynchronize(); // launches in flight may use the old ones
         if (e != cudaSuccess) return e;
+        lbcu_bump_epoch();
         cudaFree(g_scratch.part), cudaFree(g_scratch.count);
         g_scratch.part = nullptr, g_scratch.count = nullptr, g_scratch.part_cap = g_scratch.count_cap = 0;
         if ((e = cudaMalloc(&g_scratch.part, part_n * sizeof(float))) != cudaSuccess) return e;

@@ -80,6 +80,11 @@ struct lbcu_act {
     int32_t *az;       // ABQ_ACT: M zero points za
 };
 
+// Called whenever a shared scratch buffer is freed or moved (the activation
+// workspace, BCQ's partial sums, attention's splits): lb_cuda_scratch_epoch
+// changes, so a CUDA graph that captured the old pointers is not replayed.
+void lbcu_bump_epoch(void);
+
 // Launchers (cuda_kernels.cu, cuda_mx.cu): each returns the launch's error.
 cudaError_t lbcu_quantize_q8_0(const float *X, int M, int64_t K, const lbcu_act &a, cudaStream_t s);
 cudaError_t lbcu_quantize_q8_k(const float *X, int M, int64_t K, const lbcu_act &a, cudaStream_t s);

@@ -15,7 +15,7 @@
 #include "kernels/cuda/lb_cuda.h"
 #include "kernels/cuda/lb_cuda_internal.h"
 
-_Static_assert((int)LBCU_F16 == (int)LB_TYPE_F16 && (int)LBCU_Q4_0 == (int)LB_TYPE_Q4_0 &&
+_Static_assert((int)LBCU_F32 == (int)LB_TYPE_F32 && (int)LBCU_F16 == (int)LB_TYPE_F16 && (int)LBCU_Q4_0 == (int)LB_TYPE_Q4_0 &&
                    (int)LBCU_Q8_0 == (int)LB_TYPE_Q8_0 && (int)LBCU_Q4_K == (int)LB_TYPE_Q4_K &&
                    (int)LBCU_Q8_K == (int)LB_TYPE_Q8_K && (int)LBCU_MX == (int)LB_TYPE_MX,
                "lb_cuda_internal.h type ids");
@@ -196,10 +196,10 @@ lb_cuda_matrix *lb_cuda_matrix_upload(const lb_matrix *W) {
     }
     const int t = W->type;
     const int bcq = lb_bcq_is_plain(t), abq = lbcu_is_abq(t);
-    if (t != LB_TYPE_Q4_0 && t != LB_TYPE_Q8_0 && t != LB_TYPE_Q4_K && t != LB_TYPE_MX && t != LB_TYPE_F16 && !bcq &&
-        !abq) {
+    if (t != LB_TYPE_Q4_0 && t != LB_TYPE_Q8_0 && t != LB_TYPE_Q4_K && t != LB_TYPE_MX && t != LB_TYPE_F16 &&
+        t != LB_TYPE_F32 && !bcq && !abq) {
         lbcu_set_error("lb_cuda_matrix_upload: type %s has no CUDA kernel (Q4_0, Q8_0, Q4_K, MX, BCQ{q}_G{g}, "
-                       "ABQ_W{q}, ABQ_W2S, F16; the CPU's repacked layouts are not uploaded)",
+                       "ABQ_W{q}, ABQ_W2S, F16, F32; the CPU's repacked layouts are not uploaded)",
                        lb_type_name(t) ? lb_type_name(t) : "?");
         return NULL;
     }
@@ -208,6 +208,11 @@ lb_cuda_matrix *lb_cuda_matrix_upload(const lb_matrix *W) {
         if (v->N != W->N || v->K != W->K || v->N % LB_MX_ROWS || v->K % LB_MX_M || v->n_lo < 1) {
             lbcu_set_error("lb_cuda_matrix_upload: MX view %lld x %lld does not match the matrix %lld x %lld",
                            (long long)v->N, (long long)v->K, (long long)W->N, (long long)W->K);
+            return NULL;
+        }
+    } else if (t == LB_TYPE_F32) {
+        if (W->row_size != (size_t)W->K * sizeof(float)) {
+            lbcu_set_error("lb_cuda_matrix_upload: F32 rows of %lld weights: row size %zu", (long long)W->K, W->row_size);
             return NULL;
         }
     } else if (lb_row_size(t, W->K) == 0 || W->row_size != lb_row_size(t, W->K) || W->K % 32) {
@@ -238,6 +243,7 @@ lb_cuda_matrix *lb_cuda_matrix_upload(const lb_matrix *W) {
     case LB_TYPE_Q4_0: rc = upload_split(D, W, sizeof(block_q4_0), 16); break;
     case LB_TYPE_Q4_K: rc = lbcu_alloc_copy(&D->q, W->data, (size_t)W->N * W->row_size); break;
     case LB_TYPE_F16: rc = lbcu_alloc_copy((void **)&D->w16, W->data, (size_t)W->N * W->row_size); break;
+    case LB_TYPE_F32: rc = lbcu_alloc_copy((void **)&D->w32, W->data, (size_t)W->N * W->row_size); break;
     case LB_TYPE_MX: {
         const lb_mx_view *v = W->data;
         D->n_lo = v->n_lo, D->n_hi = v->n_hi;

@@ -71,7 +71,8 @@ typedef struct lb_cuda_matrix lb_cuda_matrix;
 #ifndef __CUDACC__
 /* Copies W (host memory) to the device: Q4_0, Q8_0, Q4_K (plain GGUF rows),
  * MX (W->data an lb_mx_view: its tiles, groups and CSR outliers), the plain
- * BCQ and ABQ types (ABQ: W->act_bits the activations' bits, 0 = 8) or F16.
+ * BCQ and ABQ types (ABQ: W->act_bits the activations' bits, 0 = 8), F16
+ * or F32 (any K: cuBLAS SGEMM at every M, for what has no kernel here).
  * The device layout is the kernels' own (lb_cuda_internal.h): Q4_0 / Q8_0
  * split into code and scale arrays, MX tiles split into 16-byte aligned code
  * and scale parts; the bytes a kernel reads are those of the file. */
@@ -100,7 +101,7 @@ typedef enum {
 } lb_cuda_path;
 
 /* Y_dev (M x N fp32, row-major) = X_dev (M x K fp32, row-major) W^T.
- * F16 matrices take cuBLAS on every path. */
+ * F16 and F32 matrices take cuBLAS on every path. */
 int lb_cuda_matmul(lb_cuda_matrix *W, const float *X_dev, int M, float *Y_dev, void *stream);
 int lb_cuda_matmul_path(lb_cuda_matrix *W, const float *X_dev, int M, float *Y_dev, lb_cuda_path path, void *stream);
 
@@ -133,6 +134,85 @@ int lb_cuda_bcq_tile(int tw);
  * activations of p bits and writes M rows of block_abq_act (formats/abq.h)
  * to rows (host), to compare with lb_abq_quantize_act. */
 int lb_cuda_abq_act_to_host(const float *X_dev, int M, int64_t K, int p, void *rows);
+
+/* ---- the rest of the forward pass (cuda_ops.cu), for the model runner ---- */
+
+/* Device memory: zeroed allocations (NULL on failure), copies queued on
+ * stream (to_host then waits for the stream). */
+void *lb_cuda_alloc(size_t bytes);
+void lb_cuda_free(void *dev);
+int lb_cuda_to_device(void *dev, const void *host, size_t bytes, void *stream);
+int lb_cuda_to_host(void *host, const void *dev, size_t bytes, void *stream);
+int lb_cuda_copy(void *dst_dev, const void *src_dev, size_t bytes, void *stream);
+int lb_cuda_synchronize(void);
+
+/* Streams (blocking: ordered with the legacy default stream) and CUDA
+ * graphs: what is queued on a stream between capture_begin and capture_end
+ * becomes a graph (NULL on failure; the stream is usable again either way),
+ * replayed by graph_launch with one call: a decode step's few hundred small
+ * launches at the cost of one. Nothing may synchronize or allocate while a
+ * stream is captured. */
+void *lb_cuda_stream_new(void);
+void lb_cuda_stream_free(void *stream);
+int lb_cuda_stream_sync(void *stream);
+int lb_cuda_capture_begin(void *stream);
+void *lb_cuda_capture_end(void *stream);
+int lb_cuda_graph_launch(void *graph, void *stream);
+/* Changes whenever a scratch buffer the kernels share is freed or moved
+ * (lb_cuda_release too): a graph captured under another epoch must be
+ * captured again. */
+unsigned lb_cuda_scratch_epoch(void);
+void lb_cuda_graph_free(void *graph);
+
+/* y row i = w * rmsnorm(x row rows[i]) (rows NULL: row i), n rows of d:
+ * scale = 1 / sqrt(mean(x^2) + eps), as the CPU's rmsnorm. */
+int lb_cuda_rmsnorm_rows(float *y, const float *x, const int *rows, const float *w, int n, int d, float eps,
+                         void *stream);
+/* Per row of d: a = post * rmsnorm(a) (post given: Gemma 3), x += a, then
+ * y = w * rmsnorm(x) (w given). */
+int lb_cuda_residual(float *x, float *a, const float *post, float *y, const float *w, int n, int d, float eps,
+                     void *stream);
+/* out = silu(g) * u, or gelu_tanh(g) * u: n rows of ff (out's rows
+ * contiguous, g's and u's rows ld floats apart; out may be g when ld = ff). */
+int lb_cuda_gated(float *out, const float *g, const float *u, int n, int ff, size_t ld, int gelu, void *stream);
+
+/* After the q, k, v matmuls of n tokens: biases, per-head RMSNorm of q and
+ * k (Gemma 3), RoPE from the tokens' tables, q in place, k and v into the
+ * KV cache. Cache of one layer and sequence: n_head_kv heads of n_ctx
+ * positions of head_dim floats (K and V alike); sequence s's at + s *
+ * seq_stride floats from k_cache / v_cache. */
+typedef struct {
+    float *q;                      /* n rows of n_head * head_dim, ld_q floats apart */
+    const float *k, *v;            /* n rows of n_head_kv * head_dim, ld_kv floats apart */
+    size_t ld_q, ld_kv;
+    const float *bq, *bk, *bv;     /* biases or NULL */
+    const float *q_norm, *k_norm;  /* head_dim weights or NULL */
+    const float *cs, *sn;          /* n rows of rope_dim: lb_rope_table of each token's position */
+    const int *pos, *seq;          /* per token */
+    float *k_cache, *v_cache;
+    size_t seq_stride;
+    int n, n_head, n_head_kv, head_dim, rope_dim, neox, n_ctx;
+    float eps;
+} lb_cuda_qkv_args;
+int lb_cuda_qkv(const lb_cuda_qkv_args *a, void *stream);
+
+/* Causal attention of n tokens over their sequences' caches (layout as
+ * lb_cuda_qkv_args): token t at pos[t] sees keys max(0, pos - window + 1)
+ * (window > 0) .. pos; softmax(scale q . k) v. max_len: the most keys any
+ * token sees (how far a decode step's keys may be split over the SMs). */
+typedef struct {
+    const float *q;                /* n rows, ld_q floats apart */
+    size_t ld_q;
+    float *out;                    /* n rows of n_head * head_dim */
+    const float *k_cache, *v_cache;
+    size_t seq_stride;
+    const int *pos, *seq;
+    int n, n_head, n_head_kv, head_dim, n_ctx, window, max_len;
+    float scale;
+} lb_cuda_attn_args;
+int lb_cuda_attention(const lb_cuda_attn_args *a, int sm_count, void *stream);
+/* Frees the attention's scratch. */
+void lb_cuda_ops_release(void);
 
 /* ---- benchmarks (bench/cuda.c) ---- */
 

@@ -14,6 +14,7 @@ extern "C" {
 
 /* The lb_type ids the backend knows (cuda_host.c checks them against lowbit.h). */
 enum {
+    LBCU_F32 = 0,
     LBCU_F16 = 1,
     LBCU_Q4_0 = 2,
     LBCU_Q8_0 = 8,
@@ -61,6 +62,8 @@ static inline int lbcu_is_abq(int type) { return type >= LBCU_ABQ_W1 && type <= 
  *        the same for the n_hi 4-bit tiles (256 and 48 bytes); the group of
  *        each slot; CSR outliers (row_ptr N + 1 entries, words col | fp16 << 16)
  *  F16:  w16 only, N rows of K.
+ *  F32:  w32 only, N rows of K (cuBLAS SGEMM; what the forward pass uploads
+ *        for types without a kernel here).
  *  BCQ:  q the bit planes, N rows of `pstride` bytes (K q / 8 rounded up to
  *        16): per group its q planes of g/8 bytes, as in the block; d the
  *        heads, N rows of K/g groups of q + 1 fp16 (alpha_0..alpha_{q-1}, z)
@@ -79,6 +82,7 @@ struct lb_cuda_matrix {
     uint16_t *lo_group, *hi_group;
     uint32_t *row_ptr, *outliers; /* NULL: no outliers */
     uint16_t *w16;                /* fp16 N x K: F16's weights, or the prefill path's cache (NULL until built) */
+    float *w32;                   /* F32: the weights, N x K */
     int bits, group;              /* BCQ: q and g; ABQ: q (planes) and 128 */
     int act_bits;                 /* ABQ: the activations' p (lb_matrix.act_bits, 8 if unset) */
     int64_t pstride;              /* BCQ: bytes per row of planes */
