@@ -354,7 +354,12 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
  * Logits of rows [first, first + rows), or of row_idx[0..rows) if given. */
 static lb_status forward_batch(lb_context *c, const int32_t *tokens, int n, const lb_seg *segs, int n_segs,
                                float *logits, int first, int rows, const int *row_idx) {
-    if (c->dev) return c->dev->forward(c, tokens, n, segs, n_segs, logits, first, rows, row_idx);
+    if (c->dev) {
+        if (c->on_matmul || c->on_attention)
+            return lb_fail(LB_ERR_UNSUPPORTED, "the matmul / attention observers (imatrix, calibration) run on the "
+                                               "CPU only: make the context without a device");
+        return c->dev->forward(c, tokens, n, segs, n_segs, logits, first, rows, row_idx);
+    }
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
     const lb_vecops *vo = lb_vecops_get();
