@@ -14,7 +14,8 @@
  *
  * The weights are uploaded by the first context and kept with the model
  * (lb_model.dev_weights), so `bench`'s one context per test does not
- * upload them again. One host thread at a time, the default stream. */
+ * upload them again. One host thread at a time; a context queues all its
+ * work on a stream of its own. */
 #include "model/forward_cuda.h"
 
 #include <math.h>
@@ -41,7 +42,6 @@ typedef struct {
     dev_layer *layers;
     lb_cuda_matrix *output;
     float *output_norm;
-    double gib;           /* device memory the weights took */
     char describe[512];
 } dev_weights;
 
@@ -55,7 +55,7 @@ typedef struct {
     void *stream;         /* everything of this context is queued here */
     void *graph;          /* a decode step's launches, captured (NULL: none yet) */
     unsigned graph_epoch; /* lb_cuda_scratch_epoch when it was captured */
-    int graph_state;      /* 0 not tried, 1 captured, -1 failed (decode runs eagerly) */
+    int graph_failed;     /* a capture failed: decode runs launch by launch */
     long decodes;         /* decode steps run */
 } dev_ctx;
 
@@ -240,9 +240,8 @@ static lb_status upload_weights(lb_model *m, dev_weights **out) {
         free_weights(w);
         return s;
     }
-    w->gib = bytes / 1073741824.0;
     int len = snprintf(w->describe, sizeof w->describe, "%s (sm_%d%d, %d SMs), weights %.2f GiB on the GPU",
-                       info.name, info.major, info.minor, info.sm_count, w->gib);
+                       info.name, info.major, info.minor, info.sm_count, bytes / 1073741824.0);
     for (int i = 0; i < n_fb && len > 0 && (size_t)len < sizeof w->describe; i++) {
         const char *tn = lb_type_name(fb[i].type) ? lb_type_name(fb[i].type) : "?";
         len += snprintf(w->describe + len, sizeof w->describe - (size_t)len, "%s %d %s as %s (no GPU kernel)",
@@ -446,12 +445,12 @@ static lb_status forward(lb_context *c, const int32_t *tokens, int n, const lb_s
                    lb_cuda_to_device(D->sn_local, c->rope_sn_local, tb, st))) ||
         (!decode && row_idx && rows > 0 && lb_cuda_to_device(D->rows, row_idx, (size_t)rows * sizeof(int), st)))
         return cu_fail("copying the batch to the GPU");
-    int rc = 0, ran = 0;
+    int rc;
     if (decode && D->graph && D->graph_epoch != lb_cuda_scratch_epoch()) {
         lb_cuda_graph_free(D->graph); /* a scratch buffer it uses has moved */
         D->graph = NULL;
     }
-    if (decode && !D->graph && D->graph_state >= 0 && D->decodes > 0 && graphs_enabled()) {
+    if (decode && !D->graph && !D->graph_failed && D->decodes > 0 && graphs_enabled()) {
         /* the first decode step ran eagerly (workspaces sized, cuBLAS set up):
          * capture this one */
         const unsigned epoch = lb_cuda_scratch_epoch();
@@ -460,22 +459,18 @@ static lb_status forward(lb_context *c, const int32_t *tokens, int n, const lb_s
             void *g = lb_cuda_capture_end(st);
             if (body || !g || lb_cuda_scratch_epoch() != epoch) {
                 lb_cuda_graph_free(g);
-                D->graph_state = -1;
+                D->graph_failed = 1;
                 lb_log(1, "cuda: decode runs without a CUDA graph (capture failed: %s)\n", lb_cuda_last_error());
             } else {
                 D->graph = g;
                 D->graph_epoch = epoch;
-                D->graph_state = 1;
             }
         } else {
-            D->graph_state = -1;
+            D->graph_failed = 1;
         }
     }
-    if (decode && D->graph) {
-        rc = lb_cuda_graph_launch(D->graph, st);
-        ran = 1;
-    }
-    if (!ran) rc = layers_and_logits(c, n, max_len, first, rows, row_idx != NULL);
+    if (decode && D->graph) rc = lb_cuda_graph_launch(D->graph, st);
+    else rc = layers_and_logits(c, n, max_len, first, rows, row_idx != NULL);
     if (decode) D->decodes++;
     if (rc) return cu_fail("forward pass");
     if (rows <= 0) return lb_cuda_stream_sync(st) ? cu_fail("forward pass") : LB_OK;
