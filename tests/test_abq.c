@@ -224,7 +224,7 @@ static void grid_data(int t, int p, float *w, int64_t nw, float *x, int64_t nx, 
 static void test_kernels(void) {
     uint64_t seed = 21;
     int n_pairs = 0, n_groups = 0, n_cases = 0, n_exact = 0, n_ways = 0, n_ways512 = 0;
-    const int64_t Ks[] = {128, 384, 640};
+    const int64_t Ks[] = {128, 384, 640, 1152}; /* 1, 3, 5 and 9 groups */
     for (int p = 1; p <= 8; p++) {
         for (int i = 0; i < 9; i++) {
             const int t = weight_type(i);
@@ -344,8 +344,9 @@ static void test_kernels(void) {
  * the planes' floats; and at every level, through lb_matmul, the code
  * layout's outputs equal the plane type's reference bit for bit, for every
  * activation bits p, M = 1..17, 32..36 and 70, odd N (1..17 and 37), K of
- * 1, 3 and 5 groups: at the AMX level the GEMM's 16-row tiles, its column
- * tails and the rows it leaves to the AVX2 kernel. */
+ * 1, 3, 5 and 9 groups: at the AMX level the GEMM's 16-row tiles, its column
+ * tails and the rows it leaves to the AVX-512 level's kernel; at the
+ * AVX-512 level the 16-row VNNI tile and the 8-row one of an odd block. */
 /* Weights w (N x K) quantized to plane type t and rewritten in its code
  * layout, activation rows x (M x K) at p bits: lb_matmul at every level this
  * machine has, with 1 .. max_threads threads, equals the plane type's
@@ -377,7 +378,7 @@ static void codes_matmul_check(int t, int64_t K, int64_t N, int M, int p, const 
 
 static void test_codes(void) {
     static const int plains[] = {LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W2S};
-    const int64_t Ks[] = {128, 384, 640};
+    const int64_t Ks[] = {128, 384, 640, 1152}; /* 1, 3, 5 and 9 groups */
     uint64_t seed = 77;
     int n_round = 0, n_cases = 0;
     CHECK(lb_abq_codes_of(LB_TYPE_ABQ_W5) == -1 && lb_abq_codes_of(LB_TYPE_Q4_0) == -1);
@@ -387,7 +388,7 @@ static void test_codes(void) {
         CHECK(ct >= LB_TYPE_ABQ_W1_C2 && lb_abq_plain_of_codes(ct) == t && lb_type_base(ct) == t);
         for (int p = 1; p <= 8; p++) {
             /* p = 5: three column tiles and two row tiles plus a tail of the AMX GEMM */
-            const int64_t K = Ks[(p + i) % 3], N = p == 5 ? 37 : 1 + 2 * ((p * 3 + i) % 9);
+            const int64_t K = Ks[(p + i) % 4], N = p == 5 ? 37 : 1 + 2 * ((p * 3 + i) % 9);
             const int M = p == 8 && i == 3 ? 70 : p == 5 ? 32 + i : 1 + (p * 5 + i * 3) % 17;
             const size_t row = lb_row_size(t, K), crow = lb_row_size(ct, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
             float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M);
@@ -463,6 +464,22 @@ static void test_codes(void) {
         codes_matmul_check(plains[i], K, N, M, i % 2 ? 4 : 8, w, x, 2, "rows of several chunks");
         free(w), free(x);
     }
+    /* Decode (M = 1, and 2 through the row-by-row GEMM) at longer rows, K of
+     * 8, 9, 17 and 44 groups (a TinyLlama ffn_down row: the AVX2 decode's
+     * blocks of 4 groups and their tails), and the 8- and 16-row GEMM tiles
+     * at M = 9. */
+    for (int i = 0; i < 5; i++) {
+        static const int64_t nbs[4] = {8, 9, 17, 44};
+        for (int j = 0; j < 4; j++) {
+            const int64_t K = nbs[j] * 128, N = 19;
+            const int M = j == 3 ? 9 : 1 + j % 2;
+            float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M);
+            for (int64_t k = 0; k < K * N; k++) w[k] = gauss(&seed);
+            for (int64_t k = 0; k < K * M; k++) x[k] = gauss(&seed) * (k % 97 == 0 ? 8.0f : 1.0f);
+            codes_matmul_check(plains[i], K, N, M, j % 2 ? 4 : 8, w, x, 2, "decode blocks of 8 groups");
+            free(w), free(x);
+        }
+    }
     printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
            n_cases);
     for (int li = 0; li < LB_ISA_COUNT; li++) {
@@ -482,7 +499,7 @@ static void test_codes(void) {
 static void test_a16(void) {
     uint64_t seed = 1616;
     int n_cases = 0, n_decode = 0;
-    const int64_t Ks[] = {128, 384, 640};
+    const int64_t Ks[] = {128, 384, 640, 1152}; /* 1, 3, 5 and 9 groups */
     for (int i = 0; i < 14; i++) {
         /* the 9 plane types, then the 5 code layouts of W1, W2, W3, W4, W2S */
         static const int codes_of[] = {LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W2S};

@@ -29,8 +29,8 @@
  * registers, 2 x 2 output tiles per group (half the operand loads), all of
  * a tile's products first with the sums after, and the sums issued before
  * the next tile store were each no faster. Rows past a
- * multiple of 16, and decode (M < 16), go to the AVX2 kernel
- * (abq_codes_avx2.c). */
+ * multiple of 16, and decode (M < 16), go to the AVX-512 level's kernel
+ * (abq_codes_avx512.c: its VNNI GEMM, the AVX2 decode). */
 #include "kernels/x86/abq_x86.h"
 
 #if LB_HAVE_X86_KERNELS
@@ -245,7 +245,7 @@ INLINE int gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int 
                                      size_t a_row_size, int M, float *Y, size_t ldy) {                            \
         const int done = gemm(W, K, Wt, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                            \
         if (done < M)                                                                                            \
-            lb_gemm_##name##_avx2(K, Wt, w_row_size, n0, n1, (const uint8_t *)A + (size_t)done * a_row_size,      \
+            lb_gemm_##name##_avx512(K, Wt, w_row_size, n0, n1, (const uint8_t *)A + (size_t)done * a_row_size,    \
                                   a_row_size, M - done, Y + (size_t)done * ldy, ldy);                             \
     }
 LB_ABQ_CODES_LIST(ABQ_CODES_AMX)

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "kernels/cpu.h"
+#include "kernels/x86/abq_codes_tile.h"
 #include "kernels/x86/prefetch_x86.h"
 #include "kernels/x86/thread_scratch.h"
 
@@ -164,11 +165,7 @@ INLINE void gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int
  * in double are formed for the 8 rows in two vectors. Same integers, same
  * double sums in group order: the reference's float, bit for bit. Rows go
  * in chunks of KCH groups, the sums carried between chunks in doubles. */
-typedef struct {
-    __m256i col[32]; /* column c of the group */
-    __m256i swz;     /* per row: int16 pair (sw, z) */
-    __m256d d[2];    /* rows 0-3, 4-7 */
-} g8;
+typedef lb_abq_g8 g8; /* kernels/x86/abq_codes_tile.h */
 
 /* codes k*32 .. k*32 + 31 of a group (lb_abq_group_codes' c[k]) */
 INLINE __m256i codes_k(const uint8_t *qs, int w, int k) {
@@ -208,7 +205,7 @@ INLINE void decode8(int w, const uint8_t *const row[8], int64_t nb, int64_t g0, 
     }
 }
 
-enum { MR = 4 }; /* activation rows per tile */
+enum { MR = LB_ABQ_MR }; /* activation rows per tile */
 
 /* MR activation rows a[0..MR-1], groups [g0, g0 + kc), against the 8 decoded
  * rows B[0 .. kc): the double sums continue from st[m] (unless g0 = 0) and
@@ -309,36 +306,46 @@ static inline int cmax_of(int type) {
  * each for every type (a tile does not depend on the type), noinline.
  * Inlined per type, row count and chain length, the file took clang's ASan
  * build over 6 minutes. */
-typedef void tile8_fn(const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a,
-                      const int8_t *const *ac, size_t astr, const int32_t *const *cz, double *const *st,
-                      float *const *y);
 #define TILE8_FN(CPC)                                                                                       \
     LB_ABQC __attribute__((noinline)) static void tile8_c##CPC(                                             \
-        const g8 *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a, const int8_t *const *ac, \
+        const void *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a, const int8_t *const *ac, \
         size_t astr, const int32_t *const *cz, double *const *st, float *const *y) {                        \
         tile8(CPC, B, g0, kc, last, a, ac, astr, cz, st, y);                                             \
     }
 TILE8_FN(8) TILE8_FN(16) TILE8_FN(32)
 #undef TILE8_FN
 
+/* two decoded 8-row groups as one 16-row group (abq_codes_tile.h) */
+INLINE void pair16(const g8 *lo, const g8 *hi, lb_abq_g16 *o) {
+    for (int c = 0; c < 32; c++)
+        _mm256_store_si256((__m256i *)&o->col[c][0], lo->col[c]), _mm256_store_si256((__m256i *)&o->col[c][8], hi->col[c]);
+    _mm256_storeu_si256((__m256i *)&o->swz[0], lo->swz), _mm256_storeu_si256((__m256i *)&o->swz[8], hi->swz);
+    _mm256_storeu_pd(&o->d[0], lo->d[0]), _mm256_storeu_pd(&o->d[4], lo->d[1]);
+    _mm256_storeu_pd(&o->d[8], hi->d[0]), _mm256_storeu_pd(&o->d[12], hi->d[1]);
+}
+
 /* Rows [n0, n8) (a multiple of 8 of them) x M activation rows, code layout
  * of w bits (2 or 4) and largest code cmax. Scratch: B for KCH groups of
- * NBLK blocks of 8 rows; cz for M x nb correction pairs; st for M x 8 NBLK
- * doubles, the sums between chunks; raw for M x K raw activation codes,
- * used when every row's p <= 7. A tail of M % 4 rows runs as a tile of 4
- * whose extra rows repeat its last row into a dummy sum and output. */
-LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int64_t K, const void *W, size_t w_row_size,
-                                                     int n0, int n8, const void *A, size_t a_row_size, int M, float *Y,
-                                                     size_t ldy, g8 *B, int32_t *cz, double *st, int8_t *raw) {
+ * NBLK blocks of 8 rows; with vnni, B16 for the NBLK / 2 pairs of them as
+ * 16-row groups (the AVX-512 tile; an odd last block takes the 8-row VNNI
+ * tile); cz for M x nb correction pairs; st for M x 8 NBLK doubles, the
+ * sums between chunks; raw for M x K raw activation codes, used when every
+ * row's p <= 7 and the tile is vpmaddubsw's. A tail of M % 4 rows runs as a
+ * tile of 4 whose extra rows repeat its last row into a dummy sum and
+ * output. */
+LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int vnni, int64_t K, const void *W,
+                                                     size_t w_row_size, int n0, int n8, const void *A,
+                                                     size_t a_row_size, int M, float *Y, size_t ldy, g8 *B,
+                                                     lb_abq_g16 *B16, int32_t *cz, double *st, int8_t *raw) {
     const int64_t nb = K / LB_ABQ_G;
     int pmax = 0;
     for (int m = 0; m < M; m++) pmax = LB_MAX(pmax, ((const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size))->p);
-    if (pmax > 7) raw = NULL;
+    if (pmax > 7 || vnni) raw = NULL; /* vpdpbusd has no int16 chains to lengthen */
     const int off = raw ? 0 : 128, CPC = cpc_for(cmax, LB_MAX(1, (1 << pmax) - 1), raw != NULL);
-    tile8_fn *const tile = CPC == 32 ? tile8_c32 : CPC == 16 ? tile8_c16 : tile8_c8;
+    lb_abq_tile_fn *const tile = vnni ? lb_abq_tile8_vnni : CPC == 32 ? tile8_c32 : CPC == 16 ? tile8_c16 : tile8_c8;
     const size_t astr = raw ? LB_ABQ_G : sizeof(block_abq_act);
-    double dummy_st[8] = {0};
-    float dummy_y[8];
+    double dummy_st[16] = {0};
+    float dummy_y[16];
     for (int m = 0; m < M; m++) {
         const block_abq_act *a = (const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size);
         for (int64_t i = 0; i < nb; i++) {
@@ -362,6 +369,11 @@ LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int64_t K, 
                 if (w == 4) decode8(4, rows, nb, g0, kc, B + (size_t)k * KCH);
                 else decode8(2, rows, nb, g0, kc, B + (size_t)k * KCH);
             }
+            /* vnni: pairs of blocks side by side for the 16-row tile */
+            const int npair = vnni ? nblk / 2 : 0;
+            for (int q = 0; q < npair; q++)
+                for (int64_t i = 0; i < kc; i++)
+                    pair16(&B[(size_t)(2 * q) * KCH + i], &B[(size_t)(2 * q + 1) * KCH + i], &B16[(size_t)q * KCH + i]);
             for (int m = 0; m < M; m += MR) {
                 const int mr = LB_MIN(MR, M - m);
                 const block_abq_act *a[MR];
@@ -373,13 +385,14 @@ LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int64_t K, 
                     ac[j] = raw ? raw + (size_t)mj * (size_t)nb * LB_ABQ_G : a[j]->c;
                     c[j] = cz + (size_t)mj * nb;
                 }
-                for (int k = 0; k < nblk; k++) {
+                for (int k = 0; k < nblk; k += k < 2 * npair ? 2 : 1) {
                     double *s[MR];
                     float *y[MR];
                     for (int j = 0; j < MR; j++)
                         s[j] = j < mr ? st + ((size_t)(m + j) * NBLK + (size_t)k) * 8 : dummy_st,
                         y[j] = j < mr ? Y + (size_t)(m + j) * ldy + nb0 + 8 * k : dummy_y;
-                    tile(B + (size_t)k * KCH, g0, kc, last, a, ac, astr, c, s, y);
+                    if (k < 2 * npair) lb_abq_tile16_vnni(B16 + (size_t)(k / 2) * KCH, g0, kc, last, a, ac, astr, c, s, y);
+                    else tile(B + (size_t)k * KCH, g0, kc, last, a, ac, astr, c, s, y);
                 }
             }
         }
@@ -393,6 +406,28 @@ enum { GEMM8_MIN_M = 8 };
  * to 128 Ki; longer rows form it per row) */
 enum { SA2_MAX = 1024 };
 
+/* M > 1 activation rows: whole blocks of 8 weight rows by gemm8 (from
+ * GEMM8_MIN_M rows), the rest row by row */
+INLINE void gemm_rows(int w, int cmax, int vnni, int64_t K, const void *Wt, size_t w_row_size, int n0, int n1,
+                      const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
+    const int n8 = n0 + (M >= GEMM8_MIN_M ? (n1 - n0) / 8 * 8 : 0);
+    const size_t bsz = (size_t)NBLK * KCH * sizeof(g8) + (vnni ? (size_t)NBLK / 2 * KCH * sizeof(lb_abq_g16) : 0);
+    const size_t ssz = (size_t)M * 8 * NBLK * sizeof(double);
+    const size_t csz = (size_t)M * (size_t)(K / LB_ABQ_G) * 4;
+    g8 *B = n8 > n0 ? lb_thread_scratch(bsz + ssz + csz + (size_t)M * (size_t)K) : NULL;
+    if (B)
+        gemm8(w, cmax, vnni, K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B,
+              (lb_abq_g16 *)(B + (size_t)NBLK * KCH), (int32_t *)((char *)B + bsz + ssz), (double *)((char *)B + bsz),
+              (int8_t *)((char *)B + bsz + ssz + csz));
+    gemm(w, K, Wt, w_row_size, B ? n8 : n0, n1, A, a_row_size, M, Y, ldy);
+}
+
+LB_ABQC void lb_abq_codes_gemm(int w, int type, int vnni, int64_t K, const void *Wt, size_t w_row_size, int n0, int n1,
+                               const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
+    if (w == 4) gemm_rows(4, cmax_of(type), vnni, K, Wt, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
+    else gemm_rows(2, cmax_of(type), vnni, K, Wt, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
+}
+
 #define ABQ_CODES_AVX2(name, NAME, W)                                                                        \
     LB_ABQC void lb_vec_dot_##name##_avx2(int64_t n, float *s, const void *w, const void *a) {              \
         *s = row_dot(W, n, w, a, NULL);                                                                     \
@@ -400,16 +435,7 @@ enum { SA2_MAX = 1024 };
     LB_ABQC void lb_gemm_##name##_avx2(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1,         \
                                         const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {     \
         if (M > 1) {                                                                                         \
-            const int n8 = n0 + (M >= GEMM8_MIN_M ? (n1 - n0) / 8 * 8 : 0);                                 \
-            const size_t bsz = (size_t)NBLK * KCH * sizeof(g8);                                              \
-            const size_t ssz = (size_t)M * 8 * NBLK * sizeof(double);                                        \
-            const size_t csz = (size_t)M * (size_t)(K / LB_ABQ_G) * 4;                                       \
-            g8 *B = n8 > n0 ? lb_thread_scratch(bsz + ssz + csz + (size_t)M * (size_t)K) : NULL;             \
-            if (B)                                                                                           \
-                gemm8(W, cmax_of(LB_TYPE_##NAME), K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B,      \
-                      (int32_t *)((char *)B + bsz + ssz), (double *)((char *)B + bsz),                       \
-                      (int8_t *)((char *)B + bsz + ssz + csz));                                              \
-            gemm(W, K, Wt, w_row_size, B ? n8 : n0, n1, A, a_row_size, M, Y, ldy);                           \
+            lb_abq_codes_gemm(W, LB_TYPE_##NAME, 0, K, Wt, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);   \
             return;                                                                                          \
         }                                                                                                    \
         const block_abq_act *a = A;                                                                          \

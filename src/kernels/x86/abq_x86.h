@@ -12,7 +12,9 @@
  *       all M rows: prefill pays the plane expansion once per weight.
  *   abq_w{q}_c{4,2}_abq_act_avx2   the code layouts (formats/abq.h), made
  *       at load: one or two loads and masks per group give the codes, then
- *       the int8 way (kernels/x86/abq_codes_avx2.c).
+ *       the int8 way (kernels/x86/abq_codes_avx2.c);
+ *   abq_w{q}_c{4,2}_abq_act_avx512   the same layouts, prefill by
+ *       vpdpbusd tiles (kernels/x86/abq_codes_avx512.c).
  * The activations are quantized per token, whole rows, by
  * lb_abq_quantize_act_avx2 (the reference's bytes). */
 #ifndef LB_ABQ_X86_H
@@ -99,6 +101,19 @@ LB_ABQ_LIST(LB_ABQ_AVX2_DECLARE)
 #define LB_ABQ_CODES_AVX2_DECLARE(name, NAME, W) LB_ABQ_AVX2_DECLARE(name, NAME, 0)
 LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_DECLARE) /* kernels/x86/abq_codes_avx2.c */
 #undef LB_ABQ_CODES_AVX2_DECLARE
+/* The code layouts' GEMM (M > 1; abq_codes_avx2.c) for code width w (4 or
+ * 2) and code type: blocks of 8 weight rows, their tile by vpmaddubsw
+ * (vnni 0) or by AVX-512 VNNI's vpdpbusd (vnni 1: the avx512 and amx
+ * levels); bit-identical to the reference either way. */
+void lb_abq_codes_gemm(int w, int type, int vnni, int64_t K, const void *Wt, size_t w_row_size, int n0, int n1,
+                       const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
+/* The avx512 level's entry of the code layouts (kernels/x86/abq_codes_avx512.c):
+ * M > 1 the GEMM above with vnni 1, decode the AVX2 kernel. */
+#define LB_ABQ_CODES_AVX512_DECLARE(name, NAME, W)                                                            \
+    void lb_gemm_##name##_avx512(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1, const void *A, \
+                                 size_t a_row_size, int M, float *Y, size_t ldy);
+LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX512_DECLARE)
+#undef LB_ABQ_CODES_AVX512_DECLARE
 #undef LB_ABQ_AVX2_DECLARE
 /* The AVX-512 VPOPCNTDQ kernel of the plane types (kernels/x86/abq_avx512.c):
  * four activation planes per popcount step. way: 1 the AVX2 int8 way
@@ -152,8 +167,14 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
 #define LB_ABQ_CODES_AVX2_KERNEL(name, NAME, W)                                                               \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_abq_quantize_act8_avx2,            \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
+/* AVX-512 (VNNI: part of the level): the GEMM with the vpdpbusd tiles,
+ * decode the AVX2 kernel's; whole_m 2 as the AVX2 GEMM's */
+#define LB_ABQ_CODES_AVX512_KERNEL(name, NAME, W)                                                              \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx2,         \
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
 /* whole_m 1: the AMX GEMM decodes its 16 weight rows once per call for all
- * the activation rows the driver hands it (as many as fit the L2) */
+ * the activation rows the driver hands it (as many as fit the L2); the rows
+ * past a multiple of 16 go to the AVX-512 level's kernel (decode: AVX2's) */
 #define LB_ABQ_CODES_AMX_KERNEL(name, NAME, W)                                                                 \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AMX, #name "_abq_act_amx", lb_abq_quantize_act8_avx2,               \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_amx, NULL, 0, NULL, 0, 0, 1, 1, lb_abq_quantize_act_avx2},
@@ -165,7 +186,8 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
  * (made at load where these run) */
 #define LB_ABQ_X86_KERNELS                                                                                     \
     LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL) LB_ABQ_LIST(LB_ABQ_AVX512_KERNEL)                                          \
-    LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_KERNEL)
+    LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX512_KERNEL)                 \
+    LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_KERNEL)
 #endif
 
 #endif
