@@ -30,7 +30,7 @@
  * a tile's products first with the sums after, and the sums issued before
  * the next tile store were each no faster. Rows past a
  * multiple of 16, and decode (M < 16), go to the AVX-512 level's kernel
- * (abq_codes_avx512.c: its VNNI GEMM, the AVX2 decode). */
+ * (abq_codes_avx512.c: its VNNI GEMM and decode). */
 #include "kernels/x86/abq_x86.h"
 
 #if LB_HAVE_X86_KERNELS

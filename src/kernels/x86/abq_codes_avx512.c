@@ -1,14 +1,15 @@
 /* AVX-512 VNNI tiles of ABQ's code-layout GEMM (formats/abq.h:
  * ABQ_W{q}_C4 / _C2, made at load from the plane types; the GEMM's driver
- * and its decoded groups are abq_codes_avx2.c's). Decode (M = 1) is the
- * AVX2 kernel's at this level too: a vpdpbusd decode (two per group on
- * codes unpacked in the activations' order, eight groups' 16-lane sums
- * reduced together by unpacks and lane shuffles) streamed 15.4-18.5 GB/s
- * against the AVX2 kernel's 17.6-21.7 on Zen 4, one thread, three rounds
- * alternated (docs/abq.md), and was not kept: on Zen 4 a zmm operation
- * takes two of the four vector pipes, and per group the exact integer
- * total, its reduction and the double sum in group order cost as much as
- * the products. */
+ * and its decoded groups are abq_codes_avx2.c's, and so is the decode, whose
+ * group sums take four ymm vpdpbusd at this level, lb_abq_codes_gemv_vnni).
+ * A zmm decode (two vpdpbusd per group on codes unpacked in the
+ * activations' order, eight groups' 16-lane sums reduced together by
+ * unpacks and lane shuffles) streamed 15.4-18.5 GB/s against the AVX2
+ * kernel's 17.6-21.7 on Zen 4, one thread, three rounds alternated
+ * (docs/abq.md), and was not kept: on Zen 4 a zmm operation takes two of
+ * the four vector pipes, and per group the exact integer total, its
+ * reduction and the double sum in group order cost as much as the
+ * products. */
 #include "kernels/x86/abq_x86.h"
 
 #if LB_HAVE_X86_KERNELS
@@ -127,12 +128,12 @@ LB_ABQC512 void lb_abq_tile16_vnni(const void *vB, int64_t g0, int64_t kc, int l
     }
 }
 
-/* the level's entry points: decode by the AVX2 kernel, M > 1 by the GEMM with these tiles */
+/* the level's entry points: M > 1 the GEMM with these tiles, decode the AVX2 kernel's with vpdpbusd */
 #define ABQ_CODES_AVX512(name, NAME, W)                                                                      \
     LB_ABQC512 void lb_gemm_##name##_avx512(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1,    \
                                              const void *A, size_t a_row_size, int M, float *Y, size_t ldy) { \
         if (M > 1) lb_abq_codes_gemm(W, LB_TYPE_##NAME, 1, K, Wt, w_row_size, n0, n1, A, a_row_size, M, Y, ldy); \
-        else lb_gemm_##name##_avx2(K, Wt, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                     \
+        else lb_abq_codes_gemv_vnni(W, K, Wt, w_row_size, n0, n1, A, Y);                                    \
     }
 LB_ABQ_CODES_LIST(ABQ_CODES_AVX512)
 #undef ABQ_CODES_AVX512

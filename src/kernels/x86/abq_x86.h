@@ -14,7 +14,8 @@
  *       at load: one or two loads and masks per group give the codes, then
  *       the int8 way (kernels/x86/abq_codes_avx2.c);
  *   abq_w{q}_c{4,2}_abq_act_avx512   the same layouts, prefill by
- *       vpdpbusd tiles (kernels/x86/abq_codes_avx512.c).
+ *       vpdpbusd tiles (kernels/x86/abq_codes_avx512.c), decode with the
+ *       group sums by vpdpbusd.
  * The activations are quantized per token, whole rows, by
  * lb_abq_quantize_act_avx2 (the reference's bytes). */
 #ifndef LB_ABQ_X86_H
@@ -107,8 +108,12 @@ LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_DECLARE) /* kernels/x86/abq_codes_avx2.c */
  * levels); bit-identical to the reference either way. */
 void lb_abq_codes_gemm(int w, int type, int vnni, int64_t K, const void *Wt, size_t w_row_size, int n0, int n1,
                        const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
+/* Decode (M = 1) of the code layouts with vpdpbusd in place of the
+ * vpmaddubsw chains (abq_codes_avx2.c; CPUs with AVX-512 VNNI). */
+void lb_abq_codes_gemv_vnni(int w, int64_t K, const void *Wt, size_t w_row_size, int n0, int n1, const void *A,
+                            float *Y);
 /* The avx512 level's entry of the code layouts (kernels/x86/abq_codes_avx512.c):
- * M > 1 the GEMM above with vnni 1, decode the AVX2 kernel. */
+ * M > 1 the GEMM above with vnni 1, decode lb_abq_codes_gemv_vnni. */
 #define LB_ABQ_CODES_AVX512_DECLARE(name, NAME, W)                                                            \
     void lb_gemm_##name##_avx512(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1, const void *A, \
                                  size_t a_row_size, int M, float *Y, size_t ldy);
@@ -168,7 +173,8 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX2, #name "_abq_act_avx2", lb_abq_quantize_act8_avx2,            \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx2, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
 /* AVX-512 (VNNI: part of the level): the GEMM with the vpdpbusd tiles,
- * decode the AVX2 kernel's; whole_m 2 as the AVX2 GEMM's */
+ * decode by lb_abq_codes_gemv_vnni (vec_dot: the AVX2 one); whole_m 2 as
+ * the AVX2 GEMM's */
 #define LB_ABQ_CODES_AVX512_KERNEL(name, NAME, W)                                                              \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx2,         \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
