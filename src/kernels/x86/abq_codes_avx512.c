@@ -17,7 +17,8 @@
 
 #include "kernels/x86/abq_codes_tile.h"
 
-/* the reference's double multiply, then add: never fused */
+/* no contraction behind our back: the one fused multiply-add below is
+ * written out, and exact (see the tiles) */
 #include "core/fp_strict.h"
 
 #define LB_ABQC512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))

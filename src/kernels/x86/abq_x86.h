@@ -180,7 +180,7 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
 /* whole_m 1: the AMX GEMM decodes its 16 weight rows once per call for all
  * the activation rows the driver hands it (as many as fit the L2); the rows
- * past a multiple of 16 go to the AVX-512 level's kernel (decode: AVX2's) */
+ * past a multiple of 16, and decode, go to the AVX-512 level's kernel */
 #define LB_ABQ_CODES_AMX_KERNEL(name, NAME, W)                                                                 \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AMX, #name "_abq_act_amx", lb_abq_quantize_act8_avx2,               \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_amx, NULL, 0, NULL, 0, 0, 1, 1, lb_abq_quantize_act_avx2},
