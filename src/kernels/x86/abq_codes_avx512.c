@@ -21,7 +21,7 @@
  * written out, and exact (see the tiles) */
 #include "core/fp_strict.h"
 
-#define LB_ABQC512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define LB_ABQC512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define LD512(p) _mm512_loadu_si512((const void *)(p))
 
 /* ---- prefill: the tiles of abq_codes_avx2.c's GEMM by vpdpbusd ----
