@@ -30,9 +30,9 @@
  * chains to bound (one tile for every chain length), no vpmaddwd. Two
  * chains per activation row (even and odd columns). The 16-row tile takes
  * two decoded 8-row groups as one zmm a column (lb_abq_g16): each broadcast
- * activation dword feeds 16 rows. Zen 4 runs a zmm vpdpbusd at about 0.6
- * a cycle against 0.7 for a ymm one (1.7x the products), so the ymm tile
- * serves only a leftover block of 8 rows. Same integers, same double sums
+ * activation dword feeds 16 rows. Zen 4 ran 1.5-1.8 G zmm vpdpbusd a
+ * second against 1.8-2.1 G ymm ones (independent chains): 1.5-1.7x the
+ * products, so the ymm tile serves only a leftover block of 8 rows. Same integers, same double sums
  * in group order as the reference: d I is exact in double (|I| < 2^21, d a
  * float), so the fused multiply-add rounds once, where the reference's add
  * does (one operation a vector fewer: GEMM 5632 x 2048, M = 512, one
