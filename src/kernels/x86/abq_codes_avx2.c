@@ -341,8 +341,8 @@ INLINE void pair16(const g8 *lo, const g8 *hi, lb_abq_g16 *o) {
  * NBLK blocks of 8 rows; with vnni, B16 for the NBLK / 2 pairs of them as
  * 16-row groups (the AVX-512 tile; an odd last block takes the 8-row VNNI
  * tile); cz for M x nb correction pairs; st for M x 8 NBLK doubles, the
- * sums between chunks; raw for M x K raw activation codes, used when every
- * row's p <= 7 and the tile is vpmaddubsw's. A tail of M % 4 rows runs as a
+ * sums between chunks; raw (NULL with vnni) for M x K raw activation codes,
+ * used when every row's p <= 7. A tail of M % 4 rows runs as a
  * tile of 4 whose extra rows repeat its last row into a dummy sum and
  * output. */
 LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int vnni, int64_t K, const void *W,
@@ -352,7 +352,7 @@ LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int vnni, i
     const int64_t nb = K / LB_ABQ_G;
     int pmax = 0;
     for (int m = 0; m < M; m++) pmax = LB_MAX(pmax, ((const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size))->p);
-    if (pmax > 7 || vnni) raw = NULL; /* vpdpbusd has no int16 chains to lengthen */
+    if (pmax > 7) raw = NULL;
     const int off = raw ? 0 : 128, CPC = cpc_for(cmax, LB_MAX(1, (1 << pmax) - 1), raw != NULL);
     lb_abq_tile_fn *const tile = vnni ? lb_abq_tile8_vnni : CPC == 32 ? tile8_c32 : CPC == 16 ? tile8_c16 : tile8_c8;
     const size_t astr = raw ? LB_ABQ_G : sizeof(block_abq_act);
@@ -447,11 +447,13 @@ INLINE void gemm_rows(int w, int cmax, int vnni, int64_t K, const void *Wt, size
     const size_t bsz = (size_t)NBLK * KCH * sizeof(g8) + (vnni ? (size_t)NBLK / 2 * KCH * sizeof(lb_abq_g16) : 0);
     const size_t ssz = (size_t)M * 8 * NBLK * sizeof(double);
     const size_t csz = (size_t)M * (size_t)(K / LB_ABQ_G) * 4;
-    g8 *B = n8 > n0 ? lb_thread_scratch(bsz + ssz + csz + (size_t)M * (size_t)K) : NULL;
+    /* the raw codes lengthen vpmaddubsw's int16 chains; vpdpbusd has none */
+    const size_t rsz = vnni ? 0 : (size_t)M * (size_t)K;
+    g8 *B = n8 > n0 ? lb_thread_scratch(bsz + ssz + csz + rsz) : NULL;
     if (B)
         gemm8(w, cmax, vnni, K, Wt, w_row_size, n0, n8, A, a_row_size, M, Y, ldy, B,
               (lb_abq_g16 *)(B + (size_t)NBLK * KCH), (int32_t *)((char *)B + bsz + ssz), (double *)((char *)B + bsz),
-              (int8_t *)((char *)B + bsz + ssz + csz));
+              rsz ? (int8_t *)((char *)B + bsz + ssz + csz) : NULL);
     gemm(w, K, Wt, w_row_size, B ? n8 : n0, n1, A, a_row_size, M, Y, ldy);
 }
 
