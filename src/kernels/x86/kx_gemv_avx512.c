@@ -35,6 +35,41 @@ typedef struct {
     int32_t pre[2][GEMV_KC][16]; /* kx_act_pre */
 } gemv_acts;
 
+/* 64-weight group g of one super-block: sumi[m] += its sub-blocks' integer
+ * products times their scales. */
+INLINE void gemv_group(int kt, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A, const kx_sstate *S, int g,
+                       __m512i sumi[2], const uint8_t *pf, int pf_l2) {
+    const int SB = kx_sb(kt), bias = kx_bias(kt), NJ = 64 / SB, NC = 4 / NJ; /* sub-blocks, chains each */
+    /* the prefetch of one x-block (pf) a quarter per 64-weight group: spread
+     * over the work, not in one burst (AVX2: docs/kquant-mixes.md) */
+    if (pf) lb_prefetch_quarter(pf, kx_xbs(kt), g, pf_l2);
+    __m512i s[2][4];
+#pragma GCC unroll 2
+    for (int m = 0; m < MR; m++)
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++)
+            s[m][c] = bias && c % NC == 0 ? _mm512_set1_epi32(A->pre[m][b][g * NJ + c / NC]) : _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int t = 0; t < SB / 4; t++)
+#pragma GCC unroll 4
+        for (int jj = 0; jj < NJ; jj++) {
+            const __m512i w = dec_vec(kt, xb, g, jj * (SB / 4) + t);
+            const int c = jj * NC + t % NC;
+#pragma GCC unroll 2
+            for (int m = 0; m < MR; m++)
+                s[m][c] = _mm512_dpbusd_epi32(s[m][c], w, bcast32(A->qs[m] + (size_t)b * sizeof(block_q8_K) + 64 * g + SB * jj + 4 * t));
+        }
+#pragma GCC unroll 4
+    for (int jj = 0; jj < NJ; jj++) {
+        const __m512i sc = kx_sc(kt, S, g * NJ + jj);
+#pragma GCC unroll 2
+        for (int m = 0; m < MR; m++) {
+            const __m512i t = NC == 2 ? _mm512_add_epi32(s[m][jj * 2], s[m][jj * 2 + 1]) : s[m][jj];
+            sumi[m] = _mm512_add_epi32(sumi[m], _mm512_mullo_epi32(t, sc));
+        }
+    }
+}
+
 /* One super-block b of one group (x-block xb) against MR activation rows:
  * acc[m] += its contribution. Each weight vector is decoded right before
  * its VNNI (all 64 at once, or all 16 scales, would not fit the 32
@@ -43,40 +78,17 @@ typedef struct {
  * sub-blocks of 16 with one each. */
 INLINE void gemv_sb(int kt, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A, __m512 acc[2],
                     const uint8_t *pf, int pf_l2) {
-    const int SB = kx_sb(kt), bias = kx_bias(kt), NJ = 64 / SB, NC = 4 / NJ; /* sub-blocks, chains each */
-    /* the prefetch of one x-block (pf) a quarter per 64-weight group: spread
-     * over the work, not in one burst (AVX2: docs/kquant-mixes.md) */
     kx_sstate S;
     kx_sload(kt, xb, &S);
     __m512i sumi[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-#pragma GCC unroll 1
+    /* the four groups written out, so that g is a constant (Q6_K and Q3_K
+     * address by g / 2 and g % 2: a run-time g cost a branch and address
+     * arithmetic per weight vector); the barriers keep gcc from hoisting
+     * the groups' loads into one another (it spilled without them) */
+#pragma GCC unroll 4
     for (int g = 0; g < 4; g++) {
-        if (pf) lb_prefetch_quarter(pf, kx_xbs(kt), g, pf_l2);
-        __m512i s[2][4];
-#pragma GCC unroll 2
-        for (int m = 0; m < MR; m++)
-#pragma GCC unroll 4
-            for (int c = 0; c < 4; c++)
-                s[m][c] = bias && c % NC == 0 ? _mm512_set1_epi32(A->pre[m][b][g * NJ + c / NC]) : _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int t = 0; t < SB / 4; t++)
-#pragma GCC unroll 4
-            for (int jj = 0; jj < NJ; jj++) {
-                const __m512i w = dec_vec(kt, xb, g, jj * (SB / 4) + t);
-                const int c = jj * NC + t % NC;
-#pragma GCC unroll 2
-                for (int m = 0; m < MR; m++)
-                    s[m][c] = _mm512_dpbusd_epi32(s[m][c], w, bcast32(A->qs[m] + (size_t)b * sizeof(block_q8_K) + 64 * g + SB * jj + 4 * t));
-            }
-#pragma GCC unroll 4
-        for (int jj = 0; jj < NJ; jj++) {
-            const __m512i sc = kx_sc(kt, &S, g * NJ + jj);
-#pragma GCC unroll 2
-            for (int m = 0; m < MR; m++) {
-                const __m512i t = NC == 2 ? _mm512_add_epi32(s[m][jj * 2], s[m][jj * 2 + 1]) : s[m][jj];
-                sumi[m] = _mm512_add_epi32(sumi[m], _mm512_mullo_epi32(t, sc));
-            }
-        }
+        gemv_group(kt, MR, xb, b, A, &S, g, sumi, pf, pf_l2);
+        __asm__ volatile("" ::: "memory");
     }
     const __m512 d = fp16x16(xb + kx_d_off(kt));
     __m512i mp[4];
