@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include "core/common.h"
+#include "kernels/cpu.h"
 #include "kernels/x86/prefetch_x86.h"
 
 /* the reference's float steps, unfused */
@@ -90,7 +91,11 @@ LB_BCQA void lb_quantize_row_q8_0_lut4_avx2(const float *x, void *vy, int64_t k)
  * high nibbles: lane order as in Q8_0_LUT4. Built per call and activation
  * row in chunks of LUT_CHUNK blocks (a stack buffer; 16 KiB): a few
  * operations per block against 16 rows' lookups per 16 rows of the call. */
-enum { LUT_CHUNK = 64, PF_AHEAD = 2 };
+/* prefetch distance in x-blocks by where lb_cpu_prefetch_l2 puts the lines:
+ * L1 (Intel; Zen 3: 1, 4 and 8 ahead the same, below) or L2 (AMD; Zen 4 at
+ * --isa avx2, one thread, 5632 x 2048: BCQ4_G128 11.8-11.9 GB/s with L1 2
+ * ahead, 14.1-14.7 with L2 8 ahead, BCQ2_G128 13.0-13.1 -> 15.4-15.6) */
+enum { LUT_CHUNK = 64, PF_L1 = 2, PF_L2 = 8 };
 
 INLINE void split_tables(const block_q8_0_lut4 *a, int nb, __m256i *out) {
     const __m256i m31 = _mm256_set1_epi8(31), m7 = _mm256_set1_epi8(7), mF8 = _mm256_set1_epi8((char)0xF8);
@@ -158,14 +163,15 @@ INLINE void add_scaled(__m256i s, __m256 d, __m256 *pe, __m256 *po) {
  * from x-block xb on: ye / yo, the even and odd rows' sums, carried across
  * chunks in the reference's order. */
 INLINE void rows16_lut4(const int Q, const int G, const uint8_t *xb, const block_q8_0_lut4 *a, const __m256i *tab,
-                        int nb, __m256 *ye_io, __m256 *yo_io) {
-    const size_t xs = LB_BCQ_XSIZE(Q, G);
+                        int nb, __m256 *ye_io, __m256 *yo_io, int pf_l2) {
+    const size_t xs = LB_BCQ_XSIZE(Q, G), ahead = (size_t)(pf_l2 ? PF_L2 : PF_L1) * xs;
     const int NC = G / 32;
     __m256 ye = *ye_io, yo = *yo_io;
     for (int c0 = 0; c0 < nb; c0 += NC, xb += xs, a += NC, tab += 8 * NC) {
-        /* the x-block PF_AHEAD groups on (from memory the loop ran at 0.85 of
-         * its L3-resident rate; this buys back 3-4 %, 1, 4 and 8 ahead the same) */
-        lb_prefetch_span(xb + PF_AHEAD * xs, xs, 0); /* into L1, as measured */
+        /* an x-block some groups on (from memory the loop ran at 0.85 of its
+         * L3-resident rate on Zen 3; L1 2 ahead bought back 3-4 %, 1, 4 and 8
+         * ahead the same) */
+        lb_prefetch_span(xb + ahead, xs, pf_l2);
         float zs = 0.0f;
         for (int c = 0; c < NC; c++) zs += a[c].ds;
         const __m256 zv = _mm256_set1_ps(zs);
@@ -195,7 +201,7 @@ INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t
                       const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
     __m256i tab[8 * LUT_CHUNK];
     const int NB = (int)(K / 32), NC = G / 32;
-    const int CH = LUT_CHUNK - LUT_CHUNK % NC;
+    const int CH = LUT_CHUNK - LUT_CHUNK % NC, pf_l2 = lb_cpu_prefetch_l2();
     for (int m = 0; m < M; m++) {
         const block_q8_0_lut4 *am = (const block_q8_0_lut4 *)((const char *)A + (size_t)m * a_row_size);
         float *ym = Y + (size_t)m * ldy;
@@ -208,7 +214,7 @@ INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t
                 float *y = ym + n;
                 __m256 ye = b0 ? _mm256_loadu_ps(y) : _mm256_setzero_ps();
                 __m256 yo = b0 ? _mm256_loadu_ps(y + 8) : _mm256_setzero_ps();
-                rows16_lut4(Q, G, xb, am + b0, tab, nb, &ye, &yo);
+                rows16_lut4(Q, G, xb, am + b0, tab, nb, &ye, &yo, pf_l2);
                 if (b0 + nb < NB) {
                     _mm256_storeu_ps(y, ye);
                     _mm256_storeu_ps(y + 8, yo);

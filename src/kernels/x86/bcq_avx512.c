@@ -34,6 +34,7 @@
 #include <immintrin.h>
 
 #include "core/common.h"
+#include "kernels/cpu.h"
 #include "kernels/x86/prefetch_x86.h"
 #include "kernels/x86/thread_scratch.h"
 
@@ -46,10 +47,13 @@
 /* The folded kernel splits the tables of up to M_TILE activation rows, 256
  * bytes a block, into the thread's scratch (or, where that fails, of one row
  * in chunks of CHUNK blocks on the stack); those rows share each x-block
- * while it is in L1. The x-block PF_AHEAD groups on is prefetched (from
- * memory, one thread, Xeon: 17.6 Gweights/s without, 20.0 with 1 or 2 ahead,
- * 18.0 with 3). */
-enum { CHUNK = 64, PF_AHEAD = 2, M_TILE = 4 };
+ * while it is in L1. The x-block some groups on is prefetched, by where
+ * lb_cpu_prefetch_l2 puts the lines: into L1 PF_L1 groups on (from memory,
+ * one thread, Xeon: 17.6 Gweights/s without, 20.0 with 1 or 2 ahead, 18.0
+ * with 3), into L2 (AMD) PF_L2 on (Zen 4, one thread, BCQ4_G128: 20-22
+ * with L1 2 ahead, 19-20 with L1 8 ahead, 24-25 with L2 2 ahead, 32-33
+ * with L2 8 ahead, 31-32 with 12 or 16; docs/bcq.md). */
+enum { CHUNK = 64, PF_L1 = 2, PF_L2 = 8, M_TILE = 4 };
 
 INLINE __m512 load_h16(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 
@@ -128,11 +132,12 @@ INLINE void rows_in_order(const int Q, const __m512 *p, __m512 *P) {
 /* One activation row's blocks [0, nb) (whole groups) against the 16 rows of
  * x-blocks from xb on; y carried in row order. */
 INLINE __m512 rows16(const int Q, const int G, const uint8_t *xb, const block_q8_0_lut4 *a, const __m512i *tab,
-                     int nb, __m512 y) {
+                     int nb, __m512 y, int pf_l2) {
     const size_t xs = LB_BCQ_XSIZE(Q, G), plane = (size_t)(G / 8) * LB_BCQ_ROWS;
+    const size_t ahead = (size_t)(pf_l2 ? PF_L2 : PF_L1) * xs;
     const int NC = G / 32;
     for (int c0 = 0; c0 < nb; c0 += NC, xb += xs, a += NC, tab += 4 * NC) {
-        lb_prefetch_span(xb + PF_AHEAD * xs, xs, 0); /* into L1, as measured */
+        lb_prefetch_span(xb + ahead, xs, pf_l2);
         __m512 p[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
 #pragma GCC unroll 4
         for (int c = 0; c < NC; c++) {
@@ -176,6 +181,7 @@ INLINE void gemv_lut4_folded(const int Q, const int G, int64_t K, const void *W,
     __m512i *tab = lb_thread_scratch((size_t)M_TILE * NB * 4 * sizeof(__m512i));
     const int whole = tab != NULL, MT = whole ? M_TILE : 1, CH = whole ? NB : CHUNK - CHUNK % NC;
     if (!whole) tab = stack_tab;
+    const int pf_l2 = lb_cpu_prefetch_l2();
     for (int m0 = 0; m0 < M; m0 += MT) {
         const int mt = M - m0 < MT ? M - m0 : MT;
         for (int b0 = 0; b0 < NB; b0 += CH) {
@@ -189,7 +195,7 @@ INLINE void gemv_lut4_folded(const int Q, const int G, int64_t K, const void *W,
                     /* between chunks the 16 sums wait in y */
                     const __m512 y0 = b0 ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
                     _mm512_storeu_ps(y, rows16(Q, G, xb, act_row(A, a_row_size, m0 + j, b0),
-                                               tab + (size_t)j * 4 * CH, nb, y0));
+                                               tab + (size_t)j * 4 * CH, nb, y0, pf_l2));
                 }
             }
         }
