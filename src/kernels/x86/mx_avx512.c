@@ -38,9 +38,15 @@
  * 5632x2048 --types MX, one thread, GB/s, two rounds; swept on the VBMI
  * variant below, which streams as fast as this kernel): 0: 8.2 / 8.6,
  * 1 KiB: 10.7 / 10.6, 2 KiB: 11.2 / 11.6, 3 KiB: 11.2 / 11.6, 4 KiB:
- * 10.9 / 11.3, 6 KiB: 10.7 / 10.9. */
+ * 10.9 / 11.3, 6 KiB: 10.7 / 10.9. Into L2 (lb_cpu_prefetch_l2: AMD) the
+ * stream wants more: on Zen 4 (5632x2048, GB/s on 1 / 2 threads, two rounds)
+ * 3 KiB 16.3-16.8 / 29.6-30.0, 6 KiB 22.2-22.4 / 31.4-34.4, 12 KiB
+ * 19.7-21.9 / 34.4-38.9. */
 #ifndef LB_MX512_PF_BYTES
 #define LB_MX512_PF_BYTES 3072
+#endif
+#ifndef LB_MX512_PF_BYTES_L2
+#define LB_MX512_PF_BYTES_L2 6144
 #endif
 
 /* gfni: the code planes by one vgf2p8affineqb each instead of a shift and a
@@ -147,11 +153,12 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t
     lo_dec dl;
     hi_dec dh;
     const int l2 = lb_cpu_prefetch_l2();
+    const size_t pf = l2 ? LB_MX512_PF_BYTES_L2 : LB_MX512_PF_BYTES;
     for (int64_t t = t0; t < t1; t++) {
         for (int m = 0; m < M; m++) acc[m] = _mm512_setzero_ps();
         const block_mx2 *lo = v->lo + t * v->n_lo;
         for (int64_t l = 0; l < v->n_lo; l++) {
-            if (LB_MX512_PF_BYTES) lb_prefetch_span((const char *)&lo[l] + LB_MX512_PF_BYTES, sizeof *lo, l2);
+            if (pf) lb_prefetch_span((const char *)&lo[l] + pf, sizeof *lo, l2);
             lo_decode(&lo[l], &dl, gf);
             const int64_t g = v->lo_group[l];
             for (int m = 0; m < M; m++)
@@ -159,7 +166,7 @@ INLINE void rows_pass(const lb_mx_view *v, int64_t t0, int64_t t1, const uint8_t
         }
         const block_mx4 *hi = v->hi + t * v->n_hi;
         for (int64_t l = 0; l < v->n_hi; l++) {
-            if (LB_MX512_PF_BYTES) lb_prefetch_span((const char *)&hi[l] + LB_MX512_PF_BYTES, sizeof *hi, l2);
+            if (pf) lb_prefetch_span((const char *)&hi[l] + pf, sizeof *hi, l2);
             hi_decode(&hi[l], &dh);
             const int64_t g = v->hi_group[l];
             for (int m = 0; m < M; m++)
