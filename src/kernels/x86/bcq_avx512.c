@@ -50,9 +50,10 @@
  * while it is in L1. The x-block some groups on is prefetched, by where
  * lb_cpu_prefetch_l2 puts the lines: into L1 PF_L1 groups on (from memory,
  * one thread, Xeon: 17.6 Gweights/s without, 20.0 with 1 or 2 ahead, 18.0
- * with 3), into L2 (AMD) PF_L2 on (Zen 4, one thread, BCQ4_G128: 20-22
- * with L1 2 ahead, 19-20 with L1 8 ahead, 24-25 with L2 2 ahead, 32-33
- * with L2 8 ahead, 31-32 with 12 or 16; docs/bcq.md). */
+ * with 3), into L2 (AMD) PF_L2 on (Zen 4, one thread, BCQ4_G128 from
+ * memory, Gweights/s: 16-22 with L1 2 ahead, 19-20 with L1 8 ahead, 23-25
+ * with L2 2 ahead, 32-33 with L2 8 ahead, 31-32 with 12 or 16;
+ * docs/bcq.md). */
 enum { CHUNK = 64, PF_L1 = 2, PF_L2 = 8, M_TILE = 4 };
 
 INLINE __m512 load_h16(const uint8_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
