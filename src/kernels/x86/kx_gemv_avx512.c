@@ -36,7 +36,11 @@ typedef struct {
 } gemv_acts;
 
 /* 64-weight group g of one super-block: sumi[m] += its sub-blocks' integer
- * products times their scales. */
+ * products times their scales. Each weight vector is decoded right before
+ * its VNNI (all 64 at once, or all 16 scales, would not fit the 32
+ * registers: gcc spilled). The group feeds 4 chains per activation row:
+ * its 2 sub-blocks of 32 with 2 chains each, or its 4 sub-blocks of 16
+ * with one each. */
 INLINE void gemv_group(int kt, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A, const kx_sstate *S, int g,
                        __m512i sumi[2], const uint8_t *pf, int pf_l2) {
     const int SB = kx_sb(kt), bias = kx_bias(kt), NJ = 64 / SB, NC = 4 / NJ; /* sub-blocks, chains each */
@@ -71,17 +75,14 @@ INLINE void gemv_group(int kt, int MR, const uint8_t *xb, int64_t b, const gemv_
 }
 
 /* One super-block b of one group (x-block xb) against MR activation rows:
- * acc[m] += its contribution. Each weight vector is decoded right before
- * its VNNI (all 64 at once, or all 16 scales, would not fit the 32
- * registers: gcc spilled). A 64-weight group feeds 4 chains per
- * activation row: its 2 sub-blocks of 32 with 2 chains each, or its 4
- * sub-blocks of 16 with one each. */
+ * acc[m] += its contribution: the exact int32 sum over its four 64-weight
+ * groups, then one float step. */
 INLINE void gemv_sb(int kt, int MR, const uint8_t *xb, int64_t b, const gemv_acts *A, __m512 acc[2],
                     const uint8_t *pf, int pf_l2) {
     kx_sstate S;
     kx_sload(kt, xb, &S);
     __m512i sumi[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-    /* the four groups written out, so that g is a constant (Q6_K and Q3_K
+    /* the four groups unrolled, so that g is a constant (Q6_K and Q3_K
      * address by g / 2 and g % 2: a run-time g cost a branch and address
      * arithmetic per weight vector); the barriers keep gcc from hoisting
      * the groups' loads into one another (it spilled without them) */
