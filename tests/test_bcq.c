@@ -804,6 +804,13 @@ int main(void) {
         parts[i].fn();
         if (getenv("BCQ_TEST_TIMES")) printf("[%s: %.2f s]\n", parts[i].name, lb_time_s() - t0);
     }
+    if (lb_cpu_extra_features() & LB_CPU_VBMI) {
+        /* once more without VBMI: the folded / lanes AVX-512 GEMV */
+        printf("again without VBMI\n");
+        lb_cpu_disable_features(LB_CPU_VBMI);
+        test_kernels();
+        lb_cpu_disable_features(0);
+    }
     if (lb_cpu_extra_features() & LB_CPU_AMXBF16) {
         /* once more without AMX-BF16: the lookup GEMV for every row at the amx level */
         printf("again without AMX-BF16\n");

@@ -43,6 +43,8 @@
 
 #define LB_BCQ512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE LB_BCQ512 static inline __attribute__((always_inline))
+#define LB_BCQ512V __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,avx2,fma,f16c")))
+#define INLINE_VBMI LB_BCQ512V static inline __attribute__((always_inline))
 
 /* The folded kernel splits the tables of up to M_TILE activation rows, 256
  * bytes a block, into the thread's scratch (or, where that fails, of one row
@@ -130,78 +132,78 @@ INLINE void rows_in_order(const int Q, const __m512 *p, __m512 *P) {
     }
 }
 
-/* One activation row's blocks [0, nb) (whole groups) against the 16 rows of
- * x-blocks from xb on; y carried in row order. */
-INLINE __m512 rows16(const int Q, const int G, const uint8_t *xb, const block_q8_0_lut4 *a, const __m512i *tab,
-                     int nb, __m512 y, int pf_l2) {
-    const size_t xs = LB_BCQ_XSIZE(Q, G), plane = (size_t)(G / 8) * LB_BCQ_ROWS;
-    const size_t ahead = (size_t)(pf_l2 ? PF_L2 : PF_L1) * xs;
-    const int NC = G / 32;
-    for (int c0 = 0; c0 < nb; c0 += NC, xb += xs, a += NC, tab += 4 * NC) {
-        lb_prefetch_span(xb + ahead, xs, pf_l2);
-        __m512 p[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-#pragma GCC unroll 4
-        for (int c = 0; c < NC; c++) {
-            __m512i L[LB_BCQ_MAX_Q], H[LB_BCQ_MAX_Q];
-#pragma GCC unroll 4
-            for (int i = 0; i < Q; i++)
-                plane_bytes(xb + 32 * (Q + 1) + (size_t)i * plane + 64 * c, tab + 4 * c, &L[i], &H[i]);
-            const __m512i FL = fold_planes(Q, L), FH = fold_planes(Q, H);
-            const __m512 d = _mm512_set1_ps(a[c].d);
-#pragma GCC unroll 4
-            for (int t = 0; t < 4; t++) {
-                /* byte t of each dword: L (unsigned) + 32 H (signed) = the exact sum */
-                __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), FL, _mm512_set1_epi32(1 << (8 * t)));
-                s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(32 << (8 * t)), FH);
-                p[t] = _mm512_add_ps(p[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
-            }
-        }
-        float zs = 0.0f;
-        for (int c = 0; c < NC; c++) zs += a[c].ds;
-        y = _mm512_add_ps(y, _mm512_mul_ps(load_h16(xb + 32 * Q), _mm512_set1_ps(zs)));
-        __m512 P[4];
-        rows_in_order(Q, p, P);
-#pragma GCC unroll 4
-        for (int i = 0; i < Q; i++) y = _mm512_add_ps(y, _mm512_mul_ps(load_h16(xb + 32 * i), P[i]));
-    }
-    return y;
-}
-
 /* activation row m's blocks from b0 on */
 INLINE const block_q8_0_lut4 *act_row(const void *A, size_t a_row_size, int m, int b0) {
     return (const block_q8_0_lut4 *)((const char *)A + (size_t)m * a_row_size) + b0;
 }
 
-INLINE void gemv_lut4_folded(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
-                             const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
-    const int NB = (int)(K / 32), NC = G / 32;
-    /* the whole row's tables for M_TILE rows in the thread's scratch: one
-     * pass over the weights, in order (in chunks the stream ran at 0.8 of
-     * that); without it, one row at a time in chunks on the stack */
-    __m512i stack_tab[4 * CHUNK];
-    __m512i *tab = lb_thread_scratch((size_t)M_TILE * NB * 4 * sizeof(__m512i));
-    const int whole = tab != NULL, MT = whole ? M_TILE : 1, CH = whole ? NB : CHUNK - CHUNK % NC;
-    if (!whole) tab = stack_tab;
-    const int pf_l2 = lb_cpu_prefetch_l2();
-    for (int m0 = 0; m0 < M; m0 += MT) {
-        const int mt = M - m0 < MT ? M - m0 : MT;
-        for (int b0 = 0; b0 < NB; b0 += CH) {
-            const int nb = NB - b0 < CH ? NB - b0 : CH;
-            for (int j = 0; j < mt; j++) split_tables(act_row(A, a_row_size, m0 + j, b0), nb, tab + (size_t)j * 4 * CH);
-            for (int n = n0; n < n1; n += LB_BCQ_ROWS) {
-                const uint8_t *xb =
-                    (const uint8_t *)W + (size_t)n * w_row_size + (size_t)(b0 / NC) * LB_BCQ_XSIZE(Q, G);
-                for (int j = 0; j < mt; j++) {
-                    float *y = Y + (size_t)(m0 + j) * ldy + n;
-                    /* between chunks the 16 sums wait in y */
-                    const __m512 y0 = b0 ? _mm512_loadu_ps(y) : _mm512_setzero_ps();
-                    _mm512_storeu_ps(y, rows16(Q, G, xb, act_row(A, a_row_size, m0 + j, b0),
-                                               tab + (size_t)j * 4 * CH, nb, y0, pf_l2));
-                }
-            }
+/* P[i] = plane i's sums over the group of NC blocks at xb, rows in order:
+ * the lanes of all planes folded into one register per block, their byte
+ * sums taken out by vpdpbusd per byte position t (p_t[lane i][m] = plane
+ * i, row 4m + t), transposed at the end of the group. */
+INLINE void group_sums_fold(const int Q, const int G, const uint8_t *xb, const __m512i *tab, const block_q8_0_lut4 *a,
+                            __m512 *P) {
+    const size_t plane = (size_t)(G / 8) * LB_BCQ_ROWS;
+    __m512 p[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+#pragma GCC unroll 4
+    for (int c = 0; c < G / 32; c++) {
+        __m512i L[LB_BCQ_MAX_Q], H[LB_BCQ_MAX_Q];
+#pragma GCC unroll 4
+        for (int i = 0; i < Q; i++) plane_bytes(xb + 32 * (Q + 1) + (size_t)i * plane + 64 * c, tab + 4 * c, &L[i], &H[i]);
+        const __m512i FL = fold_planes(Q, L), FH = fold_planes(Q, H);
+        const __m512 d = _mm512_set1_ps(a[c].d);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            /* byte t of each dword: L (unsigned) + 32 H (signed) = the exact sum */
+            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), FL, _mm512_set1_epi32(1 << (8 * t)));
+            s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(32 << (8 * t)), FH);
+            p[t] = _mm512_add_ps(p[t], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
+        }
+    }
+    rows_in_order(Q, p, P);
+}
+
+/* The same sums with VBMI, plane by plane: one vpermb gathers each row's
+ * four lanes into its dword (byte 4r + k <- lane k, row r), so vpdpbusd
+ * sums them into row r's int32 directly (L against ones, then 32 against
+ * H): no folding of planes, no per-byte extraction, no transpose, and no
+ * lane idle for q < 4 (bench/kernels from L2 on a Zen 4 VM: 1.2-1.6x the
+ * folded kernel; docs/bcq.md). */
+INLINE_VBMI void group_sums_perm(const int Q, const int G, const uint8_t *xb, const __m512i *tab,
+                                 const block_q8_0_lut4 *a, __m512 *P) {
+    const size_t plane = (size_t)(G / 8) * LB_BCQ_ROWS;
+    const __m512i rows = _mm512_set_epi8(63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12, 59, 43, 27,
+                                         11, 58, 42, 26, 10, 57, 41, 25, 9, 56, 40, 24, 8, 55, 39, 23, 7, 54, 38, 22, 6,
+                                         53, 37, 21, 5, 52, 36, 20, 4, 51, 35, 19, 3, 50, 34, 18, 2, 49, 33, 17, 1, 48,
+                                         32, 16, 0);
+    const __m512i ones = _mm512_set1_epi8(1), c32 = _mm512_set1_epi8(32);
+#pragma GCC unroll 4
+    for (int i = 0; i < Q; i++) P[i] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int c = 0; c < G / 32; c++) {
+        const __m512 d = _mm512_set1_ps(a[c].d);
+#pragma GCC unroll 4
+        for (int i = 0; i < Q; i++) {
+            __m512i L, H;
+            plane_bytes(xb + 32 * (Q + 1) + (size_t)i * plane + 64 * c, tab + 4 * c, &L, &H);
+            __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_permutexvar_epi8(rows, L), ones);
+            s = _mm512_dpbusd_epi32(s, c32, _mm512_permutexvar_epi8(rows, H));
+            P[i] = _mm512_add_ps(P[i], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
         }
     }
 }
+
+/* The driver once per way of taking the sums (kernels/x86/bcq_avx512_tmpl.h) */
+#define ATTR_INLINE INLINE
+#define SFX(name) name##_fold
+#include "kernels/x86/bcq_avx512_tmpl.h"
+#undef SFX
+#undef ATTR_INLINE
+#define ATTR_INLINE INLINE_VBMI
+#define SFX(name) name##_perm
+#include "kernels/x86/bcq_avx512_tmpl.h"
+#undef SFX
+#undef ATTR_INLINE
 
 /* ---- q = 1: lanes = slices, widened and summed per plane ---- */
 
@@ -270,16 +272,24 @@ INLINE void gemv_lut4_lanes(const int Q, const int G, int64_t K, const void *W, 
 
 /* q >= 2: the folded kernel; q = 1 keeps the lanes kernel, whose per-plane
  * widening costs less than the folded one's per-block extraction and
- * transpose when one plane alone bears them (docs/bcq.md). */
+ * transpose when one plane alone bears them (docs/bcq.md). With VBMI the
+ * per-plane vpermb way for every q. */
 INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
                       const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
     /* prefill: the planes as +-1 bytes for vpdpbusd (bcq_gemm_avx512.c) */
     if (M >= LB_BCQ_GEMM_MIN_M(Q) && lb_bcq_gemm_vnni_avx512(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy) == 0)
         return;
     if (Q >= 2)
-        gemv_lut4_folded(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
+        gemv_lut4_fold(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
     else
         gemv_lut4_lanes(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
+}
+
+INLINE_VBMI void gemv_lut4_vbmi(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
+                                const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
+    if (M >= LB_BCQ_GEMM_MIN_M(Q) && lb_bcq_gemm_vnni_avx512(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy) == 0)
+        return;
+    gemv_lut4_perm(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
 }
 
 #define BCQ_AVX512_DEFINE(name, NAME, Q, G)                                                                    \
@@ -287,6 +297,12 @@ INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t
                                                               int n0, int n1, const void *A, size_t a_row_size, \
                                                               int M, float *Y, size_t ldy) {                   \
         gemv_lut4(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                                    \
+    }                                                                                                          \
+    LB_BCQ512V void lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512vbmi(int64_t K, const void *W, size_t w_row_size, \
+                                                                   int n0, int n1, const void *A,              \
+                                                                   size_t a_row_size, int M, float *Y,         \
+                                                                   size_t ldy) {                               \
+        gemv_lut4_vbmi(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                               \
     }
 LB_BCQ_LIST(BCQ_AVX512_DEFINE)
 #undef BCQ_AVX512_DEFINE

@@ -18,6 +18,10 @@
  *       (bcq_avx512.c); from LB_BCQ_GEMM_MIN_M(q) activation rows the
  *       planes as +-1 bytes by vpdpbusd instead (bcq_gemm_avx512.c), the
  *       same bits again;
+ *   bcq{q}_g{g}_lut_q8_0_lut4_1x16_avx512vbmi   the same where the CPU has
+ *       VBMI (and the GEMV of the AMX-BF16 entry there): per plane and
+ *       block one vpermb puts each row's four lanes in its dword, vpdpbusd
+ *       sums them (every q; bcq_avx512.c), the same bits;
  *   lb_bcq_gemv_f8_avx2              mu = 8: tables of 256 floats per 8
  *       activations (lb_bcq_f8_prepare), vgatherdps of 8 rows' entries;
  *       bit-identical to lb_bcq_gemv_f8_ref (the float path's own reference;
@@ -40,7 +44,10 @@ LB_BCQ_LIST(LB_BCQ_AVX2_DECLARE)
 
 #define LB_BCQ_AVX512_DECLARE(name, NAME, Q, G)                                                              \
     void lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512(int64_t K, const void *W, size_t w_row_size, int n0, int n1, \
-                                                    const void *A, size_t a_row_size, int M, float *Y, size_t ldy);
+                                                    const void *A, size_t a_row_size, int M, float *Y, size_t ldy); \
+    void lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512vbmi(int64_t K, const void *W, size_t w_row_size, int n0,     \
+                                                        int n1, const void *A, size_t a_row_size, int M, float *Y, \
+                                                        size_t ldy);
 LB_BCQ_LIST(LB_BCQ_AVX512_DECLARE)
 #undef LB_BCQ_AVX512_DECLARE
 
@@ -76,13 +83,23 @@ void lb_bcq_gemv_f8_avx2(int lut_type, int64_t K, const void *W, int64_t N, cons
 #define LB_BCQ_AVX512_KERNEL(name, NAME, Q, G)                                                                \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX512, #name "_lut_q8_0_lut4_1x16_avx512",                 \
      lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512, 0, NULL, 0, 0, 2},
-#define LB_BCQ_AMXBF16_KERNEL(name, NAME, Q, G)                                                               \
+/* the same with VBMI (vpermb): each plane's lanes summed per row by vpdpbusd */
+#define LB_BCQ_AVX512VBMI_KERNEL(name, NAME, Q, G)                                                            \
+    {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX512, #name "_lut_q8_0_lut4_1x16_avx512vbmi",             \
+     lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512vbmi, 0, NULL, 0,     \
+     LB_CPU_VBMI, 2},
+/* AMX-BF16 GEMM; decode by the AVX-512 GEMV (sfx: avx512vbmi where VBMI is
+ * there too, the first entry that fits wins) */
+#define LB_BCQ_AMXBF16_ENTRY(name, NAME, sfx, needs)                                                           \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AMX, #name "_lut_bf16x16_amxbf16",                         \
      lb_quantize_row_q8_0_lut4_avx2, NULL, lb_gemm_##name##_lut_bf16x16_amxbf16,                                \
-     lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512, 16, lb_pack_bf16x16_avx512, sizeof(lb_block_bf16x16),          \
-     LB_CPU_AMXBF16, 2},
+     lb_gemv_##name##_lut_q8_0_lut4_1x16_##sfx, 16, lb_pack_bf16x16_avx512, sizeof(lb_block_bf16x16), needs, 2},
+#define LB_BCQ_AMXBF16_KERNEL(name, NAME, Q, G)                                                               \
+    LB_BCQ_AMXBF16_ENTRY(name, NAME, avx512vbmi, LB_CPU_AMXBF16 | LB_CPU_VBMI)                                   \
+    LB_BCQ_AMXBF16_ENTRY(name, NAME, avx512, LB_CPU_AMXBF16)
 #define LB_BCQ_X86_KERNELS                                                                                    \
-    LB_BCQ_LIST(LB_BCQ_AVX2_KERNEL) LB_BCQ_LIST(LB_BCQ_AVX512_KERNEL) LB_BCQ_LIST(LB_BCQ_AMXBF16_KERNEL)
+    LB_BCQ_LIST(LB_BCQ_AVX2_KERNEL) LB_BCQ_LIST(LB_BCQ_AVX512_KERNEL) LB_BCQ_LIST(LB_BCQ_AVX512VBMI_KERNEL)       \
+    LB_BCQ_LIST(LB_BCQ_AMXBF16_KERNEL)
 #endif
 
 #endif
