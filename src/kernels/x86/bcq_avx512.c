@@ -6,7 +6,7 @@
  * A 64-byte load of a plane holds its bytes k = 0..3 of a Q8_0 block for the
  * 16 rows (lane k, row r at byte r), whose low nibbles index slice 2k and
  * high nibbles slice 2k+1; the four lanes' lookups must be summed per row.
- * Two ways, chosen by q (measured, docs/bcq.md):
+ * Without VBMI two ways, chosen by q (measured, docs/bcq.md); with it a third:
  *
  * folded (q >= 2): as in the AVX2 kernel the tables are split once per call
  * into L = T & 31 (0..31) and H = T >> 5 (-16..15), so a row's 8 lookups in
@@ -25,7 +25,12 @@
  * unpacks to int16 and lane shuffles to sum the four slices' lanes, one zmm
  * of 16 rows per plane and block.
  *
- * Both scale in the reference's order (p += d * sum per block; y += z * zs,
+ * perm (every q, CPUs with VBMI: the _avx512vbmi entries): the split tables
+ * as folded, but each plane alone: one vpermb per byte vector puts a row's
+ * four lanes in its dword and two vpdpbusd give the 16 rows' int32 sums in
+ * row order.
+ *
+ * All three scale in the reference's order (p += d * sum per block; y += z * zs,
  * y += alpha_i * p_i per group; separate multiplies and adds): every output
  * is the reference's float, bit for bit. */
 #include "kernels/x86/bcq_x86.h"
@@ -168,7 +173,7 @@ INLINE void group_sums_fold(const int Q, const int G, const uint8_t *xb, const _
  * sums them into row r's int32 directly (L against ones, then 32 against
  * H): no folding of planes, no per-byte extraction, no transpose, and no
  * lane idle for q < 4 (bench/kernels from L2 on a Zen 4 VM: 1.2-1.6x the
- * folded kernel; docs/bcq.md). */
+ * folded and lanes kernels; docs/bcq.md). */
 INLINE_VBMI void group_sums_perm(const int Q, const int G, const uint8_t *xb, const __m512i *tab,
                                  const block_q8_0_lut4 *a, __m512 *P) {
     const size_t plane = (size_t)(G / 8) * LB_BCQ_ROWS;
