@@ -44,7 +44,7 @@ static lb_model *load(const char *path) {
 /* Mean over tokens of 1 - cos between the models' residual streams after the last layer. */
 static double end_to_end(lb_model *a, lb_model *b, const int32_t *tok) {
     lb_context *ca = NULL, *cb = NULL;
-    const lb_context_params cp = {CHUNK, CHUNK, 2, 1};
+    const lb_context_params cp = {.n_ctx = CHUNK, .n_batch = CHUNK, .n_threads = 2, .n_seq = 1};
     const int d = a->hp.n_embd;
     float *xa = malloc((size_t)CHUNK * d * sizeof *xa), *xb = malloc((size_t)CHUNK * d * sizeof *xb);
     double sum = -1.0;
