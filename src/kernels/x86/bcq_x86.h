@@ -21,7 +21,8 @@
  *   bcq{q}_g{g}_lut_q8_0_lut4_1x16_avx512vbmi   the same where the CPU has
  *       VBMI (and the GEMV of the AMX-BF16 entry there): per plane and
  *       block one vpermb puts each row's four lanes in its dword, vpdpbusd
- *       sums them (every q; bcq_avx512.c), the same bits;
+ *       sums them (every q; bcq_avx512.c), the same bits; the lookup for
+ *       every M, prefill too;
  *   lb_bcq_gemv_f8_avx2              mu = 8: tables of 256 floats per 8
  *       activations (lb_bcq_f8_prepare), vgatherdps of 8 rows' entries;
  *       bit-identical to lb_bcq_gemv_f8_ref (the float path's own reference;
@@ -83,7 +84,9 @@ void lb_bcq_gemv_f8_avx2(int lut_type, int64_t K, const void *W, int64_t N, cons
 #define LB_BCQ_AVX512_KERNEL(name, NAME, Q, G)                                                                \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX512, #name "_lut_q8_0_lut4_1x16_avx512",                 \
      lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512, 0, NULL, 0, 0, 2},
-/* the same with VBMI (vpermb): each plane's lanes summed per row by vpdpbusd */
+/* the same with VBMI (vpermb): each plane's lanes summed per row by
+ * vpdpbusd; the lookup for every M (no hand-off to the VNNI GEMM: slower
+ * there at every M measured, bcq_avx512.c), up to 1024 rows a call */
 #define LB_BCQ_AVX512VBMI_KERNEL(name, NAME, Q, G)                                                            \
     {LB_TYPE_##NAME##_LUT, LB_TYPE_Q8_0_LUT4, LB_ISA_AVX512, #name "_lut_q8_0_lut4_1x16_avx512vbmi",             \
      lb_quantize_row_q8_0_lut4_avx2, NULL, NULL, lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512vbmi, 0, NULL, 0,     \
