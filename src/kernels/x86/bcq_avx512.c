@@ -290,15 +290,11 @@ INLINE void gemv_lut4(const int Q, const int G, int64_t K, const void *W, size_t
         gemv_lut4_lanes(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
 }
 
-/* With VBMI the lookup runs every M: on a Zen 4 VM it beat the VNNI GEMM at
- * every M from 4 to 512 and q (bench/kernels 2048 x 5632, one thread: q = 4
- * 85-88 against 63-74 GOPS, q = 2 154-160 against 116-154; pp512 of BCQ4
- * 1.16x, BCQ2 0.97-1.03x; docs/bcq.md). Not measured on Intel. */
-INLINE_VBMI void gemv_lut4_vbmi(const int Q, const int G, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
-                                const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
-    gemv_lut4_perm(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);
-}
-
+/* With VBMI the lookup runs every M (gemv_lut4_perm, no hand-off): on a
+ * Zen 4 VM it beat the VNNI GEMM at every M from 4 to 512 and q
+ * (bench/kernels 2048 x 5632, one thread: q = 4 85-88 against 63-74 GOPS,
+ * q = 2 154-160 against 116-154; pp512 of BCQ4 1.16x, BCQ2 0.97-1.03x;
+ * docs/bcq.md). Not measured on Intel. */
 #define BCQ_AVX512_DEFINE(name, NAME, Q, G)                                                                    \
     LB_BCQ512 void lb_gemv_##name##_lut_q8_0_lut4_1x16_avx512(int64_t K, const void *W, size_t w_row_size,    \
                                                               int n0, int n1, const void *A, size_t a_row_size, \
@@ -309,7 +305,7 @@ INLINE_VBMI void gemv_lut4_vbmi(const int Q, const int G, int64_t K, const void 
                                                                    int n0, int n1, const void *A,              \
                                                                    size_t a_row_size, int M, float *Y,         \
                                                                    size_t ldy) {                               \
-        gemv_lut4_vbmi(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                               \
+        gemv_lut4_perm(Q, G, K, W, w_row_size, n0, n1, A, a_row_size, M, Y, ldy);                               \
     }
 LB_BCQ_LIST(BCQ_AVX512_DEFINE)
 #undef BCQ_AVX512_DEFINE
