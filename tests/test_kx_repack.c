@@ -19,7 +19,8 @@
  *          for the outputs it computes (whole groups of 16 rows and columns);
  *          the integer cases stay exact there too.
  *  shapes: K = 1..9 blocks and 2816 / 2080 (not multiples of any kernel's
- *          K step), M = 1..17, 32, 48, N = 3 (all plain), 16, 17, 48, 40. */
+ *          K step), M = 1..17, 32, 48, N = 3 (all plain), 16, 17, 48, 40;
+ *          the AVX-512 GEMV with one and with two 16-row groups a step. */
 #include "test_util.h"
 
 #include "formats/repack_kx.h"
@@ -364,6 +365,16 @@ int main(void) {
         test_kernels();
         test_dispatch();
         lb_cpu_disable_features(0);
+    }
+    {
+        /* once more with the other number of 16-row groups the AVX-512
+         * decode GEMV walks side by side (1 on AMD, 2 elsewhere), so both
+         * ways are tested on either CPU */
+        const int ng = lb_cpu_gemv_groups();
+        printf("again with %d row group%s per GEMV step\n", 3 - ng, ng == 2 ? "" : "s");
+        lb_cpu_set_gemv_groups(3 - ng);
+        test_kernels();
+        lb_cpu_set_gemv_groups(0);
     }
     if (lb_cpu_extra_features() & LB_CPU_AMXBF16) {
         /* once more without AMX-BF16: the VNNI GEMM at the amx level */

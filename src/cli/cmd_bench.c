@@ -45,7 +45,9 @@ static void help(void) {
            "                         tg results are compared with, nor the int8 peak (~0.1 s)\n"
            "                         that pp results are\n\n"
            "environment: LOWBIT_PREFETCH=l1|l2 puts decode's weight prefetches in L1 or L2\n"
-           "(default: L2 on AMD CPUs, L1 elsewhere)\n\n"
+           "(default: L2 on AMD CPUs, L1 elsewhere); LOWBIT_GEMV_GROUPS=1|2 sets how many\n"
+           "16-row groups the AVX-512 K-quant decode GEMV streams side by side (default: 1 on\n"
+           "AMD CPUs, 2 elsewhere)\n\n"
            "synthetic shapes:");
     for (const char *const *s = lb_synthetic_shapes(); *s; s++) printf(" %s", *s);
     printf("\n");

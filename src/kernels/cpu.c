@@ -174,6 +174,23 @@ int lb_cpu_prefetch_l2(void) {
 
 void lb_cpu_set_prefetch_l2(int l2) { lb_pf_l2 = l2 < 0 ? -1 : l2 != 0; }
 
+static int lb_gemv_groups = 0;
+
+int lb_cpu_gemv_groups(void) {
+    if (lb_gemv_groups == 0) {
+        int n = cpu_is_amd() ? 1 : 2;
+        const char *env = getenv("LOWBIT_GEMV_GROUPS");
+        if (env && *env) {
+            if (strcmp(env, "1") == 0 || strcmp(env, "2") == 0) n = env[0] - '0';
+            else lb_log(0, "warning: LOWBIT_GEMV_GROUPS=%s is not 1 or 2; ignored\n", env);
+        }
+        lb_gemv_groups = n;
+    }
+    return lb_gemv_groups;
+}
+
+void lb_cpu_set_gemv_groups(int n) { lb_gemv_groups = n == 1 || n == 2 ? n : 0; }
+
 lb_isa lb_cpu_force_level(lb_isa isa) {
     lb_level = (int)clamp_level(isa);
     return (lb_isa)lb_level;

@@ -55,6 +55,17 @@ void lb_cpu_set_l2_bytes(size_t bytes);
 int lb_cpu_prefetch_l2(void);
 /* Tests and A/B runs: 0 or 1 forces the choice, -1 probes again. */
 void lb_cpu_set_prefetch_l2(int l2);
+/* 16-row groups the AVX-512 K-quant / IQ4_XS decode GEMV walks side by side
+ * (kernels/x86/kx_gemv_avx512.c): 1 on AMD, 2 elsewhere. On Zen 4 fewer
+ * concurrent weight streams per thread read faster (bench/overlap: 1 or 2
+ * streams 94-101 % of the read bandwidth, 4 streams 41-98 %; a Q6_K group is
+ * two streams, its ql and qh planes), and one group took tg128 on llama.cpp's
+ * Q4_K_M / Q6_K / IQ4_XS files 1.04-1.36x; on the Intel SPR-class VM one
+ * stream per thread read a third slower than two (docs/codebooks.md), so
+ * Intel keeps two. LOWBIT_GEMV_GROUPS=1|2 overrides. */
+int lb_cpu_gemv_groups(void);
+/* Tests and A/B runs: 1 or 2 forces the choice, 0 probes again. */
+void lb_cpu_set_gemv_groups(int n);
 /* Extra x86 bits reported by lb_cpu_features_string. */
 const char *lb_cpu_features_string(void);
 

@@ -2,10 +2,11 @@
  * and IQ4_XS (formats/repack_kx.h) against 1 or 2 plain Q8_K rows at a
  * time.
  *
- * One 16-row group is streamed at a time, with software prefetch (two
- * groups side by side, the earlier form, read more streams at once and
- * streamed 8-20 % slower on Zen 4: docs/kquant-mixes.md). Per super-block
- * and group: the weights are decoded in registers 64 at a time
+ * One or two 16-row groups are streamed side by side (lb_cpu_gemv_groups:
+ * one on AMD, where fewer weight streams per thread read faster, two
+ * elsewhere, as measured on Intel; docs/kquant-mixes.md), with software
+ * prefetch. Per super-block and group: the weights are decoded in
+ * registers 64 at a time
  * (kx_avx512_impl.h); each sub-block's products go into two int32 chains
  * (started at -bias * the activation sum), summed and multiplied by the
  * sub-block's integer scale into one exact int32 per super-block, as the
@@ -108,18 +109,21 @@ INLINE void gemv_sb(int kt, int MR, const uint8_t *xb, int64_t b, const gemv_act
     }
 }
 
-/* The group at g0, super-blocks [b0, b0 + kb). */
-INLINE void gemv_tile(int kt, int MR, const uint8_t *g0, int64_t kb, ptrdiff_t jump, const gemv_acts *A,
-                      __m512 acc[2]) {
+/* The groups at g0[0] and g0[1] (the same pointer twice: one group),
+ * super-blocks [b0, b0 + kb). */
+INLINE void gemv_tile(int kt, int MR, const uint8_t *const g0[2], int64_t kb, ptrdiff_t jump, const gemv_acts *A,
+                      __m512 acc[2][2]) {
     const size_t xbs = kx_xbs(kt);
-    const int pf_l2 = lb_cpu_prefetch_l2();
+    const int pf_l2 = lb_cpu_prefetch_l2(), two = g0[1] != g0[0];
     const ptrdiff_t dist = pf_l2 ? LB_KX_GEMV_PREFETCH_L2 : LB_KX_GEMV_PREFETCH_L1;
-    for (int m = 0; m < MR; m++) acc[m] = _mm512_setzero_ps();
+    for (int gi = 0; gi < 2; gi++)
+        for (int m = 0; m < MR; m++) acc[gi][m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < kb; b++) {
-        /* prefetch ahead; near the end of this pass on into the blocks the next group reads */
+        /* prefetch ahead; near the end of this pass on into the blocks the next step reads */
         const ptrdiff_t ahead = (ptrdiff_t)(b * xbs) + dist, end = (ptrdiff_t)(kb * xbs);
         const ptrdiff_t pf = ahead < end ? ahead : ahead + jump;
-        gemv_sb(kt, MR, g0 + (size_t)b * xbs, b, A, acc, g0 + pf, pf_l2);
+        gemv_sb(kt, MR, g0[0] + (size_t)b * xbs, b, A, acc[0], g0[0] + pf, pf_l2);
+        if (two) gemv_sb(kt, MR, g0[1] + (size_t)b * xbs, b, A, acc[1], g0[1] + pf, pf_l2);
     }
 }
 
@@ -127,6 +131,7 @@ INLINE void gemv(int kt, int64_t K, const void *W, size_t wrs, int n0, int n1, c
                  float *Y, size_t ldy) {
     const int64_t nb = K / QK_K;
     const size_t xbs = kx_xbs(kt), gstride = 16 * wrs;
+    const int ng = lb_cpu_gemv_groups();
     gemv_acts A;
     for (int m0 = 0; m0 < M; m0 += 2) {
         const int mr = LB_MIN(2, M - m0);
@@ -140,20 +145,22 @@ INLINE void gemv(int kt, int64_t K, const void *W, size_t wrs, int n0, int n1, c
                     kx_act_pre(kt, row[b].bsums, A.pre[m][b]);
                 }
             }
-            /* past this pass's blocks the stream's prefetch moves on to the
-             * same blocks of the next group (16 rows on) */
-            const ptrdiff_t jump = (ptrdiff_t)gstride - (ptrdiff_t)(kb * xbs);
-            for (int n = n0; n < n1; n += 16) {
+            /* past this pass's blocks a stream's prefetch moves on to the
+             * same blocks of the next step (16 rows on per group) */
+            const ptrdiff_t jump = (ptrdiff_t)(ng * gstride) - (ptrdiff_t)(kb * xbs);
+            for (int n = n0; n < n1; n += 16 * ng) {
                 const uint8_t *g0 = (const uint8_t *)W + (size_t)(n / 16) * gstride + (size_t)b0 * xbs;
-                __m512 acc[2];
-                if (mr == 2) gemv_tile(kt, 2, g0, kb, jump, &A, acc);
-                else gemv_tile(kt, 1, g0, kb, jump, &A, acc);
-                for (int m = 0; m < mr; m++) {
-                    float *p = Y + (size_t)(m0 + m) * ldy + n;
-                    __m512 o = acc[m];
-                    if (b0 > 0) o = _mm512_add_ps(o, _mm512_loadu_ps(p));
-                    _mm512_storeu_ps(p, o);
-                }
+                const uint8_t *g[2] = {g0, ng == 2 && n + 16 < n1 ? g0 + gstride : g0};
+                __m512 acc[2][2];
+                if (mr == 2) gemv_tile(kt, 2, g, kb, jump, &A, acc);
+                else gemv_tile(kt, 1, g, kb, jump, &A, acc);
+                for (int gi = 0; gi < ng && n + 16 * gi < n1; gi++)
+                    for (int m = 0; m < mr; m++) {
+                        float *p = Y + (size_t)(m0 + m) * ldy + n + 16 * gi;
+                        __m512 o = acc[gi][m];
+                        if (b0 > 0) o = _mm512_add_ps(o, _mm512_loadu_ps(p));
+                        _mm512_storeu_ps(p, o);
+                    }
             }
         }
     }
