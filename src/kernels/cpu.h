@@ -59,8 +59,9 @@ void lb_cpu_set_prefetch_l2(int l2);
  * (kernels/x86/kx_gemv_avx512.c): 1 on AMD, 2 elsewhere. On Zen 4 fewer
  * concurrent weight streams per thread read faster (bench/overlap: 1 or 2
  * streams 94-101 % of the read bandwidth, 4 streams 41-98 %; a Q6_K group is
- * two streams, its ql and qh planes), and one group took tg128 on llama.cpp's
- * Q4_K_M / Q6_K / IQ4_XS files 1.04-1.36x; on the Intel SPR-class VM one
+ * two streams, its ql and qh planes), and one group gave tg128 on llama.cpp's
+ * Q4_K_M / Q6_K / IQ4_XS files 0.99-1.18x, median 1.07x (nine alternated
+ * rounds, docs/kquant-mixes.md); on the Intel SPR-class VM one
  * stream per thread read a third slower than two (docs/codebooks.md), so
  * Intel keeps two. LOWBIT_GEMV_GROUPS=1|2 overrides. */
 int lb_cpu_gemv_groups(void);
