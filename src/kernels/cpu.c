@@ -176,20 +176,22 @@ void lb_cpu_set_prefetch_l2(int l2) { lb_pf_l2 = l2 < 0 ? -1 : l2 != 0; }
 
 static int lb_gemv_groups = 0;
 
+/* First called from inside the GEMV's threads: only the thread whose probe
+ * lands says that a bad value was ignored. */
 int lb_cpu_gemv_groups(void) {
-    if (lb_gemv_groups == 0) {
-        int n = cpu_is_amd() ? 1 : 2;
-        const char *env = getenv("LOWBIT_GEMV_GROUPS");
-        if (env && *env) {
-            if (strcmp(env, "1") == 0 || strcmp(env, "2") == 0) n = env[0] - '0';
-            else lb_log(0, "warning: LOWBIT_GEMV_GROUPS=%s is not 1 or 2; ignored\n", env);
-        }
-        lb_gemv_groups = n;
-    }
-    return lb_gemv_groups;
+    int n = __atomic_load_n(&lb_gemv_groups, __ATOMIC_RELAXED);
+    if (n) return n;
+    n = cpu_is_amd() ? 1 : 2;
+    const char *env = getenv("LOWBIT_GEMV_GROUPS");
+    const int bad = env && *env && strcmp(env, "1") != 0 && strcmp(env, "2") != 0;
+    if (env && *env && !bad) n = env[0] - '0';
+    int unset = 0;
+    if (__atomic_compare_exchange_n(&lb_gemv_groups, &unset, n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED) && bad)
+        lb_log(0, "warning: LOWBIT_GEMV_GROUPS=%s is not 1 or 2; ignored\n", env);
+    return __atomic_load_n(&lb_gemv_groups, __ATOMIC_RELAXED);
 }
 
-void lb_cpu_set_gemv_groups(int n) { lb_gemv_groups = n == 1 || n == 2 ? n : 0; }
+void lb_cpu_set_gemv_groups(int n) { __atomic_store_n(&lb_gemv_groups, n == 1 || n == 2 ? n : 0, __ATOMIC_RELAXED); }
 
 lb_isa lb_cpu_force_level(lb_isa isa) {
     lb_level = (int)clamp_level(isa);
