@@ -158,37 +158,42 @@ static int cpu_is_amd(void) {
 #endif
 }
 
-int lb_cpu_prefetch_l2(void) {
-    if (lb_pf_l2 < 0) {
-        int l2 = cpu_is_amd();
-        const char *env = getenv("LOWBIT_PREFETCH");
-        if (env && *env) {
-            if (strcasecmp(env, "l1") == 0) l2 = 0;
-            else if (strcasecmp(env, "l2") == 0) l2 = 1;
-            else lb_log(0, "warning: LOWBIT_PREFETCH=%s is not l1 or l2; ignored\n", env);
-        }
-        lb_pf_l2 = l2;
-    }
-    return lb_pf_l2;
+/* The lazily probed settings below are first read from inside the
+ * kernels' threads: each thread probes, the first to store its value wins,
+ * and only that one says that a bad environment value was ignored. */
+static int settle(int *slot, int unset, int v, const char *var, const char *bad, const char *expected) {
+    if (__atomic_compare_exchange_n(slot, &unset, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED) && bad)
+        lb_log(0, "warning: %s=%s is not %s; ignored\n", var, bad, expected);
+    return __atomic_load_n(slot, __ATOMIC_RELAXED);
 }
 
-void lb_cpu_set_prefetch_l2(int l2) { lb_pf_l2 = l2 < 0 ? -1 : l2 != 0; }
+int lb_cpu_prefetch_l2(void) {
+    int l2 = __atomic_load_n(&lb_pf_l2, __ATOMIC_RELAXED);
+    if (l2 >= 0) return l2;
+    l2 = cpu_is_amd();
+    const char *env = getenv("LOWBIT_PREFETCH"), *bad = NULL;
+    if (env && *env) {
+        if (strcasecmp(env, "l1") == 0) l2 = 0;
+        else if (strcasecmp(env, "l2") == 0) l2 = 1;
+        else bad = env;
+    }
+    return settle(&lb_pf_l2, -1, l2, "LOWBIT_PREFETCH", bad, "l1 or l2");
+}
+
+void lb_cpu_set_prefetch_l2(int l2) { __atomic_store_n(&lb_pf_l2, l2 < 0 ? -1 : l2 != 0, __ATOMIC_RELAXED); }
 
 static int lb_gemv_groups = 0;
 
-/* First called from inside the GEMV's threads: only the thread whose probe
- * lands says that a bad value was ignored. */
 int lb_cpu_gemv_groups(void) {
     int n = __atomic_load_n(&lb_gemv_groups, __ATOMIC_RELAXED);
     if (n) return n;
     n = cpu_is_amd() ? 1 : 2;
-    const char *env = getenv("LOWBIT_GEMV_GROUPS");
-    const int bad = env && *env && strcmp(env, "1") != 0 && strcmp(env, "2") != 0;
-    if (env && *env && !bad) n = env[0] - '0';
-    int unset = 0;
-    if (__atomic_compare_exchange_n(&lb_gemv_groups, &unset, n, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED) && bad)
-        lb_log(0, "warning: LOWBIT_GEMV_GROUPS=%s is not 1 or 2; ignored\n", env);
-    return __atomic_load_n(&lb_gemv_groups, __ATOMIC_RELAXED);
+    const char *env = getenv("LOWBIT_GEMV_GROUPS"), *bad = NULL;
+    if (env && *env) {
+        if (strcmp(env, "1") == 0 || strcmp(env, "2") == 0) n = env[0] - '0';
+        else bad = env;
+    }
+    return settle(&lb_gemv_groups, 0, n, "LOWBIT_GEMV_GROUPS", bad, "1 or 2");
 }
 
 void lb_cpu_set_gemv_groups(int n) { __atomic_store_n(&lb_gemv_groups, n == 1 || n == 2 ? n : 0, __ATOMIC_RELAXED); }
