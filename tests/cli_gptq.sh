@@ -46,6 +46,19 @@ if [ -n "$r" ] && [ -n "$g" ] && awk -v g="$g" -v r="$r" 'BEGIN { exit !(g < r) 
 else
   bad "GQ4_G128 --sym: KLD GPTQ '$g' not below round-to-nearest '$r'"
 fi
+# the scale refit after GPTQ: the same size, KLD printed beside plain GPTQ's
+"$LOWBIT" quantize -t 2 --gptq "$WORK/calib.gguf" --gptq-refit "$F32" "$WORK/gptq-refit.gguf" GQ4_G128 > /dev/null 2>&1 \
+  || bad "quantize --gptq-refit"
+[ "$(stat -c %s "$WORK/gptq-GQ4_G128.gguf")" = "$(stat -c %s "$WORK/gptq-refit.gguf")" ] || bad "--gptq-refit: sizes differ"
+g=$(kld "$WORK/gptq-GQ4_G128.gguf"); f=$(kld "$WORK/gptq-refit.gguf"); r=$(kld "$WORK/rtn-GQ4_G128.gguf")
+if [ -n "$f" ] && [ -n "$r" ] && awk -v f="$f" -v r="$r" 'BEGIN { exit !(f < r) }'; then
+  ok "GQ4_G128 --gptq-refit: KLD $f (GPTQ alone $g, round-to-nearest $r)"
+else
+  bad "GQ4_G128 --gptq-refit: KLD '$f' not below round-to-nearest '$r'"
+fi
+expect_fail "--gptq-refit without --gptq" "needs --gptq" "$LOWBIT" quantize --gptq-refit "$F32" "$WORK/y.gguf" GQ4_G128
+expect_fail "--gptq-refit on a llama.cpp type" "a GQ type" "$LOWBIT" quantize --gptq "$WORK/calib.gguf" --gptq-refit \
+  "$F32" "$WORK/y.gguf" Q4_0
 # whole-column groups: GPTQ with one static group per row. GQ2_GC with
 # act-order: without it GPTQ lands above rounding on this random-weight model
 # (KLD 0.228 against 0.202; GQ2_G128 does the same, 0.179 against 0.159)

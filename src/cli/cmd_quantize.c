@@ -25,6 +25,8 @@ static void help(void) {
            "                    for types of 3 bits per weight or more, 0.01 below)\n"
            "      --act-order   GPTQ: columns in descending Hessian diagonal (static groups)\n"
            "      --gptq-block N  GPTQ lazy-batch columns (default 128)\n"
+           "      --gptq-refit  GQ types: after GPTQ, refit each row's group scales to the layer's output\n"
+           "                    error with the codes kept (least squares; about 1.6x the GPTQ time)\n"
            "      --sym         GQ types (GC too): symmetric groups (zero point 2^(b-1)), plain or with --gptq\n"
            "      --token-embedding-type T  the embedding's type (default: TYPE; MX: Q4_K, or Q6_K when\n"
            "                    it is also the output head)\n"
@@ -124,6 +126,7 @@ int cmd_quantize(int argc, char **argv) {
         else if (cli_flag(&a, "--act-order", NULL)) opt.gptq_act_order = 1;
         else if (cli_flag(&a, "--sym", NULL)) opt.sym = 1;
         else if (cli_flag(&a, "--gptq-block", NULL)) opt.gptq_block = cli_int(&a, 16, 4096);
+        else if (cli_flag(&a, "--gptq-refit", NULL)) opt.gptq_refit = 1;
         else if (cli_flag(&a, "--token-embedding-type", NULL)) embd_name = cli_value(&a);
         else if (cli_flag(&a, "--output-tensor-type", NULL)) out_name = cli_value(&a);
         else if (cli_flag(&a, "--mx-hi", NULL)) opt.mx_set = 1, opt.mx_hi = (float)cli_float(&a, 0.0, 1.0);
@@ -161,6 +164,11 @@ int cmd_quantize(int argc, char **argv) {
     }
     if (opt.sym && !lb_gq_bits(lb_type_base(type)) && !lb_gqc_bits(type)) {
         fprintf(stderr, "lowbit quantize: --sym applies to the GQ types only (%s has one fixed convention)\n", pos[2]);
+        return CLI_USAGE;
+    }
+    if (opt.gptq_refit && (!opt.gptq || !lb_gq_bits(lb_type_base(type)))) {
+        fprintf(stderr, "lowbit quantize: --gptq-refit needs --gptq and a GQ type (GQ4_G128, ...), not %s%s\n", pos[2],
+                opt.gptq ? "" : " without --gptq");
         return CLI_USAGE;
     }
     const char *names[2] = {embd_name, out_name};

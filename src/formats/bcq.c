@@ -561,7 +561,7 @@ static const struct {
 #define BCQ_ENTRY(name, NAME, Q, G)                                                                          \
     {{#NAME, G, LB_BCQ_SIZE(Q, G), 1, LB_TYPE_Q8_0_LUT4, lb_dequantize_row_##name, lb_quantize_row_##name##_ref, \
       lb_vec_dot_##name##_ref},                                                                             \
-     {G, fix_##name, round_##name}},
+     {G, fix_##name, round_##name, NULL, NULL}},
     LB_BCQ_LIST(BCQ_ENTRY)
 #undef BCQ_ENTRY
 };

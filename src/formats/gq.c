@@ -170,6 +170,20 @@ static float grid_round(int bits, int group, void *blk, int col, float x) {
     return s * (float)(q - z); /* as dequantize_row computes it */
 }
 
+/* The scale refit's view: w = s * (q - z), z kept. */
+static float grid_codes(int bits, int group, const void *blk, int col, float *c) {
+    const int j0 = col % QK_GQ, gi = j0 / group;
+    const int z = czeros(blk, bits, group)[gi];
+    for (int j = 0; j < group; j++) c[j] = (float)(lb_gq_get_code(blk, bits, j0 + j) - z);
+    return lb_fp16_to_f32(cscales(blk, bits)[gi]);
+}
+
+static float grid_set_scale(int bits, int group, void *blk, int col, float s) {
+    const lb_fp16 h = lb_f32_to_fp16(s);
+    scales(blk, bits)[(col % QK_GQ) / group] = h;
+    return lb_fp16_to_f32(h);
+}
+
 /* ---- the 12 types ---- */
 
 #define GQ_DEFINE(name, NAME, B, G)                                                                \
@@ -186,7 +200,9 @@ static float grid_round(int bits, int group, void *blk, int col, float x) {
         (void)imp;                                                                                 \
         grid_fix(B, G, blk, col, x, imp, 1);                                                            \
     }                                                                                              \
-    static float round_##name(void *blk, int col, float x) { return grid_round(B, G, blk, col, x); }
+    static float round_##name(void *blk, int col, float x) { return grid_round(B, G, blk, col, x); } \
+    static float codes_##name(const void *blk, int col, float *c) { return grid_codes(B, G, blk, col, c); } \
+    static float set_scale_##name(void *blk, int col, float s) { return grid_set_scale(B, G, blk, col, s); }
 LB_GQ_LIST(GQ_DEFINE)
 #undef GQ_DEFINE
 
@@ -199,7 +215,8 @@ static const struct {
     {LB_TYPE_##NAME, B, G,                                                                         \
      {#NAME, QK_GQ, sizeof(block_##name), 1, LB_TYPE_Q8_0, lb_dequantize_row_##name,               \
       lb_quantize_row_##name##_ref, lb_vec_dot_##name##_q8_0_ref},                                 \
-     {G, fix_##name, round_##name}, {G, fix_sym_##name, round_##name}},
+     {G, fix_##name, round_##name, codes_##name, set_scale_##name},                                \
+     {G, fix_sym_##name, round_##name, codes_##name, set_scale_##name}},
     LB_GQ_LIST(GQ_ENTRY)
 #undef GQ_ENTRY
 };

@@ -246,7 +246,7 @@ static void fix_with(int type, void *blk, const float *x, const float *imp) {
         T##_set(blk, col, q);                                                                  \
         return cell_value(&c, q);                                                              \
     }                                                                                          \
-    static const lb_grid T##_grid = {W, T##_fix, T##_round};
+    static const lb_grid T##_grid = {W, T##_fix, T##_round, NULL, NULL};
 
 GRID(q8_0, LB_TYPE_Q8_0, 32)
 GRID(q4_0, LB_TYPE_Q4_0, 32)

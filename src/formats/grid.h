@@ -25,6 +25,13 @@ typedef struct {
     /* Rounds x onto the grid at column col of blk (parameters already
      * fixed): stores its code in blk, returns the value it dequantizes to. */
     float (*round)(void *blk, int col, float x);
+    /* Optional (NULL where a weight is not s * c with one scale s per
+     * `width` columns and integer-valued c): the scale refit after GPTQ
+     * (model/gptq.c). codes() writes the c of columns col..col+width-1 of
+     * blk and returns their s; set_scale() stores s as the type stores it
+     * and returns the value stored. */
+    float (*codes)(const void *blk, int col, float *c);
+    float (*set_scale)(void *blk, int col, float s);
 } lb_grid;
 
 /* NULL: the type has no GPTQ rounding (floats, interleaved layouts). */

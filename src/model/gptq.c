@@ -10,14 +10,16 @@
  *      it in one GEMM: W[:, i2:] -= E U[i1:i2, i2:]. */
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "formats/grid.h"
 #include "formats/types.h"
 #include "kernels/linalg.h"
 #include "kernels/sgemm.h"
 #include "model/gptq.h"
+#include "model/gptq_refit.h"
 
-lb_gptq_params lb_gptq_default_params(void) { return (lb_gptq_params){0.01f, 128, 0, 0, 0}; }
+lb_gptq_params lb_gptq_default_params(void) { return (lb_gptq_params){0.01f, 128, 0, 0, 0, 0}; }
 
 float lb_gptq_default_damp(int type) { return lb_type_bits_per_weight(type) >= 3.0 ? 0.1f : 0.01f; }
 
@@ -146,6 +148,15 @@ static lb_status gptq_run(const rounder *rd, float *W, int64_t N, int64_t K, flo
     float *diag = malloc((size_t)K * sizeof *diag), *E = malloc((size_t)N * (size_t)B * sizeof *E), *Hp = NULL;
     int64_t *perm = NULL;
     lb_status s = diag && E ? LB_OK : lb_fail(LB_ERR_NOMEM, "out of memory");
+    /* the scale refit's inputs: the undamped Hessian here, the weights once dead columns are zeroed */
+    const int refit = p.refit && g && g->codes && g->width <= 256;
+    float *W0 = NULL, *H0 = NULL;
+    if (refit && s == LB_OK) {
+        W0 = malloc((size_t)N * (size_t)K * sizeof *W0);
+        H0 = malloc((size_t)K * (size_t)K * sizeof *H0);
+        if (!W0 || !H0) s = lb_fail(LB_ERR_NOMEM, "out of memory (GPTQ scale refit of a %lld x %lld matrix)", (long long)N, (long long)K);
+        else memcpy(H0, H, (size_t)K * (size_t)K * sizeof *H0);
+    }
     double mean = 0.0;
     for (int64_t i = 0; i < K && s == LB_OK; i++) {
         float *h = &row_of(H, K, i)[i];
@@ -157,6 +168,7 @@ static lb_status gptq_run(const rounder *rd, float *W, int64_t N, int64_t K, flo
         mean += *h;
     }
     mean /= (double)K;
+    if (W0 && s == LB_OK) memcpy(W0, W, (size_t)N * (size_t)K * sizeof *W0); /* dead columns zeroed */
     if (s == LB_OK && p.act_order) {
         /* static groups: every group's parameters from the original weights
          * (a caller's fixed grid has them already) */
@@ -194,6 +206,14 @@ static lb_status gptq_run(const rounder *rd, float *W, int64_t N, int64_t K, flo
         if (loss) *loss = l;
         if (perm) s = permute_columns(W, N, K, perm, -1, nt);
     }
+    if (refit && s == LB_OK) {
+        double err[2] = {0.0, 0.0};
+        s = lb_gptq_refit_scales(g, tt, dst, W0, W, N, K, H0, nt, err);
+        lb_log(2, "GPTQ scale refit %lld x %lld: output error %.5g -> %.5g of the output's\n", (long long)N,
+               (long long)K, err[0], err[1]);
+    }
+    free(W0);
+    free(H0);
     free(Hp);
     free(perm);
     free(E);

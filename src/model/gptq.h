@@ -19,6 +19,8 @@ typedef struct {
     int act_order;  /* columns in descending diag(H), with static groups */
     int n_threads;  /* <= 0: all cores */
     int sym;        /* symmetric groups (types with lb_grid_get_sym: GQ) */
+    int refit;      /* after GPTQ, each row's group scales refit to the layer's output error, codes
+                     * fixed (grids with codes / set_scale: GQ); model/gptq.c */
 } lb_gptq_params;
 
 lb_gptq_params lb_gptq_default_params(void);

@@ -94,6 +94,7 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
         x->gptq.damp = o->gptq_damp > 0.0f ? o->gptq_damp : 0.0f; /* 0: by each matrix's type */
         if (o->gptq_block > 0) x->gptq.block = o->gptq_block;
         x->gptq.act_order = o->gptq_act_order;
+        x->gptq.refit = o->gptq_refit;
         x->gptq.n_threads = p->n_threads;
         x->gptq.sym = o->sym;
         if (s == LB_OK && p->type != LB_TYPE_MX && !lb_gc_is(p->type) && !lb_grid_get(lb_type_base(p->type)))

@@ -1,0 +1,121 @@
+/* The scale refit after GPTQ (model/gptq_refit.h). */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fp16.h"
+#include "kernels/sgemm.h"
+#include "model/gptq_refit.h"
+
+/* Solves A x = b in place (A: n x n SPD, row-major, destroyed; x in b);
+ * 0 if A is not positive definite. */
+static int chol_solve(double *A, double *b, int n) {
+    for (int j = 0; j < n; j++) {
+        double d = A[j * n + j];
+        for (int k = 0; k < j; k++) d -= A[j * n + k] * A[j * n + k];
+        if (!(d > 0.0)) return 0;
+        d = sqrt(d);
+        A[j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double v = A[i * n + j];
+            for (int k = 0; k < j; k++) v -= A[i * n + k] * A[j * n + k];
+            A[i * n + j] = v / d;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        double v = b[i];
+        for (int k = 0; k < i; k++) v -= A[i * n + k] * b[k];
+        b[i] = v / A[i * n + i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double v = b[i];
+        for (int k = i + 1; k < n; k++) v -= A[k * n + i] * b[k];
+        b[i] = v / A[i * n + i];
+    }
+    return 1;
+}
+
+lb_status lb_gptq_refit_scales(const lb_grid *g, const lb_type_traits *tt, void *dst, const float *W0, float *W,
+                               int64_t N, int64_t K, const float *H0, int nt, double err[2]) {
+    const int w = g->width;
+    const int64_t G = K / w;
+    const size_t rs = (size_t)(K / tt->blck) * tt->type_size, NK = (size_t)N * (size_t)K;
+    float *C = malloc(NK * sizeof *C), *Z = malloc(NK * sizeof *Z);
+    double *M = malloc((size_t)N * (size_t)(G * G) * sizeof *M), *b = malloc((size_t)N * (size_t)G * sizeof *b);
+    if (!C || !Z || !M || !b) {
+        free(C), free(Z), free(M), free(b);
+        return lb_fail(LB_ERR_NOMEM, "out of memory (GPTQ scale refit)");
+    }
+#define BLK(r, c) ((char *)dst + (size_t)(r) * rs + (size_t)((c) / tt->blck) * tt->type_size)
+    /* C: every row's codes */
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t r = 0; r < N; r++)
+        for (int64_t c = 0; c < K; c += w) g->codes(BLK(r, c), (int)(c % tt->blck), C + (size_t)r * K + c);
+    /* b = Cᵀ H w0 per group, from Z = W0 H */
+    lb_sgemm(0, 0, N, K, K, 1.0f, W0, (size_t)K, H0, (size_t)K, 0.0f, Z, (size_t)K, nt);
+    double wHw = 0.0;
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(+ : wHw)
+    for (size_t i = 0; i < NK; i++) wHw += (double)W0[i] * Z[i];
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t r = 0; r < N; r++)
+        for (int64_t gi = 0; gi < G; gi++) {
+            double t = 0.0;
+            for (int64_t i = gi * w; i < (gi + 1) * w; i++) t += (double)C[(size_t)r * K + i] * Z[(size_t)r * K + i];
+            b[(size_t)r * G + gi] = t;
+        }
+    /* M[h] column by column: Y = C[:, group h] H[group h, :] (into Z) */
+    for (int64_t h = 0; h < G; h++) {
+        lb_sgemm(0, 0, N, K, w, 1.0f, C + h * w, (size_t)K, H0 + (size_t)(h * w) * K, (size_t)K, 0.0f, Z, (size_t)K,
+                 nt);
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t r = 0; r < N; r++)
+            for (int64_t gi = 0; gi < G; gi++) {
+                double t = 0.0;
+                for (int64_t i = gi * w; i < (gi + 1) * w; i++)
+                    t += (double)C[(size_t)r * K + i] * Z[(size_t)r * K + i];
+                M[(size_t)r * G * G + gi * G + h] = t;
+            }
+    }
+    double total = 0.0, err0 = 0.0;
+#pragma omp parallel num_threads(nt) reduction(+ : total, err0)
+    {
+        double *A = malloc((size_t)(G * G) * sizeof *A), *x = malloc((size_t)G * sizeof *x),
+               *s0 = malloc((size_t)G * sizeof *s0), *s1 = malloc((size_t)G * sizeof *s1);
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t r = 0; r < N; r++) {
+            if (!A || !x || !s0 || !s1) continue;
+            const double *Mr = M + (size_t)r * G * G, *br = b + (size_t)r * G;
+            float cbuf[256];
+            for (int64_t gi = 0; gi < G; gi++) s0[gi] = g->codes(BLK(r, gi * w), (int)((gi * w) % tt->blck), cbuf);
+            double tr = 0.0;
+            for (int64_t gi = 0; gi < G; gi++) tr += Mr[gi * G + gi];
+            memcpy(A, Mr, (size_t)(G * G) * sizeof *A);
+            for (int64_t gi = 0; gi < G; gi++) A[gi * G + gi] += 1e-9 * tr / (double)G + 1e-30, x[gi] = br[gi];
+            if (!chol_solve(A, x, (int)G)) continue;
+            /* rounded as stored; error against the current scales (w0ᵀHw0 left out) */
+            for (int64_t gi = 0; gi < G; gi++) s1[gi] = lb_fp16_to_f32(lb_f32_to_fp16((float)x[gi]));
+            double e0 = 0.0, e1 = 0.0;
+            for (int64_t gi = 0; gi < G; gi++) {
+                double m0 = 0.0, m1 = 0.0;
+                for (int64_t h = 0; h < G; h++) m0 += Mr[gi * G + h] * s0[h], m1 += Mr[gi * G + h] * s1[h];
+                e0 += s0[gi] * (m0 - 2.0 * br[gi]);
+                e1 += s1[gi] * (m1 - 2.0 * br[gi]);
+            }
+            err0 += e0;
+            if (!(e1 < e0)) continue;
+            total += e0 - e1;
+            for (int64_t gi = 0; gi < G; gi++) {
+                const float sv = g->set_scale(BLK(r, gi * w), (int)((gi * w) % tt->blck), (float)s1[gi]);
+                for (int64_t i = gi * w; i < (gi + 1) * w; i++) W[(size_t)r * K + i] = sv * C[(size_t)r * K + i];
+            }
+        }
+        free(A), free(x), free(s0), free(s1);
+    }
+#undef BLK
+    /* the errors before and after, as shares of ‖W0 X‖² (0 for an all-zero matrix) */
+    err[0] = wHw > 0.0 ? (wHw + err0) / wHw : 0.0;
+    err[1] = wHw > 0.0 ? (wHw + err0 - total) / wHw : 0.0;
+    free(C), free(Z), free(M), free(b);
+    return LB_OK;
+}
