@@ -357,8 +357,8 @@ typedef struct {
                               * >= 3 bits per weight, 0.01 below) */
     int gptq_act_order;      /* columns in descending Hessian diagonal, static groups */
     int gptq_block;          /* lazy-batch columns (0: 128) */
-    int gptq_refit;          /* GQ types: after GPTQ, each row's group scales refit by least squares on the
-                              * layer's output error, the codes kept (docs/gptq.md) */
+    int gptq_refit;          /* after GPTQ, each row's group scales refit by least squares on the layer's
+                              * output error, the codes kept (GQ types, Q4_0, Q5_0, Q8_0, IQ4_NL; docs/gptq.md) */
     int sym;                 /* GQ types: symmetric groups, z = 2^(b-1) (rounding and GPTQ) */
     /* The embedding's and the output head's types, as llama-quantize's
      * --token-embedding-type / --output-tensor-type, when *_set (else: the

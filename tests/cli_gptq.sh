@@ -57,8 +57,17 @@ else
   bad "GQ4_G128 --gptq-refit: KLD '$f' not below round-to-nearest '$r'"
 fi
 expect_fail "--gptq-refit without --gptq" "needs --gptq" "$LOWBIT" quantize --gptq-refit "$F32" "$WORK/y.gguf" GQ4_G128
-expect_fail "--gptq-refit on a llama.cpp type" "a GQ type" "$LOWBIT" quantize --gptq "$WORK/calib.gguf" --gptq-refit \
-  "$F32" "$WORK/y.gguf" Q4_0
+# Q4_0 (llama.cpp's file, one scale per 32) takes it too
+"$LOWBIT" quantize -t 2 --gptq "$WORK/calib.gguf" --gptq-refit "$F32" "$WORK/gptq-refit-q4_0.gguf" Q4_0 > /dev/null 2>&1 \
+  || bad "quantize --gptq-refit Q4_0"
+f=$(kld "$WORK/gptq-refit-q4_0.gguf"); g=$(kld "$WORK/gptq-Q4_0.gguf"); r=$(kld "$WORK/rtn-Q4_0.gguf")
+if [ -n "$f" ] && [ -n "$r" ] && awk -v f="$f" -v r="$r" 'BEGIN { exit !(f < r) }'; then
+  ok "Q4_0 --gptq-refit: KLD $f (GPTQ alone $g, round-to-nearest $r)"
+else
+  bad "Q4_0 --gptq-refit: KLD '$f' not below round-to-nearest '$r'"
+fi
+expect_fail "--gptq-refit on a K-quant" "one scale per group" "$LOWBIT" quantize --gptq "$WORK/calib.gguf" --gptq-refit \
+  "$F32" "$WORK/y.gguf" Q4_K
 # whole-column groups: GPTQ with one static group per row. GQ2_GC with
 # act-order: without it GPTQ lands above rounding on this random-weight model
 # (KLD 0.228 against 0.202; GQ2_G128 does the same, 0.179 against 0.159)

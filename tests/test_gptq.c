@@ -13,8 +13,8 @@
  *     the one fixed from the original row, the codes and grids written
  *     dequantize to the weights GPTQ returns;
  *   - dead input columns (H_ii = 0) give finite output;
- *   - the scale refit (GQ types, asymmetric and symmetric, with and without
- *     act-order) keeps every code, writes bytes that dequantize to the
+ *   - the scale refit (GQ types, asymmetric and symmetric, and Q4_0, Q5_0,
+ *     Q8_0, IQ4_NL, with and without act-order) keeps every code, writes bytes that dequantize to the
  *     weights returned, and never raises the output error; summed over the
  *     types it lowers it. */
 #include <math.h>
@@ -383,15 +383,20 @@ static void test_gptq_refit(void) {
     float *X = malloc(sizeof(float) * n * K), *H0 = malloc(sizeof(float) * K * K), *H = malloc(sizeof(float) * K * K);
     float *W = malloc(sizeof(float) * N * K), *Wa = malloc(sizeof(float) * N * K), *Wb = malloc(sizeof(float) * N * K);
     float *D = malloc(sizeof(float) * N * K), *C = malloc(sizeof(float) * 128), *Cb = malloc(sizeof(float) * 128);
-    unsigned char *ba = malloc((size_t)N * K), *bb = malloc((size_t)N * K);
+    unsigned char *ba = malloc((size_t)N * K * 2), *bb = malloc((size_t)N * K * 2); /* Q8_0: 34 bytes / 32 */
     make_hessian(K, n, &seed, X, H0);
     for (int t = 0; t < n; t++) X[t * K + 7] = 0.0f; /* a dead column */
     for (int i = 0; i < K; i++) H0[7 * K + i] = H0[i * K + 7] = 0.0f;
     for (int i = 0; i < N * K; i++) W[i] = lb_test_randf(&seed) * (i % 13 == 0 ? 3.0f : 1.0f);
     double sum0 = 0.0, sum1 = 0.0;
-    for (int type = LB_GQ_FIRST; type <= LB_GQ_LAST; type++)
+    static const int plain[] = {LB_TYPE_Q4_0, LB_TYPE_Q5_0, LB_TYPE_Q8_0, LB_TYPE_IQ4_NL};
+    for (int ti = 0; ti < LB_GQ_LAST - LB_GQ_FIRST + 1 + 4; ti++)
         for (int v = 0; v < 4; v++) {
+            const int gq = ti <= LB_GQ_LAST - LB_GQ_FIRST, type = gq ? LB_GQ_FIRST + ti : plain[ti - (LB_GQ_LAST - LB_GQ_FIRST + 1)];
+            if (!gq && (v & 1)) continue; /* llama.cpp's types: one convention */
             const lb_grid *g = v & 1 ? lb_grid_get_sym(type) : lb_grid_get(type);
+            CHECK_MSG(g && g->codes && g->set_scale, "%s: no refit hooks", lb_type_name(type));
+            if (!g || !g->codes) continue;
             const lb_type_traits *t = lb_traits(type);
             const size_t rs = lb_row_size(type, K);
             lb_gptq_params p = lb_gptq_default_params();

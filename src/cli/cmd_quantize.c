@@ -7,6 +7,7 @@
 #include "formats/bcq.h"
 #include "formats/gq.h"
 #include "formats/gc.h"
+#include "formats/grid.h"
 #include "formats/repack.h"
 #include "formats/types.h"
 
@@ -25,8 +26,8 @@ static void help(void) {
            "                    for types of 3 bits per weight or more, 0.01 below)\n"
            "      --act-order   GPTQ: columns in descending Hessian diagonal (static groups)\n"
            "      --gptq-block N  GPTQ lazy-batch columns (default 128)\n"
-           "      --gptq-refit  GQ types: after GPTQ, refit each row's group scales to the layer's output\n"
-           "                    error with the codes kept (least squares; about 1.6x the GPTQ time)\n"
+           "      --gptq-refit  after GPTQ, refit each row's group scales to the layer's output error with\n"
+           "                    the codes kept (least squares; GQ types, Q4_0, Q5_0, Q8_0, IQ4_NL)\n"
            "      --sym         GQ types (GC too): symmetric groups (zero point 2^(b-1)), plain or with --gptq\n"
            "      --token-embedding-type T  the embedding's type (default: TYPE; MX: Q4_K, or Q6_K when\n"
            "                    it is also the output head)\n"
@@ -166,9 +167,12 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "lowbit quantize: --sym applies to the GQ types only (%s has one fixed convention)\n", pos[2]);
         return CLI_USAGE;
     }
-    if (opt.gptq_refit && (!opt.gptq || !lb_gq_bits(lb_type_base(type)))) {
-        fprintf(stderr, "lowbit quantize: --gptq-refit needs --gptq and a GQ type (GQ4_G128, ...), not %s%s\n", pos[2],
-                opt.gptq ? "" : " without --gptq");
+    const lb_grid *grid = type == LB_TYPE_MX || lb_gc_is(type) ? NULL : lb_grid_get(lb_type_base(type));
+    if (opt.gptq_refit && (!opt.gptq || !grid || !grid->codes)) {
+        fprintf(stderr,
+                "lowbit quantize: --gptq-refit needs --gptq and a type with one scale per group (GQ types, Q4_0, Q5_0, "
+                "Q8_0, IQ4_NL), not %s%s\n",
+                pos[2], opt.gptq ? "" : " without --gptq");
         return CLI_USAGE;
     }
     const char *names[2] = {embd_name, out_name};

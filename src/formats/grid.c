@@ -234,7 +234,7 @@ static void fix_with(int type, void *blk, const float *x, const float *imp) {
     if (!imp || !lb_quantize_row_weighted(type, x, blk, t->blck, imp)) t->from_float(x, blk, t->blck);
 }
 
-#define GRID(T, ID, W)                                                                         \
+#define GRID_FNS(T, ID)                                                                        \
     static void T##_fix(void *blk, int col, const float *x, const float *imp) {                \
         (void)col;                                                                             \
         fix_with(ID, blk, x, imp);                                                             \
@@ -245,15 +245,46 @@ static void fix_with(int type, void *blk, const float *x, const float *imp) {
         const int q = cell_nearest(&c, x);                                                     \
         T##_set(blk, col, q);                                                                  \
         return cell_value(&c, q);                                                              \
-    }                                                                                          \
+    }
+#define GRID(T, ID, W) \
+    GRID_FNS(T, ID)    \
     static const lb_grid T##_grid = {W, T##_fix, T##_round, NULL, NULL};
 
-GRID(q8_0, LB_TYPE_Q8_0, 32)
-GRID(q4_0, LB_TYPE_Q4_0, 32)
+/* The 32-weight types with one scale d and no offset (value = d * L):
+ * their grids also have the scale refit's hooks (model/gptq_refit.h) */
+static inline int nibble_of(const uint8_t *qs, int col) { return col < 16 ? qs[col] & 0xF : qs[col - 16] >> 4; }
+static int q8_0_get(const void *blk, int col) { return ((const block_q8_0 *)blk)->qs[col] + 127; }
+static int q4_0_get(const void *blk, int col) { return nibble_of(((const block_q4_0 *)blk)->qs, col); }
+static int q5_0_get(const void *blk, int col) {
+    const block_q5_0 *b = blk;
+    return nibble_of(b->qs, col) | ((b->qh[col / 8] >> (col % 8)) & 1) << 4;
+}
+static int iq4_nl_get(const void *blk, int col) { return nibble_of(((const block_iq4_nl *)blk)->qs, col); }
+
+#define GRID_D(T, ID, BLOCK)                                                                   \
+    GRID_FNS(T, ID)                                                                            \
+    static float T##_codes(const void *blk, int col, float *c) {                               \
+        cell ce;                                                                               \
+        T##_cell((void *)blk, col, &ce);                                                       \
+        for (int j = 0; j < 32; j++) {                                                         \
+            const int q = T##_get(blk, j);                                                     \
+            c[j] = (float)(ce.tab ? ce.tab[q] : q - ce.off);                                   \
+        }                                                                                      \
+        return ce.a;                                                                           \
+    }                                                                                          \
+    static float T##_set_scale(void *blk, int col, float s) {                                  \
+        (void)col;                                                                             \
+        ((BLOCK *)blk)->d = lb_f32_to_fp16(s);                                                 \
+        return lb_fp16_to_f32(((BLOCK *)blk)->d);                                              \
+    }                                                                                          \
+    static const lb_grid T##_grid = {32, T##_fix, T##_round, T##_codes, T##_set_scale};
+
+GRID_D(q8_0, LB_TYPE_Q8_0, block_q8_0)
+GRID_D(q4_0, LB_TYPE_Q4_0, block_q4_0)
 GRID(q4_1, LB_TYPE_Q4_1, 32)
-GRID(q5_0, LB_TYPE_Q5_0, 32)
+GRID_D(q5_0, LB_TYPE_Q5_0, block_q5_0)
 GRID(q5_1, LB_TYPE_Q5_1, 32)
-GRID(iq4_nl, LB_TYPE_IQ4_NL, 32)
+GRID_D(iq4_nl, LB_TYPE_IQ4_NL, block_iq4_nl)
 GRID(q2_K, LB_TYPE_Q2_K, 256)
 GRID(q3_K, LB_TYPE_Q3_K, 256)
 GRID(q4_K, LB_TYPE_Q4_K, 256)

@@ -29,7 +29,8 @@ typedef struct {
      * `width` columns and integer-valued c): the scale refit after GPTQ
      * (model/gptq.c). codes() writes the c of columns col..col+width-1 of
      * blk and returns their s; set_scale() stores s as the type stores it
-     * and returns the value stored. */
+     * (fp16, which the refit assumes when it compares) and returns the
+     * value stored. The GQ types, Q4_0, Q5_0, Q8_0 and IQ4_NL have them. */
     float (*codes)(const void *blk, int col, float *c);
     float (*set_scale)(void *blk, int col, float s);
 } lb_grid;

@@ -20,7 +20,8 @@ typedef struct {
     int n_threads;  /* <= 0: all cores */
     int sym;        /* symmetric groups (types with lb_grid_get_sym: GQ) */
     int refit;      /* after GPTQ, each row's group scales refit to the layer's output error, codes
-                     * fixed (grids with codes / set_scale: GQ); model/gptq.c */
+                     * fixed (grids with codes / set_scale: GQ, Q4_0, Q5_0, Q8_0, IQ4_NL);
+                     * model/gptq_refit.h */
 } lb_gptq_params;
 
 lb_gptq_params lb_gptq_default_params(void);
