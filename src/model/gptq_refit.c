@@ -64,17 +64,18 @@ lb_status lb_gptq_refit_scales(const lb_grid *g, const lb_type_traits *tt, void 
             for (int64_t i = gi * w; i < (gi + 1) * w; i++) t += (double)C[(size_t)r * K + i] * Z[(size_t)r * K + i];
             b[(size_t)r * G + gi] = t;
         }
-    /* M[h] column by column: Y = C[:, group h] H[group h, :] (into Z) */
+    /* M column by column, the lower half (g >= h) mirrored: Y = C[:, group h] H[group h, groups >= h] (into Z) */
     for (int64_t h = 0; h < G; h++) {
-        lb_sgemm(0, 0, N, K, w, 1.0f, C + h * w, (size_t)K, H0 + (size_t)(h * w) * K, (size_t)K, 0.0f, Z, (size_t)K,
-                 nt);
+        const int64_t c0 = h * w;
+        lb_sgemm(0, 0, N, K - c0, w, 1.0f, C + c0, (size_t)K, H0 + (size_t)c0 * K + c0, (size_t)K, 0.0f, Z + c0,
+                 (size_t)K, nt);
 #pragma omp parallel for schedule(static) num_threads(nt)
         for (int64_t r = 0; r < N; r++)
-            for (int64_t gi = 0; gi < G; gi++) {
+            for (int64_t gi = h; gi < G; gi++) {
                 double t = 0.0;
                 for (int64_t i = gi * w; i < (gi + 1) * w; i++)
                     t += (double)C[(size_t)r * K + i] * Z[(size_t)r * K + i];
-                M[(size_t)r * G * G + gi * G + h] = t;
+                M[(size_t)r * G * G + gi * G + h] = M[(size_t)r * G * G + h * G + gi] = t;
             }
     }
     double total = 0.0, err0 = 0.0;
