@@ -16,6 +16,7 @@ static void help(void) {
            "Converts every weight matrix to TYPE; norms and vectors stay as they are.\n"
            "Matrices whose row length is not a multiple of TYPE's block keep a wider type.\n\n"
            "  -t, --threads N   threads (default: all cores)\n"
+           "  -v, --verbose     more logging (e.g. each matrix's GPTQ scale refit)\n"
            "  -h, --help        this help\n"
            "      --imatrix F   importance matrix from lowbit imatrix (CB2, CB3, Q2_K, Q3_K, IQ4_XS use it)\n"
            "      --codebooks F CB2/CB3: codebooks from lowbit codebooks (default: discover them\n"
@@ -118,6 +119,7 @@ int cmd_quantize(int argc, char **argv) {
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_flag(&a, "-t", "--threads")) threads = cli_int(&a, 1, 1024);
+        else if (cli_flag(&a, "-v", "--verbose")) lb_log_level = 2;
         else if (cli_flag(&a, "--imatrix", NULL)) opt.imatrix = cli_value(&a);
         else if (cli_flag(&a, "--codebooks", NULL)) opt.codebooks = cli_value(&a);
         else if (cli_flag(&a, "--count", NULL)) opt.cb_count = cli_int(&a, 4, 16);

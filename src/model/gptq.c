@@ -209,8 +209,8 @@ static lb_status gptq_run(const rounder *rd, float *W, int64_t N, int64_t K, flo
     if (refit && s == LB_OK) {
         double err[2] = {0.0, 0.0};
         s = lb_gptq_refit_scales(g, tt, dst, W0, W, N, K, H0, nt, err);
-        lb_log(2, "GPTQ scale refit %lld x %lld: output error %.5g -> %.5g of the output's\n", (long long)N,
-               (long long)K, err[0], err[1]);
+        lb_log(2, "GPTQ scale refit %lld x %lld: output error %.5g %% -> %.5g %% of |W X|^2\n", (long long)N,
+               (long long)K, 100.0 * err[0], 100.0 * err[1]);
     }
     free(W0);
     free(H0);
