@@ -15,8 +15,8 @@
  *   - dead input columns (H_ii = 0) give finite output;
  *   - the scale refit (GQ types, asymmetric and symmetric, and Q4_0, Q5_0,
  *     Q8_0, IQ4_NL, with and without act-order) keeps every code, writes bytes that dequantize to the
- *     weights returned, and never raises the output error; summed over the
- *     types it lowers it. */
+ *     weights returned, and never raises the output error, in one chunk of
+ *     rows or several; summed over the types it lowers it. */
 #include <math.h>
 
 #include "formats/cb.h"
@@ -27,6 +27,7 @@
 #include "formats/legacy.h"
 #include "kernels/linalg.h"
 #include "model/gptq.h"
+#include "model/gptq_refit.h"
 #include "model/gqc_gptq.h"
 #include "model/mx_gptq.h"
 #include "test_util.h"
@@ -392,6 +393,8 @@ static void test_gptq_refit(void) {
     static const int plain[] = {LB_TYPE_Q4_0, LB_TYPE_Q5_0, LB_TYPE_Q8_0, LB_TYPE_IQ4_NL};
     for (int ti = 0; ti < LB_GQ_LAST - LB_GQ_FIRST + 1 + 4; ti++)
         for (int v = 0; v < 4; v++) {
+            /* every third case in chunks of 5 rows (24 = 4 x 5 + 4) */
+            lb_gptq_refit_force_chunk_rows((ti * 4 + v) % 3 == 0 ? 5 : 0);
             const int gq = ti <= LB_GQ_LAST - LB_GQ_FIRST, type = gq ? LB_GQ_FIRST + ti : plain[ti - (LB_GQ_LAST - LB_GQ_FIRST + 1)];
             if (!gq && (v & 1)) continue; /* llama.cpp's types: one convention */
             const lb_grid *g = v & 1 ? lb_grid_get_sym(type) : lb_grid_get(type);
@@ -424,6 +427,7 @@ static void test_gptq_refit(void) {
             if (getenv("LB_TEST_VERBOSE"))
                 printf("%-9s sym %d act %d: output error %.5g -> %.5g (refit)\n", t->name, v & 1, v >> 1, e0, e1);
         }
+    lb_gptq_refit_force_chunk_rows(0);
     CHECK_MSG(sum1 < 0.995 * sum0, "the refit lowered the summed output error only %.5g -> %.5g", sum0, sum1);
     /* a type without the refit's hooks: GPTQ as without it */
     lb_gptq_params p = lb_gptq_default_params();

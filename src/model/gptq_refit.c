@@ -36,17 +36,14 @@ static int chol_solve(double *A, double *b, int n) {
     return 1;
 }
 
-lb_status lb_gptq_refit_scales(const lb_grid *g, const lb_type_traits *tt, void *dst, const float *W0, float *W,
-                               int64_t N, int64_t K, const float *H0, int nt, double err[2]) {
+/* Rows [0, N) of dst / W0 / W (a chunk of the matrix) with the buffers
+ * C, Z (N x K), M (N x G x G), b (N x G); acc += ‖W0 X‖², the error
+ * change from the current scales, the refit's gain. */
+static void refit_chunk(const lb_grid *g, const lb_type_traits *tt, void *dst, const float *W0, float *W, int64_t N,
+                        int64_t K, const float *H0, int nt, float *C, float *Z, double *M, double *b, double acc[3]) {
     const int w = g->width;
     const int64_t G = K / w;
     const size_t rs = (size_t)(K / tt->blck) * tt->type_size, NK = (size_t)N * (size_t)K;
-    float *C = malloc(NK * sizeof *C), *Z = malloc(NK * sizeof *Z);
-    double *M = malloc((size_t)N * (size_t)(G * G) * sizeof *M), *b = malloc((size_t)N * (size_t)G * sizeof *b);
-    if (!C || !Z || !M || !b) {
-        free(C), free(Z), free(M), free(b);
-        return lb_fail(LB_ERR_NOMEM, "out of memory (GPTQ scale refit)");
-    }
 #define BLK(r, c) ((char *)dst + (size_t)(r) * rs + (size_t)((c) / tt->blck) * tt->type_size)
     /* C: every row's codes */
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -114,9 +111,33 @@ lb_status lb_gptq_refit_scales(const lb_grid *g, const lb_type_traits *tt, void 
         free(A), free(x), free(s0), free(s1);
     }
 #undef BLK
+    acc[0] += wHw, acc[1] += err0, acc[2] += total;
+}
+
+static int64_t chunk_rows_forced;
+void lb_gptq_refit_force_chunk_rows(int64_t rows) { chunk_rows_forced = rows > 0 ? rows : 0; }
+
+lb_status lb_gptq_refit_scales(const lb_grid *g, const lb_type_traits *tt, void *dst, const float *W0, float *W,
+                               int64_t N, int64_t K, const float *H0, int nt, double err[2]) {
+    const int64_t G = K / g->width;
+    /* rows a chunk: M's G x G per row within about 256 MiB (Q4_0 at K = 14336: G = 448, 1.6 MB a row) */
+    const size_t per_row = (size_t)(G * G + G) * sizeof(double) + 2 * (size_t)K * sizeof(float);
+    const int64_t R = LB_MIN(N, chunk_rows_forced ? chunk_rows_forced
+                                                  : LB_MAX((int64_t)16, (int64_t)(((size_t)256 << 20) / per_row)));
+    float *C = malloc((size_t)R * (size_t)K * sizeof *C), *Z = malloc((size_t)R * (size_t)K * sizeof *Z);
+    double *M = malloc((size_t)R * (size_t)(G * G) * sizeof *M), *b = malloc((size_t)R * (size_t)G * sizeof *b);
+    if (!C || !Z || !M || !b) {
+        free(C), free(Z), free(M), free(b);
+        return lb_fail(LB_ERR_NOMEM, "out of memory (GPTQ scale refit, %lld rows at a time)", (long long)R);
+    }
+    const size_t rs = (size_t)(K / tt->blck) * tt->type_size;
+    double acc[3] = {0.0, 0.0, 0.0};
+    for (int64_t r0 = 0; r0 < N; r0 += R)
+        refit_chunk(g, tt, (char *)dst + (size_t)r0 * rs, W0 + (size_t)r0 * K, W + (size_t)r0 * K, LB_MIN(R, N - r0), K,
+                    H0, nt, C, Z, M, b, acc);
     /* the errors before and after, as shares of ‖W0 X‖² (0 for an all-zero matrix) */
-    err[0] = wHw > 0.0 ? (wHw + err0) / wHw : 0.0;
-    err[1] = wHw > 0.0 ? (wHw + err0 - total) / wHw : 0.0;
+    err[0] = acc[0] > 0.0 ? (acc[0] + acc[1]) / acc[0] : 0.0;
+    err[1] = acc[0] > 0.0 ? (acc[0] + acc[1] - acc[2]) / acc[0] : 0.0;
     free(C), free(Z), free(M), free(b);
     return LB_OK;
 }

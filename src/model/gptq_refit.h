@@ -23,4 +23,8 @@
 lb_status lb_gptq_refit_scales(const lb_grid *g, const lb_type_traits *tt, void *dst, const float *W0, float *W,
                                int64_t N, int64_t K, const float *H0, int nt, double err[2]);
 
+/* Tests: rows per chunk (the refit works through a matrix in chunks of rows
+ * to bound its G x G systems' memory); 0 restores the size it chooses. */
+void lb_gptq_refit_force_chunk_rows(int64_t rows);
+
 #endif
