@@ -391,11 +391,12 @@ static void test_gptq_refit(void) {
     for (int i = 0; i < N * K; i++) W[i] = lb_test_randf(&seed) * (i % 13 == 0 ? 3.0f : 1.0f);
     double sum0 = 0.0, sum1 = 0.0;
     static const int plain[] = {LB_TYPE_Q4_0, LB_TYPE_Q5_0, LB_TYPE_Q8_0, LB_TYPE_IQ4_NL};
-    for (int ti = 0; ti < LB_GQ_LAST - LB_GQ_FIRST + 1 + 4; ti++)
+    const int n_gq = LB_GQ_LAST - LB_GQ_FIRST + 1;
+    for (int ti = 0; ti < n_gq + 4; ti++)
         for (int v = 0; v < 4; v++) {
             /* every third case in chunks of 5 rows (24 = 4 x 5 + 4) */
             lb_gptq_refit_force_chunk_rows((ti * 4 + v) % 3 == 0 ? 5 : 0);
-            const int gq = ti <= LB_GQ_LAST - LB_GQ_FIRST, type = gq ? LB_GQ_FIRST + ti : plain[ti - (LB_GQ_LAST - LB_GQ_FIRST + 1)];
+            const int gq = ti < n_gq, type = gq ? LB_GQ_FIRST + ti : plain[ti - n_gq];
             if (!gq && (v & 1)) continue; /* llama.cpp's types: one convention */
             const lb_grid *g = v & 1 ? lb_grid_get_sym(type) : lb_grid_get(type);
             CHECK_MSG(g && g->codes && g->set_scale, "%s: no refit hooks", lb_type_name(type));
@@ -423,7 +424,8 @@ static void test_gptq_refit(void) {
             sum0 += e0, sum1 += e1;
             CHECK_MSG(same_codes, "%s sym %d act %d: the refit changed codes", t->name, v & 1, v >> 1);
             CHECK_MSG(same, "%s sym %d act %d: refit weights are not the file's", t->name, v & 1, v >> 1);
-            CHECK_MSG(e1 <= e0 * (1.0 + 1e-5), "%s sym %d act %d: refit error %.6g > %.6g", t->name, v & 1, v >> 1, e1, e0);
+            CHECK_MSG(e1 <= e0 * (1.0 + 1e-5), "%s sym %d act %d: refit error %.6g > %.6g", t->name, v & 1, v >> 1, e1,
+                      e0);
             if (getenv("LB_TEST_VERBOSE"))
                 printf("%-9s sym %d act %d: output error %.5g -> %.5g (refit)\n", t->name, v & 1, v >> 1, e0, e1);
         }

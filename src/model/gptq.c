@@ -154,7 +154,9 @@ static lb_status gptq_run(const rounder *rd, float *W, int64_t N, int64_t K, flo
     if (refit && s == LB_OK) {
         W0 = malloc((size_t)N * (size_t)K * sizeof *W0);
         H0 = malloc((size_t)K * (size_t)K * sizeof *H0);
-        if (!W0 || !H0) s = lb_fail(LB_ERR_NOMEM, "out of memory (GPTQ scale refit of a %lld x %lld matrix)", (long long)N, (long long)K);
+        if (!W0 || !H0)
+            s = lb_fail(LB_ERR_NOMEM, "out of memory (GPTQ scale refit of a %lld x %lld matrix)", (long long)N,
+                        (long long)K);
         else memcpy(H0, H, (size_t)K * (size_t)K * sizeof *H0);
     }
     double mean = 0.0;
