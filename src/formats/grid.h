@@ -27,7 +27,7 @@ typedef struct {
     float (*round)(void *blk, int col, float x);
     /* Optional (NULL where a weight is not s * c with one scale s per
      * `width` columns and integer-valued c): the scale refit after GPTQ
-     * (model/gptq.c). codes() writes the c of columns col..col+width-1 of
+     * (model/gptq_refit.h). codes() writes the c of columns col..col+width-1 of
      * blk and returns their s; set_scale() stores s as the type stores it
      * (fp16, which the refit assumes when it compares) and returns the
      * value stored. The GQ types, Q4_0, Q5_0, Q8_0 and IQ4_NL have them. */

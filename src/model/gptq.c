@@ -149,7 +149,7 @@ static lb_status gptq_run(const rounder *rd, float *W, int64_t N, int64_t K, flo
     int64_t *perm = NULL;
     lb_status s = diag && E ? LB_OK : lb_fail(LB_ERR_NOMEM, "out of memory");
     /* the scale refit's inputs: the undamped Hessian here, the weights once dead columns are zeroed */
-    const int refit = p.refit && g && g->codes && g->width <= 256;
+    const int refit = p.refit && g && g->codes;
     float *W0 = NULL, *H0 = NULL;
     if (refit && s == LB_OK) {
         W0 = malloc((size_t)N * (size_t)K * sizeof *W0);

@@ -37,18 +37,20 @@ static int chol_solve(double *A, double *b, int n) {
 }
 
 /* Rows [0, N) of dst / W0 / W (a chunk of the matrix) with the buffers
- * C, Z (N x K), M (N x G x G), b (N x G); acc += ‖W0 X‖², the error
+ * C, Z (N x K), M (N x G x G), b and S (N x G); acc += ‖W0 X‖², the error
  * change from the current scales, the refit's gain. */
 static void refit_chunk(const lb_grid *g, const lb_type_traits *tt, void *dst, const float *W0, float *W, int64_t N,
-                        int64_t K, const float *H0, int nt, float *C, float *Z, double *M, double *b, double acc[3]) {
+                        int64_t K, const float *H0, int nt, float *C, float *Z, double *M, double *b, float *S,
+                        double acc[3]) {
     const int w = g->width;
     const int64_t G = K / w;
     const size_t rs = (size_t)(K / tt->blck) * tt->type_size, NK = (size_t)N * (size_t)K;
 #define BLK(r, c) ((char *)dst + (size_t)(r) * rs + (size_t)((c) / tt->blck) * tt->type_size)
-    /* C: every row's codes */
+    /* C and S: every row's codes and current scales */
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < N; r++)
-        for (int64_t c = 0; c < K; c += w) g->codes(BLK(r, c), (int)(c % tt->blck), C + (size_t)r * K + c);
+        for (int64_t c = 0; c < K; c += w)
+            S[(size_t)r * G + c / w] = g->codes(BLK(r, c), (int)(c % tt->blck), C + (size_t)r * K + c);
     /* b = Cᵀ H w0 per group, from Z = W0 H */
     lb_sgemm(0, 0, N, K, K, 1.0f, W0, (size_t)K, H0, (size_t)K, 0.0f, Z, (size_t)K, nt);
     double wHw = 0.0;
@@ -79,13 +81,12 @@ static void refit_chunk(const lb_grid *g, const lb_type_traits *tt, void *dst, c
 #pragma omp parallel num_threads(nt) reduction(+ : total, err0)
     {
         double *A = malloc((size_t)(G * G) * sizeof *A), *x = malloc((size_t)G * sizeof *x),
-               *s0 = malloc((size_t)G * sizeof *s0), *s1 = malloc((size_t)G * sizeof *s1);
+               *s1 = malloc((size_t)G * sizeof *s1);
 #pragma omp for schedule(dynamic, 16)
         for (int64_t r = 0; r < N; r++) {
-            if (!A || !x || !s0 || !s1) continue;
+            if (!A || !x || !s1) continue;
             const double *Mr = M + (size_t)r * G * G, *br = b + (size_t)r * G;
-            float cbuf[256];
-            for (int64_t gi = 0; gi < G; gi++) s0[gi] = g->codes(BLK(r, gi * w), (int)((gi * w) % tt->blck), cbuf);
+            const float *s0 = S + (size_t)r * G;
             double tr = 0.0;
             for (int64_t gi = 0; gi < G; gi++) tr += Mr[gi * G + gi];
             memcpy(A, Mr, (size_t)(G * G) * sizeof *A);
@@ -96,8 +97,8 @@ static void refit_chunk(const lb_grid *g, const lb_type_traits *tt, void *dst, c
             double e0 = 0.0, e1 = 0.0;
             for (int64_t gi = 0; gi < G; gi++) {
                 double m0 = 0.0, m1 = 0.0;
-                for (int64_t h = 0; h < G; h++) m0 += Mr[gi * G + h] * s0[h], m1 += Mr[gi * G + h] * s1[h];
-                e0 += s0[gi] * (m0 - 2.0 * br[gi]);
+                for (int64_t h = 0; h < G; h++) m0 += Mr[gi * G + h] * (double)s0[h], m1 += Mr[gi * G + h] * s1[h];
+                e0 += (double)s0[gi] * (m0 - 2.0 * br[gi]);
                 e1 += s1[gi] * (m1 - 2.0 * br[gi]);
             }
             err0 += e0;
@@ -108,7 +109,7 @@ static void refit_chunk(const lb_grid *g, const lb_type_traits *tt, void *dst, c
                 for (int64_t i = gi * w; i < (gi + 1) * w; i++) W[(size_t)r * K + i] = sv * C[(size_t)r * K + i];
             }
         }
-        free(A), free(x), free(s0), free(s1);
+        free(A), free(x), free(s1);
     }
 #undef BLK
     acc[0] += wHw, acc[1] += err0, acc[2] += total;
@@ -121,23 +122,24 @@ lb_status lb_gptq_refit_scales(const lb_grid *g, const lb_type_traits *tt, void 
                                int64_t N, int64_t K, const float *H0, int nt, double err[2]) {
     const int64_t G = K / g->width;
     /* rows a chunk: M's G x G per row within about 256 MiB (Q4_0 at K = 14336: G = 448, 1.6 MB a row) */
-    const size_t per_row = (size_t)(G * G + G) * sizeof(double) + 2 * (size_t)K * sizeof(float);
+    const size_t per_row = (size_t)(G * G + G) * sizeof(double) + (2 * (size_t)K + (size_t)G) * sizeof(float);
     const int64_t R = LB_MIN(N, chunk_rows_forced ? chunk_rows_forced
                                                   : LB_MAX((int64_t)16, (int64_t)(((size_t)256 << 20) / per_row)));
     float *C = malloc((size_t)R * (size_t)K * sizeof *C), *Z = malloc((size_t)R * (size_t)K * sizeof *Z);
     double *M = malloc((size_t)R * (size_t)(G * G) * sizeof *M), *b = malloc((size_t)R * (size_t)G * sizeof *b);
-    if (!C || !Z || !M || !b) {
-        free(C), free(Z), free(M), free(b);
+    float *S = malloc((size_t)R * (size_t)G * sizeof *S);
+    if (!C || !Z || !M || !b || !S) {
+        free(C), free(Z), free(M), free(b), free(S);
         return lb_fail(LB_ERR_NOMEM, "out of memory (GPTQ scale refit, %lld rows at a time)", (long long)R);
     }
     const size_t rs = (size_t)(K / tt->blck) * tt->type_size;
     double acc[3] = {0.0, 0.0, 0.0};
     for (int64_t r0 = 0; r0 < N; r0 += R)
         refit_chunk(g, tt, (char *)dst + (size_t)r0 * rs, W0 + (size_t)r0 * K, W + (size_t)r0 * K, LB_MIN(R, N - r0), K,
-                    H0, nt, C, Z, M, b, acc);
+                    H0, nt, C, Z, M, b, S, acc);
     /* the errors before and after, as shares of ‖W0 X‖² (0 for an all-zero matrix) */
     err[0] = acc[0] > 0.0 ? (acc[0] + acc[1]) / acc[0] : 0.0;
     err[1] = acc[0] > 0.0 ? (acc[0] + acc[1] - acc[2]) / acc[0] : 0.0;
-    free(C), free(Z), free(M), free(b);
+    free(C), free(Z), free(M), free(b), free(S);
     return LB_OK;
 }
