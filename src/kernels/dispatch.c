@@ -2,6 +2,7 @@
 
 #include "formats/float.h"
 #include "kernels/x86/kernels_x86.h"
+#include "kernels/x86/fgemm_x86.h"
 #include "kernels/x86/kquants_x86.h"
 #include "formats/legacy.h"
 #include "kernels/x86/legacy_x86.h"
@@ -106,9 +107,7 @@ static const lb_kernel lb_kernel_list[] = {
     LB_MX_X86_KERNELS /* MX (kernels/x86/mx_x86.h) */
     LB_BCQ_X86_KERNELS /* BCQ _LUT layouts: the mu = 4 table-lookup GEMV (kernels/x86/bcq_x86.h) */
     LB_ABQ_X86_KERNELS /* ABQ: the bit-plane popcount dot (kernels/x86/abq_x86.h) */
-    {LB_TYPE_F32, LB_TYPE_F32, LB_ISA_AVX2, "f32_f32_avx2", lb_f32_from_float, lb_vec_dot_f32_avx2, NULL},
-    {LB_TYPE_F16, LB_TYPE_F32, LB_ISA_AVX2, "f16_f32_avx2", lb_f32_from_float, lb_vec_dot_f16_avx2, NULL},
-    {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX2, "bf16_f32_avx2", lb_f32_from_float, lb_vec_dot_bf16_avx2, NULL},
+    LB_FGEMM_X86_KERNELS /* F32 / F16 / BF16: vec_dot, and the packed fp32 GEMM (kernels/x86/fgemm_x86.h) */
     {LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q8_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q8_0_q8_0_avx2, NULL},
     {LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q4_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q4_0_q8_0_avx2, NULL},
     /* K-quants and IQ4_NL (kernels/kquants_x86.c) */

@@ -38,7 +38,7 @@
 #include <string.h>
 
 #include "kernels/x86/amx_config.h"
-#include "kernels/x86/thread_scratch.h"
+#include "kernels/thread_scratch.h"
 
 #define LB_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
 #define INLINE LB_AMX static inline __attribute__((always_inline))

@@ -26,7 +26,7 @@
 #include "kernels/cpu.h"
 #include "kernels/x86/abq_codes_tile.h"
 #include "kernels/x86/prefetch_x86.h"
-#include "kernels/x86/thread_scratch.h"
+#include "kernels/thread_scratch.h"
 
 /* the reference's double multiply, then add: never fused */
 #include "core/fp_strict.h"

@@ -1,21 +1,30 @@
 /* ABQ weights against fp32 activations (16 activation bits, formats/abq.h
- * LB_ABQ_ACT_F32), AVX2 + FMA, every plane type and code layout.
+ * LB_ABQ_ACT_F32), every plane type and code layout. The weights decode to
+ * floats exactly (d (c - z): c d and z d are exact in float, so the FMA
+ * that subtracts them rounds nothing).
  *
- * Four weight rows are decoded to floats once (d (c - z), exactly the
- * reference's values: c d and z d are exact in float, so the FMA that
- * subtracts them rounds nothing) into a per-thread buffer, then dotted with
- * the activation rows three at a time: 12 accumulators, 7 loads per 12
- * FMAs, the activations read in place (lb_sgemm, tried first, spent as long
- * packing the 16-row tiles the driver hands a plain-row kernel as computing
- * them). Prefill decodes each weight once per call for all M rows. Decode
- * (M = 1) on a code layout is fused instead (row_dot_codes): c - z to
- * float and the FMA in registers, d once per group; the plane types
- * (W5..W8, or LOWBIT_REPACK=off) decode a row at a time there too. The sums are in float (the reference's in
- * double): tests/test_abq.c holds them within a relative tolerance. */
+ * Prefill (M >= 4): the float-weight GEMM (kernels/fgemm.h) with the
+ * decode as its conversion, on the level's fp32 micro-kernel (AVX2 6 x 16,
+ * AVX-512 / AMX 14 x 32); the entries are whole_m, so each weight is
+ * decoded once per thread and call. (Its first form, four decoded rows
+ * dotted with the activation rows read in place, reread all M activation
+ * rows per four weight rows: 41.6 t/s pp512 where this runs 95.5, W4,
+ * tinyllama-1.1b shape, Zen 4, 2 threads.) Decode (M < 4) on a code layout
+ * is fused (row_dot_codes): c - z to float and the FMA in registers, d once
+ * per group; the plane types (W5..W8, or LOWBIT_REPACK=off) decode four
+ * rows at a time into a per-thread buffer and dot them with the rows (also
+ * the GEMM's fallback when its scratch cannot be had). The sums are in float
+ * (the reference's in double): tests/test_abq.c holds them within a
+ * relative tolerance. */
 #include "kernels/x86/abq_x86.h"
 
 #if LB_HAVE_X86_KERNELS
-#include "kernels/x86/thread_scratch.h"
+#include "kernels/fgemm.h"
+#include "kernels/thread_scratch.h"
+
+#ifndef LB_ABQ_F32_GEMM_MIN_M
+#define LB_ABQ_F32_GEMM_MIN_M 4
+#endif
 
 #define TGT __attribute__((target("avx2,fma")))
 
@@ -24,15 +33,16 @@ enum { ROWS = 4 }; /* weight rows decoded at a time */
 /* codes (int32 lanes) -> floats d (c - z) */
 TGT static inline __m256 dq8(__m256i c, __m256 d, __m256 ndz) { return _mm256_fmadd_ps(_mm256_cvtepi32_ps(c), d, ndz); }
 
-/* A code layout row (W = 4 or 2 bit codes, formats/abq.h) -> K floats. */
-TGT static void decode_codes(int w, const uint8_t *row, int64_t K, float *y) {
+/* A code layout row (W = 4 or 2 bit codes, formats/abq.h) of K weights:
+ * groups [g0, g1) -> floats at y. */
+TGT static void decode_codes(int w, const uint8_t *row, int64_t K, int64_t g0, int64_t g1, float *y) {
     const int64_t nb = K / LB_ABQ_G;
     const lb_abq_code_row r = lb_abq_code_row_of(row, nb);
-    for (int64_t i = 0; i < nb; i++) {
+    for (int64_t i = g0; i < g1; i++) {
         __m256i c[4];
         lb_abq_group_codes(r.qs + (size_t)16 * w * i, w, c);
         const __m256 d = _mm256_set1_ps(r.d[i]), ndz = _mm256_set1_ps(-r.d[i] * (float)r.z[i]);
-        float *o = y + i * LB_ABQ_G;
+        float *o = y + (i - g0) * LB_ABQ_G;
         for (int k = 0; k < 4; k++) {
             const __m128i lo = _mm256_castsi256_si128(c[k]), hi = _mm256_extracti128_si256(c[k], 1);
             _mm256_storeu_ps(o + 32 * k, dq8(_mm256_cvtepu8_epi32(lo), d, ndz));
@@ -43,13 +53,14 @@ TGT static void decode_codes(int w, const uint8_t *row, int64_t K, float *y) {
     }
 }
 
-/* A plane type's row -> K floats: weights 8b .. 8b + 7 are bit 0..7 of byte
- * b of each plane; a lane shifts its byte right by its index. */
-TGT static void decode_planes(int type, const uint8_t *row, int64_t K, float *y) {
+/* A plane type's row: groups [g0, g1) -> floats at y. Weights 8b .. 8b + 7
+ * are bit 0..7 of byte b of each plane; a lane shifts its byte right by its
+ * index. */
+TGT static void decode_planes(int type, const uint8_t *row, int64_t g0, int64_t g1, float *y) {
     const int q = lb_abq_bits(type);
     const size_t bs = lb_row_size(type, LB_ABQ_G);
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), one = _mm256_set1_epi32(1);
-    for (int64_t i = 0; i < K / LB_ABQ_G; i++) {
+    for (int64_t i = g0; i < g1; i++) {
         const uint8_t *blk = row + (size_t)i * bs;
         const float df = lb_abq_block_d(type, blk);
         const __m256 d = _mm256_set1_ps(df), ndz = _mm256_set1_ps(-df * (float)lb_abq_block_z(type, blk));
@@ -61,15 +72,29 @@ TGT static void decode_planes(int type, const uint8_t *row, int64_t K, float *y)
                 const __m256i bit = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(pl[s][b]), lane), one);
                 c = _mm256_or_si256(c, _mm256_slli_epi32(bit, s));
             }
-            _mm256_storeu_ps(y + i * LB_ABQ_G + 8 * b, dq8(c, d, ndz));
+            _mm256_storeu_ps(y + (i - g0) * LB_ABQ_G + 8 * b, dq8(c, d, ndz));
         }
     }
 }
 
 TGT static void decode_row(int type, const uint8_t *row, int64_t K, float *y) {
     const int w = lb_abq_code_bits(type);
-    if (w) decode_codes(w, row, K, y);
-    else decode_planes(type, row, K, y);
+    if (w) decode_codes(w, row, K, 0, K / LB_ABQ_G, y);
+    else decode_planes(type, row, 0, K / LB_ABQ_G, y);
+}
+
+/* The prefill GEMM's conversion (kernels/fgemm.h): weights k0 .. k0 + n - 1
+ * of a row, whole groups (k0 and n multiples of 128: K is) */
+typedef struct {
+    int type;
+    int64_t K;
+} cvt_ctx;
+TGT static void cvt_groups(const void *vc, const void *row, int64_t k0, int64_t n, float *out) {
+    const cvt_ctx *c = vc;
+    const int w = lb_abq_code_bits(c->type);
+    const int64_t g0 = k0 / LB_ABQ_G, g1 = (k0 + n) / LB_ABQ_G;
+    if (w) decode_codes(w, row, c->K, g0, g1, out);
+    else decode_planes(c->type, row, g0, g1, out);
 }
 
 TGT static inline float hsum(__m256 v) {
@@ -139,6 +164,13 @@ static void gemm_f32(int type, int64_t K, const void *W, size_t rs, int n0, int 
         for (int n = n0; n < n1; n++) Y[n] = row_dot_codes(w, (const uint8_t *)W + (size_t)n * rs, K, A);
         return;
     }
+    /* prefill: the packed fp32 GEMM on the level's micro-kernel (AVX2 6 x 16,
+     * AVX-512 14 x 32), each weight decoded once per call */
+    const cvt_ctx ctx = {type, K};
+    if (M >= LB_ABQ_F32_GEMM_MIN_M &&
+        lb_fgemm(lb_sgemm_kernel_at(lb_cpu_level()), cvt_groups, &ctx, 0, K, W, rs, n0, n1, (const float *)A, ars, M, Y,
+                 ldy) == 0)
+        return;
     float *buf = lb_thread_scratch((size_t)ROWS * (size_t)K * sizeof(float));
     if (!buf) { /* no memory for the decoded rows: the reference, row by row */
         for (int m = 0; m < M; m++)

@@ -141,9 +141,10 @@ LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_DECLARE)
 #undef LB_ABQ_CODES_AMX_DECLARE
 
 /* 16 activation bits (formats/abq.h, LB_ABQ_ACT_F32), every ABQ type
- * (kernels/x86/abq_f32_avx2.c): four weight rows decoded to floats at a time,
- * exactly the reference's d (c - z), then FMA dots with two activation rows
- * at a time; sums in float, so within a tolerance of the reference. */
+ * (kernels/x86/abq_f32_avx2.c): the weights decoded exactly to the
+ * reference's d (c - z); prefill on the float-weight GEMM (kernels/fgemm.h,
+ * whole_m), decode by FMA dots; sums in float, so within a tolerance of the
+ * reference. */
 #define LB_ABQ_F32_AVX2_DECLARE(name, NAME, Q)                                                                \
     void lb_vec_dot_##name##_f32_avx2(int64_t n, float *s, const void *w, const void *a);                     \
     void lb_gemm_##name##_f32_avx2(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A, \
@@ -153,7 +154,7 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
 #undef LB_ABQ_F32_AVX2_DECLARE
 #define LB_ABQ_F32_AVX2_KERNEL(name, NAME, Q)                                                                 \
     {LB_TYPE_##NAME, LB_TYPE_F32, LB_ISA_AVX2, #name "_f32_avx2", lb_f32_from_float, lb_vec_dot_##name##_f32_avx2, \
-     lb_gemm_##name##_f32_avx2},
+     lb_gemm_##name##_f32_avx2, .whole_m = 2},
 #define LB_ABQ_F32_X86_KERNELS LB_ABQ_LIST(LB_ABQ_F32_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_KERNEL)
 
 /* lb_kernel_list entries (kernels/dispatch.c; fields: kernels/dispatch.h):

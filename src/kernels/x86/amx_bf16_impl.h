@@ -26,7 +26,7 @@
 
 #include "core/common.h"
 #include "kernels/x86/amx_config.h"
-#include "kernels/x86/thread_scratch.h"
+#include "kernels/thread_scratch.h"
 
 #define LB_AMXBF16                                                                                                \
     __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512vnni,avx512bf16,avx2,fma,f16c")))

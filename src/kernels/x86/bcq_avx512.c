@@ -41,7 +41,7 @@
 #include "core/common.h"
 #include "kernels/cpu.h"
 #include "kernels/x86/prefetch_x86.h"
-#include "kernels/x86/thread_scratch.h"
+#include "kernels/thread_scratch.h"
 
 /* the reference's float steps, unfused */
 #include "core/fp_strict.h"

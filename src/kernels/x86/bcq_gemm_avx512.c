@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "kernels/x86/thread_scratch.h"
+#include "kernels/thread_scratch.h"
 /* last: mul and add stay two roundings, as in the reference */
 #include "core/fp_strict.h"
 

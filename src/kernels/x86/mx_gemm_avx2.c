@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "kernels/x86/thread_scratch.h"
+#include "kernels/thread_scratch.h"
 #include "kernels/x86/mx_x86_impl.h"
 
 #define LB_MXG2 __attribute__((target("avx2,fma,f16c")))

@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "kernels/x86/thread_scratch.h"
+#include "kernels/thread_scratch.h"
 #include "kernels/x86/mx_x86_impl.h"
 
 #define LB_MXG __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))

@@ -1,6 +1,7 @@
 /* A buffer kept per thread from call to call, for kernels whose working
  * set is too large for the stack (the AMX GEMMs' partial sums and decoded
- * weight tiles). Included only by x86 kernel files. */
+ * weight tiles, the float-weight GEMM's packed panels). Included only by kernel
+ * files. */
 #ifndef LB_THREAD_SCRATCH_H
 #define LB_THREAD_SCRATCH_H
 
