@@ -50,10 +50,12 @@ static lb_isa detect(void) {
     int avxvnni = (a1 >> 4) & 1;
     int amx = ((d >> 24) & 1) && ((d >> 25) & 1); /* AMX-TILE + AMX-INT8 */
     const int gfni = (c >> 8) & 1, amxbf16 = (d >> 22) & 1;
-    snprintf(lb_features, sizeof lb_features, "%s%s%s%s%s%s%s%s%s%s%s%s", avx2 ? "avx2 " : "",
+    const int avx512bf16 = (a1 >> 5) & 1;
+    snprintf(lb_features, sizeof lb_features, "%s%s%s%s%s%s%s%s%s%s%s%s%s", avx2 ? "avx2 " : "",
              fma ? "fma " : "", f16c ? "f16c " : "", avxvnni ? "avx-vnni " : "",
              avx512f ? "avx512f " : "", avx512bw ? "avx512bw " : "", vnni ? "avx512vnni " : "",
-             vbmi ? "avx512vbmi " : "", vpopcnt ? "avx512vpopcntdq " : "", gfni ? "gfni " : "",
+             vbmi ? "avx512vbmi " : "", vpopcnt ? "avx512vpopcntdq " : "", avx512bf16 ? "avx512bf16 " : "",
+             gfni ? "gfni " : "",
              amx ? "amx-int8" : "", amx && amxbf16 ? " amx-bf16" : "");
     if (!(avx && avx2 && fma && f16c)) return LB_ISA_SCALAR;
     if (vbmi && avx512f && avx512bw && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_VBMI;
@@ -62,6 +64,7 @@ static lb_isa detect(void) {
     if (amxbf16 && ((a1 >> 5) & 1)) lb_extra |= LB_CPU_AMXBF16;
     if (avxvnni) lb_extra |= LB_CPU_AVXVNNI;
     if (vpopcnt && avx512f && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_VPOPCNTDQ;
+    if (avx512bf16 && avx512f && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_AVX512BF16;
     if (!(avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6))) return LB_ISA_AVX2;
     /* XCR0 bits 17-18: the OS manages the tile configuration and data */
     if (amx && xgetbv_ok(0x60000) && amx_permitted()) return LB_ISA_AMX;

@@ -37,6 +37,7 @@ lb_isa lb_cpu_force_level(lb_isa isa);
 #define LB_CPU_AMXBF16 4u /* x86 AMX-BF16 (tdpbf16ps) and AVX512-BF16, with the AMX level */
 #define LB_CPU_AVXVNNI 8u /* x86 AVX-VNNI (VEX vpdpbusd on ymm), with the AVX2 level */
 #define LB_CPU_VPOPCNTDQ 16u /* x86 AVX-512 VPOPCNTDQ (vpopcntq), with the AVX-512 level */
+#define LB_CPU_AVX512BF16 32u /* x86 AVX512-BF16 (vdpbf16ps), with the AVX-512 level */
 /* The LB_CPU_* bits this CPU has, less any disabled below. */
 unsigned lb_cpu_extra_features(void);
 /* Tests: pretend the CPU lacks these LB_CPU_* bits (0 restores). */

@@ -20,6 +20,9 @@ LB_FGEMM_X86_DECLARE(f32, avx512)
 LB_FGEMM_X86_DECLARE(f16, avx512)
 LB_FGEMM_X86_DECLARE(bf16, avx512)
 #undef LB_FGEMM_X86_DECLARE
+/* BF16 weights with AVX512-BF16: vdpbf16ps on bf16-rounded activations */
+void lb_gemm_bf16_bf16_avx512bf16(int64_t K, const void *W, size_t rs, int n0, int n1, const void *A, size_t ars,
+                                  int M, float *Y, size_t ldy);
 
 /* The dispatch entries (kernels/dispatch.c): whole_m 2, so a thread gets its
  * whole row range and up to 1024 activation rows a call; the vec_dot stays
@@ -30,7 +33,9 @@ LB_FGEMM_X86_DECLARE(bf16, avx512)
 #define LB_FGEMM_X86_KERNELS                                                                                   \
     LB_FGEMM_ENTRY(F32, f32, avx2, AVX2) LB_FGEMM_ENTRY(F16, f16, avx2, AVX2) LB_FGEMM_ENTRY(BF16, bf16, avx2, AVX2) \
     LB_FGEMM_ENTRY(F32, f32, avx512, AVX512) LB_FGEMM_ENTRY(F16, f16, avx512, AVX512)                          \
-    LB_FGEMM_ENTRY(BF16, bf16, avx512, AVX512)
+    LB_FGEMM_ENTRY(BF16, bf16, avx512, AVX512)                                                                  \
+    {LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_AVX512, "bf16_bf16_avx512bf16", lb_f32_from_float, lb_vec_dot_bf16_avx2,    \
+     lb_gemm_bf16_bf16_avx512bf16, .cpu_needs = LB_CPU_AVX512BF16, .whole_m = 2},
 #else
 #define LB_FGEMM_X86_KERNELS
 #endif
