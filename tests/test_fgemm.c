@@ -1,5 +1,6 @@
 /* The float-weight prefill GEMM (kernels/fgemm.h) through lb_matmul, for
- * F32, F16 and BF16 weights at every level this machine has, against a
+ * F32, F16 and BF16 weights at every level this machine has (x86: AVX2
+ * 6 x 16, AVX-512 14 x 32; Arm: NEON 8 x 12 under qemu), against a
  * double-precision sum over the weights' exact floats:
  *  - random data: within 1e-5 of sum |w x| (float sums in blocks of 256,
  *    not the reference's order);
@@ -108,6 +109,6 @@ int main(void) {
     /* the kernel names: the GEMM entries where the level has them */
     const lb_kernel *k = lb_kernel_get(LB_TYPE_F16);
     CHECK(k != NULL);
-    if (lb_isa_is_x86(lb_cpu_level()) && lb_cpu_level() >= LB_ISA_AVX2) CHECK(k->gemm != NULL && k->whole_m == 2);
+    if (lb_cpu_level() != LB_ISA_SCALAR) CHECK(k->gemm != NULL && k->whole_m == 2); /* x86 AVX2 and up, Arm */
     return lb_test_result("test_fgemm");
 }

@@ -45,6 +45,9 @@ void lb_quantize_q8_0x4_c8_neon(const float *x, size_t ldx, void *y, int64_t k);
     void lb_gemm_##w##x8_q8_0x4_8x8_##sfx(LB_ARM_GEMM_ARGS);
 LB_ARM_INT8_DECL(neon)
 LB_ARM_INT8_DECL(dotprod)
+void lb_gemm_f32_f32_neon(LB_ARM_GEMM_ARGS);
+void lb_gemm_f16_f32_neon(LB_ARM_GEMM_ARGS);
+void lb_gemm_bf16_f32_neon(LB_ARM_GEMM_ARGS);
 
 /* i8mm: GEMM of the 8-byte-chunk layouts (GEMV stays on dotprod) */
 #define LB_ARM_MMLA_DECL(w)                                     \
@@ -74,10 +77,13 @@ LB_ARM_MMLA_DECL(q8_0)
     LB_ARM_REPACK_ENTRY(T4x8, LB_ISA_I8MM, w, 4, 8, i8mm, dotprod),                        \
     LB_ARM_REPACK_ENTRY(T8x8, LB_ISA_I8MM, w, 8, 8, i8mm, dotprod)
 
+/* float rows: the NEON dot, and prefill on the packed fp32 GEMM (fgemm_neon.c, kernels/fgemm.h) */
+#define LB_ARM_FLOAT_ENTRY(T, w)                                                                        \
+    {T, LB_TYPE_F32, LB_ISA_NEON, #w "_f32_neon", lb_f32_from_float, lb_vec_dot_##w##_neon,             \
+     lb_gemm_##w##_f32_neon, .whole_m = 2}
 #define LB_ARM_KERNELS                                                                                  \
-    LB_ARM_PLAIN_ENTRY(LB_TYPE_F32, LB_TYPE_F32, LB_ISA_NEON, f32, neon, lb_f32_from_float),            \
-    LB_ARM_PLAIN_ENTRY(LB_TYPE_F16, LB_TYPE_F32, LB_ISA_NEON, f16, neon, lb_f32_from_float),            \
-    LB_ARM_PLAIN_ENTRY(LB_TYPE_BF16, LB_TYPE_F32, LB_ISA_NEON, bf16, neon, lb_f32_from_float),          \
+    LB_ARM_FLOAT_ENTRY(LB_TYPE_F32, f32), LB_ARM_FLOAT_ENTRY(LB_TYPE_F16, f16),                         \
+    LB_ARM_FLOAT_ENTRY(LB_TYPE_BF16, bf16),                                                             \
     LB_ARM_PLAIN_ENTRY(LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_NEON, q8_0_q8_0, neon, lb_quantize_row_q8_0_neon), \
     LB_ARM_PLAIN_ENTRY(LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_NEON, q4_0_q8_0, neon, lb_quantize_row_q8_0_neon), \
     LB_ARM_PLAIN_ENTRY(LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_NEON, iq4_nl_q8_0, neon, lb_quantize_row_q8_0_neon), \
