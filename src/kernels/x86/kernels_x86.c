@@ -50,17 +50,25 @@ LB_AVX2 void lb_vec_dot_f16_avx2(int64_t n, float *s, const void *vw, const void
     *s = sum;
 }
 
+/* four chains of 8: with one, each FMA waited for the last (BF16 tg128
+ * 13.5 t/s on the tinyllama-1.1b shape, Zen 4, where llama.cpp ran 20.4) */
 LB_AVX2 void lb_vec_dot_bf16_avx2(int64_t n, float *s, const void *vw, const void *va) {
     const uint16_t *w = vw;
     const float *a = va;
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + i + 8 * j)));
+            const __m256 wf = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+            acc[j] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(a + i + 8 * j), acc[j]);
+        }
     for (; i + 8 <= n; i += 8) {
-        __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + i)));
-        __m256 wf = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
-        acc = _mm256_fmadd_ps(wf, _mm256_loadu_ps(a + i), acc);
+        const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + i)));
+        acc[0] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)), _mm256_loadu_ps(a + i), acc[0]);
     }
-    float sum = hsum_ps(acc);
+    float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     for (; i < n; i++) sum += lb_bf16_to_f32(w[i]) * a[i];
     *s = sum;
 }
