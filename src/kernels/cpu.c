@@ -61,7 +61,7 @@ static lb_isa detect(void) {
     if (vbmi && avx512f && avx512bw && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_VBMI;
     if (gfni) lb_extra |= LB_CPU_GFNI;
     /* with AVX512-BF16 (vcvtne2ps2bf16), which the bf16 tile kernels use to fill tiles */
-    if (amxbf16 && ((a1 >> 5) & 1)) lb_extra |= LB_CPU_AMXBF16;
+    if (amxbf16 && avx512bf16) lb_extra |= LB_CPU_AMXBF16;
     if (avxvnni) lb_extra |= LB_CPU_AVXVNNI;
     if (vpopcnt && avx512f && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_VPOPCNTDQ;
     if (avx512bf16 && avx512f && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_AVX512BF16;

@@ -68,3 +68,12 @@ int lb_fgemm(const lb_sgemm_kernel *uk, lb_fgemm_cvt_fn cvt, const void *ctx, si
     }
     return 0;
 }
+
+void lb_fgemm_or_dot(const lb_sgemm_kernel *uk, lb_fgemm_cvt_fn cvt, size_t esize, lb_vec_dot_fn dot, int64_t K,
+                     const void *W, size_t rs, int n0, int n1, const void *A, size_t ars, int M, float *Y, size_t ldy) {
+    if (M >= LB_FGEMM_MIN_M && lb_fgemm(uk, cvt, NULL, esize, K, W, rs, n0, n1, (const float *)A, ars, M, Y, ldy) == 0)
+        return;
+    for (int m = 0; m < M; m++)
+        for (int n = n0; n < n1; n++)
+            dot(K, Y + (size_t)m * ldy + n, (const char *)W + (size_t)n * rs, (const char *)A + (size_t)m * ars);
+}

@@ -16,7 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "formats/types.h"
 #include "kernels/sgemm.h"
+
+/* Activation rows from which the GEMM pays: below, packing a panel costs
+ * more than streaming the weights once per row */
+#define LB_FGEMM_MIN_M 4
 
 /* out[0 .. n) = the floats of weights k0 .. k0 + n - 1 of the weight row at
  * row (n <= 256; k0 a multiple of 256); ctx: the caller's, passed through */
@@ -29,5 +34,10 @@ typedef void (*lb_fgemm_cvt_fn)(const void *ctx, const void *row, int64_t k0, in
  * when the scratch could not be allocated (nothing written then). */
 int lb_fgemm(const lb_sgemm_kernel *uk, lb_fgemm_cvt_fn cvt, const void *ctx, size_t esize, int64_t K, const void *W,
              size_t rs, int n0, int n1, const float *A, size_t ars, int M, float *Y, size_t ldy);
+
+/* lb_fgemm from LB_FGEMM_MIN_M activation rows; below that, or without its
+ * scratch, one dot(K, ...) per output (the per-ISA entries' decode path) */
+void lb_fgemm_or_dot(const lb_sgemm_kernel *uk, lb_fgemm_cvt_fn cvt, size_t esize, lb_vec_dot_fn dot, int64_t K,
+                     const void *W, size_t rs, int n0, int n1, const void *A, size_t ars, int M, float *Y, size_t ldy);
 
 #endif

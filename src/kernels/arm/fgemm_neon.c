@@ -1,7 +1,8 @@
 /* Arm entries of the float-weight prefill GEMM (kernels/fgemm.h): the row
  * conversions (F16 by vcvt, BF16 by a widening shift) and the NEON 8 x 12
- * fp32 micro-kernel (kernels/sgemm.h), at every Arm level. Below 4
- * activation rows the NEON vec_dot streams the weights instead. */
+ * fp32 micro-kernel (kernels/sgemm.h), at every Arm level. Below
+ * LB_FGEMM_MIN_M activation rows the NEON vec_dot streams the weights
+ * instead. */
 #include "kernels/arm/arm_kernels.h"
 
 #if LB_HAVE_ARM_KERNELS
@@ -9,10 +10,7 @@
 #include <string.h>
 
 #include "core/fp16.h"
-#include "kernels/dispatch.h"
 #include "kernels/fgemm.h"
-
-enum { FG_MIN_M = 4 };
 
 static void cvt_f32(const void *ctx, const void *row, int64_t k0, int64_t n, float *out) {
     (void)ctx;
@@ -36,13 +34,8 @@ static void cvt_bf16(const void *ctx, const void *row, int64_t k0, int64_t n, fl
 }
 
 static void gemm(lb_fgemm_cvt_fn cvt, size_t esize, lb_vec_dot_fn dot, LB_ARM_GEMM_ARGS) {
-    if (M >= FG_MIN_M && lb_fgemm(lb_sgemm_kernel_at(LB_ISA_NEON), cvt, NULL, esize, K, W, w_row_size, n0, n1,
-                                  (const float *)A, a_row_size, M, Y, ldy) == 0)
-        return;
-    for (int m = 0; m < M; m++) /* few rows, or no scratch */
-        for (int n = n0; n < n1; n++)
-            dot(K, Y + (size_t)m * ldy + n, (const char *)W + (size_t)n * w_row_size,
-                (const char *)A + (size_t)m * a_row_size);
+    lb_fgemm_or_dot(lb_sgemm_kernel_at(LB_ISA_NEON), cvt, esize, dot, K, W, w_row_size, n0, n1, A, a_row_size, M, Y,
+                    ldy);
 }
 
 void lb_gemm_f32_f32_neon(LB_ARM_GEMM_ARGS) {

@@ -22,10 +22,6 @@
 #include "kernels/fgemm.h"
 #include "kernels/thread_scratch.h"
 
-#ifndef LB_ABQ_F32_GEMM_MIN_M
-#define LB_ABQ_F32_GEMM_MIN_M 4
-#endif
-
 #define TGT __attribute__((target("avx2,fma")))
 
 enum { ROWS = 4 }; /* weight rows decoded at a time */
@@ -77,10 +73,15 @@ TGT static void decode_planes(int type, const uint8_t *row, int64_t g0, int64_t 
     }
 }
 
-TGT static void decode_row(int type, const uint8_t *row, int64_t K, float *y) {
+/* Groups [g0, g1) of a row of K weights, any ABQ type -> floats at y */
+TGT static void decode_groups(int type, const uint8_t *row, int64_t K, int64_t g0, int64_t g1, float *y) {
     const int w = lb_abq_code_bits(type);
-    if (w) decode_codes(w, row, K, 0, K / LB_ABQ_G, y);
-    else decode_planes(type, row, 0, K / LB_ABQ_G, y);
+    if (w) decode_codes(w, row, K, g0, g1, y);
+    else decode_planes(type, row, g0, g1, y);
+}
+
+TGT static void decode_row(int type, const uint8_t *row, int64_t K, float *y) {
+    decode_groups(type, row, K, 0, K / LB_ABQ_G, y);
 }
 
 /* The prefill GEMM's conversion (kernels/fgemm.h): weights k0 .. k0 + n - 1
@@ -91,10 +92,7 @@ typedef struct {
 } cvt_ctx;
 TGT static void cvt_groups(const void *vc, const void *row, int64_t k0, int64_t n, float *out) {
     const cvt_ctx *c = vc;
-    const int w = lb_abq_code_bits(c->type);
-    const int64_t g0 = k0 / LB_ABQ_G, g1 = (k0 + n) / LB_ABQ_G;
-    if (w) decode_codes(w, row, c->K, g0, g1, out);
-    else decode_planes(c->type, row, g0, g1, out);
+    decode_groups(c->type, row, c->K, k0 / LB_ABQ_G, (k0 + n) / LB_ABQ_G, out);
 }
 
 TGT static inline float hsum(__m256 v) {
@@ -167,7 +165,7 @@ static void gemm_f32(int type, int64_t K, const void *W, size_t rs, int n0, int 
     /* prefill: the packed fp32 GEMM on the level's micro-kernel (AVX2 6 x 16,
      * AVX-512 14 x 32), each weight decoded once per call */
     const cvt_ctx ctx = {type, K};
-    if (M >= LB_ABQ_F32_GEMM_MIN_M &&
+    if (M >= LB_FGEMM_MIN_M &&
         lb_fgemm(lb_sgemm_kernel_at(lb_cpu_level()), cvt_groups, &ctx, 0, K, W, rs, n0, n1, (const float *)A, ars, M, Y,
                  ldy) == 0)
         return;

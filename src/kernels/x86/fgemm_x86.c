@@ -10,13 +10,8 @@
 #include <string.h>
 
 #include "core/fp16.h"
-#include "kernels/dispatch.h"
 #include "kernels/fgemm.h"
 #include "kernels/thread_scratch.h"
-
-#ifndef LB_FGEMM_MIN_M
-#define LB_FGEMM_MIN_M 4
-#endif
 
 #define LB_FG __attribute__((target("avx2,fma,f16c")))
 
@@ -53,20 +48,11 @@ LB_FG static void cvt_bf16(const void *ctx, const void *row, int64_t k0, int64_t
     for (; i < n; i++) out[i] = lb_bf16_to_f32(w[i]);
 }
 
-static void gemm(lb_isa level, lb_fgemm_cvt_fn cvt, size_t esize, lb_vec_dot_fn dot, int64_t K, const void *W,
-                 size_t rs, int n0, int n1, const void *A, size_t ars, int M, float *Y, size_t ldy) {
-    if (M >= LB_FGEMM_MIN_M &&
-        lb_fgemm(lb_sgemm_kernel_at(level), cvt, NULL, esize, K, W, rs, n0, n1, (const float *)A, ars, M, Y, ldy) == 0)
-        return;
-    for (int m = 0; m < M; m++) /* few rows, or no scratch */
-        for (int n = n0; n < n1; n++)
-            dot(K, Y + (size_t)m * ldy + n, (const char *)W + (size_t)n * rs, (const char *)A + (size_t)m * ars);
-}
-
 #define FG_DEFINE(w, isa, ISA)                                                                                   \
     void lb_gemm_##w##_f32_##isa(int64_t K, const void *W, size_t rs, int n0, int n1, const void *A, size_t ars, \
                                  int M, float *Y, size_t ldy) {                                                  \
-        gemm(LB_ISA_##ISA, cvt_##w, FG_ESIZE(w), lb_vec_dot_##w##_avx2, K, W, rs, n0, n1, A, ars, M, Y, ldy);   \
+        lb_fgemm_or_dot(lb_sgemm_kernel_at(LB_ISA_##ISA), cvt_##w, FG_ESIZE(w), lb_vec_dot_##w##_avx2, K, W, rs, \
+                        n0, n1, A, ars, M, Y, ldy);                                                             \
     }
 FG_DEFINE(f32, avx2, AVX2)
 FG_DEFINE(f16, avx2, AVX2)
@@ -168,6 +154,7 @@ LB_FG_BF16 static int gemm_bf16_dp(int64_t K, const void *W, size_t rs, int n0, 
 void lb_gemm_bf16_bf16_avx512bf16(int64_t K, const void *W, size_t rs, int n0, int n1, const void *A, size_t ars,
                                   int M, float *Y, size_t ldy) {
     if (M >= LB_FGEMM_MIN_M && gemm_bf16_dp(K, W, rs, n0, n1, (const float *)A, ars, M, Y, ldy) == 0) return;
-    gemm(LB_ISA_AVX512, cvt_bf16, FG_ESIZE(bf16), lb_vec_dot_bf16_avx2, K, W, rs, n0, n1, A, ars, M, Y, ldy);
+    lb_fgemm_or_dot(lb_sgemm_kernel_at(LB_ISA_AVX512), cvt_bf16, FG_ESIZE(bf16), lb_vec_dot_bf16_avx2, K, W, rs, n0,
+                    n1, A, ars, M, Y, ldy);
 }
 #endif
