@@ -10,8 +10,10 @@
  * sub-block's int32 is exact and scaled in float (cvt + fma), the mins
  * (Q4_K, Q5_K) are 4 vpdpwssd per super-block. Per 32 weights x 16 rows x
  * 4 activation rows: 32 VNNI and 8 float ops (sub-blocks of 32) or 16 float
- * ops (Q3_K, Q6_K: sub-blocks of 16). The decode is paid once per 48 rows
- * and call, not per activation group (as kq_repack_avx512.c's GEMM). */
+ * ops (Q6_K: sub-blocks of 16; Q3_K's scales are folded into its weight
+ * bytes, q3_fold, so it takes 2 per 256 weights). The decode is paid once
+ * per 48 rows and call, not per activation group (as kq_repack_avx512.c's
+ * GEMM). */
 #include "kernels/x86/kx_avx512.h"
 
 #if LB_HAVE_X86_KERNELS
@@ -26,11 +28,38 @@ typedef struct {
     __m512i mp[GKC][GNV][4]; /* their min pairs */
 } gemm_buf;
 
+/* Q3_K folded: w = q * sc_j + 127 as one unsigned byte. q in [-4, 3] and
+ * sc_j in [-32, 31] give q sc_j in [-124, 128], so w in [3, 255]: every
+ * weight carries its sub-block scale and the whole super-block is one exact
+ * int32 chain started at -127 * (its activation sum), scaled in float once
+ * (the reference's sumi = sum_j sc_j isum_j, formed in another order). Per
+ * 16 rows x 256 weights x 4 activation rows that drops 16 cvt + 16 fma + 16
+ * chain starts beside 256 VNNI; the decode's two vpmullw per vector are
+ * paid once per 48 rows and call. u: bytes q + 4, sc: the lane's scale. */
+INLINE __m512i q3_fold(__m512i u, __m512i sc) {
+    const __m512i lo16 = _mm512_set1_epi32(0x0000FFFF), bytes = _mm512_set1_epi16(0x00FF);
+    const __m512i s16 = _mm512_or_si512(_mm512_and_si512(sc, lo16), _mm512_slli_epi32(sc, 16));
+    /* u sc + 127 - 4 sc = (u - 4) sc + 127, per 16-bit half of the bytes */
+    const __m512i c16 = _mm512_sub_epi16(_mm512_set1_epi16(127), _mm512_slli_epi16(s16, 2));
+    const __m512i even = _mm512_add_epi16(_mm512_mullo_epi16(_mm512_and_si512(u, bytes), s16), c16);
+    const __m512i odd = _mm512_add_epi16(_mm512_mullo_epi16(_mm512_srli_epi16(u, 8), s16), c16);
+    return _mm512_or_si512(even, _mm512_slli_epi16(odd, 8));
+}
+
 INLINE void gemm_decode(int kt, const uint8_t *xb, gemm_buf *buf, int b, int v) {
     for (int g = 0; g < 4; g++) dec64(kt, xb, g, &buf->u[b][v][16 * g]);
     kx_sstate S;
     kx_sload(kt, xb, &S);
     const __m512 d = fp16x16(xb + kx_d_off(kt));
+    if (kt == KQ3) {
+        /* vector t holds weights 4t..4t+3: sub-block t / 4 */
+        for (int j = 0; j < 16; j++) {
+            const __m512i sc = kx_sc(kt, &S, j);
+            for (int t = 4 * j; t < 4 * j + 4; t++) buf->u[b][v][t] = q3_fold(buf->u[b][v][t], sc);
+        }
+        buf->s[b][v][0] = d;
+        return;
+    }
     for (int j = 0; j < kx_nsub(kt); j++) buf->s[b][v][j] = _mm512_mul_ps(d, _mm512_cvtepi32_ps(kx_sc(kt, &S, j)));
     if (kx_has_min(kt)) {
         kx_mp(&S, buf->mp[b][v]);
@@ -48,7 +77,32 @@ INLINE void gemm_tile(int kt, int NV, const gemm_buf *buf, int64_t kc, const lb_
     for (int v = 0; v < NV; v++)
 #pragma GCC unroll 4
         for (int m = 0; m < 4; m++) acc[v][m] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < kc; b++) {
+    for (int64_t b = 0; b < kc && kt == KQ3; b++) {
+        /* folded Q3_K: one chain per super-block (q3_fold) */
+        const lb_block_q8_Kx4 *a = ab + b;
+        __m512i s[GNV][4];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) {
+            const __m512i start = _mm512_set1_epi32(a->b128[m] / 128 * 127);
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; v++) s[v][m] = start;
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < 64; t++)
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++) {
+                const __m512i av = bcast32(a->qs[m] + 4 * t);
+#pragma GCC unroll 3
+                for (int v = 0; v < NV; v++) s[v][m] = _mm512_dpbusd_epi32(s[v][m], buf->u[b][v][t], av);
+            }
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; m++)
+                acc[v][m] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s[v][m]), buf->s[b][v][0]),
+                                            _mm512_set1_ps(a->d[m]), acc[v][m]);
+    }
+    for (int64_t b = 0; b < kc && kt != KQ3; b++) {
         const lb_block_q8_Kx4 *a = ab + b;
         /* the activation sums this block starts from (kx_act_pre), per row */
         int32_t pre[4][16];
