@@ -20,7 +20,7 @@ usage: bench/peers.sh [options] [MODEL.gguf ...]
   --peers-dir DIR  where build.sh put the peers (default $LOWBIT_PEERS,
                    else ~/.cache/lowbit-peers)
 
-Default models: PEERS_DIR/models/synth-1.1b-{Q4_K_M,Q2_K,Q6_K,IQ4_XS,Q4_0}.gguf,
+Default models: PEERS_DIR/models/synth-1.1b-{Q4_K_M,Q3_K_M,Q2_K,Q6_K,IQ4_XS,Q4_0}.gguf,
 ~/.cache/lowbit/gemma-3-270m-q4_k_m.gguf and
 ~/.cache/lowbit/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (scripts/get-model.sh) when present.
 A missing synth-1.1b-TYPE.gguf is made with llama.cpp's llama-quantize from
@@ -66,7 +66,7 @@ done
 [ -x "$lowbit" ] || die "no lowbit binary at $lowbit: build it (cmake -S . -B build && cmake --build build -j) or pass --lowbit"
 
 if [ ${#files[@]} -eq 0 ]; then
-  for t in Q4_K_M Q2_K Q6_K IQ4_XS Q4_0; do files+=("$models/synth-1.1b-$t.gguf"); done
+  for t in Q4_K_M Q3_K_M Q2_K Q6_K IQ4_XS Q4_0; do files+=("$models/synth-1.1b-$t.gguf"); done
   for f in "$HOME/.cache/lowbit/gemma-3-270m-q4_k_m.gguf" "$HOME/.cache/lowbit/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"; do
     [ -f "$f" ] && files+=("$f")
   done
