@@ -20,7 +20,8 @@
  *          the integer cases stay exact there too.
  *  shapes: K = 1..9 blocks and 2816 / 2080 (not multiples of any kernel's
  *          K step), M = 1..17, 32, 48, N = 3 (all plain), 16, 17, 48, 40;
- *          the AVX-512 GEMV with one and with two 16-row groups a step. */
+ *          the AVX-512 GEMV with one and with two 16-row groups a step;
+ *          Q3_K also at the ends of its q x scale range (exact). */
 #include "test_util.h"
 
 #include "formats/repack_kx.h"
@@ -107,6 +108,22 @@ static uint8_t *unit_rows(int base, int64_t K, int64_t N, uint64_t *seed) {
     const int64_t nb = K / blck(base);
     uint8_t *w = malloc(bsize(base) * nb * N);
     for (int64_t b = 0; b < nb * N; b++) unit_block(base, w + b * bsize(base), seed);
+    return w;
+}
+
+/* Q3_K at the ends of its range, block by block: q -4 with sc -32 (q sc =
+ * 128), q 3 with sc -32 (-96), q -4 with sc 31 (-124); d = 1. The AVX-512
+ * GEMM folds q sc + 127 into one unsigned byte (3..255): its edges. */
+static uint8_t *q3k_extreme_rows(int64_t K, int64_t N) {
+    const size_t bs = bsize(LB_TYPE_Q3_K);
+    const int64_t nb = K / QK_K * N;
+    uint8_t *w = calloc((size_t)nb, bs);
+    for (int64_t b = 0; b < nb; b++) {
+        uint8_t *blk = w + (size_t)b * bs;
+        if (b % 3 == 1) memset(blk, 0xFF, 96);      /* hmask and qs: q = 3; raw scales 0: sc = -32 */
+        if (b % 3 == 2) memset(blk + 96, 0xFF, 12); /* q = -4; raw scales 63: sc = 31 */
+        put_fp16(blk + 108, 1.0f);
+    }
     return w;
 }
 
@@ -315,6 +332,16 @@ static void test_kernels(void) {
             free(x);
             x = extreme_acts(K, 18);
             run_case(base, plain, K, N, x, 18, 1, "extreme activations");
+            free(plain);
+            free(x);
+        }
+        if (base == LB_TYPE_Q3_K) {
+            uint8_t *plain = q3k_extreme_rows(512, 48);
+            float *x = extreme_acts(512, 18);
+            run_case(base, plain, 512, 48, x, 18, 1, "extreme codes and scales");
+            free(x);
+            x = int_acts(512, 18, &seed);
+            run_case(base, plain, 512, 48, x, 18, 1, "extreme codes and scales, integer activations");
             free(plain);
             free(x);
         }
