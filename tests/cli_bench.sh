@@ -68,4 +68,18 @@ grep -qE '^\| llama [0-9.]+[KMB] Q4_K - Medium \| ' <<<"$row" && ok "file_type 1
 mib=$("$LOWBIT" info "$tiny" 2>/dev/null | sed -n 's/^bits per weight: .*(\([0-9.]*\) MiB of tensors)$/\1/p')
 [ -n "$mib" ] && grep -qF "| $mib MiB |" <<<"$row" && ok "size column counts every tensor ($mib MiB)" \
   || bad "size column of '$row' is not info's ${mib:-?} MiB of tensors"
+# bench/peers.sh without peers (--peers none): lowbit's own rows, in rounds
+peers=$(dirname "$0")/../bench/peers.sh
+LOWBIT=$LOWBIT bash "$peers" --peers none --rounds 2 -p 8 -n 2 -r 1 -t 1 "$SHARED/models/stories260K-f32.gguf" \
+  > "$WORK/peers.md" 2> "$WORK/peers.err"
+rc=$?
+[ $rc -eq 0 ] && grep -q '^2 rounds per file' "$WORK/peers.md" \
+  && grep -qE '^\| stories260K-f32 \| pp8 \| [0-9.]+ ± [0-9.]+ \| – \|' "$WORK/peers.md" \
+  && grep -qE '^\| stories260K-f32 \| tg2 \| [0-9.]+ ± [0-9.]+ \| – \|' "$WORK/peers.md" \
+  && [ "$(grep -c 'round [12] of 2' "$WORK/peers.err")" -eq 2 ] \
+  && ok "peers.sh --peers none --rounds 2: lowbit's pp and tg rows" \
+  || bad "peers.sh (exit $rc): $(tail -n 3 "$WORK/peers.md" "$WORK/peers.err")"
+bash "$peers" --rounds 0 > /dev/null 2> "$WORK/peers0.err"
+[ $? -ne 0 ] && grep -q 'must be at least 1' "$WORK/peers0.err" && ok "peers.sh --rounds 0 refused" \
+  || bad "peers.sh --rounds 0: $(cat "$WORK/peers0.err")"
 finish
