@@ -11,6 +11,7 @@
 
 #include "core/fp16.h"
 #include "kernels/fgemm.h"
+#include "kernels/x86/bf16_avx2.h"
 #include "kernels/thread_scratch.h"
 
 #define LB_FG __attribute__((target("avx2,fma,f16c")))
@@ -41,10 +42,7 @@ LB_FG static void cvt_bf16(const void *ctx, const void *row, int64_t k0, int64_t
     (void)ctx;
     const uint16_t *w = (const uint16_t *)row + k0;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + i)));
-        _mm256_storeu_ps(out + i, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
-    }
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, lb_bf16x8_to_ps_avx2(w + i));
     for (; i < n; i++) out[i] = lb_bf16_to_f32(w[i]);
 }
 

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "formats/types.h"
+#include "kernels/x86/bf16_avx2.h"
 
 #define LB_AVX2 __attribute__((target("avx2,fma,f16c")))
 
@@ -59,15 +60,9 @@ LB_AVX2 void lb_vec_dot_bf16_avx2(int64_t n, float *s, const void *vw, const voi
     int64_t i = 0;
     for (; i + 32 <= n; i += 32)
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + i + 8 * j)));
-            const __m256 wf = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
-            acc[j] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(a + i + 8 * j), acc[j]);
-        }
-    for (; i + 8 <= n; i += 8) {
-        const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(w + i)));
-        acc[0] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)), _mm256_loadu_ps(a + i), acc[0]);
-    }
+        for (int j = 0; j < 4; j++)
+            acc[j] = _mm256_fmadd_ps(lb_bf16x8_to_ps_avx2(w + i + 8 * j), _mm256_loadu_ps(a + i + 8 * j), acc[j]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(lb_bf16x8_to_ps_avx2(w + i), _mm256_loadu_ps(a + i), acc[0]);
     float sum = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
     for (; i < n; i++) sum += lb_bf16_to_f32(w[i]) * a[i];
     *s = sum;
