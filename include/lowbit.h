@@ -82,11 +82,12 @@ typedef enum {
     LB_TYPE_Q3_K_16X4 = 1015,
     LB_TYPE_Q4_K_16X4 = 1016,
     LB_TYPE_Q5_K_16X4 = 1017,
-    LB_TYPE_Q6_K_16X4 = 1018,
+    LB_TYPE_Q6_K_16X4_V1 = 1018, /* Q6_K_16X4's first plane order: read only (converted at load) */
     LB_TYPE_IQ4_XS_16X4 = 1019,
     LB_TYPE_Q4_1_16X4 = 1020,
     LB_TYPE_Q5_0_16X4 = 1021,
     LB_TYPE_Q5_1_16X4 = 1022,
+    LB_TYPE_Q6_K_16X4 = 1023, /* planes in the order the kernels read them */
     /* lowbit-only: GPTQ's group-wise uniform storage, b bits per weight and
      * one fp16 scale + integer zero point per g weights (src/formats/gq.h) */
     LB_TYPE_GQ4_G128 = 1030,

@@ -91,7 +91,7 @@ static void test_geometry(void) {
     CHECK(lb_gq_bits(LB_TYPE_Q4_0) == 0 && lb_gq_group(LB_TYPE_CB2) == 0 && lb_gq_bits(1029) == 0 &&
           lb_gq_bits(1042) == 0);
     CHECK(lb_gq_traits(1029) == NULL && lb_gq_traits(1042) == NULL && lb_gq_grid(LB_TYPE_Q4_0) == NULL);
-    CHECK(lb_traits(1023) == NULL && lb_traits(1029) == NULL && lb_traits(1054) == NULL);
+    CHECK(lb_traits(1024) == NULL && lb_traits(1029) == NULL && lb_traits(1054) == NULL);
     /* 1042-1053: the interleaved _QG layouts (formats/repack_qg.h), not GQ types themselves */
     CHECK(lb_traits(1042) != NULL && lb_gq_bits(1053) == 0);
     /* not GQ: lb_gq_quantize_row leaves the output alone */

@@ -167,6 +167,44 @@ static void one_type(const char *f32, int base, int packed_type, const char *tag
     free(ref);
 }
 
+/* A file with the Q6_K_16X4_V1 plane order (lowbit's Q6_K_16X4 before
+ * 2026-11-29) loads, converted: the same logits as the plain Q6_K file,
+ * repacked at load and with repack off (then plain Q6_K). */
+static void v1_file(const char *f32) {
+    char plain[512], v1[512];
+    snprintf(plain, sizeof plain, "%s", lb_test_tmp("kx_v1_plain.gguf"));
+    snprintf(v1, sizeof v1, "%s", lb_test_tmp("kx_v1.gguf"));
+    lb_quantize_params qp;
+    memset(&qp, 0, sizeof qp);
+    qp.n_threads = 2;
+    lb_quantize_stats st;
+    qp.type = LB_TYPE_Q6_K;
+    CHECK_OK(lb_quantize_file(f32, plain, &qp, &st));
+    qp.type = LB_TYPE_Q6_K_16X4_V1;
+    CHECK_OK(lb_quantize_file(f32, v1, &qp, &st));
+    gguf_file *g = NULL;
+    CHECK_OK(gguf_open(v1, &g));
+    const gguf_tensor *wq = g ? gguf_find_tensor(g, "blk.0.attn_q.weight") : NULL;
+    CHECK(wq && wq->type == (uint32_t)LB_TYPE_Q6_K_16X4_V1);
+    gguf_close(g);
+    static const char *modes[] = {"auto", "off"};
+    for (int i = 0; i < 2; i++) {
+        lb_repack_set_mode(modes[i]);
+        int V = 0;
+        lb_model *m = NULL;
+        float *a = run(plain, &V, NULL), *b = run(v1, &V, &m);
+        const int want = lb_repack_target(LB_TYPE_Q6_K);
+        CHECK_MSG(m && count_type(m, want) == 7 * m->hp.n_layer && count_type(m, LB_TYPE_Q6_K_16X4_V1) == 0,
+                  "repack %s: a Q6_K_16X4_V1 file's matrices are not %s", modes[i], lb_type_name(want));
+        CHECK_MSG(a && b && !memcmp(a, b, sizeof(float) * 2 * V), "repack %s: the Q6_K_16X4_V1 file's logits differ",
+                  modes[i]);
+        lb_model_free(m);
+        free(a);
+        free(b);
+    }
+    lb_repack_set_mode("auto");
+}
+
 int main(void) {
     const char *f32 = lb_test_shared("interop/tiny-F32.gguf");
     if (!lb_test_have(f32)) SKIP("no %s", f32);
@@ -185,5 +223,6 @@ int main(void) {
         snprintf(tag, sizeof tag, "kx_%s.gguf", lb_type_name(kx[i][0]));
         one_type(f32, kx[i][0], kx[i][1], tag);
     }
+    if (n_kx > 1) v1_file(f32);
     return lb_test_result("test_kq_repack_model");
 }

@@ -36,13 +36,7 @@ enum { N_BASES = sizeof kBases / sizeof kBases[0] };
 static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_AMX,
                                  LB_ISA_NEON,   LB_ISA_DOTPROD, LB_ISA_I8MM};
 
-static int repacked(int base) {
-    for (int t = 1000; t < 1100; t++) {
-        const lb_repack_layout *L = lb_repack_layout_of(t);
-        if (L && L->base == base) return t;
-    }
-    return -1;
-}
+static int repacked(int base) { return lb_repack_find(base, 16, 4); }
 
 static int blck(int base) { return lb_traits(base)->blck; }
 static size_t bsize(int base) { return lb_traits(base)->type_size; }
@@ -195,8 +189,10 @@ static void reference(int base, const uint8_t *plain, const float *x, int64_t K,
 
 static void test_layout(void) {
     uint64_t seed = 5;
-    for (int i = 0; i < N_BASES; i++) {
-        const int base = kBases[i], T = repacked(base);
+    for (int i = 0; i <= N_BASES; i++) {
+        /* the bases' layouts, then the read-only Q6_K_16X4_V1 */
+        const int base = i < N_BASES ? kBases[i] : LB_TYPE_Q6_K;
+        const int T = i < N_BASES ? repacked(base) : LB_TYPE_Q6_K_16X4_V1;
         CHECK_MSG(T >= 0, "%s has no 16-row layout", lb_type_name(base));
         if (T < 0) continue;
         const lb_repack_layout *L = lb_repack_layout_of(T);
@@ -243,8 +239,26 @@ static void test_layout(void) {
             for (int e = 0; e < 4; e++) ok &= packed[256 + 64 * c + 4 * r + e] == plain[144 * r + 16 + 4 * c + e];
     for (int r = 0; r < 16; r++) ok &= !memcmp(packed + 2 * r, plain + 144 * r, 2);
     CHECK_MSG(ok, "Q4_K_16X4 planes are not where formats/repack_kx.h says");
-    CHECK(lb_kx_plane_offset(LB_TYPE_Q4_K, 3) == 256 && lb_kx_plane_offset(LB_TYPE_Q6_K, 1) == 2048);
-    CHECK(lb_kx_plane_offset(LB_TYPE_Q5_0, 2) == 0 && lb_kx_plane_offset(LB_TYPE_Q5_0, 1) == 256);
+    CHECK(lb_kx_x_offset(LB_TYPE_Q4_K, 16) == 256 && lb_kx_x_offset(LB_TYPE_Q4_K, 17) == 257);
+    CHECK(lb_kx_x_offset(LB_TYPE_Q5_0, 6) == 0 && lb_kx_x_offset(LB_TYPE_Q5_0, 2) == 256);
+    /* Q6_K's planes in the kernels' reading order (LB_KX_Q6_*) */
+    int q6 = lb_kx_x_offset(LB_TYPE_Q6_K, 192) == LB_KX_Q6_SC && lb_kx_x_offset(LB_TYPE_Q6_K, 208) == LB_KX_Q6_D;
+    for (int v = 0; v < 32; v++) q6 &= lb_kx_x_offset(LB_TYPE_Q6_K, 4 * v) == lb_kx_q6_ql(v);
+    for (int u = 0; u < 16; u++) q6 &= lb_kx_x_offset(LB_TYPE_Q6_K, 128 + 4 * u) == lb_kx_q6_qh(u);
+    for (int sc = 0; sc < 4; sc++) q6 &= lb_kx_x_offset(LB_TYPE_Q6_K, 192 + 4 * sc) == LB_KX_Q6_SC + 64 * sc;
+    CHECK_MSG(q6, "Q6_K_16X4 planes are not where LB_KX_Q6_* say");
+    /* the read-only V1 keeps the plain field order: ql at 0, qh at 2048 */
+    uint8_t *q6p = malloc(210 * 16), *q6x = malloc(210 * 16);
+    for (size_t b = 0; b < 210 * 16; b++) q6p[b] = (uint8_t)lb_test_rand(&seed);
+    lb_repack_tensor(LB_TYPE_Q6_K_16X4_V1, q6p, q6x, 256, 16);
+    ok = 1;
+    for (int r = 0; r < 16; r++)
+        for (int c = 0; c < 48; c++)
+            for (int e = 0; e < 4; e++) ok &= q6x[64 * c + 4 * r + e] == q6p[210 * r + 4 * c + e];
+    CHECK_MSG(ok, "Q6_K_16X4_V1 planes moved");
+    free(q6p);
+    free(q6x);
+    CHECK(lb_kx_x_offset(LB_TYPE_Q6_K, 210) == -1);
     /* the Q5 bit permutation: fifth bit of weight 4c + e + 16h at 8e + 2c + h */
     uint8_t q5[22 * 16];
     memset(q5, 0, sizeof q5);

@@ -165,6 +165,11 @@ int cmd_quantize(int argc, char **argv) {
         fprintf(stderr, "lowbit quantize: unknown or unsupported type '%s' (see --help)\n", pos[2]);
         return CLI_USAGE;
     }
+    if (type == LB_TYPE_Q6_K_16X4_V1) {
+        fprintf(stderr, "lowbit quantize: %s is the older Q6_K_16X4 plane order, read only (loads convert it): "
+                        "write Q6_K_16X4\n", pos[2]);
+        return CLI_USAGE;
+    }
     if (opt.sym && !lb_gq_bits(lb_type_base(type)) && !lb_gqc_bits(type)) {
         fprintf(stderr, "lowbit quantize: --sym applies to the GQ types only (%s has one fixed convention)\n", pos[2]);
         return CLI_USAGE;

@@ -26,6 +26,8 @@ static const lb_repack_layout layouts[] = {
     {LB_TYPE_Q5_K_16X4, LB_TYPE_Q5_K, 16, 4},   {LB_TYPE_Q6_K_16X4, LB_TYPE_Q6_K, 16, 4},
     {LB_TYPE_IQ4_XS_16X4, LB_TYPE_IQ4_XS, 16, 4}, {LB_TYPE_Q4_1_16X4, LB_TYPE_Q4_1, 16, 4},
     {LB_TYPE_Q5_0_16X4, LB_TYPE_Q5_0, 16, 4},   {LB_TYPE_Q5_1_16X4, LB_TYPE_Q5_1, 16, 4},
+    /* read only, after Q6_K_16X4 so that lb_repack_find picks that one */
+    {LB_TYPE_Q6_K_16X4_V1, LB_TYPE_Q6_K, 16, 4},
     /* the GQ types for the QIGen kernels, 16 rows of 32-bit words (formats/repack_qg.c) */
 #define QG_LAYOUT(name, NAME, B, G) {LB_TYPE_##NAME##_QG, LB_TYPE_##NAME, 16, 4},
     LB_GQ_LIST(QG_LAYOUT)

@@ -15,7 +15,6 @@ enum { DW, H16, P5 }; /* plane kinds */
 
 typedef struct {
     uint8_t kind;
-    uint8_t which; /* field index in plain order (lb_kx_plane_offset) */
     uint16_t plain_off, bytes, x_off;
 } plane;
 
@@ -24,28 +23,35 @@ typedef struct {
     size_t bs; /* plain block bytes */
     int blck;
     int n;
-    plane p[5];
+    plane p[6];
 } kx_layout;
 
 /* Planes in x-block order: x_off = 16 * (the bytes of the planes before);
  * the bytes add up to the plain block's (tests/test_kx_repack.c checks). */
 static const kx_layout kx[] = {
     {LB_TYPE_Q3_K, LB_TYPE_Q3_K_16X4, sizeof(block_q3_K), QK_K, 4,
-     {{DW, 0, 0, 32, 0}, {DW, 1, 32, 64, 512}, {DW, 2, 96, 12, 1536}, {H16, 3, 108, 2, 1728}}},
+     {{DW, 0, 32, 0}, {DW, 32, 64, 512}, {DW, 96, 12, 1536}, {H16, 108, 2, 1728}}},
     {LB_TYPE_Q4_K, LB_TYPE_Q4_K_16X4, sizeof(block_q4_K), QK_K, 4,
-     {{H16, 0, 0, 2, 0}, {H16, 1, 2, 2, 32}, {DW, 2, 4, 12, 64}, {DW, 3, 16, 128, 256}}},
+     {{H16, 0, 2, 0}, {H16, 2, 2, 32}, {DW, 4, 12, 64}, {DW, 16, 128, 256}}},
     {LB_TYPE_Q5_K, LB_TYPE_Q5_K_16X4, sizeof(block_q5_K), QK_K, 5,
-     {{H16, 0, 0, 2, 0}, {H16, 1, 2, 2, 32}, {DW, 2, 4, 12, 64}, {DW, 3, 16, 32, 256}, {DW, 4, 48, 128, 768}}},
-    {LB_TYPE_Q6_K, LB_TYPE_Q6_K_16X4, sizeof(block_q6_K), QK_K, 4,
-     {{DW, 0, 0, 128, 0}, {DW, 1, 128, 64, 2048}, {DW, 2, 192, 16, 3072}, {H16, 3, 208, 2, 3328}}},
+     {{H16, 0, 2, 0}, {H16, 2, 2, 32}, {DW, 4, 12, 64}, {DW, 16, 32, 256}, {DW, 48, 128, 768}}},
+    /* scales, ql 0-15, qh 0-7, ql 16-31, qh 8-15, d (LB_KX_Q6_*) */
+    {LB_TYPE_Q6_K, LB_TYPE_Q6_K_16X4, sizeof(block_q6_K), QK_K, 6,
+     {{DW, 192, 16, 0}, {DW, 0, 64, 256}, {DW, 128, 32, 1280}, {DW, 64, 64, 1792}, {DW, 160, 32, 2816},
+      {H16, 208, 2, 3328}}},
     {LB_TYPE_IQ4_XS, LB_TYPE_IQ4_XS_16X4, sizeof(block_iq4_xs), QK_K, 4,
-     {{H16, 0, 0, 2, 0}, {H16, 1, 2, 2, 32}, {DW, 2, 4, 4, 64}, {DW, 3, 8, 128, 128}}},
+     {{H16, 0, 2, 0}, {H16, 2, 2, 32}, {DW, 4, 4, 64}, {DW, 8, 128, 128}}},
     {LB_TYPE_Q4_1, LB_TYPE_Q4_1_16X4, sizeof(block_q4_1), QK4_1, 3,
-     {{H16, 0, 0, 2, 0}, {H16, 1, 2, 2, 32}, {DW, 2, 4, 16, 64}}},
+     {{H16, 0, 2, 0}, {H16, 2, 2, 32}, {DW, 4, 16, 64}}},
     {LB_TYPE_Q5_0, LB_TYPE_Q5_0_16X4, sizeof(block_q5_0), QK5_0, 3,
-     {{DW, 2, 6, 16, 0}, {P5, 1, 2, 4, 256}, {H16, 0, 0, 2, 320}}},
+     {{DW, 6, 16, 0}, {P5, 2, 4, 256}, {H16, 0, 2, 320}}},
     {LB_TYPE_Q5_1, LB_TYPE_Q5_1_16X4, sizeof(block_q5_1), QK5_1, 4,
-     {{H16, 0, 0, 2, 0}, {H16, 1, 2, 2, 32}, {P5, 2, 4, 4, 64}, {DW, 3, 8, 16, 128}}},
+     {{H16, 0, 2, 0}, {H16, 2, 2, 32}, {P5, 4, 4, 64}, {DW, 8, 16, 128}}},
+    /* the Q6_K layout files of lowbit before 2026-11-29 carry (plain field
+     * order); read only, converted at load (model/repack.c). After the
+     * current Q6_K entry, so that kx_of_base finds that one. */
+    {LB_TYPE_Q6_K, LB_TYPE_Q6_K_16X4_V1, sizeof(block_q6_K), QK_K, 4,
+     {{DW, 0, 128, 0}, {DW, 128, 64, 2048}, {DW, 192, 16, 3072}, {H16, 208, 2, 3328}}},
 };
 enum { N_KX = sizeof kx / sizeof kx[0] };
 
@@ -55,12 +61,22 @@ static const kx_layout *kx_of_base(int base) {
     return NULL;
 }
 
+static const kx_layout *kx_of_type(int type) {
+    for (int i = 0; i < N_KX; i++)
+        if (kx[i].type == type) return &kx[i];
+    return NULL;
+}
+
 int lb_repack_is_kx(int base) { return kx_of_base(base) != NULL; }
 
-int lb_kx_plane_offset(int base, int which) {
+int lb_kx_x_offset(int base, int plain_byte) {
     const kx_layout *L = kx_of_base(base);
-    for (int i = 0; L && i < L->n; i++)
-        if (L->p[i].which == which) return L->p[i].x_off;
+    for (int i = 0; L && i < L->n; i++) {
+        const plane *p = &L->p[i];
+        const int b = plain_byte - p->plain_off;
+        if (b < 0 || b >= p->bytes) continue;
+        return p->kind == H16 ? p->x_off + b : p->kind == P5 ? p->x_off : p->x_off + 64 * (b / 4) + b % 4;
+    }
     return -1;
 }
 
@@ -135,7 +151,7 @@ static void kx_tensor(const kx_layout *L, const void *src, void *dst, int64_t K,
            (size_t)(N % KR) * row_size);
 }
 
-static const kx_layout *kx_of_layout(const lb_repack_layout *RL) { return RL ? kx_of_base(RL->base) : NULL; }
+static const kx_layout *kx_of_layout(const lb_repack_layout *RL) { return RL ? kx_of_type(RL->type) : NULL; }
 
 void lb_repack_kx_tensor(const lb_repack_layout *RL, const void *plain, void *packed, int64_t K, int64_t N) {
     const kx_layout *L = kx_of_layout(RL);
@@ -150,8 +166,9 @@ void lb_unpack_kx_tensor(const lb_repack_layout *RL, const void *packed, void *p
 /* ---- traits ---- */
 
 /* One group: k = 16 rows of k/16 values (anything else decodes to zeros). */
-static void group_to_float(int base, const void *src, float *dst, int64_t k) {
-    const kx_layout *L = kx_of_base(base);
+static void group_to_float(int type, const void *src, float *dst, int64_t k) {
+    const kx_layout *L = kx_of_type(type);
+    const int base = L->base;
     const int64_t K = k / KR;
     uint8_t *row = K % L->blck == 0 && K > 0 ? malloc((size_t)(K / L->blck) * L->bs) : NULL;
     if (!row) {
@@ -165,16 +182,17 @@ static void group_to_float(int base, const void *src, float *dst, int64_t k) {
     free(row);
 }
 
-#define KX_TO_FLOAT(w, BASE) \
-    static void to_float_##w(const void *s, float *d, int64_t k) { group_to_float(BASE, s, d, k); }
-KX_TO_FLOAT(q3_K, LB_TYPE_Q3_K)
-KX_TO_FLOAT(q4_K, LB_TYPE_Q4_K)
-KX_TO_FLOAT(q5_K, LB_TYPE_Q5_K)
-KX_TO_FLOAT(q6_K, LB_TYPE_Q6_K)
-KX_TO_FLOAT(iq4_xs, LB_TYPE_IQ4_XS)
-KX_TO_FLOAT(q4_1, LB_TYPE_Q4_1)
-KX_TO_FLOAT(q5_0, LB_TYPE_Q5_0)
-KX_TO_FLOAT(q5_1, LB_TYPE_Q5_1)
+#define KX_TO_FLOAT(w, TYPE) \
+    static void to_float_##w(const void *s, float *d, int64_t k) { group_to_float(TYPE, s, d, k); }
+KX_TO_FLOAT(q3_K, LB_TYPE_Q3_K_16X4)
+KX_TO_FLOAT(q4_K, LB_TYPE_Q4_K_16X4)
+KX_TO_FLOAT(q5_K, LB_TYPE_Q5_K_16X4)
+KX_TO_FLOAT(q6_K, LB_TYPE_Q6_K_16X4)
+KX_TO_FLOAT(iq4_xs, LB_TYPE_IQ4_XS_16X4)
+KX_TO_FLOAT(q4_1, LB_TYPE_Q4_1_16X4)
+KX_TO_FLOAT(q5_0, LB_TYPE_Q5_0_16X4)
+KX_TO_FLOAT(q5_1, LB_TYPE_Q5_1_16X4)
+KX_TO_FLOAT(q6_K_v1, LB_TYPE_Q6_K_16X4_V1)
 
 static const lb_type_traits kx_traits[N_KX] = {
     {"Q3_K_16X4", QK_K, sizeof(block_q3_K), 1, LB_TYPE_Q8_K, to_float_q3_K, NULL, NULL},
@@ -185,6 +203,7 @@ static const lb_type_traits kx_traits[N_KX] = {
     {"Q4_1_16X4", QK4_1, sizeof(block_q4_1), 1, LB_TYPE_Q8_1, to_float_q4_1, NULL, NULL},
     {"Q5_0_16X4", QK5_0, sizeof(block_q5_0), 1, LB_TYPE_Q8_0, to_float_q5_0, NULL, NULL},
     {"Q5_1_16X4", QK5_1, sizeof(block_q5_1), 1, LB_TYPE_Q8_1, to_float_q5_1, NULL, NULL},
+    {"Q6_K_16X4_V1", QK_K, sizeof(block_q6_K), 1, LB_TYPE_Q8_K, to_float_q6_K_v1, NULL, NULL},
 };
 
 const lb_type_traits *lb_repack_kx_traits(int type) {

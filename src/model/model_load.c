@@ -154,7 +154,8 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
     if (lb_abq_plain_of_codes((int)t->type) >= 0) /* their sums are trusted: made by the load only */
         return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
                        name, lb_type_name((int)t->type));
-    if (!lb_traits((int)t->type) || !lb_kernel_get((int)t->type))
+    /* Q6_K_16X4_V1 has no kernel: lb_model_repack converts it (model/repack.c) */
+    if (!lb_traits((int)t->type) || (!lb_kernel_get((int)t->type) && t->type != LB_TYPE_Q6_K_16X4_V1))
         return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
                        name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);
     /* ABQ: scales, zero points and balanced codes checked once, so no kernel meets a malformed block */

@@ -58,6 +58,13 @@ static const int prefs_i8mm[][2] = {{4, 8}, {8, 8}, {4, 4}};
 static const int prefs_dotprod[][2] = {{4, 4}, {4, 8}, {8, 8}};
 
 int lb_repack_target(int type) {
+    if (type == LB_TYPE_Q6_K_16X4_V1) {
+        /* an older lowbit file's Q6_K plane order (formats/repack_kx.h):
+         * to the current layout where its kernels run, else plain Q6_K,
+         * in every mode (no kernel reads the old order) */
+        const int t = lb_repack_target(LB_TYPE_Q6_K);
+        return t == LB_TYPE_Q6_K_16X4 ? t : LB_TYPE_Q6_K;
+    }
     if (lb_gc_is(type)) {
         /* whole-row groups (formats/gc.h): expanded into G128 blocks and
          * repacked where a fast kernel runs them (QIGen's, the table
@@ -135,6 +142,17 @@ static lb_status repack_matrix(lb_model *m, lb_matrix *w, int type, int replace,
         lb_repack_tensor(type, g128, dst, w->K, w->N);
         free(g128);
         w->row_size = row;
+    } else if (w->type == LB_TYPE_Q6_K_16X4_V1) {
+        /* the older plane order: unpacked, then repacked unless kept plain */
+        if (type == LB_TYPE_Q6_K) {
+            lb_unpack_tensor(w->type, w->data, dst, w->K, w->N);
+        } else {
+            void *plain = malloc(w->row_size * (size_t)w->N);
+            if (!plain) return lb_fail(LB_ERR_NOMEM, "out of memory converting a %s matrix", lb_type_name(w->type));
+            lb_unpack_tensor(w->type, w->data, plain, w->K, w->N);
+            lb_repack_tensor(type, plain, dst, w->K, w->N);
+            free(plain);
+        }
     } else if (lb_abq_plain_of_codes(type) >= 0) {
         /* ABQ codes: rows of their own size */
         lb_repack_tensor(type, w->data, dst, w->K, w->N);
@@ -184,11 +202,11 @@ static lb_status unpack_embedding(lb_model *m) {
 lb_status lb_model_repack(lb_model *m) {
     lb_status s = unpack_embedding(m);
     if (s) return s;
-    if (mode_in_force() == MODE_OFF) return LB_OK;
+    /* mode off: only Q6_K_16X4_V1 changes (lb_repack_target) */
     const double t0 = lb_time_s();
     static const int bases[] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_TYPE_Q2_K, LB_TYPE_CB2,
                                 LB_TYPE_CB3,  LB_TYPE_Q3_K,   LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K,
-                                LB_TYPE_IQ4_XS, LB_TYPE_Q4_1, LB_TYPE_Q5_0, LB_TYPE_Q5_1,
+                                LB_TYPE_IQ4_XS, LB_TYPE_Q4_1, LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_Q6_K_16X4_V1,
                                 LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,
                                 LB_TYPE_GQ3_G128, LB_TYPE_GQ3_G64, LB_TYPE_GQ3_G32, LB_TYPE_GQ3_G16,
                                 LB_TYPE_GQ2_G128, LB_TYPE_GQ2_G64, LB_TYPE_GQ2_G32, LB_TYPE_GQ2_G16,
@@ -251,7 +269,8 @@ lb_status lb_model_repack(lb_model *m) {
     if (s) return s;
     for (int i = 0; i < NB; i++)
         if (t[i].n) {
-            const int from = lb_gc_is(bases[i]) ? bases[i] : lb_type_base(t[i].to_type); /* GC: expanded */
+            /* GC: expanded; V1: converted */
+            const int from = lb_gc_is(bases[i]) || bases[i] == LB_TYPE_Q6_K_16X4_V1 ? bases[i] : lb_type_base(t[i].to_type);
             lb_log(1, "repacked %d %s matrices (%.1f MiB) to %s for kernel %s in %.2f s\n", t[i].n, lb_type_name(from),
                    t[i].bytes / 1048576.0, lb_type_name(t[i].to_type),
                    lb_kernel_get_act(t[i].to_type, t[i].act_bits, lb_cpu_level())->name,

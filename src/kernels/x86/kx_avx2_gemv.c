@@ -284,8 +284,8 @@ INLINE void gemv_sb(int kt, int vnni, int MR, const uint8_t *xb, const block_q8_
 #pragma GCC unroll 2
                         for (int h = 0; h < 2; h++) {
                             if (kt == KQ6) {
-                                const __m256i V = ld8r(xb, 64 * (16 * n + 8 * sq + t), h);
-                                const __m256i H = ld8r(xb, 2048 + 64 * (8 * n + t), h), m2 = b8(0x30);
+                                const __m256i V = ld8r(xb, lb_kx_q6_ql(16 * n + 8 * sq + t), h);
+                                const __m256i H = ld8r(xb, lb_kx_q6_qh(8 * n + t), h), m2 = b8(0x30);
                                 u[0][h] = _mm256_or_si256(_mm256_and_si256(V, m4), _mm256_and_si256(shl16(H, 4 - 2 * sq), m2));
                                 u[1][h] = _mm256_or_si256(nib(V, 1), _mm256_and_si256(shl16(H, -2 * sq), m2));
                             } else {

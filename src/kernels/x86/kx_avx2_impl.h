@@ -41,7 +41,7 @@
 enum { KQ3, KQ4, KQ5, KQ6, KIQ4, KL41, KL50, KL51 };
 
 /* ---- geometry (formats/repack_kx.c's plane table; test_kx_repack checks
- * the layout, lb_kx_plane_offset names the offsets used here) ---- */
+ * the layout, lb_kx_x_offset names the offsets used here) ---- */
 
 INLINE int kx_legacy(int kt) { return kt >= KL41; }
 INLINE int kx_blck(int kt) { return kx_legacy(kt) ? 32 : QK_K; }
@@ -69,7 +69,7 @@ INLINE int kx_cols16(int kt) {
 INLINE int kx_d_off(int kt) {
     switch (kt) {
     case KQ3: return 1728;
-    case KQ6: return 3328;
+    case KQ6: return LB_KX_Q6_D;
     case KL50: return 320;
     default: return 0;
     }
@@ -147,8 +147,8 @@ INLINE __m256i kx_col(int kt, int vnni, const uint8_t *xb, int h, int c, __m256i
         /* weights 128n + 32q + 4t: ql vector 16n + 8(q & 1) + t, nibble q >> 1;
          * qh vector 8n + t, bits 2q .. 2q + 1 */
         const int n = c / 32, q = (c % 32) / 8, t = c % 8;
-        const __m256i lo = nib(ld8(xb, 64 * (16 * n + 8 * (q & 1) + t), h), q >> 1);
-        const __m256i hb = _mm256_and_si256(shl16(ld8(xb, 2048 + 64 * (8 * n + t), h), 4 - 2 * q), b8(0x30));
+        const __m256i lo = nib(ld8(xb, lb_kx_q6_ql(16 * n + 8 * (q & 1) + t), h), q >> 1);
+        const __m256i hb = _mm256_and_si256(shl16(ld8(xb, lb_kx_q6_qh(8 * n + t), h), 4 - 2 * q), b8(0x30));
         const __m256i u = _mm256_or_si256(lo, hb);
         return vnni ? _mm256_add_epi8(u, b8(32)) : u;
     }
@@ -207,7 +207,7 @@ INLINE __m256i byte_to_lane(__m256i v, int e, int sgn, int w16) {
 /* Q3_K / Q6_K: the 16 scales as int8, 4 per dword (q = 0..3: bytes e = scale 4q + e) */
 INLINE void kx_sq(int kt, const uint8_t *xb, int h, __m256i sq[4]) {
     if (kt == KQ6) {
-        for (int q = 0; q < 4; q++) sq[q] = ld8(xb, 3072 + 64 * q, h);
+        for (int q = 0; q < 4; q++) sq[q] = ld8(xb, LB_KX_Q6_SC + 64 * q, h);
         return;
     }
     /* Q3_K: low nibble of byte j % 8 (j < 8) or its high nibble, top 2 bits

@@ -26,7 +26,7 @@ enum { KQ3, KQ4, KQ5, KQ6, KIQ4 }; /* the super-block kinds */
 enum { KL41, KL50, KL51 };         /* the legacy 32-weight kinds */
 
 /* ---- geometry (formats/repack_kx.c's plane table; test_kx_repack checks
- * the offsets used here through lb_kx_plane_offset) ---- */
+ * the offsets used here through lb_kx_x_offset) ---- */
 
 INLINE size_t kx_xbs(int kt) {
     static const size_t b[5] = {16 * 110, 16 * 144, 16 * 176, 16 * 210, 16 * 136};
@@ -38,7 +38,7 @@ INLINE int kx_nsub(int kt) { return QK_K / kx_sb(kt); }
 INLINE int kx_bias(int kt) { return kt == KQ3 ? 4 : kt == KQ6 ? 32 : kt == KIQ4 ? 128 : 0; }
 INLINE int kx_has_min(int kt) { return kt == KQ4 || kt == KQ5; }
 /* the fp16 super-scale(s) */
-INLINE int kx_d_off(int kt) { return kt == KQ3 ? 1728 : kt == KQ6 ? 3328 : 0; }
+INLINE int kx_d_off(int kt) { return kt == KQ3 ? 1728 : kt == KQ6 ? LB_KX_Q6_D : 0; }
 enum { KX_DMIN_OFF = 32 }; /* Q4_K, Q5_K */
 
 INLINE __m512i ld(const uint8_t *p) { return _mm512_loadu_si512(p); }
@@ -89,7 +89,7 @@ INLINE __m512i dec_vec(int kt, const uint8_t *xb, int g, int k) {
         /* weights 128n + 64s + 32 hi + 4t: ql vector 16n + 8 hi + t (its low
          * nibbles for s = 0, high for 1), 2 bits at 4s + 2 hi of qh vector 8n + t */
         const int n = g / 2, s = g % 2;
-        const __m512i q = ld(xb + 64 * (16 * n + 8 * hi + t)), h = ld(xb + 2048 + 64 * (8 * n + t));
+        const __m512i q = ld(xb + lb_kx_q6_ql(16 * n + 8 * hi + t)), h = ld(xb + lb_kx_q6_qh(8 * n + t));
         return or_masked(s ? _mm512_srli_epi16(q, 4) : q, m4, _mm512_and_si512(shl(h, 4 - 4 * s - 2 * hi), b8(0x30)));
     }
     if (kt == KQ3) {
@@ -132,7 +132,7 @@ INLINE void kx_sload(int kt, const uint8_t *xb, kx_sstate *S) {
         S->v[3] = or_masked(_mm512_srli_epi32(v2, 4), b8(0x0F), _mm512_and_si512(_mm512_srli_epi32(v1, 2), b8(0x30)));
     } else if (kt == KQ6) {
         /* 16 int8 per row, 4 dwords */
-        for (int q = 0; q < 4; q++) S->v[q] = ld(xb + 3072 + 64 * q);
+        for (int q = 0; q < 4; q++) S->v[q] = ld(xb + LB_KX_Q6_SC + 64 * q);
     } else if (kt == KQ3) {
         /* raw 6-bit j: low nibble of byte j % 8 (j < 8) or its high nibble,
          * top 2 bits at 2 (j / 4) of byte 8 + j % 4: v[q] = raw of j = 4q + e as bytes */
