@@ -67,17 +67,10 @@ INLINE void gemm_decode(int kt, const uint8_t *xb, gemm_buf *buf, int b, int v) 
     }
 }
 
-/* Y rows [0, 4) (one activation group) x 16 NV columns: += or = the kc
- * super-blocks of buf. */
-INLINE void gemm_tile(int kt, int NV, const gemm_buf *buf, int64_t kc, const lb_block_q8_Kx4 *ab, float *Y,
-                      size_t ldy, int add) {
-    const int SB = kx_sb(kt), NS = kx_nsub(kt), bias = kx_bias(kt);
-    __m512 acc[GNV][4];
-#pragma GCC unroll 3
-    for (int v = 0; v < NV; v++)
-#pragma GCC unroll 4
-        for (int m = 0; m < 4; m++) acc[v][m] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < kc && kt == KQ3; b++) {
+/* acc (one activation group x 16 NV columns) += the kc super-blocks of
+ * buf, Q3_K folded: one chain per super-block (q3_fold) */
+INLINE void tile_folded(int NV, const gemm_buf *buf, int64_t kc, const lb_block_q8_Kx4 *ab, __m512 acc[GNV][4]) {
+    for (int64_t b = 0; b < kc; b++) {
         /* folded Q3_K: one chain per super-block (q3_fold) */
         const lb_block_q8_Kx4 *a = ab + b;
         __m512i s[GNV][4];
@@ -102,7 +95,12 @@ INLINE void gemm_tile(int kt, int NV, const gemm_buf *buf, int64_t kc, const lb_
                 acc[v][m] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(s[v][m]), buf->s[b][v][0]),
                                             _mm512_set1_ps(a->d[m]), acc[v][m]);
     }
-    for (int64_t b = 0; b < kc && kt != KQ3; b++) {
+}
+
+/* The same for the other kinds: one chain per sub-block, scaled in float */
+INLINE void tile_sub(int kt, int NV, const gemm_buf *buf, int64_t kc, const lb_block_q8_Kx4 *ab, __m512 acc[GNV][4]) {
+    const int SB = kx_sb(kt), NS = kx_nsub(kt), bias = kx_bias(kt);
+    for (int64_t b = 0; b < kc; b++) {
         const lb_block_q8_Kx4 *a = ab + b;
         /* the activation sums this block starts from (kx_act_pre), per row */
         int32_t pre[4][16];
@@ -152,6 +150,19 @@ INLINE void gemm_tile(int kt, int NV, const gemm_buf *buf, int64_t kc, const lb_
 #pragma GCC unroll 4
             for (int m = 0; m < 4; m++) acc[v][m] = _mm512_fmadd_ps(f[v][m], _mm512_set1_ps(a->d[m]), acc[v][m]);
     }
+}
+
+/* Y rows [0, 4) (one activation group) x 16 NV columns: += or = the kc
+ * super-blocks of buf. */
+INLINE void gemm_tile(int kt, int NV, const gemm_buf *buf, int64_t kc, const lb_block_q8_Kx4 *ab, float *Y,
+                      size_t ldy, int add) {
+    __m512 acc[GNV][4];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; v++)
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; m++) acc[v][m] = _mm512_setzero_ps();
+    if (kt == KQ3) tile_folded(NV, buf, kc, ab, acc);
+    else tile_sub(kt, NV, buf, kc, ab, acc);
 #pragma GCC unroll 3
     for (int v = 0; v < NV; v++)
 #pragma GCC unroll 4
