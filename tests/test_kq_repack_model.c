@@ -85,22 +85,27 @@ static int count_type(const lb_model *m, int type) {
     return c;
 }
 
+/* `lowbit quantize in out TYPE` on 2 threads; its stats */
+static lb_quantize_stats quantize_to(const char *in, const char *out, int type) {
+    lb_quantize_params qp;
+    memset(&qp, 0, sizeof qp);
+    qp.n_threads = 2;
+    qp.type = type;
+    lb_quantize_stats st;
+    memset(&st, 0, sizeof st);
+    CHECK_OK(lb_quantize_file(in, out, &qp, &st));
+    return st;
+}
+
 static void one_type(const char *f32, int base, int packed_type, const char *tag) {
     char plain[512], packed[512], back[512], what[128];
     snprintf(plain, sizeof plain, "%s", lb_test_tmp(tag));
     snprintf(packed, sizeof packed, "%s.16x4", lb_test_tmp(tag));
     snprintf(back, sizeof back, "%s.back", lb_test_tmp(tag));
-    lb_quantize_params qp;
-    memset(&qp, 0, sizeof qp);
-    qp.n_threads = 2;
-    lb_quantize_stats st;
-    qp.type = base;
-    CHECK_OK(lb_quantize_file(f32, plain, &qp, &st));
-    qp.type = packed_type;
-    CHECK_OK(lb_quantize_file(f32, packed, &qp, &st));
+    quantize_to(f32, plain, base);
+    const lb_quantize_stats st = quantize_to(f32, packed, packed_type);
     CHECK(st.n_quantized > 0 && st.n_fallback == 0);
-    qp.type = base;
-    CHECK_OK(lb_quantize_file(packed, back, &qp, &st));
+    quantize_to(packed, back, base);
 
     /* on disk: interleaved matrices, plain embedding, same bytes back */
     gguf_file *g = NULL, *ga = NULL, *gb = NULL;
@@ -174,14 +179,8 @@ static void v1_file(const char *f32) {
     char plain[512], v1[512];
     snprintf(plain, sizeof plain, "%s", lb_test_tmp("kx_v1_plain.gguf"));
     snprintf(v1, sizeof v1, "%s", lb_test_tmp("kx_v1.gguf"));
-    lb_quantize_params qp;
-    memset(&qp, 0, sizeof qp);
-    qp.n_threads = 2;
-    lb_quantize_stats st;
-    qp.type = LB_TYPE_Q6_K;
-    CHECK_OK(lb_quantize_file(f32, plain, &qp, &st));
-    qp.type = LB_TYPE_Q6_K_16X4_V1;
-    CHECK_OK(lb_quantize_file(f32, v1, &qp, &st));
+    quantize_to(f32, plain, LB_TYPE_Q6_K);
+    quantize_to(f32, v1, LB_TYPE_Q6_K_16X4_V1);
     gguf_file *g = NULL;
     CHECK_OK(gguf_open(v1, &g));
     const gguf_tensor *wq = g ? gguf_find_tensor(g, "blk.0.attn_q.weight") : NULL;
