@@ -29,6 +29,19 @@
 #define LB_KX_GEMV_PREFETCH_L2 6144
 #endif
 
+/* Kinds (bit kt) whose GEMV issues no software prefetch where it would go
+ * to L2 (AMD): Q4_K's x-block is read strictly forward, the hardware
+ * prefetcher keeps up and the prefetches only cost. Zen 4, bench/kernels
+ * --no-gemm 5632x2048, three rounds alternated, GB/s one / two threads
+ * (slow memory mode): Q4_K 31.0-32.7 / 37.3-37.6 without, 25.5-26.9 /
+ * 35.4-36.3 with; IQ4_XS the same both ways (26.9-27.8); Q3_K 16.8-17.0
+ * without against 24.2-24.4, Q5_K 10.9-11.6 against 27.4-28.2 (their
+ * high-bit planes are read beside the codes, not after them), Q6_K
+ * 17.5-18.1 against 23.8-24.8. */
+#ifndef LB_KX_GEMV_PF_OFF_L2
+#define LB_KX_GEMV_PF_OFF_L2 (1 << KQ4)
+#endif
+
 enum { GEMV_KC = 64 }; /* super-blocks per pass: their activation integers live on the stack */
 
 typedef struct {
@@ -116,14 +129,15 @@ INLINE void gemv_tile(int kt, int MR, const uint8_t *const g0[2], int64_t kb, pt
     const size_t xbs = kx_xbs(kt);
     const int pf_l2 = lb_cpu_prefetch_l2(), two = g0[1] != g0[0];
     const ptrdiff_t dist = pf_l2 ? LB_KX_GEMV_PREFETCH_L2 : LB_KX_GEMV_PREFETCH_L1;
+    const int pf_on = !(pf_l2 && (LB_KX_GEMV_PF_OFF_L2 >> kt & 1));
     for (int gi = 0; gi < 2; gi++)
         for (int m = 0; m < MR; m++) acc[gi][m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < kb; b++) {
         /* prefetch ahead; near the end of this pass on into the blocks the next step reads */
         const ptrdiff_t ahead = (ptrdiff_t)(b * xbs) + dist, end = (ptrdiff_t)(kb * xbs);
         const ptrdiff_t pf = ahead < end ? ahead : ahead + jump;
-        gemv_sb(kt, MR, g0[0] + (size_t)b * xbs, b, A, acc[0], g0[0] + pf, pf_l2);
-        if (two) gemv_sb(kt, MR, g0[1] + (size_t)b * xbs, b, A, acc[1], g0[1] + pf, pf_l2);
+        gemv_sb(kt, MR, g0[0] + (size_t)b * xbs, b, A, acc[0], pf_on ? g0[0] + pf : NULL, pf_l2);
+        if (two) gemv_sb(kt, MR, g0[1] + (size_t)b * xbs, b, A, acc[1], pf_on ? g0[1] + pf : NULL, pf_l2);
     }
 }
 
