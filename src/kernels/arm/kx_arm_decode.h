@@ -22,9 +22,8 @@ enum { KX_Q3_K, KX_Q4_K, KX_Q5_K, KX_Q6_K, KX_IQ4_XS, KX_Q4_1, KX_Q5_0, KX_Q5_1 
 enum {
     KX_Q3_HM = 0, KX_Q3_QS = 512, KX_Q3_SC = 1536, KX_Q3_D = 1728,
     KX_QK_D = 0, KX_QK_DMIN = 32, KX_QK_SC = 64, KX_Q4K_QS = 256, KX_Q5K_QH = 256, KX_Q5K_QS = 768,
-    /* Q6_K: per half n, ql at KX_Q6_QL + KX_Q6_HALF n, qh at KX_Q6_QH + KX_Q6_HALF n */
-    KX_Q6_SC = LB_KX_Q6_SC, KX_Q6_QL = LB_KX_Q6_QL, KX_Q6_QH = LB_KX_Q6_QH, KX_Q6_HALF = LB_KX_Q6_HALF,
-    KX_Q6_D = LB_KX_Q6_D,
+    /* Q6_K: its ql / qh vectors at lb_kx_q6_ql / lb_kx_q6_qh (formats/repack_kx.h) */
+    KX_Q6_SC = LB_KX_Q6_SC, KX_Q6_D = LB_KX_Q6_D,
     KX_XS_D = 0, KX_XS_SH = 32, KX_XS_SL = 64, KX_XS_QS = 128,
     KX_Q41_D = 0, KX_Q41_M = 32, KX_Q41_QS = 64,
     KX_Q50_QS = 0, KX_Q50_QH = 256, KX_Q50_D = 320,

@@ -173,8 +173,8 @@ LB_KX_KERNEL void LB_KX_FN(blk_q6_K)(int Q, int NA, const uint8_t *xb, int q0, c
                     LB_ARM_UNROLL
                     for (int q = 0; q < Q; q++) { /* two planes: one quarter at a time (registers) */
                         uint8x16_t u[2];
-                        kx_q6(kx_ld(xb, KX_Q6_QL + KX_Q6_HALF * n, 8 * g + k, q0 + q),
-                              kx_ld(xh, KX_Q6_QH + KX_Q6_HALF * n, k, q0 + q), g, u);
+                        kx_q6(kx_ld(xb, lb_kx_q6_ql(16 * n + 8 * g + k), 0, q0 + q),
+                              kx_ld(xh, lb_kx_q6_qh(8 * n + k), 0, q0 + q), g, u);
                         LB_ARM_UNROLL
                         for (int m = 0; m < NA; m++)
                             LB_ARM_UNROLL

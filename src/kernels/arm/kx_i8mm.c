@@ -167,9 +167,9 @@ KX_MM void mm_q6_K(int NP, const uint8_t *xb, int q, const int8_t *az, const kx_
                 LB_ARM_UNROLL
                 for (int kk = 0; kk < 2; kk++) {
                     const int k = 4 * kh + 2 * kk;
-                    const int ql = KX_Q6_QL + KX_Q6_HALF * n, qh = KX_Q6_QH + KX_Q6_HALF * n;
-                    const uint8x16_t l0 = kx_ld(xb, ql, 8 * g + k, q), l1 = kx_ld(xb, ql, 8 * g + k + 1, q);
-                    const uint8x16_t h0 = kx_ld(xb, qh, k, q), h1 = kx_ld(xb, qh, k + 1, q);
+                    const int v = 16 * n + 8 * g + k, u = 8 * n + k;
+                    const uint8x16_t l0 = kx_ld(xb, lb_kx_q6_ql(v), 0, q), l1 = kx_ld(xb, lb_kx_q6_ql(v + 1), 0, q);
+                    const uint8x16_t h0 = kx_ld(xb, lb_kx_q6_qh(u), 0, q), h1 = kx_ld(xb, lb_kx_q6_qh(u + 1), 0, q);
                     LB_ARM_UNROLL
                     for (int wp = 0; wp < 2; wp++) {
                         const uint8x16_t zl = wp ? kx_zip2(l0, l1) : kx_zip1(l0, l1);
