@@ -113,7 +113,9 @@ static const bench_type all_types[] = {
     /* seed 004's bit planes (formats/abq.h), activations at --act-bits P (default 8) */
     {LB_TYPE_ABQ_W8, "ABQ_W8"}, {LB_TYPE_ABQ_W4, "ABQ_W4"}, {LB_TYPE_ABQ_W3, "ABQ_W3"}, {LB_TYPE_ABQ_W2, "ABQ_W2"},
     {LB_TYPE_ABQ_W2S, "ABQ_W2S"}, {LB_TYPE_ABQ_W4_C4, "ABQ_W4_C4"}, {LB_TYPE_ABQ_W3_C4, "ABQ_W3_C4"},
-    {LB_TYPE_ABQ_W2_C2, "ABQ_W2_C2"}, {LB_TYPE_ABQ_W2S_C4, "ABQ_W2S_C4"},
+    {LB_TYPE_ABQ_W2_C2, "ABQ_W2_C2"}, {LB_TYPE_ABQ_W2S_C4, "ABQ_W2S_C4"}, {LB_TYPE_ABQ_W4_C4X16, "ABQ_W4_C4X16"},
+    {LB_TYPE_ABQ_W3_C4X16, "ABQ_W3_C4X16"}, {LB_TYPE_ABQ_W2_C2X16, "ABQ_W2_C2X16"},
+    {LB_TYPE_ABQ_W2S_C4X16, "ABQ_W2S_C4X16"},
     /* seed 003's binary-coding quantization and its table-lookup layouts (formats/bcq.h) */
     {LB_TYPE_BCQ4_G128, "BCQ4_G128"}, {LB_TYPE_BCQ4_G128_LUT, "BCQ4_G128_LUT"}, {LB_TYPE_BCQ3_G128, "BCQ3_G128"},
     {LB_TYPE_BCQ3_G128_LUT, "BCQ3_G128_LUT"}, {LB_TYPE_BCQ2_G128, "BCQ2_G128"}, {LB_TYPE_BCQ2_G128_LUT, "BCQ2_G128_LUT"},
@@ -289,7 +291,16 @@ int main(int argc, char **argv) {
             lb_matrix *copies = calloc((size_t)n_copies, sizeof *copies);
             void **mx_views = calloc((size_t)n_copies, sizeof *mx_views), **mx_bufs = calloc((size_t)n_copies, sizeof *mx_bufs);
             uint8_t *plain = lb_malloc_aligned(bytes);
-            if (type != LB_TYPE_MX) fill_plain(base, plain, bytes);
+            /* ABQ's X16 layouts: random planes made into the row layout (base), then interleaved */
+            const int abq_planes = lb_abq_codes_of_x16(type) >= 0 ? lb_type_base(base) : -1;
+            if (abq_planes >= 0) {
+                uint8_t *p = lb_malloc_aligned(bytes);
+                fill_plain(abq_planes, p, (size_t)lb_row_size(abq_planes, K) * (size_t)N);
+                lb_repack_tensor(base, p, plain, K, N);
+                lb_free_aligned(p);
+            } else if (type != LB_TYPE_MX) {
+                fill_plain(base, plain, bytes);
+            }
             for (int c = 0; c < n_copies; c++) {
                 uint8_t *d = alloc_huge(bytes);
                 if (type == LB_TYPE_MX) {
@@ -305,7 +316,7 @@ int main(int argc, char **argv) {
                 if (c) memcpy(d, copies[0].data, bytes);
                 else if (type == base) memcpy(d, plain, bytes);
                 else lb_repack_tensor(type, plain, d, K, N);
-                copies[c] = (lb_matrix){type, K, N, row_size, d, lb_abq_bits(base) ? act_bits : 0};
+                copies[c] = (lb_matrix){type, K, N, row_size, d, lb_abq_bits(base) || abq_planes >= 0 ? act_bits : 0};
             }
             void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&copies[0], M));
             result r;

@@ -165,6 +165,10 @@ typedef enum {
      * (formats/abq.h): codes in 2 or 4 bits per weight instead of planes */
     LB_TYPE_ABQ_W1_C2 = 1110, LB_TYPE_ABQ_W2_C2 = 1111, LB_TYPE_ABQ_W3_C4 = 1112, LB_TYPE_ABQ_W4_C4 = 1113,
     LB_TYPE_ABQ_W2S_C4 = 1114,
+    /* the same codes with 16 rows interleaved for the AVX-512 VNNI decode
+     * (formats/abq.h), made at load, never in a file */
+    LB_TYPE_ABQ_W1_C2X16 = 1115, LB_TYPE_ABQ_W2_C2X16 = 1116, LB_TYPE_ABQ_W3_C4X16 = 1117,
+    LB_TYPE_ABQ_W4_C4X16 = 1118, LB_TYPE_ABQ_W2S_C4X16 = 1119,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */

@@ -61,7 +61,7 @@ static void test_geometry(void) {
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W4, 256) == LB_TYPE_ABQ_W4);
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W4, 96) == LB_TYPE_Q8_0);
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W2S, 100) == LB_TYPE_F16);
-    CHECK(!lb_traits(1115) && !lb_traits(1099));
+    CHECK(!lb_traits(1120) && !lb_traits(1099));
 }
 
 /* ---- bit balance ---- */
@@ -351,6 +351,45 @@ static void test_kernels(void) {
  * layout, activation rows x (M x K) at p bits: lb_matmul at every level this
  * machine has, with 1 .. max_threads threads, equals the plane type's
  * reference bit for bit. */
+/* The same code rows C (layout ct, N x K) 16 rows interleaved (formats/abq.h,
+ * X16): back to the row layout byte for byte, and through lb_matmul at
+ * every level, 1 .. max_threads threads, equal to ref bit for bit (the tail
+ * N mod 16 rows by the row layout's kernel). Returns the matmuls run. */
+static int n_x16_round;
+static int x16_check(int t, const uint8_t *W, int ct, const uint8_t *C, int64_t K, int64_t N, const float *x, int M,
+                     int p, const float *ref, int max_threads, const char *what) {
+    const int xt = lb_abq_x16_of(ct);
+    const size_t crow = lb_row_size(ct, K);
+    uint8_t *X = malloc(crow * N), *B = malloc(crow * N), *X2 = malloc(crow * N);
+    CHECK(xt >= 0 && lb_abq_codes_of_x16(xt) == ct && lb_type_base(xt) == ct && lb_type_rows(xt) == 16 &&
+          lb_row_size(xt, K) == crow);
+    lb_repack_tensor(xt, C, X, K, N);
+    lb_unpack_tensor(xt, X, B, K, N);
+    CHECK(lb_abq_planes_to_x16(t, W, X2, K, N)); /* the load's one pass */
+    CHECK_MSG(!memcmp(B, C, crow * N) && !memcmp(X2, X, crow * N),
+              "%s: codes -> X16 -> codes, or planes -> X16, differs (K %lld N %lld)", lb_type_name(xt), (long long)K,
+              (long long)N);
+    free(X2);
+    n_x16_round++;
+    int n = 0;
+    for (int li = 0; li < LB_ISA_COUNT; li++) {
+        if (!lb_test_level_available(li)) continue;
+        const lb_kernel *k = lb_kernel_get_at(xt, (lb_isa)li);
+        CHECK_MSG(k && k->gemv && !k->vec_dot && k->act_whole_row && k->quantize_act_bits, "%s at %s: no gemv",
+                  lb_type_name(xt), lb_isa_name((lb_isa)li));
+        lb_cpu_force_level((lb_isa)li);
+        for (int nth = 1; nth <= max_threads; nth++, n++) {
+            float *y = lb_test_matmul_bits(xt, X, K, N, x, M, nth, p);
+            CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s K %lld N %lld M %d p %d, %s, %d threads: %s differs",
+                      lb_type_name(xt), (long long)K, (long long)N, M, p, what, nth, lb_isa_name((lb_isa)li));
+            free(y);
+        }
+        lb_cpu_force_level(lb_cpu_detected());
+    }
+    free(X), free(B);
+    return n;
+}
+
 static void codes_matmul_check(int t, int64_t K, int64_t N, int M, int p, const float *w, const float *x,
                                int max_threads, const char *what) {
     const int ct = lb_abq_codes_of(t);
@@ -373,6 +412,7 @@ static void codes_matmul_check(int t, int64_t K, int64_t N, int M, int p, const 
         }
         lb_cpu_force_level(lb_cpu_detected());
     }
+    x16_check(t, W, ct, C, K, N, x, M, p, ref, max_threads, what);
     free(ref), free(W), free(C), free(A);
 }
 
@@ -380,7 +420,8 @@ static void test_codes(void) {
     static const int plains[] = {LB_TYPE_ABQ_W1, LB_TYPE_ABQ_W2, LB_TYPE_ABQ_W3, LB_TYPE_ABQ_W4, LB_TYPE_ABQ_W2S};
     const int64_t Ks[] = {128, 384, 640, 1152}; /* 1, 3, 5 and 9 groups */
     uint64_t seed = 77;
-    int n_round = 0, n_cases = 0;
+    int n_round = 0, n_cases = 0, n_x16 = 0;
+    CHECK(lb_abq_x16_of(LB_TYPE_ABQ_W4) == -1 && lb_abq_codes_of_x16(LB_TYPE_ABQ_W4_C4) == -1);
     CHECK(lb_abq_codes_of(LB_TYPE_ABQ_W5) == -1 && lb_abq_codes_of(LB_TYPE_Q4_0) == -1);
     CHECK(lb_type_bits_per_weight(LB_TYPE_ABQ_W4_C4) == 4.5 && lb_type_bits_per_weight(LB_TYPE_ABQ_W2_C2) == 2.5);
     for (int i = 0; i < 5; i++) {
@@ -432,6 +473,7 @@ static void test_codes(void) {
                 CHECK_MSG(same, "%s p %d K %lld N %lld M %d: %s differs from %s's reference", lb_type_name(ct), p,
                           (long long)K, (long long)N, M, k->name, lb_type_name(t));
             }
+            n_x16 += x16_check(t, W, ct, C, K, N, x, M, p, ref, 2, "random data");
             free(ref), free(w), free(x), free(f1), free(f2), free(W), free(C), free(B), free(A);
         }
     }
@@ -482,9 +524,12 @@ static void test_codes(void) {
     }
     printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
            n_cases);
+    printf("x16: %d round trips exact, %d level x thread matmuls of the random cases bit-identical (and those of "
+           "every check above)\n", n_x16_round, n_x16);
     for (int li = 0; li < LB_ISA_COUNT; li++) {
-        const lb_kernel *k = lb_kernel_get_at(LB_TYPE_ABQ_W4_C4, (lb_isa)li);
-        if (lb_test_level_available(li)) printf("  level %s: %s\n", lb_isa_name((lb_isa)li), k ? k->name : "none");
+        const lb_kernel *k = lb_kernel_get_at(LB_TYPE_ABQ_W4_C4, (lb_isa)li), *kx = lb_kernel_get_at(LB_TYPE_ABQ_W4_C4X16, (lb_isa)li);
+        if (lb_test_level_available(li))
+            printf("  level %s: %s, %s\n", lb_isa_name((lb_isa)li), k ? k->name : "none", kx ? kx->name : "none");
     }
 }
 
@@ -640,6 +685,10 @@ static void test_loader(void) {
     const lb_status cs = lb_quantize_file_ex(f32, bad, &cp, &o, NULL);
     CHECK_MSG(cs == LB_ERR_UNSUPPORTED && strstr(lb_last_error(), "not a file type"), "quantize to ABQ_W4_C4: %s",
               lb_last_error());
+    cp.type = LB_TYPE_ABQ_W4_C4X16;
+    const lb_status cx = lb_quantize_file_ex(f32, bad, &cp, &o, NULL);
+    CHECK_MSG(cx == LB_ERR_UNSUPPORTED && strstr(lb_last_error(), "not a file type: quantize to ABQ_W4"),
+              "quantize to ABQ_W4_C4X16: %s", lb_last_error());
     /* the bits are each matrix's: two models loaded at once keep their own */
     lb_model *m = NULL, *m3 = NULL;
     CHECK_OK(lb_model_load(out, NULL, &m));

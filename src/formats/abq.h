@@ -246,5 +246,68 @@ void lb_abq_to_codes(int plain, const void *src, void *dst, int64_t K, int64_t N
 void lb_abq_from_codes(int plain, const void *src, void *dst, int64_t K, int64_t N);
 /* Code j (0..127) of a group's qs (W bits per code). */
 int lb_abq_codes_get(int w, const uint8_t *qs, int j);
+/* The 128 codes of a group's qs, in weight order. */
+void lb_abq_codes_unpack(int w, const uint8_t *qs, uint8_t c[LB_ABQ_G]);
+/* ORs code c into weight j's place (the bits there zero). */
+void lb_abq_codes_put(int w, uint8_t *qs, int j, int c);
+
+/* ---- the code layouts 16 rows interleaved (formats/abq_x16.c), made at load ----
+ * Decode by the row layout above reduces every group of every row to one
+ * integer across a vector and adds its d I to the row's double sum alone.
+ * With 16 rows side by side, one zmm vpdpbusd multiplies 4 codes of each
+ * of the 16 rows by one broadcast activation dword, the group's I of the
+ * 16 rows lands in the 16 lanes, and their d I in two vectors of doubles:
+ * no reduction, no scalar sum (kernels/x86/abq_x16_avx512.c). So where that
+ * kernel runs (model/repack.c), ABQ_W{q}_C{W} becomes ABQ_W{q}_C{W}X16:
+ * rows in blocks of 16, each block its groups in order, a group
+ *
+ *     float   d[16]           row r's d
+ *     int32_t swz[16]         row r's (uint16) sw | z << 16, the pair a
+ *                             vpmaddwd meets with the token's (128 - za, -(Sa - 128 za))
+ *     uint8_t qs[4 W][64]     chunk t, byte 4 r + b: W-bit fields f = 0 .. 8/W - 1
+ *                             (bits W f ..), each the code of row r, weight
+ *                             4 c + b, column c = (8 / W) t + f
+ *
+ * 128 + 256 W bytes (1152, 640): 16 rows' worth of the row layout's bytes,
+ * so the rows keep the row layout's size, and the last N mod 16 rows of a
+ * matrix stay in the row layout (lb_type_base: the driver gives them to
+ * its kernel). A chunk is one 64-byte load; a mask (W = 4: 0x0f, 0xf0)
+ * gives column c's codes of the 16 rows, times 2^(W f), in the activations'
+ * order. The group dot is the same integer, the row dot the same float,
+ * bit for bit. */
+#define LB_ABQ_X16_GROUP_BYTES(W) (128 + 256 * (W))
+static_assert(LB_ABQ_X16_GROUP_BYTES(4) == 16 * LB_ABQ_CODES_GROUP_BYTES(4) &&
+                  LB_ABQ_X16_GROUP_BYTES(2) == 16 * LB_ABQ_CODES_GROUP_BYTES(2),
+              "ABQ X16 group: 16 rows of the row layout");
+
+/* X(lower-case name, LB_TYPE_ suffix, code bits W), in id order, the row layouts' order */
+#define LB_ABQ_X16_LIST(X)                                                                                   \
+    X(abq_w1_c2x16, ABQ_W1_C2X16, 2) X(abq_w2_c2x16, ABQ_W2_C2X16, 2) X(abq_w3_c4x16, ABQ_W3_C4X16, 4)       \
+    X(abq_w4_c4x16, ABQ_W4_C4X16, 4) X(abq_w2s_c4x16, ABQ_W2S_C4X16, 4)
+
+/* The X16 layout of a row layout, -1 for others; and back. */
+int lb_abq_x16_of(int codes_type);
+int lb_abq_codes_of_x16(int type);
+/* Traits of an X16 layout (no vec_dot: whole blocks of rows), NULL otherwise. */
+const lb_type_traits *lb_abq_x16_traits(int type);
+/* N rows of K weights in row layout ct -> X16 layout of ct (the same bytes
+ * in all, the last N mod 16 rows copied), and back. */
+void lb_abq_codes_to_x16(int ct, const void *src, void *dst, int64_t K, int64_t N);
+void lb_abq_x16_to_codes(int ct, const void *src, void *dst, int64_t K, int64_t N);
+/* The same from the plane type `plain` (ABQ_W{q}) in one pass, a block at a
+ * time (the load's way). Returns 0 when out of memory (nothing usable in dst). */
+int lb_abq_planes_to_x16(int plain, const void *src, void *dst, int64_t K, int64_t N);
+/* Row r (0..15) of the 16-row block blk (nb groups) into the row layout. */
+void lb_abq_x16_row(int ct, const void *blk, int64_t nb, int r, void *row);
+/* The reference (the kernel table's scalar gemv): Y[m ldy + n] for the
+ * whole blocks of rows [n0, n1) and M ABQ_ACT rows, each the row layout's
+ * reference float. */
+void lb_abq_x16_gemv_ref(int type, int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,
+                         size_t a_row_size, int M, float *Y, size_t ldy);
+#define LB_ABQ_X16_DECLARE(name, NAME, CW)                                                                    \
+    void lb_gemv_##name##_ref(int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A,    \
+                              size_t a_row_size, int M, float *Y, size_t ldy);
+LB_ABQ_X16_LIST(LB_ABQ_X16_DECLARE)
+#undef LB_ABQ_X16_DECLARE
 
 #endif

@@ -66,6 +66,28 @@ int lb_abq_codes_get(int w, const uint8_t *qs, int j) {
     return (qs[b] >> sh) & ((1 << w) - 1);
 }
 
+void lb_abq_codes_unpack(int w, const uint8_t *qs, uint8_t c[LB_ABQ_G]) {
+    for (int i = 0; i < 32; i++) /* place() byte by byte */
+        if (w == 4) {
+            c[i] = qs[i] & 15, c[32 + i] = qs[i] >> 4, c[64 + i] = qs[32 + i] & 15, c[96 + i] = qs[32 + i] >> 4;
+        } else {
+            c[i] = qs[i] & 3, c[32 + i] = (qs[i] >> 2) & 3, c[64 + i] = (qs[i] >> 4) & 3, c[96 + i] = qs[i] >> 6;
+        }
+}
+
+void lb_abq_codes_put(int w, uint8_t *qs, int j, int c) {
+    int b, sh;
+    place(w, j, &b, &sh);
+    qs[b] |= (uint8_t)(c << sh);
+}
+
+/* bit i of x -> byte i (0 or 1) of the result: each bit masked into its own
+ * byte, then that byte's nonzero value carried into its top bit */
+static inline uint64_t spread_bits(uint8_t x) {
+    const uint64_t v = ((uint64_t)x * 0x0101010101010101ULL) & 0x8040201008040201ULL;
+    return (((v + 0x7F7F7F7F7F7F7F7FULL) | v) & 0x8080808080808080ULL) >> 7;
+}
+
 static void row_to_codes(int plain, int ct, const uint8_t *src, uint8_t *dst, int64_t nb) {
     const row_parts p = parts_of(ct, dst, nb);
     const size_t ps = (size_t)lb_row_size(plain, LB_ABQ_G);
@@ -74,19 +96,19 @@ static void row_to_codes(int plain, int ct, const uint8_t *src, uint8_t *dst, in
         const uint8_t *blk = src + (size_t)i * ps;
         const float d = lb_abq_block_d(plain, blk); /* exact: an fp16 value */
         const int16_t z = (int16_t)lb_abq_block_z(plain, blk);
-        uint8_t c[LB_ABQ_G] = {0};
-        for (int s = 0; s < lb_abq_bits(plain); s++) { /* plane by plane, byte by byte */
+        uint64_t c8[LB_ABQ_G / 8] = {0}; /* the codes, 8 bytes at a time */
+        for (int s = 0; s < lb_abq_bits(plain); s++) { /* plane by plane, 8 bits at a time */
             const uint8_t *pl = lb_abq_block_plane(plain, blk, s);
-            for (int j = 0; j < LB_ABQ_G; j++) c[j] |= (uint8_t)(((pl[j / 8] >> (j % 8)) & 1) << s);
+            for (int k = 0; k < LB_ABQ_G / 8; k++) c8[k] |= spread_bits(pl[k]) << s;
         }
+        uint8_t c[LB_ABQ_G];
+        memcpy(c, c8, sizeof c); /* little-endian: byte j % 8 of c8[j / 8] is weight j */
         int16_t sw = 0; /* <= 128 * 15 */
+        for (int j = 0; j < LB_ABQ_G; j++) sw = (int16_t)(sw + c[j]);
         uint8_t *qs = p.qs + (size_t)p.qb * (size_t)i;
-        for (int j = 0; j < LB_ABQ_G; j++) {
-            int b, sh;
-            place(width(ct), j, &b, &sh);
-            qs[b] |= (uint8_t)(c[j] << sh);
-            sw = (int16_t)(sw + c[j]);
-        }
+        for (int b = 0; b < 32; b++) /* place()'s bytes */
+            if (width(ct) == 4) qs[b] = (uint8_t)(c[b] | c[32 + b] << 4), qs[32 + b] = (uint8_t)(c[64 + b] | c[96 + b] << 4);
+            else qs[b] = (uint8_t)(c[b] | c[32 + b] << 2 | c[64 + b] << 4 | c[96 + b] << 6);
         memcpy(p.d + 4 * i, &d, 4), memcpy(p.sw + 2 * i, &sw, 2), memcpy(p.z + 2 * i, &z, 2);
     }
 }

@@ -13,8 +13,13 @@
 #define LB_ABQ_CODES_REF_KERNEL(name, NAME, W)                                                            \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_SCALAR, #name "_abq_act_ref", lb_quantize_row_abq_act_ref,         \
      lb_vec_dot_##name##_ref, NULL, NULL, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act},
+/* 16 rows interleaved: whole blocks of rows, so a gemv and no vec_dot */
+#define LB_ABQ_X16_REF_KERNEL(name, NAME, W)                                                              \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_SCALAR, #name "_abq_act_ref", lb_quantize_row_abq_act_ref,         \
+     NULL, NULL, lb_gemv_##name##_ref, 0, NULL, 0, 0, 0, 1, lb_abq_quantize_act},
 /* the plane types, then their code layouts (formats/abq.h, made at load) */
-#define LB_ABQ_REF_KERNELS LB_ABQ_LIST(LB_ABQ_REF_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_REF_KERNEL)
+#define LB_ABQ_REF_KERNELS                                                                                    \
+    LB_ABQ_LIST(LB_ABQ_REF_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_REF_KERNEL) LB_ABQ_X16_LIST(LB_ABQ_X16_REF_KERNEL)
 
 /* 16 activation bits (formats/abq.h, LB_ABQ_ACT_F32): fp32 activation rows
  * against the weights' floats; these serve lb_kernel_for, not lb_kernel_get

@@ -151,7 +151,7 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3], (long long)K, (long long)N);
     if (lb_gc_is((int)t->type)) return get_gc(L, name, t, K, N, out);
-    if (lb_abq_plain_of_codes((int)t->type) >= 0) /* their sums are trusted: made by the load only */
+    if (lb_abq_plain_of_codes((int)t->type) >= 0 || lb_abq_codes_of_x16((int)t->type) >= 0) /* their sums are trusted: made by the load only */
         return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
                        name, lb_type_name((int)t->type));
     /* Q6_K_16X4_V1 has no kernel: lb_model_repack converts it (model/repack.c) */

@@ -293,11 +293,14 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
     const int mx = p->type == LB_TYPE_MX;
     const lb_type_traits *tt = lb_traits(p->type);
     const int target_base = lb_type_base(p->type); /* interleaved targets quantize as their base */
+    if (lb_abq_plain_of_codes(p->type) >= 0 || lb_abq_codes_of_x16(p->type) >= 0) {
+        const int plain = lb_type_base(target_base); /* X16 -> codes -> planes; codes -> planes */
+        const int file_type = lb_abq_bits(target_base) ? target_base : plain;
+        return lb_fail(LB_ERR_UNSUPPORTED, "%s is the layout loading makes of %s, not a file type: quantize to %s",
+                       tt->name, lb_type_name(file_type), lb_type_name(file_type));
+    }
     if (!tt || (!mx && !lb_traits(target_base)->from_float && !lb_gc_is(target_base)))
         return lb_fail(LB_ERR_UNSUPPORTED, "cannot quantize to type id %d", p->type);
-    if (lb_abq_plain_of_codes(p->type) >= 0)
-        return lb_fail(LB_ERR_UNSUPPORTED, "%s is the layout loading makes of %s, not a file type: quantize to %s",
-                       tt->name, lb_type_name(target_base), lb_type_name(target_base));
     if ((o->token_embd_type_set && (!lb_traits(o->token_embd_type) ||
                                     (!lb_traits(o->token_embd_type)->from_float && !lb_gc_is(o->token_embd_type)))) ||
         (o->output_type_set &&

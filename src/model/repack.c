@@ -73,9 +73,14 @@ int lb_repack_target(int type) {
         return t != g ? t : type;
     }
     if (lb_abq_codes_of(type) >= 0) {
-        /* ABQ: the code layout of the int8 kernels where one runs (formats/abq.h) */
-        const int t = lb_abq_codes_of(type);
+        /* ABQ: the code layout of the int8 kernels where one runs, 16 rows
+         * interleaved where the VNNI decode of that layout runs (formats/abq.h),
+         * but not at the AMX level, whose prefill GEMM reads the row layout
+         * (lb_model_repack keeps the row layout for 16 activation bits too) */
+        const int t = lb_abq_codes_of(type), x = lb_abq_x16_of(t);
         const lb_kernel *k = mode_in_force() == MODE_OFF ? NULL : lb_kernel_get(t);
+        const lb_kernel *kx = k ? lb_kernel_get(x) : NULL;
+        if (kx && kx->isa != LB_ISA_SCALAR && k->isa != LB_ISA_AMX) return x;
         return k && k->isa != LB_ISA_SCALAR ? t : type;
     }
     if (lb_bcq_is_plain(type)) {
@@ -156,6 +161,11 @@ static lb_status repack_matrix(lb_model *m, lb_matrix *w, int type, int replace,
     } else if (lb_abq_plain_of_codes(type) >= 0) {
         /* ABQ codes: rows of their own size */
         lb_repack_tensor(type, w->data, dst, w->K, w->N);
+        w->row_size = lb_row_size(type, w->K);
+    } else if (lb_abq_codes_of_x16(type) >= 0) {
+        /* ABQ codes, 16 rows interleaved: through the row layout a block at a time */
+        if (!lb_abq_planes_to_x16(w->type, w->data, dst, w->K, w->N))
+            return lb_fail(LB_ERR_NOMEM, "out of memory repacking a %s matrix", lb_type_name(w->type));
         w->row_size = lb_row_size(type, w->K);
     } else {
         lb_repack_tensor(type, w->data, dst, w->K, w->N);
@@ -238,6 +248,8 @@ lb_status lb_model_repack(lb_model *m) {
         int to[7];
         for (int i = 0; i < nw; i++) {
             to[i] = ws[i]->data ? lb_repack_target(ws[i]->type) : ws[i]->type;
+            /* ABQ at 16 activation bits: the fp32 kernels read the row layout */
+            if (lb_abq_codes_of_x16(to[i]) >= 0 && ws[i]->act_bits == LB_ABQ_ACT_F32) to[i] = lb_abq_codes_of_x16(to[i]);
             off[i] = total;
             /* the layout's rows are its base type's (a GC matrix grows to G128's),
              * but ABQ's code layouts have rows of their own */
@@ -269,8 +281,10 @@ lb_status lb_model_repack(lb_model *m) {
     if (s) return s;
     for (int i = 0; i < NB; i++)
         if (t[i].n) {
-            /* GC: expanded; V1: converted */
-            const int from = lb_gc_is(bases[i]) || bases[i] == LB_TYPE_Q6_K_16X4_V1 ? bases[i] : lb_type_base(t[i].to_type);
+            /* GC: expanded; V1: converted; ABQ: planes to codes */
+            const int from = lb_gc_is(bases[i]) || bases[i] == LB_TYPE_Q6_K_16X4_V1 || lb_abq_bits(bases[i])
+                                 ? bases[i]
+                                 : lb_type_base(t[i].to_type);
             lb_log(1, "repacked %d %s matrices (%.1f MiB) to %s for kernel %s in %.2f s\n", t[i].n, lb_type_name(from),
                    t[i].bytes / 1048576.0, lb_type_name(t[i].to_type),
                    lb_kernel_get_act(t[i].to_type, t[i].act_bits, lb_cpu_level())->name,

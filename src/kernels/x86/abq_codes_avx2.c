@@ -387,16 +387,10 @@ LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int vnni, i
                 for (int64_t i = 0; i < kc; i++)
                     pair16(&B[(size_t)(2 * q) * KCH + i], &B[(size_t)(2 * q + 1) * KCH + i], &B16[(size_t)q * KCH + i]);
             for (int m = 0; m < M; m += MR) {
-                const int mr = LB_MIN(MR, M - m);
                 const block_abq_act *a[MR];
                 const int8_t *ac[MR];
                 const int32_t *c[MR];
-                for (int j = 0; j < MR; j++) {
-                    const int mj = m + LB_MIN(j, mr - 1);
-                    a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)mj * a_row_size);
-                    ac[j] = raw ? raw + (size_t)mj * (size_t)nb * LB_ABQ_G : a[j]->c;
-                    c[j] = cz + (size_t)mj * nb;
-                }
+                const int mr = lb_abq_tile_rows(A, a_row_size, M, m, raw, nb, cz, a, ac, c);
                 for (int k = 0; k < nblk; k += k < 2 * npair ? 2 : 1) {
                     double *s[MR];
                     float *y[MR];

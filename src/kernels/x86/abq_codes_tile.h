@@ -36,6 +36,23 @@ enum { LB_ABQ_MR = 4 };
 typedef void lb_abq_tile_fn(const void *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a,
                             const int8_t *const *ac, size_t astr, const int32_t *const *cz, double *const *st,
                             float *const *y);
+/* The tile's activation rows m .. m + MR - 1 of A (M rows of a_row_size
+ * bytes): their blocks, bytes (raw: the raw codes of nb groups a row, else
+ * the blocks' own) and correction pairs (cz: nb a row). A short tile
+ * repeats its last row (into dummy outputs). Returns the real rows. */
+static inline int lb_abq_tile_rows(const void *A, size_t a_row_size, int M, int m, const int8_t *raw, int64_t nb,
+                                   const int32_t *cz, const block_abq_act *a[LB_ABQ_MR], const int8_t *ac[LB_ABQ_MR],
+                                   const int32_t *c[LB_ABQ_MR]) {
+    const int mr = M - m < LB_ABQ_MR ? M - m : LB_ABQ_MR;
+    for (int j = 0; j < LB_ABQ_MR; j++) {
+        const int mj = m + (j < mr - 1 ? j : mr - 1);
+        a[j] = (const block_abq_act *)((const uint8_t *)A + (size_t)mj * a_row_size);
+        ac[j] = raw ? raw + (size_t)mj * (size_t)nb * LB_ABQ_G : a[j]->c;
+        c[j] = cz + (size_t)mj * nb;
+    }
+    return mr;
+}
+
 /* vpdpbusd tiles of 8 rows (ymm) and 16 rows (zmm), kernels/x86/abq_codes_avx512.c */
 lb_abq_tile_fn lb_abq_tile8_vnni, lb_abq_tile16_vnni;
 

@@ -15,7 +15,11 @@
  *       the int8 way (kernels/x86/abq_codes_avx2.c);
  *   abq_w{q}_c{4,2}_abq_act_avx512   the same layouts, prefill by
  *       vpdpbusd tiles (kernels/x86/abq_codes_avx512.c), decode with the
- *       group sums by vpdpbusd.
+ *       group sums by vpdpbusd;
+ *   abq_w{q}_c{4,2}x16_abq_act_avx512   the same codes 16 rows interleaved
+ *       (made at load where this runs, not at the amx level): decode by zmm
+ *       vpdpbusd with the rows in the lanes, prefill by the 16-row VNNI tile
+ *       (kernels/x86/abq_x16_avx512.c).
  * The activations are quantized per token, whole rows, by
  * lb_abq_quantize_act_avx2 (the reference's bytes). */
 #ifndef LB_ABQ_X86_H
@@ -120,6 +124,13 @@ void lb_abq_codes_gemv_vnni(int w, int64_t K, const void *Wt, size_t w_row_size,
 LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX512_DECLARE)
 #undef LB_ABQ_CODES_AVX512_DECLARE
 #undef LB_ABQ_AVX2_DECLARE
+/* The X16 layouts' kernel (kernels/x86/abq_x16_avx512.c): decode by zmm
+ * vpdpbusd with the 16 rows in the lanes, prefill by the 16-row VNNI tile. */
+#define LB_ABQ_X16_AVX512_DECLARE(name, NAME, W)                                                              \
+    void lb_gemv_##name##_avx512(int64_t K, const void *Wt, size_t w_row_size, int n0, int n1, const void *A, \
+                                 size_t a_row_size, int M, float *Y, size_t ldy);
+LB_ABQ_X16_LIST(LB_ABQ_X16_AVX512_DECLARE)
+#undef LB_ABQ_X16_AVX512_DECLARE
 /* The AVX-512 VPOPCNTDQ kernel of the plane types (kernels/x86/abq_avx512.c):
  * four activation planes per popcount step. way: 1 the AVX2 int8 way
  * (q <= 7), 0 or -1 (what vec_dot takes) the popcount. */
@@ -189,12 +200,18 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx2,         \
      lb_vec_dot_##name##_avx512, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, LB_CPU_VPOPCNTDQ, 0, 1,             \
      lb_abq_quantize_act_avx2},
+/* The X16 layouts at the avx512 level: a gemv of any M (whole blocks of 16
+ * rows; the tail rows go to the row layout's kernel), whole_m 2 as the row
+ * layout's GEMM. */
+#define LB_ABQ_X16_AVX512_KERNEL(name, NAME, W)                                                                \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx2,         \
+     NULL, NULL, lb_gemv_##name##_avx512, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
 /* the plane types (AVX2; AVX-512 with VPOPCNTDQ), then their code layouts
  * (made at load where these run) */
 #define LB_ABQ_X86_KERNELS                                                                                     \
     LB_ABQ_LIST(LB_ABQ_AVX2_KERNEL) LB_ABQ_LIST(LB_ABQ_AVX512_KERNEL)                                          \
     LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX2_KERNEL) LB_ABQ_CODES_LIST(LB_ABQ_CODES_AVX512_KERNEL)                 \
-    LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_KERNEL)
+    LB_ABQ_CODES_LIST(LB_ABQ_CODES_AMX_KERNEL) LB_ABQ_X16_LIST(LB_ABQ_X16_AVX512_KERNEL)
 #endif
 
 #endif
