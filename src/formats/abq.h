@@ -248,8 +248,8 @@ void lb_abq_from_codes(int plain, const void *src, void *dst, int64_t K, int64_t
 int lb_abq_codes_get(int w, const uint8_t *qs, int j);
 /* The 128 codes of a group's qs, in weight order. */
 void lb_abq_codes_unpack(int w, const uint8_t *qs, uint8_t c[LB_ABQ_G]);
-/* ORs code c into weight j's place (the bits there zero). */
-void lb_abq_codes_put(int w, uint8_t *qs, int j, int c);
+/* 128 codes in weight order into a group's qs (all its 16 W bytes written): the inverse of unpack. */
+void lb_abq_codes_pack(int w, const uint8_t c[LB_ABQ_G], uint8_t *qs);
 
 /* ---- the code layouts 16 rows interleaved (formats/abq_x16.c), made at load ----
  * Decode by the row layout above reduces every group of every row to one

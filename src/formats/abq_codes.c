@@ -75,10 +75,10 @@ void lb_abq_codes_unpack(int w, const uint8_t *qs, uint8_t c[LB_ABQ_G]) {
         }
 }
 
-void lb_abq_codes_put(int w, uint8_t *qs, int j, int c) {
-    int b, sh;
-    place(w, j, &b, &sh);
-    qs[b] |= (uint8_t)(c << sh);
+void lb_abq_codes_pack(int w, const uint8_t c[LB_ABQ_G], uint8_t *qs) {
+    for (int b = 0; b < 32; b++) /* place()'s bytes */
+        if (w == 4) qs[b] = (uint8_t)(c[b] | c[32 + b] << 4), qs[32 + b] = (uint8_t)(c[64 + b] | c[96 + b] << 4);
+        else qs[b] = (uint8_t)(c[b] | c[32 + b] << 2 | c[64 + b] << 4 | c[96 + b] << 6);
 }
 
 /* bit i of x -> byte i (0 or 1) of the result: each bit masked into its own
@@ -105,10 +105,7 @@ static void row_to_codes(int plain, int ct, const uint8_t *src, uint8_t *dst, in
         memcpy(c, c8, sizeof c); /* little-endian: byte j % 8 of c8[j / 8] is weight j */
         int16_t sw = 0; /* <= 128 * 15 */
         for (int j = 0; j < LB_ABQ_G; j++) sw = (int16_t)(sw + c[j]);
-        uint8_t *qs = p.qs + (size_t)p.qb * (size_t)i;
-        for (int b = 0; b < 32; b++) /* place()'s bytes */
-            if (width(ct) == 4) qs[b] = (uint8_t)(c[b] | c[32 + b] << 4), qs[32 + b] = (uint8_t)(c[64 + b] | c[96 + b] << 4);
-            else qs[b] = (uint8_t)(c[b] | c[32 + b] << 2 | c[64 + b] << 4 | c[96 + b] << 6);
+        lb_abq_codes_pack(width(ct), c, p.qs + (size_t)p.qb * (size_t)i);
         memcpy(p.d + 4 * i, &d, 4), memcpy(p.sw + 2 * i, &sw, 2), memcpy(p.z + 2 * i, &z, 2);
     }
 }

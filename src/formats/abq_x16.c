@@ -37,11 +37,23 @@ static row_at row_group(int64_t nb, int64_t i, int w) {
                     8 * (size_t)nb + 16 * (size_t)w * (size_t)i};
 }
 
-/* Where weight j of row r lies in a group's X16 chunks: byte and shift. */
-static void place_x16(int w, int r, int j, size_t *byte, int *shift) {
-    const int c = j / 4, b = j % 4, per = 8 / w; /* column, byte in it, columns per chunk */
-    *byte = 64 * (size_t)(c / per) + 4 * (size_t)r + (size_t)b;
-    *shift = w * (c % per);
+/* A group's X16 chunks qs: chunk t, byte 4 r + b holds in its W-bit field f
+ * row r's code of weight 4 c + b, c = (8 / w) t + f. Row r's 128 codes in,
+ * and out (weight order). */
+static void x16_scatter(int w, int r, const uint8_t c[LB_ABQ_G], uint8_t *qs) {
+    for (int t = 0; t < 4 * w; t++)
+        for (int b = 0; b < 4; b++) {
+            unsigned v = 0;
+            for (int f = 0; f < 8 / w; f++) v |= (unsigned)c[4 * ((8 / w) * t + f) + b] << (w * f);
+            qs[64 * t + 4 * r + b] = (uint8_t)v;
+        }
+}
+
+static void x16_gather(int w, int r, const uint8_t *qs, uint8_t c[LB_ABQ_G]) {
+    for (int t = 0; t < 4 * w; t++)
+        for (int b = 0; b < 4; b++)
+            for (int f = 0; f < 8 / w; f++)
+                c[4 * ((8 / w) * t + f) + b] = (uint8_t)((qs[64 * t + 4 * r + b] >> (w * f)) & ((1 << w) - 1));
 }
 
 /* Rows rows[0..15] (row layout, nb groups) -> one 16-row block. */
@@ -55,13 +67,7 @@ static void block_of_rows(int w, const uint8_t *const rows[R], uint8_t *blk, int
             memcpy(g + 64 + 4 * r, rows[r] + at.sw, 2), memcpy(g + 64 + 4 * r + 2, rows[r] + at.z, 2);
             uint8_t c[LB_ABQ_G];
             lb_abq_codes_unpack(w, rows[r] + at.qs, c);
-            /* chunk t, byte 4 r + b: field f holds weight 4 c + b, c = (8 / w) t + f (place_x16) */
-            for (int t = 0; t < 4 * w; t++)
-                for (int b = 0; b < 4; b++) {
-                    unsigned v = 0;
-                    for (int f = 0; f < 8 / w; f++) v |= (unsigned)c[4 * ((8 / w) * t + f) + b] << (w * f);
-                    qs[64 * t + 4 * r + b] = (uint8_t)v;
-                }
+            x16_scatter(w, r, c, qs);
         }
     }
 }
@@ -120,18 +126,14 @@ void lb_abq_x16_row(int ct, const void *blk, int64_t nb, int r, void *row) {
     const int w = lb_abq_code_bits(ct);
     const size_t gb = LB_ABQ_X16_GROUP_BYTES(w);
     uint8_t *out = row;
-    memset(out + 8 * nb, 0, 16 * (size_t)w * (size_t)nb);
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *g = (const uint8_t *)blk + gb * (size_t)i, *qs = g + 128;
         const row_at at = row_group(nb, i, w);
         memcpy(out + at.d, g + 4 * r, 4);
         memcpy(out + at.sw, g + 64 + 4 * r, 2), memcpy(out + at.z, g + 64 + 4 * r + 2, 2);
-        for (int j = 0; j < LB_ABQ_G; j++) {
-            size_t byte;
-            int shift;
-            place_x16(w, r, j, &byte, &shift);
-            lb_abq_codes_put(w, out + at.qs, j, (qs[byte] >> shift) & ((1 << w) - 1));
-        }
+        uint8_t c[LB_ABQ_G];
+        x16_gather(w, r, qs, c);
+        lb_abq_codes_pack(w, c, out + at.qs);
     }
 }
 
@@ -145,13 +147,10 @@ static float block_row_dot(int w, int64_t nb, const uint8_t *blk, int r, const b
         float d;
         int16_t sw, z;
         memcpy(&d, g + 4 * r, 4), memcpy(&sw, g + 64 + 4 * r, 2), memcpy(&z, g + 64 + 4 * r + 2, 2);
+        uint8_t c[LB_ABQ_G];
+        x16_gather(w, r, qs, c);
         int32_t P = 0;
-        for (int j = 0; j < LB_ABQ_G; j++) {
-            size_t byte;
-            int shift;
-            place_x16(w, r, j, &byte, &shift);
-            P += ((qs[byte] >> shift) & ((1 << w) - 1)) * (a[i].c[j] + 128);
-        }
+        for (int j = 0; j < LB_ABQ_G; j++) P += c[j] * (a[i].c[j] + 128);
         acc += (double)d * (double)(P - a[i].z * sw - z * a[i].sum + LB_ABQ_G * z * a[i].z);
     }
     return nb ? (float)(acc * (double)a[0].d) : 0.0f;
