@@ -361,8 +361,7 @@ LB_ABQC __attribute__((noinline)) static void gemm8(int w, int cmax, int vnni, i
     for (int m = 0; m < M; m++) {
         const block_abq_act *a = (const block_abq_act *)((const uint8_t *)A + (size_t)m * a_row_size);
         for (int64_t i = 0; i < nb; i++) {
-            cz[(size_t)m * nb + i] = (int32_t)((uint32_t)(uint16_t)(off - a[0].z) |
-                                               (uint32_t)(uint16_t)(-(a[i].sum - 128 * a[0].z)) << 16);
+            cz[(size_t)m * nb + i] = lb_abq_corr_pair(a, i, off);
             if (raw) { /* ca - 128 -> ca: the sign bit flipped */
                 int8_t *r = raw + ((size_t)m * (size_t)nb + (size_t)i) * LB_ABQ_G;
                 for (int j = 0; j < LB_ABQ_G; j += 32)

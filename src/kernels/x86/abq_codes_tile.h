@@ -36,6 +36,12 @@ enum { LB_ABQ_MR = 4 };
 typedef void lb_abq_tile_fn(const void *B, int64_t g0, int64_t kc, int last, const block_abq_act *const *a,
                             const int8_t *const *ac, size_t astr, const int32_t *const *cz, double *const *st,
                             float *const *y);
+/* Group i's int16 pair (o - za, -(Sa_i - 128 za)) of a token a (tile8's cz),
+ * o the activation bytes' offset: 128 (the blocks' ca - 128) or 0 (raw ca). */
+static inline int32_t lb_abq_corr_pair(const block_abq_act *a, int64_t i, int o) {
+    return (int32_t)((uint32_t)(uint16_t)(o - a[0].z) | (uint32_t)(uint16_t)(-(a[i].sum - 128 * a[0].z)) << 16);
+}
+
 /* The tile's activation rows m .. m + MR - 1 of A (M rows of a_row_size
  * bytes): their blocks, bytes (raw: the raw codes of nb groups a row, else
  * the blocks' own) and correction pairs (cz: nb a row). A short tile

@@ -46,9 +46,11 @@
 /* acc += vpdpbusd(u, the dword at x broadcast) */
 #define DPBUSD_B(acc, u, x) __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*(const int32_t *)(x)))
 
-/* the int16 pair (128 - za, -(Sa_i - 128 za)) of group i of a token */
-static inline int32_t corr_pair(const block_abq_act *a, int64_t i) {
-    return (int32_t)((uint32_t)(uint16_t)(128 - a[0].z) | (uint32_t)(uint16_t)(-(a[i].sum - 128 * a[0].z)) << 16);
+/* a group's 16 d (fp32, first in the group) as doubles: rows 0-7 and 8-15 */
+INLINE void group_d(const uint8_t *g, __m512d *d0, __m512d *d1) {
+    const __m512 d = _mm512_loadu_ps(g);
+    *d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(d));
+    *d1 = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(d), 1)));
 }
 
 /* The 16 rows' I of group g (its d, swz, chunks) against activation bytes ca. */
@@ -89,10 +91,9 @@ INLINE void block_dot(int w, const uint8_t *blk, int64_t nb, const block_abq_act
     for (int64_t i = 0; i < nb; i++) {
         const uint8_t *g = blk + gb * (size_t)i;
         if (LB_ABQ_X16_PF) lb_prefetch_span(g + LB_ABQ_X16_PF, gb, pf);
-        const __m512i I = group_i(w, g, a[i].c, corr_pair(a, i));
-        const __m512 d = _mm512_loadu_ps(g);
-        const __m512d d0 = _mm512_cvtps_pd(_mm512_castps512_ps256(d));
-        const __m512d d1 = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(d), 1)));
+        const __m512i I = group_i(w, g, a[i].c, lb_abq_corr_pair(a, i, 128));
+        __m512d d0, d1;
+        group_d(g, &d0, &d1);
         acc0 = _mm512_fmadd_pd(d0, _mm512_cvtepi32_pd(_mm512_castsi512_si256(I)), acc0);
         acc1 = _mm512_fmadd_pd(d1, _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(I, 1)), acc1);
     }
@@ -118,10 +119,9 @@ INLINE void unpack(int w, const uint8_t *blk, int64_t g0, int64_t kc, lb_abq_g16
                 _mm512_store_si512(b->col[per * t + f], _mm512_and_si512(_mm512_srli_epi16(v, w * f), mask));
         }
         _mm512_storeu_si512(b->swz, _mm512_loadu_si512(g + 64));
-        const __m512 d = _mm512_loadu_ps(g);
-        _mm512_storeu_pd(b->d, _mm512_cvtps_pd(_mm512_castps512_ps256(d)));
-        _mm512_storeu_pd(b->d + 8,
-                         _mm512_cvtps_pd(_mm256_castsi256_ps(_mm512_extracti64x4_epi64(_mm512_castps_si512(d), 1))));
+        __m512d d0, d1;
+        group_d(g, &d0, &d1);
+        _mm512_storeu_pd(b->d, d0), _mm512_storeu_pd(b->d + 8, d1);
     }
 }
 
@@ -133,7 +133,7 @@ INLINE void gemm(int w, int64_t K, const uint8_t *W, size_t w_row_size, int n0, 
     double dummy_st[16];
     float dummy_y[16];
     for (int m = 0; m < M; m++)
-        for (int64_t i = 0; i < nb; i++) cz[(size_t)m * nb + i] = corr_pair((const block_abq_act *)(A + (size_t)m * a_row_size), i);
+        for (int64_t i = 0; i < nb; i++) cz[(size_t)m * nb + i] = lb_abq_corr_pair((const block_abq_act *)(A + (size_t)m * a_row_size), i, 128);
     for (int nb0 = n0; nb0 < n1; nb0 += 16 * NBLK) {
         const int nblk = LB_MIN(NBLK, (n1 - nb0) / 16);
         for (int64_t g0 = 0; g0 < nb; g0 += KCH) {
