@@ -97,8 +97,8 @@ __attribute__((target("amx-tile,amx-int8,avx512f"))) static double run_amx(void)
     return 4.0 * 16 * 16 * 64 * AMX_ITERS;
 }
 #elif defined(__aarch64__)
-#include <arm_neon.h>
-__attribute__((target("arch=armv8.2-a+dotprod"))) static double run_dotprod(void) {
+#include "kernels/arm/arm_common.h" /* arm_neon.h with SDOT declared, LB_ARM_DOTPROD spelled per compiler */
+LB_ARM_DOTPROD static double run_dotprod(void) {
     int32x4_t acc[CHAINS];
     int8x16_t w = vdupq_n_s8(3);
     const int8x16_t x = vdupq_n_s8(5);
