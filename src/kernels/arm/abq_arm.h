@@ -1,5 +1,4 @@
-/* Arm kernels of the ABQ types (formats/abq.h), aarch64, ASIMD (every
- * aarch64 CPU; also the kernel of the dotprod and i8mm levels):
+/* Arm kernels of the ABQ types (formats/abq.h), aarch64:
  *   abq_w{q}_abq_act_neon   the bit-plane dot: per group, weight plane s
  *       ANDed with activation plane t, bytes counted by CNT, pairs widened
  *       by UADDLP and weighted by 2^t (MLA by a scalar) into 16-bit lanes per
@@ -13,12 +12,14 @@
  *   abq_w{q}_c{4,2}_abq_act_i8mm   the same with the GEMM by SMMLA, tiles of
  *       2 x 2 row pairs (abq_codes_i8mm.c); a single activation row (decode)
  *       by the SDOT tiles. Bit-identical.
- * Why SDOT from the dotprod level and the popcount below it (counted, not
- * timed: qemu, docs/abq.md): per group of 128 weights and one activation
- * row the popcount way takes about 4 q p + 4 q + 10 instructions (W4A8 138,
- * W2*A8 118), the SDOT way about 40 whatever p; without SDOT, its emulation
+ * Why SDOT from the dotprod level and the popcount below it (counted in
+ * gcc 12's loops, not timed: qemu; docs/abq.md): per group of 128 weights
+ * and one activation row the popcount way takes about 20 + 10 q + 11 q p
+ * instructions (W4A8 ~412, W2*A8 ~314), the SDOT way 49 (vec_dot) or 36
+ * (the GEMM's decode tile, per row) whatever p; without SDOT its emulation
  * (SMULL, SADALP) doubles the multiply part, and the plane types of q > 4
- * have no code layout. */
+ * have no code layout. The ASIMD kernel is also the dotprod and i8mm
+ * levels' for those. */
 #ifndef LB_ABQ_ARM_H
 #define LB_ABQ_ARM_H
 
