@@ -1,9 +1,10 @@
-/* Layout study for ABQ_W3 / ABQ_W2S decode (docs/abq.md, "Next: 3-bit
- * chunks"): their codes (0..7, W2S 0..4) sit in 4-bit fields in the X16
- * layout (ABQ_W{3,2S}_C4X16, 4.5 bits a weight in memory against 3.25 /
- * 3.125 in the file). This measures, before a format is built, the X16
- * decode of the 4-bit chunks (the library's loop, kernels/x86/abq_x16_avx512.c)
- * against a 3-bit chunk layout of the same 16-row groups, 3.5 bits a weight:
+/* The layout study behind ABQ_W{3,2S}_C3X16 (docs/abq.md, "3-bit chunks"):
+ * in the X16 layout ABQ_W{3,2S}_C4X16 the codes of W3 and W2S (0..7, 0..4)
+ * sit in 4-bit fields, 4.5 bits a weight in memory against 3.25 / 3.125 in
+ * the file. This measured, before the format was built, the X16 decode of
+ * the 4-bit chunks (the library's loop, kernels/x86/abq_x16_avx512.c)
+ * against a 3-bit chunk layout of the same 16-row groups, 3.5 bits a weight
+ * (the one formats/abq.h now defines), in bare loops apart from the driver:
  *
  *   per group: d[16], swz[16] (128 bytes) as X16, then 4 triples of 64-byte
  *   chunks A, B, C; triple t holds columns c = 8t .. 8t + 7 (column c: row

@@ -115,7 +115,8 @@ static const bench_type all_types[] = {
     {LB_TYPE_ABQ_W2S, "ABQ_W2S"}, {LB_TYPE_ABQ_W4_C4, "ABQ_W4_C4"}, {LB_TYPE_ABQ_W3_C4, "ABQ_W3_C4"},
     {LB_TYPE_ABQ_W2_C2, "ABQ_W2_C2"}, {LB_TYPE_ABQ_W2S_C4, "ABQ_W2S_C4"}, {LB_TYPE_ABQ_W4_C4X16, "ABQ_W4_C4X16"},
     {LB_TYPE_ABQ_W3_C4X16, "ABQ_W3_C4X16"}, {LB_TYPE_ABQ_W2_C2X16, "ABQ_W2_C2X16"},
-    {LB_TYPE_ABQ_W2S_C4X16, "ABQ_W2S_C4X16"},
+    {LB_TYPE_ABQ_W2S_C4X16, "ABQ_W2S_C4X16"}, {LB_TYPE_ABQ_W2S_C3X16, "ABQ_W2S_C3X16"},
+    {LB_TYPE_ABQ_W3_C3X16, "ABQ_W3_C3X16"},
     /* seed 003's binary-coding quantization and its table-lookup layouts (formats/bcq.h) */
     {LB_TYPE_BCQ4_G128, "BCQ4_G128"}, {LB_TYPE_BCQ4_G128_LUT, "BCQ4_G128_LUT"}, {LB_TYPE_BCQ3_G128, "BCQ3_G128"},
     {LB_TYPE_BCQ3_G128_LUT, "BCQ3_G128_LUT"}, {LB_TYPE_BCQ2_G128, "BCQ2_G128"}, {LB_TYPE_BCQ2_G128_LUT, "BCQ2_G128_LUT"},
@@ -290,11 +291,12 @@ int main(int argc, char **argv) {
             const int n_copies = hot ? 1 : (int)LB_MAX((size_t)2, ((size_t)1 << 30) / bytes + 1);
             lb_matrix *copies = calloc((size_t)n_copies, sizeof *copies);
             void **mx_views = calloc((size_t)n_copies, sizeof *mx_views), **mx_bufs = calloc((size_t)n_copies, sizeof *mx_bufs);
-            uint8_t *plain = lb_malloc_aligned(bytes);
-            /* ABQ's X16 layouts: random planes made into the row layout (base), then interleaved */
+            /* ABQ's X16 layouts: random planes made into the row layout (base), then interleaved
+             * (the 3-bit ones hold fewer bytes than their row layout) */
             const int abq_planes = lb_abq_codes_of_x16(type) >= 0 ? lb_type_base(base) : -1;
+            uint8_t *plain = lb_malloc_aligned(abq_planes >= 0 ? LB_MAX(bytes, lb_row_size(base, K) * (size_t)N) : bytes);
             if (abq_planes >= 0) {
-                uint8_t *p = lb_malloc_aligned(bytes);
+                uint8_t *p = lb_malloc_aligned((size_t)lb_row_size(abq_planes, K) * (size_t)N);
                 fill_plain(abq_planes, p, (size_t)lb_row_size(abq_planes, K) * (size_t)N);
                 lb_repack_tensor(base, p, plain, K, N);
                 lb_free_aligned(p);

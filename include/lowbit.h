@@ -169,6 +169,7 @@ typedef enum {
      * (formats/abq.h), made at load, never in a file */
     LB_TYPE_ABQ_W1_C2X16 = 1115, LB_TYPE_ABQ_W2_C2X16 = 1116, LB_TYPE_ABQ_W3_C4X16 = 1117,
     LB_TYPE_ABQ_W4_C4X16 = 1118, LB_TYPE_ABQ_W2S_C4X16 = 1119,
+    LB_TYPE_ABQ_W3_C3X16 = 1120, LB_TYPE_ABQ_W2S_C3X16 = 1121,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */

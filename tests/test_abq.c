@@ -61,7 +61,7 @@ static void test_geometry(void) {
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W4, 256) == LB_TYPE_ABQ_W4);
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W4, 96) == LB_TYPE_Q8_0);
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W2S, 100) == LB_TYPE_F16);
-    CHECK(!lb_traits(1120) && !lb_traits(1099));
+    CHECK(!lb_traits(1122) && !lb_traits(1099));
 }
 
 /* ---- bit balance ---- */
@@ -355,22 +355,23 @@ static void test_kernels(void) {
  * X16): back to the row layout byte for byte, and through lb_matmul at
  * every level, 1 .. max_threads threads, equal to ref bit for bit (the tail
  * N mod 16 rows by the row layout's kernel). Returns the matmuls run. */
-static int n_x16_round;
-static int x16_check(int t, const uint8_t *W, int ct, const uint8_t *C, int64_t K, int64_t N, const float *x, int M,
-                     int p, const float *ref, int max_threads, const char *what) {
-    const int xt = lb_abq_x16_of(ct);
-    const size_t crow = lb_row_size(ct, K);
-    uint8_t *X = malloc(crow * N), *B = malloc(crow * N), *X2 = malloc(crow * N);
+static int n_x16_round, n_c3_round;
+static int x16_check_one(int xt, const uint8_t *W, int ct, const uint8_t *C, int64_t K, int64_t N, const float *x,
+                         int M, int p, const float *ref, int max_threads, const char *what) {
+    const size_t crow = lb_row_size(ct, K), xrow = lb_row_size(xt, K);
+    const int three = lb_abq_x16_bits(xt) == 3;
+    uint8_t *X = malloc(xrow * N), *B = malloc(crow * N), *X2 = malloc(xrow * N);
     CHECK(xt >= 0 && lb_abq_codes_of_x16(xt) == ct && lb_type_base(xt) == ct && lb_type_rows(xt) == 16 &&
-          lb_row_size(xt, K) == crow);
+          (three ? 8 * xrow == (size_t)K * 7 / 2 : xrow == crow));
     lb_repack_tensor(xt, C, X, K, N);
     lb_unpack_tensor(xt, X, B, K, N);
-    CHECK(lb_abq_planes_to_x16(t, W, X2, K, N)); /* the load's one pass */
-    CHECK_MSG(!memcmp(B, C, crow * N) && !memcmp(X2, X, crow * N),
+    CHECK(lb_abq_planes_to_x16(xt, W, X2, K, N)); /* the load's one pass */
+    CHECK_MSG(!memcmp(B, C, crow * N) && !memcmp(X2, X, xrow * N),
               "%s: codes -> X16 -> codes, or planes -> X16, differs (K %lld N %lld)", lb_type_name(xt), (long long)K,
               (long long)N);
     free(X2);
-    n_x16_round++;
+    if (three) n_c3_round++;
+    else n_x16_round++;
     int n = 0;
     for (int li = 0; li < LB_ISA_COUNT; li++) {
         if (!lb_test_level_available(li)) continue;
@@ -387,6 +388,17 @@ static int x16_check(int t, const uint8_t *W, int ct, const uint8_t *C, int64_t 
         lb_cpu_force_level(lb_cpu_detected());
     }
     free(X), free(B);
+    return n;
+}
+
+/* The X16 layout of ct, and where N is a multiple of 16 its 3-bit one
+ * (W3, W2S: formats/abq.h, ABQ_W{3,2S}_C3X16), the same checks. */
+static int x16_check(int t, const uint8_t *W, int ct, const uint8_t *C, int64_t K, int64_t N, const float *x, int M,
+                     int p, const float *ref, int max_threads, const char *what) {
+    int n = x16_check_one(lb_abq_x16_of(ct), W, ct, C, K, N, x, M, p, ref, max_threads, what);
+    (void)t;
+    if (lb_abq_x16_3_of(ct) >= 0 && N % 16 == 0)
+        n += x16_check_one(lb_abq_x16_3_of(ct), W, ct, C, K, N, x, M, p, ref, max_threads, what);
     return n;
 }
 
@@ -522,10 +534,31 @@ static void test_codes(void) {
             free(w), free(x);
         }
     }
+    /* The 3-bit X16 layouts (W3, W2S; N a multiple of 16 only): random
+     * codes, rows of 1 to 44 groups (the decode's triples, the prefill's
+     * unpack in chunks of 16 groups), M from 1 (decode) to 13 (prefill
+     * tiles of 4 and their tails), p 8, 4 and 3, every level, bit for bit. */
+    for (int i = 2; i < 5; i += 2) {
+        static const struct { int64_t nb, N; int M, p; } cs[] = {
+            {1, 16, 1, 8}, {3, 48, 2, 4}, {17, 32, 5, 8}, {44, 16, 1, 3}, {9, 64, 13, 8}, {2, 16, 4, 4},
+        };
+        for (int j = 0; j < (int)(sizeof cs / sizeof cs[0]); j++) {
+            const int64_t K = cs[j].nb * 128, N = cs[j].N;
+            const int M = cs[j].M;
+            float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * M);
+            for (int64_t k = 0; k < K * N; k++) w[k] = gauss(&seed);
+            for (int64_t k = 0; k < K * M; k++) x[k] = gauss(&seed) * (k % 97 == 0 ? 8.0f : 1.0f);
+            codes_matmul_check(plains[i], K, N, M, cs[j].p, w, x, 2, "3-bit fields");
+            free(w), free(x);
+        }
+    }
+    CHECK(lb_abq_x16_3_of(LB_TYPE_ABQ_W3_C4) == LB_TYPE_ABQ_W3_C3X16 && lb_abq_x16_3_of(LB_TYPE_ABQ_W4_C4) == -1 &&
+          lb_abq_x16_bits(LB_TYPE_ABQ_W2S_C3X16) == 3 && lb_abq_x16_bits(LB_TYPE_ABQ_W2S_C4X16) == 4 &&
+          lb_type_bits_per_weight(LB_TYPE_ABQ_W2S_C3X16) == 3.5);
     printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
            n_cases);
-    printf("x16: %d round trips exact, %d level x thread matmuls of the random cases bit-identical (and those of "
-           "every check above)\n", n_x16_round, n_x16);
+    printf("x16: %d round trips exact (3-bit layouts: %d), %d level x thread matmuls of the random cases "
+           "bit-identical (and those of every check above)\n", n_x16_round, n_c3_round, n_x16);
     for (int li = 0; li < LB_ISA_COUNT; li++) {
         const lb_kernel *k = lb_kernel_get_at(LB_TYPE_ABQ_W4_C4, (lb_isa)li), *kx = lb_kernel_get_at(LB_TYPE_ABQ_W4_C4X16, (lb_isa)li);
         if (lb_test_level_available(li))

@@ -274,31 +274,54 @@ void lb_abq_codes_pack(int w, const uint8_t c[LB_ABQ_G], uint8_t *qs);
  * its kernel). A chunk is one 64-byte load; a mask (W = 4: 0x0f, 0xf0)
  * gives column c's codes of the 16 rows, times 2^(W f), in the activations'
  * order. The group dot is the same integer, the row dot the same float,
- * bit for bit. */
+ * bit for bit.
+ *
+ * ABQ_W3_C3X16, ABQ_W2S_C3X16: the codes of W3 (0..7) and W2S (0..4) in
+ * 3-bit fields, W = 3, 896 bytes a group (3.5 bits a weight against C4X16's
+ * 4.5): the same d and swz, then 4 triples of chunks A, B, C (192 t + 0,
+ * 64, 128), triple t holding columns c = 8 t + k, k = 0..7, each byte 4 r +
+ * b a field of row r's code of weight 4 c + b:
+ *     A: k = 0 in bits 0-2, k = 1 in bits 3-5, k = 2's low two bits in 6-7
+ *     B: k = 3, k = 4, k = 5's low two bits, the same places
+ *     C: k = 6 in bits 0-2, k = 7 in 3-5, k = 2's bit 2 in bit 6, k = 5's in 7
+ * Each mask leaves a column in place (times 1, 8 or 64; the third bits times
+ * 64 and 128): 10 masks per 8 columns where 4-bit chunks take 8, at 0.78x
+ * the bytes (bench/abq_c3.c: as fast from L2). Rows have a size of their own
+ * (56 bytes a group), so there are no tail rows: the load takes this layout
+ * only for matrices of N a multiple of 16 (C4X16 for the others). */
 #define LB_ABQ_X16_GROUP_BYTES(W) (128 + 256 * (W))
 static_assert(LB_ABQ_X16_GROUP_BYTES(4) == 16 * LB_ABQ_CODES_GROUP_BYTES(4) &&
                   LB_ABQ_X16_GROUP_BYTES(2) == 16 * LB_ABQ_CODES_GROUP_BYTES(2),
               "ABQ X16 group: 16 rows of the row layout");
+static_assert(LB_ABQ_X16_GROUP_BYTES(3) == 896 && 8 * LB_ABQ_X16_GROUP_BYTES(3) == 16 * (3 * LB_ABQ_G + 64),
+              "ABQ C3X16 group: 3.5 bits a weight");
 
-/* X(lower-case name, LB_TYPE_ suffix, code bits W), in id order, the row layouts' order */
+/* X(lower-case name, LB_TYPE_ suffix, chunk field bits W), in id order */
 #define LB_ABQ_X16_LIST(X)                                                                                   \
     X(abq_w1_c2x16, ABQ_W1_C2X16, 2) X(abq_w2_c2x16, ABQ_W2_C2X16, 2) X(abq_w3_c4x16, ABQ_W3_C4X16, 4)       \
-    X(abq_w4_c4x16, ABQ_W4_C4X16, 4) X(abq_w2s_c4x16, ABQ_W2S_C4X16, 4)
+    X(abq_w4_c4x16, ABQ_W4_C4X16, 4) X(abq_w2s_c4x16, ABQ_W2S_C4X16, 4) X(abq_w3_c3x16, ABQ_W3_C3X16, 3)     \
+    X(abq_w2s_c3x16, ABQ_W2S_C3X16, 3)
 
-/* The X16 layout of a row layout, -1 for others; and back. */
+/* The X16 layout of a row layout (the same field bits), -1 for others; its
+ * 3-bit layout (W3_C4, W2S_C4), -1 for others; an X16 layout's row layout. */
 int lb_abq_x16_of(int codes_type);
+int lb_abq_x16_3_of(int codes_type);
 int lb_abq_codes_of_x16(int type);
+/* Field bits of an X16 layout's chunks: 2, 3 or 4; 0 for other types. */
+int lb_abq_x16_bits(int type);
 /* Traits of an X16 layout (no vec_dot: whole blocks of rows), NULL otherwise. */
 const lb_type_traits *lb_abq_x16_traits(int type);
-/* N rows of K weights in row layout ct -> X16 layout of ct (the same bytes
- * in all, the last N mod 16 rows copied), and back. */
-void lb_abq_codes_to_x16(int ct, const void *src, void *dst, int64_t K, int64_t N);
-void lb_abq_x16_to_codes(int ct, const void *src, void *dst, int64_t K, int64_t N);
-/* The same from the plane type `plain` (ABQ_W{q}) in one pass, a block at a
- * time (the load's way). Returns 0 when out of memory (nothing usable in dst). */
-int lb_abq_planes_to_x16(int plain, const void *src, void *dst, int64_t K, int64_t N);
-/* Row r (0..15) of the 16-row block blk (nb groups) into the row layout. */
-void lb_abq_x16_row(int ct, const void *blk, int64_t nb, int r, void *row);
+/* N rows of K weights in the row layout of X16 layout xt -> xt (the last N
+ * mod 16 rows copied; for the 3-bit layouts N must be a multiple of 16, or
+ * nothing is written), and back. */
+void lb_abq_codes_to_x16(int xt, const void *src, void *dst, int64_t K, int64_t N);
+void lb_abq_x16_to_codes(int xt, const void *src, void *dst, int64_t K, int64_t N);
+/* The same from xt's plane type (ABQ_W{q}) in one pass, a block at a time
+ * (the load's way). Returns 0 when out of memory or when N does not fit
+ * (nothing usable in dst). */
+int lb_abq_planes_to_x16(int xt, const void *src, void *dst, int64_t K, int64_t N);
+/* Row r (0..15) of the 16-row block blk (nb groups, layout xt) into the row layout. */
+void lb_abq_x16_row(int xt, const void *blk, int64_t nb, int r, void *row);
 /* The reference (the kernel table's scalar gemv): Y[m ldy + n] for the
  * whole blocks of rows [n0, n1) and M ABQ_ACT rows, each the row layout's
  * reference float. */

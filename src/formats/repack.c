@@ -126,7 +126,7 @@ static void unpack_group(const lb_repack_layout *L, const uint8_t *packed, uint8
 void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int64_t N) {
     const lb_repack_layout *L = lb_repack_layout_of(type);
     if (lb_abq_plain_of_codes(type) >= 0) lb_abq_to_codes(lb_abq_plain_of_codes(type), plain, packed, K, N);
-    if (lb_abq_codes_of_x16(type) >= 0) lb_abq_codes_to_x16(lb_abq_codes_of_x16(type), plain, packed, K, N);
+    if (lb_abq_codes_of_x16(type) >= 0) lb_abq_codes_to_x16(type, plain, packed, K, N);
     if (!L) return;
     if (lb_repack_is_kq(L->base)) {
         lb_repack_kq_tensor(L, plain, packed, K, N);
@@ -156,7 +156,7 @@ void lb_repack_tensor(int type, const void *plain, void *packed, int64_t K, int6
 void lb_unpack_tensor(int type, const void *packed, void *plain, int64_t K, int64_t N) {
     const lb_repack_layout *L = lb_repack_layout_of(type);
     if (lb_abq_plain_of_codes(type) >= 0) lb_abq_from_codes(lb_abq_plain_of_codes(type), packed, plain, K, N);
-    if (lb_abq_codes_of_x16(type) >= 0) lb_abq_x16_to_codes(lb_abq_codes_of_x16(type), packed, plain, K, N);
+    if (lb_abq_codes_of_x16(type) >= 0) lb_abq_x16_to_codes(type, packed, plain, K, N);
     if (!L) return;
     if (lb_repack_is_kq(L->base)) {
         lb_unpack_kq_tensor(L, packed, plain, K, N);

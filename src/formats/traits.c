@@ -55,7 +55,7 @@ const lb_type_traits *lb_traits(int type) {
     case LB_TYPE_ABQ_W1_C2: case LB_TYPE_ABQ_W2_C2: case LB_TYPE_ABQ_W3_C4: case LB_TYPE_ABQ_W4_C4:
     case LB_TYPE_ABQ_W2S_C4: return lb_abq_codes_traits(type);
     case LB_TYPE_ABQ_W1_C2X16: case LB_TYPE_ABQ_W2_C2X16: case LB_TYPE_ABQ_W3_C4X16: case LB_TYPE_ABQ_W4_C4X16:
-    case LB_TYPE_ABQ_W2S_C4X16: return lb_abq_x16_traits(type);
+    case LB_TYPE_ABQ_W2S_C4X16: case LB_TYPE_ABQ_W3_C3X16: case LB_TYPE_ABQ_W2S_C3X16: return lb_abq_x16_traits(type);
     default: return type >= 1000 ? lb_repack_traits(type) : lb_kquant_traits(type);
     }
 }

@@ -77,9 +77,12 @@ int lb_repack_target(int type) {
          * interleaved where the VNNI decode of that layout runs (formats/abq.h),
          * but not at the AMX level, whose prefill GEMM reads the row layout
          * (lb_model_repack keeps the row layout for 16 activation bits too) */
-        const int t = lb_abq_codes_of(type), x = lb_abq_x16_of(t);
+        const int t = lb_abq_codes_of(type), x = lb_abq_x16_of(t), x3 = lb_abq_x16_3_of(t);
         const lb_kernel *k = mode_in_force() == MODE_OFF ? NULL : lb_kernel_get(t);
-        const lb_kernel *kx = k ? lb_kernel_get(x) : NULL;
+        const lb_kernel *kx = k ? lb_kernel_get(x) : NULL, *k3 = k && x3 >= 0 ? lb_kernel_get(x3) : NULL;
+        /* W3 and W2S: 3-bit fields where their kernel runs, for matrices of
+         * N a multiple of 16 (lb_model_repack takes C4X16 for the others) */
+        if (k3 && k3->isa != LB_ISA_SCALAR && k->isa != LB_ISA_AMX) return x3;
         if (kx && kx->isa != LB_ISA_SCALAR && k->isa != LB_ISA_AMX) return x;
         return k && k->isa != LB_ISA_SCALAR ? t : type;
     }
@@ -164,7 +167,7 @@ static lb_status repack_matrix(lb_model *m, lb_matrix *w, int type, int replace,
         w->row_size = lb_row_size(type, w->K);
     } else if (lb_abq_codes_of_x16(type) >= 0) {
         /* ABQ codes, 16 rows interleaved: through the row layout a block at a time */
-        if (!lb_abq_planes_to_x16(w->type, w->data, dst, w->K, w->N))
+        if (!lb_abq_planes_to_x16(type, w->data, dst, w->K, w->N))
             return lb_fail(LB_ERR_NOMEM, "out of memory repacking a %s matrix", lb_type_name(w->type));
         w->row_size = lb_row_size(type, w->K);
     } else {
@@ -250,10 +253,14 @@ lb_status lb_model_repack(lb_model *m) {
             to[i] = ws[i]->data ? lb_repack_target(ws[i]->type) : ws[i]->type;
             /* ABQ at 16 activation bits: the fp32 kernels read the row layout */
             if (lb_abq_codes_of_x16(to[i]) >= 0 && ws[i]->act_bits == LB_ABQ_ACT_F32) to[i] = lb_abq_codes_of_x16(to[i]);
+            /* ABQ's 3-bit X16 layouts have no tail rows: 16-row blocks only */
+            if (lb_abq_x16_bits(to[i]) == 3 && ws[i]->N % 16) to[i] = lb_abq_x16_of(lb_abq_codes_of_x16(to[i]));
             off[i] = total;
             /* the layout's rows are its base type's (a GC matrix grows to G128's),
-             * but ABQ's code layouts have rows of their own */
-            const int sized = lb_abq_plain_of_codes(to[i]) >= 0 ? to[i] : lb_type_base(to[i]);
+             * but ABQ's code layouts have rows of their own (and so do the X16
+             * ones: 16 rows of their row layout, or 3.5 bits a weight) */
+            const int sized = lb_abq_plain_of_codes(to[i]) >= 0 || lb_abq_codes_of_x16(to[i]) >= 0 ? to[i]
+                                                                                               : lb_type_base(to[i]);
             if (to[i] != ws[i]->type) total += (lb_row_size(sized, ws[i]->K) * (size_t)ws[i]->N + 63) & ~(size_t)63;
         }
         if (!total) continue;

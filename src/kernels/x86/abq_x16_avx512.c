@@ -8,6 +8,8 @@
  * the bytes (f > 0) is masked in place, so its products come out 2^(W f)
  * times too large in a chain of their own, and one exact arithmetic shift
  * per chain puts them right (W = 4: P + (Q >> 4); no shift per column).
+ * W = 3 (ABQ_W{3,2S}_C3X16): chunk triples, 10 masks per 8 columns, chains
+ * by shift (0, 3, 6, and 4 / 5 for the third bits formats/abq.h puts in C).
  * The group's exact integer I of the 16 rows then sits in the lanes, the
  * correction term sw (128 - za) - z (Sa - 128 za) by one vpmaddwd at the
  * chain's start, and d I is added to two vectors of 8 double sums by a
@@ -70,6 +72,31 @@ INLINE __m512i group_i(int w, const uint8_t *g, const int8_t *ca, int32_t cz) {
         }
         return _mm512_add_epi32(_mm512_add_epi32(P0, P1), _mm512_srai_epi32(_mm512_add_epi32(Q0, Q1), 4));
     }
+    if (w == 3) { /* the triples (formats/abq.h): chains by the shift that puts each mask right */
+        __m512i P3 = _mm512_setzero_si512(), Q3 = _mm512_setzero_si512(), P6 = _mm512_setzero_si512();
+        __m512i Q6 = _mm512_setzero_si512(), H4 = _mm512_setzero_si512(), H5 = _mm512_setzero_si512();
+        const __m512i m07 = _mm512_set1_epi8(0x07), m38 = _mm512_set1_epi8(0x38), mc0 = _mm512_set1_epi8((char)0xc0);
+        const __m512i m40 = _mm512_set1_epi8(0x40), m80 = _mm512_set1_epi8((char)0x80);
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+            const uint8_t *q = qs + 192 * t;
+            const int8_t *c = ca + 32 * t;
+            const __m512i A = _mm512_loadu_si512(q), B = _mm512_loadu_si512(q + 64), C = _mm512_loadu_si512(q + 128);
+            DPBUSD_B(P0, _mm512_and_si512(A, m07), c);
+            DPBUSD_B(P3, _mm512_and_si512(A, m38), c + 4);
+            DPBUSD_B(P6, _mm512_and_si512(A, mc0), c + 8);
+            DPBUSD_B(P1, _mm512_and_si512(B, m07), c + 12);
+            DPBUSD_B(Q3, _mm512_and_si512(B, m38), c + 16);
+            DPBUSD_B(Q6, _mm512_and_si512(B, mc0), c + 20);
+            DPBUSD_B(P0, _mm512_and_si512(C, m07), c + 24);
+            DPBUSD_B(P3, _mm512_and_si512(C, m38), c + 28);
+            DPBUSD_B(H4, _mm512_and_si512(C, m40), c + 8);  /* column 8t+2's bit 2, times 64: >> 4 */
+            DPBUSD_B(H5, _mm512_and_si512(C, m80), c + 20); /* column 8t+5's, times 128: >> 5 */
+        }
+        const __m512i r = _mm512_add_epi32(_mm512_add_epi32(P0, P1), _mm512_srai_epi32(_mm512_add_epi32(P3, Q3), 3));
+        return _mm512_add_epi32(_mm512_add_epi32(r, _mm512_srai_epi32(_mm512_add_epi32(P6, Q6), 6)),
+                                _mm512_add_epi32(_mm512_srai_epi32(H4, 4), _mm512_srai_epi32(H5, 5)));
+    }
     const __m512i m0 = _mm512_set1_epi8(0x03), m1 = _mm512_set1_epi8(0x0c), m2 = _mm512_set1_epi8(0x30),
                   m3 = _mm512_set1_epi8((char)0xc0);
 #pragma GCC unroll 8
@@ -111,12 +138,31 @@ INLINE void unpack(int w, const uint8_t *blk, int64_t g0, int64_t kc, lb_abq_g16
     for (int64_t i = 0; i < kc; i++) {
         const uint8_t *g = blk + gb * (size_t)(g0 + i), *qs = g + 128;
         lb_abq_g16 *b = &B[i];
-        const int per = 8 / w;
-        const __m512i mask = _mm512_set1_epi8((char)((1 << w) - 1));
-        for (int t = 0; t < 4 * w; t++) {
-            const __m512i v = _mm512_loadu_si512(qs + 64 * t);
-            for (int f = 0; f < per; f++)
-                _mm512_store_si512(b->col[per * t + f], _mm512_and_si512(_mm512_srli_epi16(v, w * f), mask));
+        if (w == 3) { /* the triples: a column's third bit joins its low two from C */
+            const __m512i m7 = _mm512_set1_epi8(7), m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
+            for (int t = 0; t < 4; t++) {
+                const __m512i A = _mm512_loadu_si512(qs + 192 * t), Bv = _mm512_loadu_si512(qs + 192 * t + 64);
+                const __m512i C = _mm512_loadu_si512(qs + 192 * t + 128);
+                int32_t(*col)[16] = b->col + 8 * t;
+                _mm512_store_si512(col[0], _mm512_and_si512(A, m7));
+                _mm512_store_si512(col[1], _mm512_and_si512(_mm512_srli_epi16(A, 3), m7));
+                _mm512_store_si512(col[2], _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(A, 6), m3),
+                                                           _mm512_and_si512(_mm512_srli_epi16(C, 4), m4)));
+                _mm512_store_si512(col[3], _mm512_and_si512(Bv, m7));
+                _mm512_store_si512(col[4], _mm512_and_si512(_mm512_srli_epi16(Bv, 3), m7));
+                _mm512_store_si512(col[5], _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(Bv, 6), m3),
+                                                           _mm512_and_si512(_mm512_srli_epi16(C, 5), m4)));
+                _mm512_store_si512(col[6], _mm512_and_si512(C, m7));
+                _mm512_store_si512(col[7], _mm512_and_si512(_mm512_srli_epi16(C, 3), m7));
+            }
+        } else {
+            const int per = 8 / w;
+            const __m512i mask = _mm512_set1_epi8((char)((1 << w) - 1));
+            for (int t = 0; t < 4 * w; t++) {
+                const __m512i v = _mm512_loadu_si512(qs + 64 * t);
+                for (int f = 0; f < per; f++)
+                    _mm512_store_si512(b->col[per * t + f], _mm512_and_si512(_mm512_srli_epi16(v, w * f), mask));
+            }
         }
         _mm512_storeu_si512(b->swz, _mm512_loadu_si512(g + 64));
         __m512d d0, d1;
