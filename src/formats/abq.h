@@ -286,7 +286,7 @@ void lb_abq_codes_pack(int w, const uint8_t c[LB_ABQ_G], uint8_t *qs);
  *     C: k = 6 in bits 0-2, k = 7 in 3-5, k = 2's bit 2 in bit 6, k = 5's in 7
  * Each mask leaves a column in place (times 1, 8 or 64; the third bits times
  * 64 and 128): 10 masks per 8 columns where 4-bit chunks take 8, at 0.78x
- * the bytes (bench/abq_c3.c: as fast from L2). Rows have a size of their own
+ * the bytes (as fast from L2: docs/abq.md). Rows have a size of their own
  * (56 bytes a group), so there are no tail rows: the load takes this layout
  * only for matrices of N a multiple of 16 (C4X16 for the others). */
 #define LB_ABQ_X16_GROUP_BYTES(W) (128 + 256 * (W))
