@@ -393,10 +393,9 @@ static int x16_check_one(int xt, const uint8_t *W, int ct, const uint8_t *C, int
 
 /* The X16 layout of ct, and where N is a multiple of 16 its 3-bit one
  * (W3, W2S: formats/abq.h, ABQ_W{3,2S}_C3X16), the same checks. */
-static int x16_check(int t, const uint8_t *W, int ct, const uint8_t *C, int64_t K, int64_t N, const float *x, int M,
-                     int p, const float *ref, int max_threads, const char *what) {
+static int x16_check(const uint8_t *W, int ct, const uint8_t *C, int64_t K, int64_t N, const float *x, int M, int p,
+                     const float *ref, int max_threads, const char *what) {
     int n = x16_check_one(lb_abq_x16_of(ct), W, ct, C, K, N, x, M, p, ref, max_threads, what);
-    (void)t;
     if (lb_abq_x16_3_of(ct) >= 0 && N % 16 == 0)
         n += x16_check_one(lb_abq_x16_3_of(ct), W, ct, C, K, N, x, M, p, ref, max_threads, what);
     return n;
@@ -424,7 +423,7 @@ static void codes_matmul_check(int t, int64_t K, int64_t N, int M, int p, const 
         }
         lb_cpu_force_level(lb_cpu_detected());
     }
-    x16_check(t, W, ct, C, K, N, x, M, p, ref, max_threads, what);
+    x16_check(W, ct, C, K, N, x, M, p, ref, max_threads, what);
     free(ref), free(W), free(C), free(A);
 }
 
@@ -485,7 +484,7 @@ static void test_codes(void) {
                 CHECK_MSG(same, "%s p %d K %lld N %lld M %d: %s differs from %s's reference", lb_type_name(ct), p,
                           (long long)K, (long long)N, M, k->name, lb_type_name(t));
             }
-            n_x16 += x16_check(t, W, ct, C, K, N, x, M, p, ref, 2, "random data");
+            n_x16 += x16_check(W, ct, C, K, N, x, M, p, ref, 2, "random data");
             free(ref), free(w), free(x), free(f1), free(f2), free(W), free(C), free(B), free(A);
         }
     }

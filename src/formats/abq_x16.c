@@ -15,28 +15,32 @@ static const int pairs[][3] = {
 };
 enum { N_PAIRS = sizeof pairs / sizeof pairs[0], R = 16 };
 
-int lb_abq_x16_of(int codes_type) {
+/* the pairs row whose column col holds type, -1 */
+static int pair_of(int col, int type) {
     for (int i = 0; i < N_PAIRS; i++)
-        if (pairs[i][0] == codes_type) return pairs[i][1];
+        if (type >= 0 && pairs[i][col] == type) return i;
     return -1;
+}
+
+int lb_abq_x16_of(int codes_type) {
+    const int i = pair_of(0, codes_type);
+    return i < 0 ? -1 : pairs[i][1];
 }
 
 int lb_abq_x16_3_of(int codes_type) {
-    for (int i = 0; i < N_PAIRS; i++)
-        if (pairs[i][0] == codes_type) return pairs[i][2];
-    return -1;
+    const int i = pair_of(0, codes_type);
+    return i < 0 ? -1 : pairs[i][2];
 }
 
 int lb_abq_codes_of_x16(int type) {
-    for (int i = 0; i < N_PAIRS; i++)
-        if (type >= 0 && (pairs[i][1] == type || pairs[i][2] == type)) return pairs[i][0];
-    return -1;
+    const int i = pair_of(1, type) >= 0 ? pair_of(1, type) : pair_of(2, type);
+    return i < 0 ? -1 : pairs[i][0];
 }
 
 int lb_abq_x16_bits(int type) {
-    const int ct = lb_abq_codes_of_x16(type);
-    if (ct < 0) return 0;
-    return type == LB_TYPE_ABQ_W3_C3X16 || type == LB_TYPE_ABQ_W2S_C3X16 ? 3 : lb_abq_code_bits(ct);
+    if (pair_of(2, type) >= 0) return 3; /* the 3-bit column */
+    const int i = pair_of(1, type);
+    return i < 0 ? 0 : lb_abq_code_bits(pairs[i][0]);
 }
 
 /* One group of one row in the row layout (formats/abq.h): its d, sw, z and

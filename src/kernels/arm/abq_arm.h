@@ -15,8 +15,8 @@
  * Why SDOT from the dotprod level and the popcount below it (counted in
  * gcc 12's loops, not timed: qemu; docs/abq.md): per group of 128 weights
  * and one activation row the popcount way takes about 20 + 10 q + 11 q p
- * instructions (W4A8 ~412, W2*A8 ~314), the SDOT way 49 (vec_dot) or 36
- * (the GEMM's decode tile, per row) whatever p; without SDOT its emulation
+ * instructions (W4A8 ~412, W2*A8 ~314), the SDOT way 36 (the GEMM
+ * decode tile, per row) whatever p; without SDOT its emulation
  * (SMULL, SADALP) doubles the multiply part, and the plane types of q > 4
  * have no code layout. The ASIMD kernel is also the dotprod and i8mm
  * levels' for those. */

@@ -1,7 +1,8 @@
 /* The pieces of ABQ's code-layout kernels on Arm (kernels/arm/abq_arm.h):
- * the code decode, a row's parts, and the SDOT row dot, tile and GEMM of
- * abq_codes_dotprod.c, which the i8mm GEMM (abq_codes_i8mm.c) also runs for
- * its single activation rows. Arithmetic: abq_codes_dotprod.c's comment. */
+ * the code decode, a row's parts and heads, and the SDOT tile and GEMM of
+ * abq_codes_dotprod.c (its vec_dot is the 1 x 1 tile), which the i8mm GEMM
+ * (abq_codes_i8mm.c) also runs for its single activation rows. Arithmetic:
+ * abq_codes_dotprod.c's comment. */
 #ifndef LB_ABQ_CODES_ARM_IMPL_H
 #define LB_ABQ_CODES_ARM_IMPL_H
 
@@ -45,25 +46,23 @@ LB_ARM_INLINE int get_i16(const uint8_t *v, int64_t i) {
     return x;
 }
 
-LB_ARM_INLINE LB_ARM_DOTPROD float row_dot(int w, int64_t n, const void *wrow, const block_abq_act *a) {
-    const int64_t nb = n / LB_ABQ_G;
-    const row_parts p = parts_of(wrow, nb);
-    double acc = 0.0;
-    for (int64_t i = 0; i < nb; i++) {
-        const uint8_t *qs = p.qs + (size_t)(16 * w) * (size_t)i;
-        int32x4_t s0 = vdupq_n_s32(0), s1 = vdupq_n_s32(0);
-        LB_ARM_UNROLL
-        for (int k = 0; k < 8; k += 2) {
-            s0 = vdotq_s32(s0, chunk_codes(w, qs, k), vld1q_s8(a[i].c + 16 * k));
-            s1 = vdotq_s32(s1, chunk_codes(w, qs, k + 1), vld1q_s8(a[i].c + 16 * k + 16));
-        }
-        const int sw = get_i16(p.sw, i), z = get_i16(p.z, i);
-        const int32_t I = vaddvq_s32(vaddq_s32(s0, s1)) + (128 - a[i].z) * sw - z * (a[i].sum - 128 * a[i].z);
-        float d;
-        memcpy(&d, p.d + 4 * i, 4);
-        acc += (double)d * (double)I;
+/* The 4 rows' heads of group i, lanes = rows: sw, z, and d as doubles
+ * (rows 0-1, 2-3; exact) */
+typedef struct {
+    int32x4_t sw, z;
+    float64x2_t d01, d23;
+} heads4;
+
+LB_ARM_INLINE heads4 heads_of(const row_parts rp[4], int64_t i) {
+    int32_t sw[4], z[4];
+    float d[4];
+    LB_ARM_UNROLL
+    for (int r = 0; r < 4; r++) {
+        sw[r] = get_i16(rp[r].sw, i), z[r] = get_i16(rp[r].z, i);
+        memcpy(&d[r], rp[r].d + 4 * i, 4);
     }
-    return n >= LB_ABQ_G ? (float)(acc * (double)a[0].d) : 0.0f;
+    const float32x4_t df = vld1q_f32(d);
+    return (heads4){vld1q_s32(sw), vld1q_s32(z), vcvt_f64_f32(vget_low_f32(df)), vcvt_high_f64_f32(df)};
 }
 
 /* RW weight rows n .. n + RW - 1 (RW <= 4) x RA activation rows m .. m + RA - 1
@@ -95,24 +94,14 @@ LB_ARM_INLINE LB_ARM_DOTPROD void tile(int w, int RW, int RA, int64_t nb, const 
                 LB_ARM_UNROLL
                 for (int j = 0; j < RA; j++) s[r][j] = vdotq_s32(s[r][j], cw[r], ca[j]);
         }
-        /* the 4 rows' heads, lanes = weight rows (rows past RW: row 0's) */
-        int32_t sw4[4], z4[4];
-        float d4[4];
-        LB_ARM_UNROLL
-        for (int r = 0; r < 4; r++) {
-            sw4[r] = get_i16(rp[r].sw, i), z4[r] = get_i16(rp[r].z, i);
-            memcpy(&d4[r], rp[r].d + 4 * i, 4);
-        }
-        const int32x4_t sw = vld1q_s32(sw4), z = vld1q_s32(z4);
-        const float32x4_t df = vld1q_f32(d4);
-        const float64x2_t d01 = vcvt_f64_f32(vget_low_f32(df)), d23 = vcvt_high_f64_f32(df); /* exact */
+        const heads4 h = heads_of(rp, i); /* rows past RW: row 0's */
         LB_ARM_UNROLL
         for (int j = 0; j < RA; j++) {
             const block_abq_act *b = &act[j][i];
             const int32x4_t P = vpaddq_s32(vpaddq_s32(s[0][j], s[1][j]), vpaddq_s32(s[2][j], s[3][j]));
-            const int32x4_t I = vmlsq_n_s32(vmlaq_n_s32(P, sw, 128 - b->z), z, b->sum - 128 * b->z);
-            acc[j][0] = vaddq_f64(acc[j][0], vmulq_f64(d01, vcvtq_f64_s64(vmovl_s32(vget_low_s32(I)))));
-            acc[j][1] = vaddq_f64(acc[j][1], vmulq_f64(d23, vcvtq_f64_s64(vmovl_high_s32(I))));
+            const int32x4_t I = vmlsq_n_s32(vmlaq_n_s32(P, h.sw, 128 - b->z), h.z, b->sum - 128 * b->z);
+            acc[j][0] = vaddq_f64(acc[j][0], vmulq_f64(h.d01, vcvtq_f64_s64(vmovl_s32(vget_low_s32(I)))));
+            acc[j][1] = vaddq_f64(acc[j][1], vmulq_f64(h.d23, vcvtq_f64_s64(vmovl_high_s32(I))));
         }
     }
     LB_ARM_UNROLL

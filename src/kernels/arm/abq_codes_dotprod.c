@@ -24,7 +24,7 @@
 
 #define CODES_DOTPROD(name, NAME, Wb)                                                                         \
     LB_ARM_DOTPROD void lb_vec_dot_##name##_dotprod(int64_t n, float *s, const void *w, const void *a) {      \
-        *s = row_dot(Wb, n, w, a);                                                                           \
+        tile(Wb, 1, 1, n / LB_ABQ_G, w, 0, 0, a, 0, 0, s, 1); /* the 1 x 1 tile */                        \
     }                                                                                                        \
     LB_ARM_DOTPROD void lb_gemm_##name##_dotprod(int64_t K, const void *W, size_t w_row_size, int n0, int n1, \
                                                  const void *A, size_t a_row_size, int M, float *Y, size_t ldy) { \

@@ -104,25 +104,22 @@ LB_ARM_INLINE LB_ARM_I8MM void tile_mmla(int w, int64_t nb, const uint8_t *W, si
                     s[wp][ap] = vmmlaq_s32(vmmlaq_s32(s[wp][ap], wl[wp], al[ap]), wh[wp], ah[ap]);
         }
         /* the heads in the lanes' order */
-        int32_t sw4[4], z4[4], t1[4], t2[4];
-        float d4[4];
+        const heads4 h = heads_of(rp, i);
+        int32_t t1[4], t2[4];
         LB_ARM_UNROLL
-        for (int r = 0; r < 4; r++) {
-            sw4[r] = get_i16(rp[r].sw, i), z4[r] = get_i16(rp[r].z, i);
-            memcpy(&d4[r], rp[r].d + 4 * i, 4);
-            const block_abq_act *b = &act[r][i];
-            t1[r] = 128 - b->z, t2[r] = b->sum - 128 * b->z;
+        for (int j = 0; j < 4; j++) {
+            const block_abq_act *b = &act[j][i];
+            t1[j] = 128 - b->z, t2[j] = b->sum - 128 * b->z;
         }
-        const int32x4_t sw = vld1q_s32(sw4), z = vld1q_s32(z4), T1 = vld1q_s32(t1), T2 = vld1q_s32(t2);
-        const int32x4_t swl[2] = {vzip1q_s32(sw, sw), vzip2q_s32(sw, sw)}, zl[2] = {vzip1q_s32(z, z), vzip2q_s32(z, z)};
+        const int32x4_t T1 = vld1q_s32(t1), T2 = vld1q_s32(t2);
+        const int32x4_t swl[2] = {vzip1q_s32(h.sw, h.sw), vzip2q_s32(h.sw, h.sw)};
+        const int32x4_t zl[2] = {vzip1q_s32(h.z, h.z), vzip2q_s32(h.z, h.z)};
         const int32x4_t t1l[2] = {vcombine_s32(vget_low_s32(T1), vget_low_s32(T1)),
                                   vcombine_s32(vget_high_s32(T1), vget_high_s32(T1))};
         const int32x4_t t2l[2] = {vcombine_s32(vget_low_s32(T2), vget_low_s32(T2)),
                                   vcombine_s32(vget_high_s32(T2), vget_high_s32(T2))};
-        const float32x4_t df = vld1q_f32(d4);
-        const float64x2_t d01 = vcvt_f64_f32(vget_low_f32(df)), d23 = vcvt_high_f64_f32(df); /* exact */
-        const float64x2_t dr[4] = {vdupq_laneq_f64(d01, 0), vdupq_laneq_f64(d01, 1), vdupq_laneq_f64(d23, 0),
-                                   vdupq_laneq_f64(d23, 1)};
+        const float64x2_t dr[4] = {vdupq_laneq_f64(h.d01, 0), vdupq_laneq_f64(h.d01, 1), vdupq_laneq_f64(h.d23, 0),
+                                   vdupq_laneq_f64(h.d23, 1)};
         LB_ARM_UNROLL
         for (int wp = 0; wp < 2; wp++)
             LB_ARM_UNROLL
