@@ -29,6 +29,7 @@
 #include "formats/repack.h"
 #include "kernels/dispatch.h"
 #include "model/model.h"
+#include "model/repack.h"
 #include "kernels/x86/abq_x86.h"
 #include "test_matmul_util.h"
 #include "test_util.h"
@@ -183,9 +184,18 @@ static void test_act(void) {
     lb_dequantize_row_abq_act(a, y, K);
     CHECK(!memcmp(x, y, sizeof x) && a[0].sum == 0);
 #if LB_HAVE_X86_KERNELS
-    /* the AVX2 quantizer writes the reference's bytes: every p, Gaussian rows with a spike, rows with NaN,
-     * infinities, huge and tiny values, all-negative and all-zero rows, a row length with a tail of 5 */
-    if (lb_test_level_available(LB_ISA_AVX2)) {
+    /* the AVX2 and AVX-512 quantizers write the reference's bytes: every p, Gaussian rows with a spike, rows
+     * with NaN, infinities, huge and tiny values, all-negative and all-zero rows, a row length with a tail of 5 */
+    static const struct {
+        int level;
+        const char *name;
+        void (*fn)(const float *, void *, int64_t, int);
+    } qs[] = {{LB_ISA_AVX2, "AVX2", lb_abq_quantize_act_avx2}, {LB_ISA_AVX512, "AVX-512", lb_abq_quantize_act_avx512}};
+    for (int qi = 0; qi < 2; qi++) {
+        if (!lb_test_level_available(qs[qi].level)) {
+            printf("act: no %s on this CPU: its quantizer not run\n", qs[qi].name);
+            continue;
+        }
         block_abq_act r[3], v[3];
         int n_rows = 0, same = 1;
         const float specials[] = {NAN, INFINITY, -INFINITY, 3e38f, -3e38f, 1e-30f, -0.0f};
@@ -200,12 +210,13 @@ static void test_act(void) {
                 }
                 memset(r, 0x55, sizeof r), memset(v, 0xaa, sizeof v);
                 lb_abq_quantize_act(x, r, k, p);
-                lb_abq_quantize_act_avx2(x, v, k, p);
+                qs[qi].fn(x, v, k, p);
                 same &= !memcmp(r, v, sizeof(block_abq_act) * (size_t)(k / 128));
                 n_rows++;
             }
-        CHECK_MSG(same, "the AVX2 activation quantizer differs from the reference");
-        printf("act: AVX2 quantizer byte-identical to the reference on %d rows (p 1..8, NaN / inf / huge rows)\n", n_rows);
+        CHECK_MSG(same, "the %s activation quantizer differs from the reference", qs[qi].name);
+        printf("act: %s quantizer byte-identical to the reference on %d rows (p 1..8, NaN / inf / huge rows)\n",
+               qs[qi].name, n_rows);
     }
 #endif
 }
@@ -554,6 +565,16 @@ static void test_codes(void) {
     CHECK(lb_abq_x16_3_of(LB_TYPE_ABQ_W3_C4) == LB_TYPE_ABQ_W3_C3X16 && lb_abq_x16_3_of(LB_TYPE_ABQ_W4_C4) == -1 &&
           lb_abq_x16_bits(LB_TYPE_ABQ_W2S_C3X16) == 3 && lb_abq_x16_bits(LB_TYPE_ABQ_W2S_C4X16) == 4 &&
           lb_type_bits_per_weight(LB_TYPE_ABQ_W2S_C3X16) == 3.5);
+    /* one matrix's layout at load (model/repack.h): whatever the level gives the type, a matrix of N % 16 != 0
+     * never gets 3-bit fields and one at 16 activation bits never an X16 layout */
+    for (int i = 0; i < 9; i++) {
+        const int t = weight_type(i), whole = lb_repack_target_matrix(t, 32, 8), odd = lb_repack_target_matrix(t, 40, 8);
+        const int f32 = lb_repack_target_matrix(t, 32, LB_ABQ_ACT_F32);
+        CHECK_MSG(whole == lb_repack_target(t) && lb_abq_x16_bits(odd) != 3 && lb_abq_codes_of_x16(f32) < 0 &&
+                      (lb_abq_x16_bits(whole) != 3 || odd == lb_abq_x16_of(lb_abq_codes_of_x16(whole))),
+                  "%s: load layouts %s / %s / %s", lb_type_name(t), lb_type_name(whole), lb_type_name(odd),
+                  lb_type_name(f32));
+    }
     printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
            n_cases);
     printf("x16: %d round trips exact (3-bit layouts: %d), %d level x thread matmuls of the random cases "

@@ -251,7 +251,8 @@ int cmd_info(int argc, char **argv) {
                             "ffn_down's distribution correction W + gamma a b^T per layer, gamma");
             print_abq_search(g);
         }
-        const int rt = lb_repack_target(t); /* what loading does with it (LOWBIT_REPACK) */
+        /* what loading does with a matrix of whole 16-row blocks (LOWBIT_REPACK; ABQ: at the file's bits) */
+        const int rt = lb_repack_target_matrix(t, 16, lb_abq_bits(t) ? (int)abits : 0);
         if (rt != t) {
             /* the embedding keeps its plain rows for lookups; a tied head
              * (no output.weight) multiplies by a repacked copy of it */

@@ -76,12 +76,12 @@ int lb_repack_target(int type) {
         /* ABQ: the code layout of the int8 kernels where one runs, 16 rows
          * interleaved where the VNNI decode of that layout runs (formats/abq.h),
          * but not at the AMX level, whose prefill GEMM reads the row layout
-         * (lb_model_repack keeps the row layout for 16 activation bits too) */
+         * (lb_repack_target_matrix keeps the row layout for 16 activation bits) */
         const int t = lb_abq_codes_of(type), x = lb_abq_x16_of(t), x3 = lb_abq_x16_3_of(t);
         const lb_kernel *k = mode_in_force() == MODE_OFF ? NULL : lb_kernel_get(t);
         const lb_kernel *kx = k ? lb_kernel_get(x) : NULL, *k3 = k && x3 >= 0 ? lb_kernel_get(x3) : NULL;
         /* W3 and W2S: 3-bit fields where their kernel runs, for matrices of
-         * N a multiple of 16 (lb_model_repack takes C4X16 for the others) */
+         * N a multiple of 16 (lb_repack_target_matrix takes C4X16 for the others) */
         if (k3 && k3->isa != LB_ISA_SCALAR && k->isa != LB_ISA_AMX) return x3;
         if (kx && kx->isa != LB_ISA_SCALAR && k->isa != LB_ISA_AMX) return x;
         return k && k->isa != LB_ISA_SCALAR ? t : type;
@@ -121,6 +121,14 @@ int lb_repack_target(int type) {
         if (k && k->isa != LB_ISA_SCALAR) return t;
     }
     return type;
+}
+
+int lb_repack_target_matrix(int type, int64_t N, int act_bits) {
+    int t = lb_repack_target(type);
+    const int rows = lb_abq_codes_of_x16(t);
+    if (rows >= 0 && act_bits == LB_ABQ_ACT_F32) return rows;               /* the fp32 kernels' layout */
+    if (lb_abq_x16_bits(t) == 3 && N % 16) t = lb_abq_x16_of(rows);         /* no 3-bit tail rows */
+    return t;
 }
 
 /* Index of p in the model's owned buffers, -1 if not owned (mapped file). */
@@ -250,11 +258,7 @@ lb_status lb_model_repack(lb_model *m) {
         size_t total = 0, off[7];
         int to[7];
         for (int i = 0; i < nw; i++) {
-            to[i] = ws[i]->data ? lb_repack_target(ws[i]->type) : ws[i]->type;
-            /* ABQ at 16 activation bits: the fp32 kernels read the row layout */
-            if (lb_abq_codes_of_x16(to[i]) >= 0 && ws[i]->act_bits == LB_ABQ_ACT_F32) to[i] = lb_abq_codes_of_x16(to[i]);
-            /* ABQ's 3-bit X16 layouts have no tail rows: 16-row blocks only */
-            if (lb_abq_x16_bits(to[i]) == 3 && ws[i]->N % 16) to[i] = lb_abq_x16_of(lb_abq_codes_of_x16(to[i]));
+            to[i] = ws[i]->data ? lb_repack_target_matrix(ws[i]->type, ws[i]->N, ws[i]->act_bits) : ws[i]->type;
             off[i] = total;
             /* the layout's rows are its base type's (a GC matrix grows to G128's),
              * but ABQ's code layouts have rows of their own (and so do the X16

@@ -19,6 +19,13 @@ const char *lb_repack_mode(void);
 /* The type a matrix of `type` is repacked to under the mode in force at
  * the current level, or `type` itself. */
 int lb_repack_target(int type);
+/* The same for one matrix of N rows whose activations are quantized to
+ * act_bits (0 for non-ABQ types): lb_repack_target's layout, less what the
+ * matrix rules out. ABQ at 16 activation bits keeps the row code layout,
+ * which its fp32 kernels read; ABQ's 3-bit X16 layouts hold whole blocks of
+ * 16 rows only, so a matrix of N % 16 != 0 takes the 4-bit X16 layout,
+ * which keeps its last rows in the row layout. */
+int lb_repack_target_matrix(int type, int64_t N, int act_bits);
 
 /* Called by lb_model_finish: repacks every matrix the mode says to (into
  * owned memory: a mapped file is never written), unpacks a token embedding

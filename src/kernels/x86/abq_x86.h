@@ -21,7 +21,8 @@
  *       vpdpbusd with the rows in the lanes, prefill by the 16-row VNNI tile
  *       (kernels/x86/abq_x16_avx512.c).
  * The activations are quantized per token, whole rows, by
- * lb_abq_quantize_act_avx2 (the reference's bytes). */
+ * lb_abq_quantize_act_avx2, at the avx512 and amx levels by
+ * lb_abq_quantize_act_avx512 (both the reference's bytes). */
 #ifndef LB_ABQ_X86_H
 #define LB_ABQ_X86_H
 
@@ -97,6 +98,10 @@ float lb_abq_dot_avx2(int type, int way, int64_t n, const void *w, const void *a
  * blocks byte for byte (kernels/x86/abq_act_avx2.c); the 8-bit one. */
 void lb_abq_quantize_act_avx2(const float *x, void *y, int64_t k, int p);
 void lb_abq_quantize_act8_avx2(const float *x, void *y, int64_t k);
+/* The same bytes at the avx512 and amx levels (kernels/x86/abq_act_avx512.c):
+ * 64 values a pass, the planes by vpmovb2m. */
+void lb_abq_quantize_act_avx512(const float *x, void *y, int64_t k, int p);
+void lb_abq_quantize_act8_avx512(const float *x, void *y, int64_t k);
 
 #define LB_ABQ_AVX2_DECLARE(name, NAME, Q)                                                                    \
     void lb_vec_dot_##name##_avx2(int64_t n, float *s, const void *w, const void *a);                         \
@@ -188,24 +193,24 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
  * decode by lb_abq_codes_gemv_vnni (vec_dot: the AVX2 one); whole_m 2 as
  * the AVX2 GEMM's */
 #define LB_ABQ_CODES_AVX512_KERNEL(name, NAME, W)                                                              \
-    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx2,         \
-     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx512,     \
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx512},
 /* whole_m 1: the AMX GEMM decodes its 16 weight rows once per call for all
  * the activation rows the driver hands it (as many as fit the L2); the rows
  * past a multiple of 16, and decode, go to the AVX-512 level's kernel */
 #define LB_ABQ_CODES_AMX_KERNEL(name, NAME, W)                                                                 \
-    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AMX, #name "_abq_act_amx", lb_abq_quantize_act8_avx2,               \
-     lb_vec_dot_##name##_avx2, lb_gemm_##name##_amx, NULL, 0, NULL, 0, 0, 1, 1, lb_abq_quantize_act_avx2},
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AMX, #name "_abq_act_amx", lb_abq_quantize_act8_avx512,           \
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_amx, NULL, 0, NULL, 0, 0, 1, 1, lb_abq_quantize_act_avx512},
 #define LB_ABQ_AVX512_KERNEL(name, NAME, Q)                                                                    \
-    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx2,         \
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx512,     \
      lb_vec_dot_##name##_avx512, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, LB_CPU_VPOPCNTDQ, 0, 1,             \
-     lb_abq_quantize_act_avx2},
+     lb_abq_quantize_act_avx512},
 /* The X16 layouts at the avx512 level: a gemv of any M (whole blocks of 16
  * rows; the tail rows go to the row layout's kernel), whole_m 2 as the row
  * layout's GEMM. */
 #define LB_ABQ_X16_AVX512_KERNEL(name, NAME, W)                                                                \
-    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx2,         \
-     NULL, NULL, lb_gemv_##name##_avx512, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx2},
+    {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx512,     \
+     NULL, NULL, lb_gemv_##name##_avx512, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx512},
 /* the plane types (AVX2; AVX-512 with VPOPCNTDQ), then their code layouts
  * (made at load where these run) */
 #define LB_ABQ_X86_KERNELS                                                                                     \
