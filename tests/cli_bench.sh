@@ -22,6 +22,9 @@ printf '%s\n' "$out" > "$WORK/bench.log"
 grep -qE 'pp16: [0-9.]+ G weight multiply-adds per token: [0-9]+ int8 GOPS' "$WORK/err.log" \
   && grep -qE 'tg4 reads [0-9.]+ MiB of weights per token' "$WORK/err.log" \
   && ok "pp and tg roofline lines" || bad "roofline lines missing: $(head -n 4 "$WORK/err.log")"
+# the bandwidth read beside each tg repetition: one figure per repetition (-r 2), then the steady ones' median
+grep -qE '^  tg4 beside each repetition, .*: [0-9]+% \([0-9.]+, [0-9.]+(: changed)?\), [0-9]+% \([0-9.]+, [0-9.]+(: changed)?\); (median of the [12] steady: [0-9]+%|none steady)$' \
+  "$WORK/err.log" && ok "tg beside each repetition" || bad "no per-repetition bandwidth line: $(grep 'tg4' "$WORK/err.log")"
 if [ "$(uname -m)" = x86_64 ] && [ -z "${LOWBIT_ISA:-}" ]; then
   grep -qE 'int8 GOPS, [0-9]+% of the [0-9]+ GOPS .* peak measured on 2 threads' "$WORK/err.log" \
     && ok "pp compared with the measured int8 peak" || bad "no int8 peak in: $(grep pp16 "$WORK/err.log")"

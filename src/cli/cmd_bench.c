@@ -42,8 +42,9 @@ static void help(void) {
            "  -t, --threads N[,N]    thread counts to test (default: all cores)\n"
            "  -r, --repetitions N    repetitions per test (default 5)\n"
            "      --no-roofline      do not measure the memory read bandwidth (1 GiB, ~2 s) that\n"
-           "                         tg results are compared with, nor the int8 peak (~0.1 s)\n"
-           "                         that pp results are\n\n"
+           "                         tg results are compared with (and 256 MiB before and after\n"
+           "                         each tg repetition, for VMs whose bandwidth changes by the\n"
+           "                         second), nor the int8 peak (~0.1 s) that pp results are\n\n"
            "environment: LOWBIT_PREFETCH=l1|l2 puts decode's weight prefetches in L1 or L2\n"
            "(default: L2 on AMD CPUs, L1 elsewhere); LOWBIT_GEMV_GROUPS=1|2 sets how many\n"
            "16-row groups the AVX-512 K-quant decode GEMV streams side by side (default: 1 on\n"
@@ -118,6 +119,47 @@ static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int is_pp
     return s;
 }
 
+/* The read bandwidth beside each tg repetition. On some VMs it changes from
+ * second to second (a 2-core Zen 4 VM read 35 or 60 GB/s in turn, for a few
+ * seconds each), so the one figure measured for a whole test can set a
+ * repetition against the other mode. 256 MiB read right before and right
+ * after each repetition (best of the probe's 5 prefetch variants, ~80 ms
+ * in all; 64 and 128 MiB read up to a third faster at times, partly from
+ * the 32 MiB L3); a repetition whose two readings differ by more than a tenth ran
+ * while the mode changed, and is shown but left out of the median. */
+enum { PROBE_BYTES = 256 << 20, PROBE_REPS = 5 };
+
+static double probe(uint8_t *buf, int threads) {
+    return buf ? lb_read_bandwidth_of(buf, PROBE_BYTES, threads, PROBE_REPS, NULL) : 0.0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* "  tg128 beside each repetition: ..." on stderr; share[] is scratch */
+static void print_beside(int n, const double *runs, const double *before, const double *after, int reps, double wb,
+                         double *share) {
+    int n_steady = 0;
+    fprintf(stderr, "  tg%d beside each repetition, %% of the read bandwidth measured just before and after it (GB/s):",
+            n);
+    for (int i = 0; i < reps; i++) {
+        const double lo = LB_MIN(before[i], after[i]), hi = LB_MAX(before[i], after[i]);
+        const double pct = 100.0 * runs[i] * wb / 1e9 / (0.5 * (before[i] + after[i]));
+        const int steady = lo >= 0.9 * hi;
+        fprintf(stderr, "%s %.0f%% (%.1f, %.1f%s)", i ? "," : "", pct, before[i], after[i], steady ? "" : ": changed");
+        if (steady) share[n_steady++] = pct;
+    }
+    if (n_steady) {
+        qsort(share, (size_t)n_steady, sizeof *share, cmp_double);
+        const double med = n_steady % 2 ? share[n_steady / 2] : 0.5 * (share[n_steady / 2 - 1] + share[n_steady / 2]);
+        fprintf(stderr, "; median of the %d steady: %.0f%%\n", n_steady, med);
+    } else {
+        fprintf(stderr, "; none steady\n");
+    }
+}
+
 int cmd_bench(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "bench", 0};
@@ -187,13 +229,15 @@ int cmd_bench(int argc, char **argv) {
     for (int i = 0; i < n_pp; i++) max_tok = LB_MAX(max_tok, pp[i]);
     for (int i = 0; i < n_tg; i++) max_tok = LB_MAX(max_tok, tg[i]);
     int32_t *toks = malloc((size_t)max_tok * sizeof *toks);
-    double *runs = malloc((size_t)reps * sizeof *runs);
+    double *runs = malloc((size_t)reps * 4 * sizeof *runs); /* then before, after, scratch (print_beside) */
     float *logits = malloc((size_t)lb_model_n_vocab(m) * sizeof *logits);
     if (!toks || !runs || !logits) {
         fprintf(stderr, "lowbit bench: out of memory\n");
         free(toks); free(runs); free(logits); lb_model_free(m);
         return CLI_FAIL;
     }
+    double *before = runs + reps, *after = before + reps;
+    uint8_t *probe_buf = NULL; /* allocated at the first tg test on the CPU */
     uint64_t r = 12345;
     for (int i = 0; i < max_tok; i++) {
         r = r * 6364136223846793005ull + 1442695040888963407ull;
@@ -235,9 +279,13 @@ int cmd_bench(int argc, char **argv) {
                 }
                 double warm;
                 run_test(ctx, toks, kind == 0 ? n : LB_MIN(n, 4), kind == 0, logits, &warm);
+                const int beside = roofline && kind == 1 && dev == LB_DEVICE_CPU;
+                if (beside && !probe_buf && (probe_buf = lb_malloc_huge(PROBE_BYTES))) memset(probe_buf, 1, PROBE_BYTES);
                 for (int i = 0; i < reps && rc == CLI_OK; i++) {
+                    if (beside) before[i] = probe(probe_buf, lb_context_threads(ctx));
                     if (lb_cancel_requested()) rc = 130;
                     else if ((s = run_test(ctx, toks, n, kind == 0, logits, &runs[i]))) { cli_error("bench", s); rc = CLI_FAIL; }
+                    if (beside) after[i] = probe(probe_buf, lb_context_threads(ctx));
                 }
                 if (rc == CLI_OK) {
                     double mean, sd;
@@ -281,6 +329,7 @@ int cmd_bench(int argc, char **argv) {
                             fprintf(stderr, ", %.0f%% of the %.1f GB/s read bandwidth measured on %d threads (roofline %.1f t/s)",
                                     100.0 * gbs / bw, bw, lb_context_threads(ctx), bw * 1e9 / wb);
                         fprintf(stderr, "\n");
+                        if (beside && probe_buf) print_beside(n, runs, before, after, reps, wb, after + reps);
                     }
                 }
                 lb_context_free(ctx);
@@ -290,6 +339,7 @@ int cmd_bench(int argc, char **argv) {
     free(toks);
     free(runs);
     free(logits);
+    lb_free_aligned(probe_buf);
     lb_model_free(m);
     return rc;
 }
