@@ -129,14 +129,18 @@ void lb_attention(const lb_attn_args *a, float *scratch, int n_threads) {
     int T = unit_rows(g) / g;
     while (T > 1 && (int64_t)((a->n + T - 1) / T) * nkv < 4 * n_threads) T = (T + 1) / 2;
     const int nb = (a->n + T - 1) / T, units = nb * nkv;
-    /* multiply-adds, roughly: below ~256k (a few microseconds) waking threads
-     * costs more. Otherwise the whole team, even when there are fewer units
-     * than threads (decode: one per KV head): a team of another size than
-     * the matmuls' makes OpenMP park and wake the rest of its pool at every
-     * layer (on 16 threads, TinyLlama Q4_0 decode fell from 153 to 32 t/s
-     * once a token saw 128 keys and attention took a team of 4) */
+    /* multiply-adds, roughly: below ~32k (a microsecond) waking threads costs
+     * more (a region of 2 threads: 0.6 us on a Zen 4 VM). The threshold was
+     * 256k, which left decode attention on one thread, the others waiting,
+     * until a TinyLlama token saw 128 keys: 410 us of a 13 ms token in tg128
+     * (W2*A8, 2 threads), 240-280 us on both threads. Otherwise the whole
+     * team, even when there are fewer units than threads (decode: one per KV
+     * head): a team of another size than the matmuls' makes OpenMP park and
+     * wake the rest of its pool at every layer (on 16 threads, TinyLlama
+     * Q4_0 decode fell from 153 to 32 t/s once a token saw 128 keys and
+     * attention took a team of 4) */
     const int64_t keys = a->window > 0 ? LB_MIN(a->pos0 + a->n, a->window) : a->pos0 + a->n;
-    int nth = (int64_t)a->n * a->n_head * keys * a->head_dim < (1 << 18) ? 1 : n_threads;
+    int nth = (int64_t)a->n * a->n_head * keys * a->head_dim < (1 << 15) ? 1 : n_threads;
     if (nth < 1) nth = 1;
     const size_t per = lb_attn_scratch_floats(a->head_dim, g);
 #pragma omp parallel for num_threads(nth) schedule(dynamic, 1)
