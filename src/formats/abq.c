@@ -49,6 +49,12 @@ int lb_abq_get_code(int type, const void *blk, int j) {
 
 /* ---- activations ---- */
 
+int lb_abq_act_step(float lo, float hi, int cmax, float *d, float *id) {
+    *d = (hi - lo) / (float)cmax;
+    *id = *d > 0.0f ? 1.0f / *d : 0.0f;
+    return *d > 0.0f ? (int)LB_MIN(LB_MAX(lrintf(-lo * *id), 0), cmax) : 0;
+}
+
 void lb_abq_quantize_act(const float *x, void *vy, int64_t k, int p) {
     block_abq_act *y = vy;
     if (p < 1 || p > LB_ABQ_MAX_BITS) p = LB_ABQ_MAX_BITS; /* planes beyond 8 do not exist */
@@ -59,8 +65,8 @@ void lb_abq_quantize_act(const float *x, void *vy, int64_t k, int p) {
         if (x[j] < lo) lo = x[j];
         if (x[j] > hi) hi = x[j];
     }
-    const float d = (hi - lo) / (float)cmax, id = d > 0.0f ? 1.0f / d : 0.0f;
-    const int z = d > 0.0f ? (int)LB_MIN(LB_MAX(lrintf(-lo * id), 0), cmax) : 0;
+    float d, id;
+    const int z = lb_abq_act_step(lo, hi, cmax, &d, &id);
     for (int64_t i = 0; i < k / LB_ABQ_G; i++) {
         block_abq_act *b = &y[i];
         memset(b, 0, sizeof *b);

@@ -126,6 +126,10 @@ static inline int lb_abq_act_bits_ok(int p) { return (p >= 1 && p <= LB_ABQ_MAX_
 void lb_quantize_row_abq_act_ref(const float *x, void *y, int64_t k);
 void lb_abq_quantize_act(const float *x, void *y, int64_t k, int p);
 void lb_dequantize_row_abq_act(const void *x, float *y, int64_t k);
+/* A token's step d = (hi - lo) / cmax, its inverse id (0 when d is 0) and
+ * its zero point (returned), from the row's range lo <= 0 <= hi: the floats
+ * of the reference, which the SIMD quantizers share. */
+int lb_abq_act_step(float lo, float hi, int cmax, float *d, float *id);
 
 /* ---- weights ---- */
 /* q (planes: 1..8, 3 for W2S) of an ABQ weight type; 0 for other types. */

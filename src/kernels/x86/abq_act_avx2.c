@@ -59,8 +59,8 @@ LB_ABQA2 void lb_abq_quantize_act_avx2(const float *x, void *vy, int64_t k, int 
         if (x[j] < lo) lo = x[j];
         if (x[j] > hi) hi = x[j];
     }
-    const float d = (hi - lo) / (float)cmax, id = d > 0.0f ? 1.0f / d : 0.0f;
-    const int z = d > 0.0f ? (int)LB_MIN(LB_MAX(lrintf(-lo * id), 0), cmax) : 0;
+    float d, id;
+    const int z = lb_abq_act_step(lo, hi, cmax, &d, &id);
     const __m256 id8 = _mm256_set1_ps(id);
     const __m256i z8 = _mm256_set1_epi32(z), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t i = 0; i < k / LB_ABQ_G; i++) {

@@ -50,8 +50,8 @@ LB_ABQA512 void lb_abq_quantize_act_avx512(const float *x, void *vy, int64_t k, 
         if (x[j] < lo) lo = x[j];
         if (x[j] > hi) hi = x[j];
     }
-    const float d = (hi - lo) / (float)cmax, id = d > 0.0f ? 1.0f / d : 0.0f;
-    const int z = d > 0.0f ? (int)LB_MIN(LB_MAX(lrintf(-lo * id), 0), cmax) : 0;
+    float d, id;
+    const int z = lb_abq_act_step(lo, hi, cmax, &d, &id);
     const __m512 id16 = _mm512_set1_ps(id), top = _mm512_set1_ps((float)cmax);
     const __m512i z16 = _mm512_set1_epi32(z), cmax16 = _mm512_set1_epi32(cmax);
     /* after the two packs, dword 4l + j holds codes 4l .. 4l + 3 of the j-th
