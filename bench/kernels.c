@@ -10,7 +10,12 @@
  *    distances 0..2 KiB), and STREAM triad (a = b + s*c, 24 bytes per
  *    element);
  *  - GEMV: GB/s of weight bytes read, and that as % of the read bandwidth at
- *    the same thread count. The weights are copies of the matrix, 1 GiB
+ *    the same thread count, read (256 MiB) right before and right after the
+ *    GEMV's own measurement: on a VM whose bandwidth switches between two
+ *    speeds for seconds at a time (35 and 60 GB/s on a 2-core Zen 4 VM),
+ *    the figure at the top can belong to the other one; a '*' marks a GEMV
+ *    whose two readings differ by more than a tenth (with --hot: against
+ *    the figure at the top, the GEMV runs from cache). The weights are copies of the matrix, 1 GiB
  *    together (32x the last-level cache, whose adaptive replacement keeps
  *    a share of smaller cyclic working sets), used in turn, so every
  *    product streams its weights from memory as in a real model;
@@ -69,6 +74,7 @@
 /* ---- memory bandwidth ---- */
 
 #define BW_BYTES ((size_t)1 << 30)
+#define BESIDE_BYTES ((size_t)256 << 20) /* the probe beside each GEMV (lowbit bench's size) */
 
 /* Huge pages where the kernel allows (THP "madvise" mode, alloc_huge in
  * bench_util.h): measured 5-15% more streaming bandwidth here. */
@@ -263,6 +269,11 @@ int main(int argc, char **argv) {
     }
     printf("memory: read %.1f GB/s (1 thread), %.1f GB/s (2 threads); triad %.1f / %.1f GB/s\n", rbw[1], rbw[2],
            tbw[1], tbw[2]);
+    uint8_t *beside = hot ? NULL : alloc_huge(BESIDE_BYTES);
+    if (beside) {
+        memset(beside, 1, BESIDE_BYTES);
+        printf("GEMV %%read: of the read bandwidth measured just before and after it (* when the two differ by a tenth)\n");
+    }
     /* the GEMM roofline (wall time: not meaningful with --cpu) */
     double peak[3] = {0, 0, 0};
     if (!use_cpu_time && *lb_int8_peak_what()) {
@@ -323,8 +334,13 @@ int main(int argc, char **argv) {
             void *scratch = lb_malloc_aligned(lb_matmul_scratch_size(&copies[0], M));
             result r;
             memset(&r, 0, sizeof r);
+            char pct[3][16] = {"-", "-", "-"};
             for (int nth = 1; nth <= (use_cpu_time ? 1 : 2); nth++) {
+                const double b0 = beside ? read_bw(beside, BESIDE_BYTES, nth, 5) : rbw[nth];
                 r.gemv_gbs[nth] = bench_gemv(copies, n_copies, x, y, scratch, nth, budget);
+                const double b1 = beside ? read_bw(beside, BESIDE_BYTES, nth, 5) : rbw[nth];
+                snprintf(pct[nth], sizeof pct[nth], "%.0f%%%s", 200.0 * r.gemv_gbs[nth] / (b0 + b1),
+                         LB_MIN(b0, b1) < 0.9 * LB_MAX(b0, b1) ? "*" : "");
                 if (do_gemm) r.gemm_gops[nth] = bench_gemm(&copies[0], x, M, y, scratch, nth, budget);
             }
             int pi = 0;
@@ -342,10 +358,9 @@ int main(int argc, char **argv) {
                 if (peak[nth] > 0 && r.gemm_gops[nth] > 0)
                     snprintf(gemm[nth] + n, sizeof gemm[nth] - (size_t)n, " (%.0f%%)", 100.0 * r.gemm_gops[nth] / peak[nth]);
             }
-            printf("| %dx%d | %s | %s | %.1f | %.0f%% | %.1f | %.0f%% | %s | %s | %s | %.2f |\n", N, K,
-                   all_types[t].label, lb_kernel_for(&copies[0])->name, r.gemv_gbs[1], 100.0 * r.gemv_gbs[1] / rbw[1],
-                   r.gemv_gbs[2], 100.0 * r.gemv_gbs[2] / rbw[2], gemm[1], gemm[2], ratio,
-                   r.gemv_gbs[1] * weights_per_byte);
+            printf("| %dx%d | %s | %s | %.1f | %s | %.1f | %s | %s | %s | %s | %.2f |\n", N, K, all_types[t].label,
+                   lb_kernel_for(&copies[0])->name, r.gemv_gbs[1], pct[1], r.gemv_gbs[2], pct[2], gemm[1], gemm[2],
+                   ratio, r.gemv_gbs[1] * weights_per_byte);
 #if LB_HAVE_X86_KERNELS
             if (lb_bcq_plain_of_lut(type) >= 0 && lb_isa_is_x86(lb_cpu_level())) {
                 const double f8 = bench_gemv_f8(copies, n_copies, x, y, budget);
@@ -365,5 +380,6 @@ int main(int argc, char **argv) {
         free(x);
         free(y);
     }
+    free(beside);
     return 0;
 }
