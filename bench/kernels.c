@@ -14,7 +14,7 @@
  *    GEMV's own measurement: on a VM whose bandwidth switches between two
  *    speeds for seconds at a time (35 and 60 GB/s on a 2-core Zen 4 VM),
  *    the figure at the top can belong to the other one; a '*' marks a GEMV
- *    whose two readings differ by more than a tenth (with --hot: against
+ *    whose two readings are not steady (kernels/membw.h; with --hot: against
  *    the figure at the top, the GEMV runs from cache). The weights are copies of the matrix, 1 GiB
  *    together (32x the last-level cache, whose adaptive replacement keeps
  *    a share of smaller cyclic working sets), used in turn, so every
@@ -74,7 +74,6 @@
 /* ---- memory bandwidth ---- */
 
 #define BW_BYTES ((size_t)1 << 30)
-#define BESIDE_BYTES ((size_t)256 << 20) /* the probe beside each GEMV (lowbit bench's size) */
 
 /* Huge pages where the kernel allows (THP "madvise" mode, alloc_huge in
  * bench_util.h): measured 5-15% more streaming bandwidth here. */
@@ -269,9 +268,9 @@ int main(int argc, char **argv) {
     }
     printf("memory: read %.1f GB/s (1 thread), %.1f GB/s (2 threads); triad %.1f / %.1f GB/s\n", rbw[1], rbw[2],
            tbw[1], tbw[2]);
-    uint8_t *beside = hot ? NULL : alloc_huge(BESIDE_BYTES);
+    uint8_t *beside = hot ? NULL : alloc_huge(LB_BW_BESIDE_BYTES);
     if (beside) {
-        memset(beside, 1, BESIDE_BYTES);
+        memset(beside, 1, LB_BW_BESIDE_BYTES);
         printf("GEMV %%read: of the read bandwidth measured just before and after it (* when the two differ by a tenth)\n");
     }
     /* the GEMM roofline (wall time: not meaningful with --cpu) */
@@ -336,11 +335,11 @@ int main(int argc, char **argv) {
             memset(&r, 0, sizeof r);
             char pct[3][16] = {"-", "-", "-"};
             for (int nth = 1; nth <= (use_cpu_time ? 1 : 2); nth++) {
-                const double b0 = beside ? read_bw(beside, BESIDE_BYTES, nth, 5) : rbw[nth];
+                const double b0 = beside ? lb_read_bandwidth_beside(beside, nth, now) : rbw[nth];
                 r.gemv_gbs[nth] = bench_gemv(copies, n_copies, x, y, scratch, nth, budget);
-                const double b1 = beside ? read_bw(beside, BESIDE_BYTES, nth, 5) : rbw[nth];
+                const double b1 = beside ? lb_read_bandwidth_beside(beside, nth, now) : rbw[nth];
                 snprintf(pct[nth], sizeof pct[nth], "%.0f%%%s", 200.0 * r.gemv_gbs[nth] / (b0 + b1),
-                         LB_MIN(b0, b1) < 0.9 * LB_MAX(b0, b1) ? "*" : "");
+                         lb_read_bandwidth_steady(b0, b1) ? "" : "*");
                 if (do_gemm) r.gemm_gops[nth] = bench_gemm(&copies[0], x, M, y, scratch, nth, budget);
             }
             int pi = 0;

@@ -119,20 +119,10 @@ static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int is_pp
     return s;
 }
 
-/* The read bandwidth beside each tg repetition. On some VMs it changes from
- * second to second (a 2-core Zen 4 VM read 35 or 60 GB/s in turn, for a few
- * seconds each), so the one figure measured for a whole test can set a
- * repetition against the other mode. 256 MiB read right before and right
- * after each repetition (best of the probe's 5 prefetch variants, ~80 ms
- * in all; 64 and 128 MiB read up to a third faster at times, partly from
- * the 32 MiB L3); a repetition whose two readings differ by more than a tenth ran
- * while the mode changed, and is shown but left out of the median. */
-enum { PROBE_BYTES = 256 << 20, PROBE_REPS = 5 };
-
-static double probe(uint8_t *buf, int threads) {
-    return buf ? lb_read_bandwidth_of(buf, PROBE_BYTES, threads, PROBE_REPS, NULL) : 0.0;
-}
-
+/* Each tg repetition beside the read bandwidth measured right before and
+ * right after it (lb_read_bandwidth_beside, kernels/membw.h); a repetition
+ * whose two readings are not steady ran while the mode changed, and is
+ * shown but left out of the median. */
 static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -145,9 +135,9 @@ static void print_beside(int n, const double *runs, const double *before, const 
     fprintf(stderr, "  tg%d beside each repetition, %% of the read bandwidth measured just before and after it (GB/s):",
             n);
     for (int i = 0; i < reps; i++) {
-        const double lo = LB_MIN(before[i], after[i]), hi = LB_MAX(before[i], after[i]);
+        const double lo = before[i], hi = after[i];
         const double pct = 100.0 * runs[i] * wb / 1e9 / (0.5 * (before[i] + after[i]));
-        const int steady = lo >= 0.9 * hi;
+        const int steady = lb_read_bandwidth_steady(lo, hi);
         fprintf(stderr, "%s %.0f%% (%.1f, %.1f%s)", i ? "," : "", pct, before[i], after[i], steady ? "" : ": changed");
         if (steady) share[n_steady++] = pct;
     }
@@ -280,12 +270,13 @@ int cmd_bench(int argc, char **argv) {
                 double warm;
                 run_test(ctx, toks, kind == 0 ? n : LB_MIN(n, 4), kind == 0, logits, &warm);
                 const int beside = roofline && kind == 1 && dev == LB_DEVICE_CPU;
-                if (beside && !probe_buf && (probe_buf = lb_malloc_huge(PROBE_BYTES))) memset(probe_buf, 1, PROBE_BYTES);
+                if (beside && !probe_buf && (probe_buf = lb_malloc_huge(LB_BW_BESIDE_BYTES)))
+                    memset(probe_buf, 1, LB_BW_BESIDE_BYTES);
                 for (int i = 0; i < reps && rc == CLI_OK; i++) {
-                    if (beside) before[i] = probe(probe_buf, lb_context_threads(ctx));
+                    if (beside) before[i] = lb_read_bandwidth_beside(probe_buf, lb_context_threads(ctx), NULL);
                     if (lb_cancel_requested()) rc = 130;
                     else if ((s = run_test(ctx, toks, n, kind == 0, logits, &runs[i]))) { cli_error("bench", s); rc = CLI_FAIL; }
-                    if (beside) after[i] = probe(probe_buf, lb_context_threads(ctx));
+                    if (beside) after[i] = lb_read_bandwidth_beside(probe_buf, lb_context_threads(ctx), NULL);
                 }
                 if (rc == CLI_OK) {
                     double mean, sd;

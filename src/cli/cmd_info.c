@@ -261,9 +261,9 @@ int cmd_info(int argc, char **argv) {
             printf("  %-8s matrices repacked at load to %s (token_embd keeps its rows%s), kernel: %s\n", "",
                    lb_type_name(rt), tied ? "; the tied output head gets a repacked copy" : "",
                    lb_kernel_get_act(rt, lb_abq_bits(t) ? (int)abits : 0, lb_cpu_level())->name);
-            if (lb_abq_x16_bits(rt) == 3) /* no tail rows in the 3-bit layouts (model/repack.c) */
-                printf("  %-8s (those of rows not a multiple of 16 to %s)\n", "",
-                       lb_type_name(lb_abq_x16_of(lb_abq_codes_of_x16(rt))));
+            const int rt_odd = lb_repack_target_matrix(t, 17, lb_abq_bits(t) ? (int)abits : 0);
+            if (rt_odd != rt) /* ABQ's 3-bit layouts have no tail rows (model/repack.h) */
+                printf("  %-8s (those of rows not a multiple of 16 to %s)\n", "", lb_type_name(rt_odd));
         }
     }
     if (gc_side_bytes)

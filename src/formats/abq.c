@@ -49,24 +49,26 @@ int lb_abq_get_code(int type, const void *blk, int j) {
 
 /* ---- activations ---- */
 
-int lb_abq_act_step(float lo, float hi, int cmax, float *d, float *id) {
-    *d = (hi - lo) / (float)cmax;
-    *id = *d > 0.0f ? 1.0f / *d : 0.0f;
-    return *d > 0.0f ? (int)LB_MIN(LB_MAX(lrintf(-lo * *id), 0), cmax) : 0;
-}
-
-void lb_abq_quantize_act(const float *x, void *vy, int64_t k, int p) {
-    block_abq_act *y = vy;
-    if (p < 1 || p > LB_ABQ_MAX_BITS) p = LB_ABQ_MAX_BITS; /* planes beyond 8 do not exist */
-    const int cmax = (1 << p) - 1;
-    /* the range always holds 0, so an all-zero row stays exact and z is a code */
-    float lo = 0.0f, hi = 0.0f;
-    for (int64_t j = 0; j < k; j++) {
+lb_abq_act_scale lb_abq_act_scale_of(const float *x, int64_t j0, int64_t k, float lo, float hi, int p) {
+    lb_abq_act_scale s;
+    s.p = p < 1 || p > LB_ABQ_MAX_BITS ? LB_ABQ_MAX_BITS : p; /* planes beyond 8 do not exist */
+    s.cmax = (1 << s.p) - 1;
+    for (int64_t j = j0; j < k; j++) {
         if (x[j] < lo) lo = x[j];
         if (x[j] > hi) hi = x[j];
     }
-    float d, id;
-    const int z = lb_abq_act_step(lo, hi, cmax, &d, &id);
+    s.d = (hi - lo) / (float)s.cmax;
+    s.id = s.d > 0.0f ? 1.0f / s.d : 0.0f;
+    s.z = s.d > 0.0f ? (int)LB_MIN(LB_MAX(lrintf(-lo * s.id), 0), s.cmax) : 0;
+    return s;
+}
+
+void lb_abq_quantize_act(const float *x, void *vy, int64_t k, int p_in) {
+    block_abq_act *y = vy;
+    /* the range always holds 0, so an all-zero row stays exact and z is a code */
+    const lb_abq_act_scale sc = lb_abq_act_scale_of(x, 0, k, 0.0f, 0.0f, p_in);
+    const float d = sc.d, id = sc.id;
+    const int z = sc.z, p = sc.p, cmax = sc.cmax;
     for (int64_t i = 0; i < k / LB_ABQ_G; i++) {
         block_abq_act *b = &y[i];
         memset(b, 0, sizeof *b);

@@ -126,10 +126,16 @@ static inline int lb_abq_act_bits_ok(int p) { return (p >= 1 && p <= LB_ABQ_MAX_
 void lb_quantize_row_abq_act_ref(const float *x, void *y, int64_t k);
 void lb_abq_quantize_act(const float *x, void *y, int64_t k, int p);
 void lb_dequantize_row_abq_act(const void *x, float *y, int64_t k);
-/* A token's step d = (hi - lo) / cmax, its inverse id (0 when d is 0) and
- * its zero point (returned), from the row's range lo <= 0 <= hi: the floats
- * of the reference, which the SIMD quantizers share. */
-int lb_abq_act_step(float lo, float hi, int cmax, float *d, float *id);
+/* A token's quantization: p (out of range: 8), cmax = 2^p - 1, its step
+ * d = (hi - lo) / cmax, the inverse id (0 when d is 0) and the zero point z,
+ * from the row's range: [lo, hi] (which holds 0) as a SIMD quantizer found
+ * it over x[0, j0), widened over x[j0, k) here. The floats of the
+ * reference, which the SIMD quantizers share. */
+typedef struct {
+    float d, id;
+    int z, p, cmax;
+} lb_abq_act_scale;
+lb_abq_act_scale lb_abq_act_scale_of(const float *x, int64_t j0, int64_t k, float lo, float hi, int p);
 
 /* ---- weights ---- */
 /* q (planes: 1..8, 3 for W2S) of an ABQ weight type; 0 for other types. */

@@ -33,7 +33,8 @@ int lb_abq_x16_3_of(int codes_type) {
 }
 
 int lb_abq_codes_of_x16(int type) {
-    const int i = pair_of(1, type) >= 0 ? pair_of(1, type) : pair_of(2, type);
+    int i = pair_of(1, type);
+    if (i < 0) i = pair_of(2, type);
     return i < 0 ? -1 : pairs[i][0];
 }
 

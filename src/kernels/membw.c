@@ -66,6 +66,10 @@ double lb_read_bandwidth_of(const uint8_t *buf, size_t n, int nth, int reps, dou
     return (double)n / best / 1e9;
 }
 
+double lb_read_bandwidth_beside(const uint8_t *buf, int n_threads, double (*clock)(void)) {
+    return buf ? lb_read_bandwidth_of(buf, LB_BW_BESIDE_BYTES, n_threads < 1 ? 1 : n_threads, 5, clock) : 0.0;
+}
+
 double lb_read_bandwidth(size_t bytes, int n_threads, int reps) {
     uint8_t *buf = lb_malloc_huge(bytes);
     if (!buf) return 0.0;

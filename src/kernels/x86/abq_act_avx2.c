@@ -14,7 +14,6 @@
 
 #if LB_HAVE_X86_KERNELS
 #include <immintrin.h>
-#include <math.h>
 #include <string.h>
 
 #define LB_ABQA2 __attribute__((target("avx2,fma")))
@@ -44,23 +43,17 @@ LB_ABQA2 static __m256i codes8(const float *x, __m256 id, __m256i z, int cmax) {
     return _mm256_blendv_epi8(mid, _mm256_set1_epi32(cmax), _mm256_castps_si256(ge));
 }
 
-LB_ABQA2 void lb_abq_quantize_act_avx2(const float *x, void *vy, int64_t k, int p) {
+LB_ABQA2 void lb_abq_quantize_act_avx2(const float *x, void *vy, int64_t k, int p_in) {
     block_abq_act *y = vy;
-    if (p < 1 || p > LB_ABQ_MAX_BITS) p = LB_ABQ_MAX_BITS;
-    const int cmax = (1 << p) - 1;
     __m256 lo8 = _mm256_setzero_ps(), hi8 = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 8 <= k; j += 8) {
         const __m256 v = _mm256_loadu_ps(x + j);
         lo8 = _mm256_min_ps(v, lo8), hi8 = _mm256_max_ps(v, hi8);
     }
-    float lo = hmin(lo8), hi = hmax(hi8);
-    for (; j < k; j++) {
-        if (x[j] < lo) lo = x[j];
-        if (x[j] > hi) hi = x[j];
-    }
-    float d, id;
-    const int z = lb_abq_act_step(lo, hi, cmax, &d, &id);
+    const lb_abq_act_scale sc = lb_abq_act_scale_of(x, j, k, hmin(lo8), hmax(hi8), p_in);
+    const float d = sc.d, id = sc.id;
+    const int z = sc.z, p = sc.p, cmax = sc.cmax;
     const __m256 id8 = _mm256_set1_ps(id);
     const __m256i z8 = _mm256_set1_epi32(z), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     for (int64_t i = 0; i < k / LB_ABQ_G; i++) {

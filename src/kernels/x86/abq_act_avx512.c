@@ -18,7 +18,6 @@
 
 #if LB_HAVE_X86_KERNELS
 #include <immintrin.h>
-#include <math.h>
 #include <string.h>
 
 #define LB_ABQA512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
@@ -34,10 +33,8 @@ LB_ABQA512 static inline __m512i codes16(const float *x, __m512 id, __m512i z, _
     return _mm512_mask_mov_epi32(_mm512_maskz_mov_epi32(gt, r), ge, cmax);
 }
 
-LB_ABQA512 void lb_abq_quantize_act_avx512(const float *x, void *vy, int64_t k, int p) {
+LB_ABQA512 void lb_abq_quantize_act_avx512(const float *x, void *vy, int64_t k, int p_in) {
     block_abq_act *y = vy;
-    if (p < 1 || p > LB_ABQ_MAX_BITS) p = LB_ABQ_MAX_BITS;
-    const int cmax = (1 << p) - 1;
     __m512 lo16 = _mm512_setzero_ps(), hi16 = _mm512_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= k; j += 16) {
@@ -45,13 +42,9 @@ LB_ABQA512 void lb_abq_quantize_act_avx512(const float *x, void *vy, int64_t k, 
         lo16 = _mm512_min_ps(v, lo16), hi16 = _mm512_max_ps(v, hi16);
     }
     /* the lanes hold no NaN, so the order of the reduction does not matter */
-    float lo = _mm512_reduce_min_ps(lo16), hi = _mm512_reduce_max_ps(hi16);
-    for (; j < k; j++) {
-        if (x[j] < lo) lo = x[j];
-        if (x[j] > hi) hi = x[j];
-    }
-    float d, id;
-    const int z = lb_abq_act_step(lo, hi, cmax, &d, &id);
+    const lb_abq_act_scale sc = lb_abq_act_scale_of(x, j, k, _mm512_reduce_min_ps(lo16), _mm512_reduce_max_ps(hi16), p_in);
+    const float d = sc.d, id = sc.id;
+    const int z = sc.z, p = sc.p, cmax = sc.cmax;
     const __m512 id16 = _mm512_set1_ps(id), top = _mm512_set1_ps((float)cmax);
     const __m512i z16 = _mm512_set1_epi32(z), cmax16 = _mm512_set1_epi32(cmax);
     /* after the two packs, dword 4l + j holds codes 4l .. 4l + 3 of the j-th
