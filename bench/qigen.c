@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
     int64_t N = 2048, K = 5632;
     int rounds = 3, gemm = 0, M = 256, no_f32 = 0, th[2] = {1, 2}, n_th = 2, hot = 0;
     double budget = 0.25;
-    const char *types = "GQ4_G128", *isas = "avx2,avx512,neon", *only = NULL;
+    const char *types = "GQ4_G128", *isas = "avx2,avx512,neon,dotprod", *only = NULL;
     long pfs[8] = {-1};
     int n_pf = 1;
     for (int i = 1; i < argc; i++) {
@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
         }
         else {
             fprintf(stderr, "usage: qigen [--shape NxK] [--types GQ4_G128,...|all] [-r ROUNDS] [-s SECONDS] "
-                            "[--threads 1,2] [--gemm] [-m M] [--isa avx2,avx512,neon] [--no-f32] [--hot] [--only MUxTU,...] [--pf BYTES,...] [--cpu]\n");
+                            "[--threads 1,2] [--gemm] [-m M] [--isa avx2,avx512,neon,dotprod] [--no-f32] [--hot] [--only MUxTU,...] [--pf BYTES,...] [--cpu]\n");
             return 2;
         }
     }
@@ -228,9 +228,12 @@ int main(int argc, char **argv) {
         jobs[nj++] = (job){"lb_matmul", &gc[ng], NULL, -1, -1, {1e30, 1e30, 1e30}};
         for (int qisa = 0; qisa < LB_QG_N_ISA; qisa++) {
             if (!strstr(isas, lb_qg_isa_name(qisa))) continue;
-            const lb_isa need = qisa == LB_QG_AVX2 ? LB_ISA_AVX2 : qisa == LB_QG_AVX512 ? LB_ISA_AVX512 : LB_ISA_NEON;
+            const lb_isa need = qisa == LB_QG_AVX2     ? LB_ISA_AVX2
+                               : qisa == LB_QG_AVX512  ? LB_ISA_AVX512
+                               : qisa == LB_QG_DOTPROD ? LB_ISA_DOTPROD
+                                                       : LB_ISA_NEON;
             const lb_isa hw = lb_cpu_detected();
-            if (!(lb_isa_is_x86(need) ? lb_isa_is_x86(hw) && hw >= need : lb_isa_is_arm(hw))) continue;
+            if (!(lb_isa_is_x86(need) ? lb_isa_is_x86(hw) && hw >= need : lb_isa_is_arm(hw) && hw >= need)) continue;
             for (int v = 0; v < LB_QG_N_VAR; v++) {
                 const lb_qg_set *s = lb_qg_find(qisa, type, v);
                 if (!s || (no_f32 && v == LB_QG_F32)) continue;

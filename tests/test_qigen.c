@@ -262,7 +262,7 @@ static void test_table(void) {
 #if defined(__x86_64__)
     const int isas[] = {LB_QG_AVX2, LB_QG_AVX512}, n_isa = 2;
 #elif defined(__aarch64__)
-    const int isas[] = {LB_QG_NEON}, n_isa = 1;
+    const int isas[] = {LB_QG_NEON, LB_QG_DOTPROD}, n_isa = 2;
 #else
     const int isas[] = {0}, n_isa = 0;
 #endif
@@ -280,6 +280,7 @@ static int isa_runs(int qisa) {
     const lb_isa hw = lb_cpu_detected();
     if (qisa == LB_QG_AVX2) return lb_isa_is_x86(hw) && hw >= LB_ISA_AVX2;
     if (qisa == LB_QG_AVX512) return lb_isa_is_x86(hw) && hw >= LB_ISA_AVX512;
+    if (qisa == LB_QG_DOTPROD) return lb_isa_is_arm(hw) && hw >= LB_ISA_DOTPROD;
     return lb_isa_is_arm(hw);
 }
 

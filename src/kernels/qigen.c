@@ -22,7 +22,7 @@
 
 enum { N_GQ = LB_GQ_LAST - LB_GQ_FIRST + 1 };
 
-static const char *const isa_names[LB_QG_N_ISA] = {"avx2", "avx512", "neon"};
+static const char *const isa_names[LB_QG_N_ISA] = {"avx2", "avx512", "neon", "dotprod"};
 static const char *const var_names[LB_QG_N_VAR] = {"i8", "f32"};
 
 const char *lb_qg_isa_name(int qisa) { return qisa >= 0 && qisa < LB_QG_N_ISA ? isa_names[qisa] : "none"; }
@@ -31,6 +31,7 @@ const char *lb_qg_variant_name(int v) { return v >= 0 && v < LB_QG_N_VAR ? var_n
 int lb_qg_isa_of_level(lb_isa level) {
     if (level == LB_ISA_AVX2) return LB_QG_AVX2;
     if (level == LB_ISA_AVX512 || level == LB_ISA_AMX) return LB_QG_AVX512;
+    if (level == LB_ISA_DOTPROD || level == LB_ISA_I8MM) return LB_QG_DOTPROD;
     if (lb_isa_is_arm(level)) return LB_QG_NEON;
     return -1;
 }
@@ -242,8 +243,8 @@ int lb_qg_write_tune(const char *path, const lb_qg_tune_entry *e, int n, const c
 /* Default distances per ISA (bytes; spread over the bodies): AVX2 measured
  * on Zen 3 (one 16-row stream per tile), AVX-512 on the Xeon (up to ten
  * streams per tile: 3 KiB each then overran the L1; 1-2 KiB the plateau),
- * NEON not measured. docs/qigen.md, "Prefetch" and "AVX-512 and AMX". */
-static const size_t pf_default[LB_QG_N_ISA] = {3072, 1536, 3072};
+ * NEON and dotprod not measured. docs/qigen.md, "Prefetch" and "AVX-512 and AMX". */
+static const size_t pf_default[LB_QG_N_ISA] = {3072, 1536, 3072, 3072};
 size_t lb_qg_prefetch_bytes[LB_QG_N_ISA];
 int lb_qg_prefetch_l2;
 static pthread_once_t pf_once = PTHREAD_ONCE_INIT;
@@ -525,6 +526,7 @@ LB_GQ_LIST(QG_X86_FNS)
 #define QG_ARM_FNS(name, NAME, B, G)                                                                          \
     QG_GEMV_FN(name, NAME, neon, LB_QG_NEON)                                                                  \
     QG_GEMM_FN(name, NAME, neon, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_neon, NULL)                            \
+    QG_GEMV_FN(name, NAME, dotprod, LB_QG_DOTPROD)                                                            \
     QG_GEMM_FN(name, NAME, dotprod, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_dotprod, NULL)
 LB_GQ_LIST(QG_ARM_FNS)
 #endif

@@ -29,7 +29,7 @@
 #include "kernels/cpu.h"
 #include "kernels/dispatch.h"
 
-enum { LB_QG_AVX2, LB_QG_AVX512, LB_QG_NEON, LB_QG_N_ISA };
+enum { LB_QG_AVX2, LB_QG_AVX512, LB_QG_NEON, LB_QG_DOTPROD, LB_QG_N_ISA };
 enum { LB_QG_I8, LB_QG_F32, LB_QG_N_VAR }; /* the two generated variants */
 
 typedef void (*lb_qg_micro_fn)(const uint8_t *w, size_t gs, int v0, int nxb, const void *act, const float *fa,
@@ -149,6 +149,7 @@ void lb_qg_matmul(const lb_qg_set *s, int ci, const void *W, int64_t K, int64_t 
     void lb_gemm_##name##_qg_avx512(LB_QG_ARGS);                                                              \
     void lb_gemv_##name##_qg_neon(LB_QG_ARGS);                                                                \
     void lb_gemm_##name##_qg_neon(LB_QG_ARGS);                                                                \
+    void lb_gemv_##name##_qg_dotprod(LB_QG_ARGS);                                                             \
     void lb_gemm_##name##_qg_dotprod(LB_QG_ARGS);
 LB_GQ_LIST(LB_QG_DECL)
 #undef LB_QG_DECL
@@ -174,9 +175,9 @@ LB_GQ_LIST(LB_QG_DECL)
 #define LB_QG_NEON_ENTRY(name, NAME, B, G)                                                                    \
     LB_QG_ENTRY(name, NAME, G, LB_ISA_NEON, "neon", neon, neon, lb_quantize_row_q8_0_neon,                    \
                 lb_quantize_q8_0x4_c4_neon, sizeof(lb_block_q8_0x4a))
-/* dotprod: the same GEMV, the dotprod Q8_0_4X4 GEMM (i8mm uses these too) */
+/* dotprod: the generated SDOT GEMV, the dotprod Q8_0_4X4 GEMM (i8mm uses these too) */
 #define LB_QG_DOTPROD_ENTRY(name, NAME, B, G)                                                                 \
-    LB_QG_ENTRY(name, NAME, G, LB_ISA_DOTPROD, "neon_dotprod", neon, dotprod, lb_quantize_row_q8_0_neon,      \
+    LB_QG_ENTRY(name, NAME, G, LB_ISA_DOTPROD, "dotprod", dotprod, dotprod, lb_quantize_row_q8_0_neon,        \
                 lb_quantize_q8_0x4_c4_neon, sizeof(lb_block_q8_0x4a))
 #define LB_QG_X86_KERNELS LB_GQ_LIST(LB_QG_AVX2_ENTRY) LB_GQ_LIST(LB_QG_AVX512_ENTRY)
 #define LB_QG_ARM_KERNELS LB_GQ_LIST(LB_QG_NEON_ENTRY) LB_GQ_LIST(LB_QG_DOTPROD_ENTRY)

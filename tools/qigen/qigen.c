@@ -5,9 +5,10 @@
  * output goes to the build directory and is never committed.
  *
  * usage: qigen -o DIR [--isa NAME:ETA:L1KIB]...
- *   NAME avx2 | avx512 | neon; ETA vector registers (eq. (4)'s eta); L1KIB
- *   the L1 data cache in KiB (gamma = 8192 * L1KIB bits, eq. (3) and (5)).
- *   Default: --isa avx2:16:32 --isa avx512:32:32 --isa neon:32:64.
+ *   NAME avx2 | avx512 | neon | dotprod; ETA vector registers (eq. (4)'s
+ *   eta); L1KIB the L1 data cache in KiB (gamma = 8192 * L1KIB bits, eq. (3)
+ *   and (5)). Default: --isa avx2:16:32 --isa avx512:32:32 --isa neon:32:64
+ *   --isa dotprod:32:64.
  *
  * Writes DIR/qigen_<isa>_b<bits>.c (kernels, guarded by the architecture
  * they compile for) and DIR/qigen_table.c (every ISA's table). Per ISA,
@@ -44,7 +45,8 @@
  *        dot takes); 4 weights per 32-bit lane as bytes (one shift and one
  *        mask), dot products in int32 (AVX-512 VNNI vpdpbusd; AVX2
  *        vpmaddubsw into int16 + vpmaddwd; NEON smlal into int16 +
- *        pairwise adds), exact per (Q8_0 block, group) segment as
+ *        pairwise adds; dotprod SDOT by lane, 16 activation bytes a
+ *        register), exact per (Q8_0 block, group) segment as
  *        sum (q - z) a = sum q a - z sum a, then one float step
  *        y += (s d) * sum per segment, as the reference.
  *
@@ -100,10 +102,12 @@ static const char *fmt(const char *f, ...) {
 
 /* ---------------------------------------------------------------- targets */
 
-enum { AVX2, AVX512, NEON, N_ISA };
-static const char *const isa_names[N_ISA] = {"avx2", "avx512", "neon"};
-static const char *const isa_enum[N_ISA] = {"LB_QG_AVX2", "LB_QG_AVX512", "LB_QG_NEON"};
-static const int isa_vl[N_ISA] = {8, 16, 4}; /* rows (32-bit lanes) per vector register */
+/* DOTPROD: the NEON kernels with the i8 products by SDOT (Armv8.2 dotprod,
+ * also the i8mm level's GEMV); everything else is NEON's. */
+enum { AVX2, AVX512, NEON, DOTPROD, N_ISA };
+static const char *const isa_names[N_ISA] = {"avx2", "avx512", "neon", "dotprod"};
+static const char *const isa_enum[N_ISA] = {"LB_QG_AVX2", "LB_QG_AVX512", "LB_QG_NEON", "LB_QG_DOTPROD"};
+static const int isa_vl[N_ISA] = {8, 16, 4, 4}; /* rows (32-bit lanes) per vector register */
 
 typedef struct {
     int on, eta, l1_kib;
@@ -249,6 +253,7 @@ static int default_cand(int isa_i, const cand *cs, int n) {
 /* ---------------------------------------------------------------- ISA vocabulary */
 
 static int isa; /* the ISA being emitted */
+static int arm(void) { return isa == NEON || isa == DOTPROD; }
 
 static const char *ivec(void) { return isa == AVX512 ? "__m512i" : isa == AVX2 ? "__m256i" : "uint8x16_t"; }
 static const char *fvec(void) { return isa == AVX512 ? "__m512" : isa == AVX2 ? "__m256" : "float32x4_t"; }
@@ -256,7 +261,7 @@ static const char *pfx(void) { return isa == AVX512 ? "_mm512" : "_mm256"; }
 
 /* the 4b words of the row vector of t, word index (expression) wi */
 static const char *load_words(int t, const char *wi) {
-    if (isa == NEON) return fmt("vld1q_u8(q%d + 64 * (%s))", t, wi);
+    if (arm()) return fmt("vld1q_u8(q%d + 64 * (%s))", t, wi);
     if (isa == AVX512) return fmt("_mm512_loadu_si512((const void *)(q%d + 64 * (%s)))", t, wi);
     return fmt("_mm256_loadu_si256((const __m256i *)(q%d + 64 * (%s)))", t, wi);
 }
@@ -281,7 +286,7 @@ static void part_words(int b, int p, int *w0, int *w1) {
 
 /* the expression of part p given the word variables W[] of this period */
 static const char *i8_part(int b, int p, const char *const W[3]) {
-    if (isa == NEON) {
+    if (arm()) {
         /* byte lanes: per-byte shifts need no mask where the field ends at bit 7 */
         if (b == 4) return p == 0 ? fmt("vandq_u8(%s, vdupq_n_u8(0x0f))", W[0]) : fmt("vshrq_n_u8(%s, 4)", W[0]);
         if (b == 2)
@@ -314,7 +319,7 @@ static const char *f32_weight(int b, int i, const char *const W[3]) {
     else if (i < 24) w = i / 8, sh = 8 * (i % 4) + 3 * ((i % 8) / 4), mask = 7;
     else w = (i - 24) / 4, sh = 8 * ((i - 24) % 4) + 6, mask = 3, w2 = 2, sh2 = 8 * ((i - 24) % 4) + 4 + (i - 24) / 4;
     const int bits = mask == 15 ? 4 : mask == 7 ? 3 : 2;
-    if (isa == NEON) {
+    if (arm()) {
         const char *v = fmt("vreinterpretq_u32_u8(%s)", W[w]);
         const char *s = sh ? fmt("vshrq_n_u32(%s, %d)", v, sh) : v;
         const char *q = sh + bits == 32 ? s : fmt("vandq_u32(%s, vdupq_n_u32(%d))", s, mask);
@@ -363,7 +368,7 @@ static void emit_group_params(const kspec *k, const char *j) {
                  t, zp);
         }
         if (k->var == F32) {
-            if (isa == NEON) line("const float32x4_t zf%d = vcvtq_f32_s32(z%d);", t, t);
+            if (arm()) line("const float32x4_t zf%d = vcvtq_f32_s32(z%d);", t, t);
             else line("const %s zf%d = %s_cvtepi32_ps(z%d);", fvec(), t, pfx(), t);
         }
     }
@@ -389,8 +394,14 @@ static void emit_i8_step(const kspec *k, int k0, int ka, int first_in_seg) {
     indent++;
     for (int i = 0; i < k->mu; i++) {
         const int off = 4 * (k0 + i - ka);
-        if (isa == NEON) line("const int8x16_t x%d = vreinterpretq_s8_u32(vdupq_n_u32(lb_qg_ld32u(a + %d)));", i, off);
-        else line("const %s x%d = %s_set1_epi32(lb_qg_ld32(a + %d));", ivec(), i, pfx(), off);
+        if (isa == DOTPROD) {
+            /* 16 activation bytes a register, SDOT by lane: one load per 4 dwords */
+            if (i == 0 || (k0 + i - ka) % 4 == 0) line("const int8x16_t xv%d = vld1q_s8((const int8_t *)(a + %d));", (k0 + i - ka) / 4, 16 * ((k0 + i - ka) / 4));
+        } else if (isa == NEON) {
+            line("const int8x16_t x%d = vreinterpretq_s8_u32(vdupq_n_u32(lb_qg_ld32u(a + %d)));", i, off);
+        } else {
+            line("const %s x%d = %s_set1_epi32(lb_qg_ld32(a + %d));", ivec(), i, pfx(), off);
+        }
     }
     for (int t = 0; t < k->tu; t++) {
         int loaded[8][3];
@@ -410,6 +421,11 @@ static void emit_i8_step(const kspec *k, int k0, int ka, int first_in_seg) {
                  * dependent vpdpbusd per segment stalls decode's few rows) */
                 const char *acc = k->tu == 1 && u % 2 ? fmt("i%db", t) : fmt("i%d", t);
                 line("%s = _mm512_dpbusd_epi32(%s, %s, x%d);", acc, acc, wv, i);
+            } else if (isa == DOTPROD) {
+                /* codes < 128: the unsigned bytes are SDOT's signed operand as they are; two chains at t_u = 1 */
+                const char *acc = k->tu == 1 && u % 2 ? fmt("i%db", t) : fmt("i%d", t);
+                const int d = u - ka;
+                line("%s = vdotq_laneq_s32(%s, vreinterpretq_s8_u8(%s), xv%d, %d);", acc, acc, wv, d / 4, d % 4);
             } else if (isa == AVX2) {
                 if (first) line("h%d = _mm256_maddubs_epi16(%s, x%d);", t, wv, i);
                 else line("h%d = _mm256_add_epi16(h%d, _mm256_maddubs_epi16(%s, x%d));", t, t, wv, i);
@@ -441,6 +457,9 @@ static void emit_i8_segment(const kspec *k, int ks) {
         if (isa == AVX512) {
             line("__m512i i%d = _mm512_mullo_epi32(z%d, _mm512_set1_epi32(-asum));", t, t);
             if (k->tu == 1) line("__m512i i%db = _mm512_setzero_si512();", t);
+        } else if (isa == DOTPROD) {
+            line("int32x4_t i%d = vmulq_n_s32(z%d, -asum);", t, t);
+            if (k->tu == 1) line("int32x4_t i%db = vdupq_n_s32(0);", t);
         }
         else if (isa == AVX2) line("__m256i h%d;", t);
         else line("int16x8_t l%d, h%d;", t, t);
@@ -450,6 +469,9 @@ static void emit_i8_segment(const kspec *k, int ks) {
         if (isa == AVX512) {
             if (k->tu == 1) line("i%d = _mm512_add_epi32(i%d, i%db);", t, t, t);
             line("y%d = _mm512_fmadd_ps(_mm512_cvtepi32_ps(i%d), _mm512_mul_ps(s%d, _mm512_set1_ps(d)), y%d);", t, t, t, t);
+        } else if (isa == DOTPROD) {
+            if (k->tu == 1) line("i%d = vaddq_s32(i%d, i%db);", t, t, t);
+            line("y%d = vfmaq_f32(y%d, vcvtq_f32_s32(i%d), vmulq_n_f32(s%d, d));", t, t, t, t);
         } else if (isa == AVX2) {
             line("const __m256i i%d = _mm256_sub_epi32(_mm256_madd_epi16(h%d, ones16), _mm256_mullo_epi32(z%d, "
                  "_mm256_set1_epi32(asum)));",
@@ -469,7 +491,7 @@ static void emit_f32_step(const kspec *k, int k0) {
     const int PU = period_units(F32, k->b);
     line("{ /* micro-step: x_mu = %d activations, W_mu = %d x %d unpacked weight vectors */", k->mu, k->mu, k->tu);
     indent++;
-    if (isa == NEON) {
+    if (arm()) {
         for (int i = 0; i < k->mu; i++)
             if (i == 0 || (k0 + i) % 4 == 0) line("const float32x4_t x%d = vld1q_f32(xp + u0 + %d);", (k0 + i) / 4 - k0 / 4, (k0 + i) & ~3);
     } else {
@@ -490,7 +512,7 @@ static void emit_f32_step(const kspec *k, int k0) {
             emit_period_words(k, t, per, need, loaded[per]);
             const char *W[3] = {fmt("W%d_%d_0", t, per), fmt("W%d_%d_1", t, per), fmt("W%d_%d_2", t, per)};
             const char *wf = f32_weight(k->b, wi, W);
-            if (isa == NEON)
+            if (arm())
                 line("g%d = vfmaq_laneq_f32(g%d, %s, x%d, %d);", t, t, wf, (k0 + i) / 4 - k0 / 4, (k0 + i) & 3);
             else line("g%d = %s_fmadd_ps(%s, x%d, g%d);", t, pfx(), wf, i, t);
         }
@@ -505,7 +527,7 @@ static void emit_f32_units(const kspec *k, int k0, int n) {
 }
 
 static void emit_f32_group_open(const kspec *k) {
-    for (int t = 0; t < k->tu; t++) line("%s g%d = %s;", fvec(), t, isa == NEON ? "vdupq_n_f32(0)" : fmt("%s_setzero_ps()", pfx()));
+    for (int t = 0; t < k->tu; t++) line("%s g%d = %s;", fvec(), t, arm() ? "vdupq_n_f32(0)" : fmt("%s_setzero_ps()", pfx()));
 }
 
 /* y += s (sum x q - z sum x), eq. (2), X the group's activation sum */
@@ -514,7 +536,7 @@ static void emit_f32_group_close(const kspec *k, const char *X) {
     indent++;
     line("const float X = %s;", X);
     for (int t = 0; t < k->tu; t++) {
-        if (isa == NEON) line("y%d = vfmaq_f32(y%d, s%d, vmlsq_n_f32(g%d, zf%d, X));", t, t, t, t, t);
+        if (arm()) line("y%d = vfmaq_f32(y%d, s%d, vmlsq_n_f32(g%d, zf%d, X));", t, t, t, t, t);
         else line("y%d = %s_fmadd_ps(s%d, %s_fnmadd_ps(zf%d, %s_set1_ps(X), g%d), y%d);", t, pfx(), t, pfx(), t, pfx(), t, t);
     }
     indent--;
@@ -575,10 +597,10 @@ static void emit_kernel(int var, int b, int g, const cand *c) {
         }
     }
     for (int t = 0; t < c->tu; t++) {
-        if (isa == NEON) line("float32x4_t y%d = first ? vdupq_n_f32(0) : vld1q_f32(y + %d);", t, VL * t);
+        if (arm()) line("float32x4_t y%d = first ? vdupq_n_f32(0) : vld1q_f32(y + %d);", t, VL * t);
         else line("%s y%d = first ? %s_setzero_ps() : %s_loadu_ps(y + %d);", fvec(), t, pfx(), pfx(), VL * t);
     }
-    if (isa != NEON) {
+    if (!arm()) {
         if (var == I8) {
             if (b == 4) line("const %s m4 = %s_set1_epi32(0x0f0f0f0f);", ivec(), pfx());
             if (b == 2) line("const %s m2 = %s_set1_epi32(0x03030303);", ivec(), pfx());
@@ -652,7 +674,7 @@ static void emit_kernel(int var, int b, int g, const cand *c) {
     indent--;
     line("}");
     for (int t = 0; t < c->tu; t++) {
-        if (isa == NEON) line("vst1q_f32(y + %d, y%d);", VL * t, t);
+        if (arm()) line("vst1q_f32(y + %d, y%d);", VL * t, t);
         else line("%s_storeu_ps(y + %d, y%d);", pfx(), VL * t, t);
     }
     indent--;
@@ -746,7 +768,7 @@ static void emit_converter(int b, int g) {
 /* ---------------------------------------------------------------- files */
 
 static const char *guard(int i) {
-    return i == NEON ? "defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))"
+    return i == NEON || i == DOTPROD ? "defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))"
                      : "defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))";
 }
 
@@ -779,6 +801,13 @@ static void emit_prologue(void) {
     if (isa == NEON) {
         line("#include <arm_neon.h>");
         line("#define LB_QG_T");
+    } else if (isa == DOTPROD) {
+        line("#include <arm_neon.h>");
+        line("#if defined(__clang__) /* the two compilers spell the feature differently (kernels/arm/arm_common.h) */");
+        line("#define LB_QG_T __attribute__((target(\"dotprod\")))");
+        line("#else");
+        line("#define LB_QG_T __attribute__((target(\"arch=armv8.2-a+dotprod\")))");
+        line("#endif");
     } else {
         line("#include <immintrin.h>");
         if (isa == AVX512) line("#define LB_QG_T __attribute__((target(\"avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c\")))");
@@ -810,7 +839,8 @@ static void emit_kernel_file(const char *dir, int b) {
             line("};");
             line("");
         }
-        if (g >= 32) emit_converter(b, g);
+        /* DOTPROD's prefill converts tiles as NEON does: it shares NEON's converter */
+        if (g >= 32 && isa != DOTPROD) emit_converter(b, g);
     }
     line("#endif");
     close_out();
@@ -834,7 +864,7 @@ static void emit_table(const char *dir) {
                 const int n = candidates(i, var, b, g, cs);
                 line("extern const lb_qg_cand lb_qg_cands_%s_%s_gq%d_g%d[%d];", isa_names[i], var_names[var], b, g, n);
             }
-            if (g >= 32) line("void lb_qg_cvt_%s_gq%d_g%d(const uint8_t *xg, int nxb, uint8_t *dst);", isa_names[i], b, g);
+            if (g >= 32 && i != DOTPROD) line("void lb_qg_cvt_%s_gq%d_g%d(const uint8_t *xg, int nxb, uint8_t *dst);", isa_names[i], b, g);
         }
         line("#endif");
     }
@@ -852,7 +882,9 @@ static void emit_table(const char *dir) {
                 line("    {LB_TYPE_GQ%d_G%d, %s, LB_QG_%s, %d, %d, %d, %d, %d, lb_qg_cands_%s_%s_gq%d_g%d, %s},", b, g,
                      isa_enum[i], var == I8 ? "I8" : "F32", isa_vl[i], targets[i].eta, targets[i].l1_kib, n, def,
                      isa_names[i], var_names[var], b, g,
-                     var == I8 && g >= 32 ? fmt("lb_qg_cvt_%s_gq%d_g%d", isa_names[i], b, g) : "NULL");
+                     var == I8 && g >= 32 && (i != DOTPROD || targets[NEON].on)
+                         ? fmt("lb_qg_cvt_%s_gq%d_g%d", isa_names[i == DOTPROD ? NEON : i], b, g)
+                         : "NULL");
                 count++;
             }
         }
@@ -865,7 +897,7 @@ static void emit_table(const char *dir) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: qigen -o DIR [--isa avx2|avx512|neon:ETA:L1KIB]...\n");
+    fprintf(stderr, "usage: qigen -o DIR [--isa avx2|avx512|neon|dotprod:ETA:L1KIB]...\n");
     exit(2);
 }
 
@@ -894,6 +926,7 @@ int main(int argc, char **argv) {
         targets[AVX2] = (target){1, 16, 32};
         targets[AVX512] = (target){1, 32, 32};
         targets[NEON] = (target){1, 32, 64};
+        targets[DOTPROD] = (target){1, 32, 64};
     }
     for (int i = 0; i < N_ISA; i++) {
         if (!targets[i].on) continue;
