@@ -527,6 +527,7 @@ LB_GQ_LIST(QG_X86_FNS)
     QG_GEMV_FN(name, NAME, neon, LB_QG_NEON)                                                                  \
     QG_GEMM_FN(name, NAME, neon, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_neon, NULL)                            \
     QG_GEMV_FN(name, NAME, dotprod, LB_QG_DOTPROD)                                                            \
-    QG_GEMM_FN(name, NAME, dotprod, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_dotprod, NULL)
+    QG_GEMM_FN(name, NAME, dotprod, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x4_dotprod, NULL)                      \
+    QG_GEMM_FN(name, NAME, i8mm, LB_QG_NEON, lb_gemm_q8_0x4_q8_0x4_4x8_i8mm, lb_pack_q8_0x4_c4_to_c8_neon)
 LB_GQ_LIST(QG_ARM_FNS)
 #endif

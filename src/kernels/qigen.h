@@ -150,7 +150,8 @@ void lb_qg_matmul(const lb_qg_set *s, int ci, const void *W, int64_t K, int64_t 
     void lb_gemv_##name##_qg_neon(LB_QG_ARGS);                                                                \
     void lb_gemm_##name##_qg_neon(LB_QG_ARGS);                                                                \
     void lb_gemv_##name##_qg_dotprod(LB_QG_ARGS);                                                             \
-    void lb_gemm_##name##_qg_dotprod(LB_QG_ARGS);
+    void lb_gemm_##name##_qg_dotprod(LB_QG_ARGS);                                                             \
+    void lb_gemm_##name##_qg_i8mm(LB_QG_ARGS);
 LB_GQ_LIST(LB_QG_DECL)
 #undef LB_QG_DECL
 
@@ -179,7 +180,11 @@ LB_GQ_LIST(LB_QG_DECL)
 #define LB_QG_DOTPROD_ENTRY(name, NAME, B, G)                                                                 \
     LB_QG_ENTRY(name, NAME, G, LB_ISA_DOTPROD, "dotprod", dotprod, dotprod, lb_quantize_row_q8_0_neon,        \
                 lb_quantize_q8_0x4_c4_neon, sizeof(lb_block_q8_0x4a))
+/* i8mm: the dotprod GEMV; prefill by SMMLA, the converted tiles packed to Q8_0_4X8 */
+#define LB_QG_I8MM_ENTRY(name, NAME, B, G)                                                                    \
+    LB_QG_ENTRY(name, NAME, G, LB_ISA_I8MM, "i8mm", dotprod, i8mm, lb_quantize_row_q8_0_neon,                 \
+                lb_quantize_q8_0x4_c8_neon, sizeof(lb_block_q8_0x4a))
 #define LB_QG_X86_KERNELS LB_GQ_LIST(LB_QG_AVX2_ENTRY) LB_GQ_LIST(LB_QG_AVX512_ENTRY)
-#define LB_QG_ARM_KERNELS LB_GQ_LIST(LB_QG_NEON_ENTRY) LB_GQ_LIST(LB_QG_DOTPROD_ENTRY)
+#define LB_QG_ARM_KERNELS LB_GQ_LIST(LB_QG_NEON_ENTRY) LB_GQ_LIST(LB_QG_DOTPROD_ENTRY) LB_GQ_LIST(LB_QG_I8MM_ENTRY)
 
 #endif

@@ -24,6 +24,11 @@ void lb_vec_dot_bf16_neon(int64_t n, float *s, const void *w, const void *a);
 void lb_quantize_row_q8_0_neon(const float *x, void *y, int64_t k);
 void lb_quantize_q8_0x4_c4_neon(const float *x, size_t ldx, void *y, int64_t k);
 void lb_quantize_q8_0x4_c8_neon(const float *x, size_t ldx, void *y, int64_t k);
+/* Rows [0, rows) (a multiple of 4) of a Q8_0_4X4 tile rewritten as Q8_0_4X8
+ * (formats/repack.h): the same scales and bytes, each row's 4-byte chunks 2j
+ * and 2j + 1 becoming its 8-byte chunk j. QIGen's i8mm prefill (kernels/qigen.c)
+ * packs its converted tiles so for the SMMLA GEMM. */
+void lb_pack_q8_0x4_c4_to_c8_neon(const void *src, size_t row_size, int rows, int64_t K, void *dst);
 
 #define LB_ARM_GEMM_ARGS                                                                         \
     int64_t K, const void *W, size_t w_row_size, int n0, int n1, const void *A, size_t a_row_size, \

@@ -5,7 +5,28 @@
 #include "kernels/arm/arm_kernels.h"
 
 #if LB_HAVE_ARM_KERNELS
+#include <string.h>
+
 #include "kernels/arm/arm_common.h"
+
+/* ---------------- Q8_0_4X4 -> Q8_0_4X8 (kernels/arm/arm_kernels.h) ---------------- */
+
+void lb_pack_q8_0x4_c4_to_c8_neon(const void *src, size_t row_size, int rows, int64_t K, void *dst) {
+    const size_t xs = sizeof(lb_block_q8_0x4);
+    for (int g = 0; g < rows / 4; g++)
+        for (int64_t b = 0; b < K / 32; b++) {
+            const uint8_t *s = (const uint8_t *)src + (size_t)g * 4 * row_size + (size_t)b * xs;
+            uint8_t *o = (uint8_t *)dst + (size_t)g * 4 * row_size + (size_t)b * xs;
+            memcpy(o, s, 8); /* the 4 rows' fp16 d */
+            /* 32 bytes = chunks 2j, 2j + 1 of rows 0..3 (4 bytes each) -> chunk j of rows 0..3 (8 bytes each) */
+            for (int j = 0; j < 4; j++) {
+                const uint32x4_t c0 = vreinterpretq_u32_u8(vld1q_u8(s + 8 + 32 * j));
+                const uint32x4_t c1 = vreinterpretq_u32_u8(vld1q_u8(s + 24 + 32 * j));
+                vst1q_u8(o + 8 + 32 * j, vreinterpretq_u8_u32(vzip1q_u32(c0, c1)));
+                vst1q_u8(o + 24 + 32 * j, vreinterpretq_u8_u32(vzip2q_u32(c0, c1)));
+            }
+        }
+}
 
 /* ---------------- float rows (activations stay fp32) ---------------- */
 
