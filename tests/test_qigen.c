@@ -277,11 +277,8 @@ static void test_table(void) {
 /* ---- every generated kernel, directly ---- */
 
 static int isa_runs(int qisa) {
-    const lb_isa hw = lb_cpu_detected();
-    if (qisa == LB_QG_AVX2) return lb_isa_is_x86(hw) && hw >= LB_ISA_AVX2;
-    if (qisa == LB_QG_AVX512) return lb_isa_is_x86(hw) && hw >= LB_ISA_AVX512;
-    if (qisa == LB_QG_DOTPROD) return lb_isa_is_arm(hw) && hw >= LB_ISA_DOTPROD;
-    return lb_isa_is_arm(hw);
+    const lb_isa hw = lb_cpu_detected(), need = lb_qg_level_of_isa(qisa);
+    return (lb_isa_is_x86(need) ? lb_isa_is_x86(hw) : lb_isa_is_arm(hw)) && hw >= need;
 }
 
 static void test_kernels(void) {

@@ -36,6 +36,11 @@ int lb_qg_isa_of_level(lb_isa level) {
     return -1;
 }
 
+lb_isa lb_qg_level_of_isa(int qisa) {
+    static const lb_isa lv[LB_QG_N_ISA] = {LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_NEON, LB_ISA_DOTPROD};
+    return qisa >= 0 && qisa < LB_QG_N_ISA ? lv[qisa] : LB_ISA_SCALAR;
+}
+
 /* int8 at every ISA (docs/qigen.md has the measurements); its Q8_0
  * activations are also the plain GQ reference's, which the driver gives the
  * plain tail rows of a matrix. */

@@ -93,6 +93,8 @@ const char *lb_qg_isa_name(int qisa);
 const char *lb_qg_variant_name(int variant);
 /* The generated ISA that serves a dispatch level, -1 if none (scalar). */
 int lb_qg_isa_of_level(lb_isa level);
+/* The lowest dispatch level whose CPU runs a generated ISA's kernels. */
+lb_isa lb_qg_level_of_isa(int qisa);
 /* The variant the kernel table dispatches at an ISA (docs/qigen.md: int8,
  * measured faster than the fp32 one everywhere it was measured). */
 int lb_qg_dispatch_variant(int qisa);

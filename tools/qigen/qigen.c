@@ -802,12 +802,8 @@ static void emit_prologue(void) {
         line("#include <arm_neon.h>");
         line("#define LB_QG_T");
     } else if (isa == DOTPROD) {
-        line("#include <arm_neon.h>");
-        line("#if defined(__clang__) /* the two compilers spell the feature differently (kernels/arm/arm_common.h) */");
-        line("#define LB_QG_T __attribute__((target(\"dotprod\")))");
-        line("#else");
-        line("#define LB_QG_T __attribute__((target(\"arch=armv8.2-a+dotprod\")))");
-        line("#endif");
+        line("#include \"kernels/arm/arm_target.h\" /* arm_neon.h with SDOT declared (clang too), LB_ARM_DOTPROD */");
+        line("#define LB_QG_T LB_ARM_DOTPROD");
     } else {
         line("#include <immintrin.h>");
         if (isa == AVX512) line("#define LB_QG_T __attribute__((target(\"avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c\")))");

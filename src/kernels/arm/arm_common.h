@@ -10,18 +10,7 @@
 
 #if defined(__aarch64__)
 
-/* clang 14's arm_neon.h declares the SDOT / SMMLA intrinsics only when the
- * whole translation unit targets them; these macros expose the declarations
- * while the instructions themselves stay confined to functions carrying the
- * matching target attribute (clang checks that per function). gcc declares
- * every intrinsic unconditionally. */
-#if defined(__clang__) && !defined(__ARM_FEATURE_DOTPROD)
-#define __ARM_FEATURE_DOTPROD 1
-#endif
-#if defined(__clang__) && !defined(__ARM_FEATURE_MATMUL_INT8)
-#define __ARM_FEATURE_MATMUL_INT8 1
-#endif
-#include <arm_neon.h>
+#include "kernels/arm/arm_target.h" /* arm_neon.h, LB_ARM_DOTPROD, LB_ARM_I8MM */
 
 /* gcc's first instruction scheduling pass hoists the weight loads of a whole
  * unrolled register tile and then spills accumulators to the stack (gcc 12:
@@ -34,14 +23,6 @@
 #include "formats/kquants.h"
 #include "formats/repack.h"
 
-/* gcc and clang spell the feature strings differently */
-#if defined(__clang__)
-#define LB_ARM_DOTPROD __attribute__((target("dotprod")))
-#define LB_ARM_I8MM __attribute__((target("dotprod,i8mm")))
-#else
-#define LB_ARM_DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
-#define LB_ARM_I8MM __attribute__((target("arch=armv8.2-a+dotprod+i8mm")))
-#endif
 #define LB_ARM_INLINE static inline __attribute__((always_inline))
 /* Small fixed loops over registers must unroll completely, or arrays of
  * vectors end up on the stack (gcc keeps rolled loops at -O2). */
