@@ -282,11 +282,12 @@ static void test_entries(void) {
 
 /* lb_matmul_multi: several matrices of one type (N with and without a plain
  * tail) in one region give exactly what one lb_matmul each gives; a mixed
- * pair falls back to separate calls. Decode (M = 1) and prefill (M = 37). */
+ * pair falls back to separate calls. Decode (M = 1..4) at 1-17 threads and
+ * prefill (M = 37). */
 static void test_multi(void) {
     uint64_t seed = 99;
     const int64_t K = 256;
-    const int64_t Ns[3] = {40, 13, 24};
+    const int64_t Ns[3] = {200, 133, 96}; /* above the driver's one-thread size at M = 1 */
     const int types[3] = {LB_TYPE_Q4_0_8X8, LB_TYPE_Q4_0_8X8, LB_TYPE_Q4_0_8X8};
     for (int mixed = 0; mixed < 2; mixed++) {
         uint8_t *packed[3];
@@ -302,7 +303,14 @@ static void test_multi(void) {
             W[i] = (lb_matrix){type, K, Ns[i], lb_row_size(type, K), packed[i], 0};
             pw[i] = &W[i];
         }
-        for (int M = 1; M <= 37; M += 36) {
+        /* M = 1..4: decode's paths (every thread quantizing its own copy of
+         * the rows, the two-ended queues of units), at thread counts that do
+         * not divide the units and one above PRIV_MAX_THREADS (16) */
+        static const int Ms[] = {1, 2, 3, 4, 37}, threads[] = {1, 2, 3, 5, 17};
+        for (int mi = 0; mi < 5; mi++)
+        for (int ti = 0; ti < 5; ti++) {
+            const int M = Ms[mi], nth = threads[ti];
+            if (M == 37 && nth != 2) continue;
             float *x = rand_acts(K, M, &seed);
             size_t sc = 0;
             for (int i = 0; i < 3; i++) sc = LB_MAX(sc, lb_matmul_scratch_size(&W[i], M));
@@ -314,12 +322,13 @@ static void test_multi(void) {
                 y2[i] = malloc(sizeof(float) * Ns[i] * M);
                 for (int64_t e = 0; e < Ns[i] * M; e++) y2[i][e] = NAN;
                 ldy[i] = (size_t)Ns[i];
-                lb_matmul(&W[i], x, M, y1[i], ldy[i], scratch, 2);
+                lb_matmul(&W[i], x, M, y1[i], ldy[i], scratch, 1);
             }
-            lb_matmul_multi(pw, 3, x, M, y2, ldy, scratch, 2);
+            lb_matmul_multi(pw, 3, x, M, y2, ldy, scratch, nth);
             for (int i = 0; i < 3; i++) {
-                CHECK_MSG(!memcmp(y1[i], y2[i], sizeof(float) * Ns[i] * M), "lb_matmul_multi (%s, M=%d): matrix %d differs",
-                          mixed ? "mixed types" : "one type", M, i);
+                CHECK_MSG(!memcmp(y1[i], y2[i], sizeof(float) * Ns[i] * M),
+                          "lb_matmul_multi (%s, M=%d, %d threads): matrix %d differs from one thread's lb_matmul",
+                          mixed ? "mixed types" : "one type", M, nth, i);
                 free(y1[i]);
                 free(y2[i]);
             }

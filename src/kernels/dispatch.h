@@ -83,7 +83,8 @@ const lb_kernel *lb_kernel_get_act(int type, int act_bits, lb_isa level);
  * an lb_gc_view, formats/gc.h) its codes and per-row grids. */
 uint64_t lb_matrix_bytes(const lb_matrix *W);
 
-/* Bytes of activation scratch lb_matmul needs for M rows against W. */
+/* Bytes of activation scratch lb_matmul needs for M rows against W (for
+ * M <= 4 enough for each of up to 16 threads to convert the rows itself). */
 size_t lb_matmul_scratch_size(const lb_matrix *W, int M);
 
 /* Y (M x N, row stride ldy) = X (M x K, row stride K) times W transposed.

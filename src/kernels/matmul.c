@@ -12,11 +12,16 @@
  *
  * Work: output rows are split into contiguous ranges aligned to the weight
  * interleave R (a thread's weight stream stays sequential, which matters for
- * decode: it is bandwidth-bound). In decode the last eighth of every range
- * is handed out in small chunks that any thread may take: one core's memory
- * is sometimes slower for a while (or the VM deschedules it), and the other
- * then helps instead of waiting at the barrier (barrier time in a 2-thread
- * Q2_K decode profile fell from ~4 % to ~1.5 % per thread). When the matrix is short (few row groups
+ * decode: it is bandwidth-bound). In decode every range is a two-ended
+ * queue: its owner claims shrinking chunks from the front, and a thread done
+ * with its own takes small chunks from the back of another's. One core's
+ * memory is sometimes slower for a while (or the VM deschedules it), and the
+ * other then helps instead of waiting at the barrier; before, only the last
+ * eighth of a range could be taken, and on the Zen 4 VM in its fast memory
+ * mode libgomp's spinning was 8-10 % of the decode kernels' time (4-6 %
+ * with the queues). Decode also skips the barrier after the activations'
+ * conversion: each thread converts the 1-4 rows itself, into its own part of
+ * the scratch. When the matrix is short (few row groups
  * per thread) and M is large, activation rows are split instead. Inside a
  * work item, activation rows are walked in tiles that stay in L2 while the
  * kernel passes each weight group (in L1) over them. */
@@ -28,16 +33,20 @@
 
 #define LB_TILE_N 16          /* plain rows per work item */
 #define LB_ACT_TILE_BYTES (768 * 1024) /* activation bytes per pass over a weight tile */
-/* Decode (M <= LB_STEAL_MAX_M): the last 1/STEAL_DIV of each thread's rows
- * is shared in chunks of STEAL_CHUNK units (kernels/matmul.c, matmul_same).
- * 4 units, not 2: the Q2_K GEMV runs 4 groups of 16 rows per pass (2 left
- * it at half its streams for the shared tail; tinyllama-1.1b Q2_K decode
- * 1-4 % faster). */
+/* Decode (M <= LB_STEAL_MAX_M): a thread claims 1/STEAL_DIV of what is left
+ * of its range (at least STEAL_CHUNK units) at a time, and takes STEAL_CHUNK
+ * units at a time from the back of another's (matmul_same). 4 units, not 2:
+ * the Q2_K GEMV runs 4 groups of 16 rows per pass (2 left it at half its
+ * streams for a stolen chunk; tinyllama-1.1b Q2_K decode 1-4 % faster). */
 #define LB_STEAL_MAX_M 4
 #ifndef LB_STEAL_CHUNK
 #define LB_STEAL_CHUNK 4
 #endif
 enum { STEAL_DIV = 8, STEAL_CHUNK = LB_STEAL_CHUNK, MAX_STEAL_THREADS = 64 };
+/* Decode with at most this many threads: each thread quantizes the few
+ * activation rows itself into its own part of the scratch, so no thread
+ * waits at a barrier for the others' slices (matmul_same). */
+enum { PRIV_MAX_THREADS = 16 };
 
 static size_t plain_act_row(const lb_kernel *k, int64_t K) { return lb_row_size(k->act_type, K); }
 
@@ -50,7 +59,10 @@ size_t lb_matmul_scratch_size(const lb_matrix *W, int M) {
     if (!k || M <= 0) return 0;
     /* any level's grouped layout fits (LB_ACT_X4_MAX_BLOCK per 4 rows), plus every row
      * plain: the tail rows of an interleaved matrix may need them all */
-    return (size_t)(M / 4) * (size_t)(W->K / 32) * LB_ACT_X4_MAX_BLOCK + (size_t)M * plain_act_row(k, W->K);
+    const size_t shared = (size_t)(M / 4) * (size_t)(W->K / 32) * LB_ACT_X4_MAX_BLOCK + (size_t)M * plain_act_row(k, W->K);
+    /* decode: room for every thread's own copy of the rows (matmul_same) */
+    const size_t own = (size_t)PRIV_MAX_THREADS * (size_t)LB_MIN(M, LB_STEAL_MAX_M) * plain_act_row(k, W->K);
+    return LB_MAX(shared, own);
 }
 
 typedef struct {
@@ -125,11 +137,42 @@ static int unit_rows(const lb_matrix *W) {
 static int rows_in_groups(const lb_matrix *W) { return (int)(W->N - W->N % lb_type_rows(W->type)); }
 
 /* Thread t's contiguous range of units starts here (and ends where t + 1's
- * starts); in decode its last 1/STEAL_DIV, from shared_from on, is shared. */
+ * starts). */
 static int range_start(int n_units, int t, int nth) { return (int)((int64_t)n_units * t / nth); }
-static int shared_from(int n_units, int t, int nth) {
-    const int u0 = range_start(n_units, t, nth), u1 = range_start(n_units, t + 1, nth);
-    return u1 - (u1 - u0) / STEAL_DIV;
+
+/* A decode range as a two-ended queue of units: its owner takes chunks from
+ * the front (its weight stream stays sequential), a thread whose own range
+ * is done takes STEAL_CHUNK units from the back. Front and back share one
+ * word, so both ends are claimed by compare-and-swap; one slot per cache
+ * line. */
+typedef struct {
+    _Alignas(64) _Atomic uint64_t fb; /* front << 32 | back */
+} unit_queue;
+
+static void queue_init(unit_queue *q, int u0, int u1) {
+    atomic_init(&q->fb, (uint64_t)(uint32_t)u0 << 32 | (uint32_t)u1);
+}
+
+/* Claims units at the front (or back) of q into [*u0, *u1): n, or with div
+ * > 0 a 1/div of what is left when that is more (the owner's claims shrink
+ * as its range runs out, so the last one leaves little to wait for), in
+ * whole multiples of n: a kernel's widest tile (the GQ GEMV's 4 groups of
+ * 16 rows, Q2_K's 4 groups) covers a claim with no narrow remainder; 0 when
+ * q is empty. */
+static int queue_take(unit_queue *q, int n, int div, int back, int *u0, int *u1) {
+    uint64_t v = atomic_load_explicit(&q->fb, memory_order_relaxed);
+    for (;;) {
+        const int f = (int)(v >> 32), b = (int)(uint32_t)v;
+        if (f >= b) return 0;
+        const int m = LB_MIN(div > 0 ? LB_MAX(n, (b - f) / div / n * n) : n, b - f);
+        const uint64_t nv = back ? (uint64_t)(uint32_t)f << 32 | (uint32_t)(b - m)
+                                 : (uint64_t)(uint32_t)(f + m) << 32 | (uint32_t)b;
+        if (atomic_compare_exchange_weak_explicit(&q->fb, &v, nv, memory_order_relaxed, memory_order_relaxed)) {
+            *u0 = back ? b - m : f;
+            *u1 = back ? b : f + m;
+            return 1;
+        }
+    }
 }
 
 /* Whether several matrices can share one activation conversion. */
@@ -191,14 +234,37 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
     /* One short matrix, many activation rows: split the rows of X too. */
     const int split_m = nw == 1 && n_units < 4 * n_threads && M >= 8 * n_threads;
 
-    /* decode: tail stealing (below) */
+    /* decode: two-ended queues of units (below) */
     const int steal = M <= LB_STEAL_MAX_M && !split_m;
-    atomic_int next[MAX_STEAL_THREADS];
+    unit_queue queue[MAX_STEAL_THREADS];
+    /* decode with plain activation rows: every thread its own copy (own) */
+    const int own = steal && M4 == 0 && n_threads <= PRIV_MAX_THREADS;
+    if (own)
+        for (int t = 0; t < n_threads; t++)
+            queue_init(&queue[t], range_start(n_units, t, n_threads), range_start(n_units, t + 1, n_threads));
 
 #pragma omp parallel num_threads(n_threads)
     {
         const int nth = omp_get_num_threads(), ith = omp_get_thread_num();
-        if (steal && nth <= MAX_STEAL_THREADS) atomic_init(&next[ith], shared_from(n_units, ith, nth)); /* read after the barrier */
+        job mine[MAX_W];
+        const job *jb = jobs;
+        if (own && nth == n_threads) {
+            /* quantize the rows here, into this thread's part of the
+             * scratch: a few microseconds of redundant work, against a
+             * barrier at which the first thread waits for the last to wake */
+            char *a1t = (char *)scratch + (size_t)ith * (size_t)M * arow;
+            for (int m = 0; m < M; m++) {
+                if (k->quantize_act_bits && W[0]->act_bits)
+                    k->quantize_act_bits(X + (size_t)m * K, a1t + (size_t)m * arow, K, W[0]->act_bits);
+                else
+                    k->quantize_act(X + (size_t)m * K, a1t + (size_t)m * arow, K);
+            }
+            for (int i = 0; i < nw; i++) mine[i] = jobs[i], mine[i].a1 = a1t;
+            jb = mine;
+            goto run;
+        }
+        if (steal && nth <= MAX_STEAL_THREADS) /* read after the barrier */
+            queue_init(&queue[ith], range_start(n_units, ith, nth), range_start(n_units, ith + 1, nth));
         for (int g = ith; g < M4 / AR; g += nth)
             k->quantize_act_x4(X + (size_t)g * AR * K, (size_t)K, (char *)scratch + (size_t)g * g_size, K);
         if (M - plain_from >= nth || k->act_whole_row || k->quantize_act_bits) {
@@ -217,34 +283,34 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
                                 (b1 - b0) * blck);
         }
 #pragma omp barrier
+    run:
         if (split_m) {
             /* every thread covers all of N for its share of row groups */
             const int g = LB_MAX(AR, 4), groups = (M + g - 1) / g;
             const int g0 = (int)((int64_t)groups * ith / nth), g1 = (int)((int64_t)groups * (ith + 1) / nth);
-            run_rows(&jobs[0], 0, rows_in_groups(W[0]), LB_MIN(g * g0, M), LB_MIN(g * g1, M));
+            run_rows(&jb[0], 0, rows_in_groups(W[0]), LB_MIN(g * g0, M), LB_MIN(g * g1, M));
         } else if (!steal || nth > MAX_STEAL_THREADS) {
             /* one contiguous range per thread: each weight stream stays long
              * (chunks handed out dynamically measured slower for decode: the
              * prefetcher restarts at every chunk) */
-            run_units(jobs, W, nw, range_start(n_units, ith, nth), range_start(n_units, ith + 1, nth));
+            run_units(jb, W, nw, range_start(n_units, ith, nth), range_start(n_units, ith + 1, nth));
         } else {
             /* decode: the same ranges, but the last part of each is handed
              * out in chunks that any thread may take, so a thread whose
              * memory was slower this time (or that was descheduled) is
              * helped instead of waited for at the barrier */
-            run_units(jobs, W, nw, range_start(n_units, ith, nth), shared_from(n_units, ith, nth));
-            for (int r = 0; r < nth; r++) {
-                const int i = (ith + r) % nth, e = range_start(n_units, i + 1, nth);
-                for (int g; (g = atomic_fetch_add_explicit(&next[i], STEAL_CHUNK, memory_order_relaxed)) < e;)
-                    run_units(jobs, W, nw, g, LB_MIN(g + STEAL_CHUNK, e));
-            }
+            for (int u0, u1; queue_take(&queue[ith], STEAL_CHUNK, STEAL_DIV, 0, &u0, &u1);)
+                run_units(jb, W, nw, u0, u1);
+            for (int r = 1; r < nth; r++)
+                for (int u0, u1; queue_take(&queue[(ith + r) % nth], STEAL_CHUNK, 0, 1, &u0, &u1);)
+                    run_units(jb, W, nw, u0, u1);
         }
         for (int i = 0; i < nw; i++) {
             const int NR = rows_in_groups(W[i]);
             if (NR < W[i]->N && ith == (nth - 1 - i % nth)) {
                 /* the plain tail of an interleaved matrix: the base type's kernel */
                 const lb_kernel *kb = lb_kernel_get(lb_type_base(W[i]->type));
-                run_plain(kb, W[i], &jobs[i], NR, (int)W[i]->N, 0, M);
+                run_plain(kb, W[i], &jb[i], NR, (int)W[i]->N, 0, M);
             }
         }
     }
