@@ -228,8 +228,7 @@ int main(int argc, char **argv) {
         jobs[nj++] = (job){"lb_matmul", &gc[ng], NULL, -1, -1, {1e30, 1e30, 1e30}};
         for (int qisa = 0; qisa < LB_QG_N_ISA; qisa++) {
             if (!strstr(isas, lb_qg_isa_name(qisa))) continue;
-            const lb_isa need = lb_qg_level_of_isa(qisa), hw = lb_cpu_detected();
-            if (!((lb_isa_is_x86(need) ? lb_isa_is_x86(hw) : lb_isa_is_arm(hw)) && hw >= need)) continue;
+            if (!lb_cpu_runs(lb_qg_level_of_isa(qisa))) continue;
             for (int v = 0; v < LB_QG_N_VAR; v++) {
                 const lb_qg_set *s = lb_qg_find(qisa, type, v);
                 if (!s || (no_f32 && v == LB_QG_F32)) continue;

@@ -17,12 +17,7 @@
 
 /* Whether this machine runs kernels of level l (0 .. LB_ISA_COUNT - 1):
  * scalar always, the x86 or the Arm family up to the detected level. */
-static inline int lb_test_level_available(int l) {
-    const lb_isa hw = lb_cpu_detected(), level = (lb_isa)l;
-    if (level == LB_ISA_SCALAR) return 1;
-    if (lb_isa_is_x86(hw)) return lb_isa_is_x86(level) && level <= hw;
-    return lb_isa_is_arm(level) && level <= hw;
-}
+static inline int lb_test_level_available(int l) { return lb_cpu_runs((lb_isa)l); }
 
 /* The same with the matrix's act_bits (ABQ: the activations' bits). */
 static inline float *lb_test_matmul_bits(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M,

@@ -276,10 +276,7 @@ static void test_table(void) {
 
 /* ---- every generated kernel, directly ---- */
 
-static int isa_runs(int qisa) {
-    const lb_isa hw = lb_cpu_detected(), need = lb_qg_level_of_isa(qisa);
-    return (lb_isa_is_x86(need) ? lb_isa_is_x86(hw) : lb_isa_is_arm(hw)) && hw >= need;
-}
+static int isa_runs(int qisa) { return lb_cpu_runs(lb_qg_level_of_isa(qisa)); }
 
 static void test_kernels(void) {
     uint64_t seed = 11;

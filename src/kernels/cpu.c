@@ -109,6 +109,12 @@ lb_isa lb_cpu_detected(void) {
     return (lb_isa)lb_detected;
 }
 
+int lb_cpu_runs(lb_isa level) {
+    const lb_isa hw = lb_cpu_detected();
+    if (level == LB_ISA_SCALAR) return 1;
+    return (lb_isa_is_x86(level) ? lb_isa_is_x86(hw) : lb_isa_is_arm(hw)) && hw >= level;
+}
+
 static lb_isa clamp_level(lb_isa want) {
     lb_isa hw = lb_cpu_detected();
     if (want == LB_ISA_SCALAR) return want;

@@ -26,6 +26,9 @@ static inline int lb_isa_is_arm(lb_isa l) { return l >= LB_ISA_NEON && l <= LB_I
 lb_isa lb_cpu_level(void);
 /* What the hardware supports. */
 lb_isa lb_cpu_detected(void);
+/* Whether this CPU runs a level's kernels: scalar always, any other level
+ * when the detected one is of its family and at least as high. */
+int lb_cpu_runs(lb_isa level);
 const char *lb_isa_name(lb_isa isa);
 /* Parses "scalar|avx2|avx512|amx|neon|dotprod|i8mm"; -1 if unknown. */
 int lb_isa_from_name(const char *name);

@@ -34,7 +34,7 @@
 #define LB_TILE_N 16          /* plain rows per work item */
 #define LB_ACT_TILE_BYTES (768 * 1024) /* activation bytes per pass over a weight tile */
 /* Decode (M <= LB_STEAL_MAX_M): a thread claims 1/STEAL_DIV of what is left
- * of its range (at least STEAL_CHUNK units) at a time, and takes STEAL_CHUNK
+ * of its range (whole multiples of STEAL_CHUNK units) at a time, and takes STEAL_CHUNK
  * units at a time from the back of another's (matmul_same). 4 units, not 2:
  * the Q2_K GEMV runs 4 groups of 16 rows per pass (2 left it at half its
  * streams for a stolen chunk; tinyllama-1.1b Q2_K decode 1-4 % faster). */
@@ -175,6 +175,13 @@ static int queue_take(unit_queue *q, int n, int div, int back, int *u0, int *u1)
     }
 }
 
+/* Activation row x (K floats) into dst in the kernel's plain input format,
+ * at the matrix's activation bits where the kernel takes them (ABQ). */
+static void quantize_row(const lb_kernel *k, const lb_matrix *W, const float *x, char *dst, int64_t K) {
+    if (k->quantize_act_bits && W->act_bits) k->quantize_act_bits(x, dst, K, W->act_bits);
+    else k->quantize_act(x, dst, K);
+}
+
 /* Whether several matrices can share one activation conversion. */
 static int same_kernel(const lb_matrix *const *W, int nw) {
     for (int i = 1; i < nw; i++)
@@ -249,41 +256,32 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
         job mine[MAX_W];
         const job *jb = jobs;
         if (own && nth == n_threads) {
-            /* quantize the rows here, into this thread's part of the
+            /* every thread alike (no barrier to skip for some only):
+             * quantize the rows here, into this thread's part of the
              * scratch: a few microseconds of redundant work, against a
              * barrier at which the first thread waits for the last to wake */
             char *a1t = (char *)scratch + (size_t)ith * (size_t)M * arow;
-            for (int m = 0; m < M; m++) {
-                if (k->quantize_act_bits && W[0]->act_bits)
-                    k->quantize_act_bits(X + (size_t)m * K, a1t + (size_t)m * arow, K, W[0]->act_bits);
-                else
-                    k->quantize_act(X + (size_t)m * K, a1t + (size_t)m * arow, K);
-            }
+            for (int m = 0; m < M; m++) quantize_row(k, W[0], X + (size_t)m * K, a1t + (size_t)m * arow, K);
             for (int i = 0; i < nw; i++) mine[i] = jobs[i], mine[i].a1 = a1t;
             jb = mine;
-            goto run;
-        }
-        if (steal && nth <= MAX_STEAL_THREADS) /* read after the barrier */
-            queue_init(&queue[ith], range_start(n_units, ith, nth), range_start(n_units, ith + 1, nth));
-        for (int g = ith; g < M4 / AR; g += nth)
-            k->quantize_act_x4(X + (size_t)g * AR * K, (size_t)K, (char *)scratch + (size_t)g * g_size, K);
-        if (M - plain_from >= nth || k->act_whole_row || k->quantize_act_bits) {
-            for (int m = plain_from + ith; m < M; m += nth) {
-                if (k->quantize_act_bits && W[0]->act_bits)
-                    k->quantize_act_bits(X + (size_t)m * K, (char *)a1 + (size_t)m * arow, K, W[0]->act_bits);
-                else
-                    k->quantize_act(X + (size_t)m * K, (char *)a1 + (size_t)m * arow, K);
-            }
         } else {
-            /* decode: fewer rows than threads, so each thread takes a slice
-             * of every row's blocks (shorter wait at the barrier) */
-            const int64_t nb = K / blck, b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
-            for (int m = plain_from; m < M && b1 > b0; m++)
-                k->quantize_act(X + (size_t)m * K + b0 * blck, (char *)a1 + (size_t)m * arow + (size_t)b0 * bsize,
-                                (b1 - b0) * blck);
-        }
+            if (steal && nth <= MAX_STEAL_THREADS) /* read after the barrier */
+                queue_init(&queue[ith], range_start(n_units, ith, nth), range_start(n_units, ith + 1, nth));
+            for (int g = ith; g < M4 / AR; g += nth)
+                k->quantize_act_x4(X + (size_t)g * AR * K, (size_t)K, (char *)scratch + (size_t)g * g_size, K);
+            if (M - plain_from >= nth || k->act_whole_row || k->quantize_act_bits) {
+                for (int m = plain_from + ith; m < M; m += nth)
+                    quantize_row(k, W[0], X + (size_t)m * K, (char *)a1 + (size_t)m * arow, K);
+            } else {
+                /* fewer rows than threads, so each thread takes a slice of
+                 * every row's blocks (shorter wait at the barrier) */
+                const int64_t nb = K / blck, b0 = nb * ith / nth, b1 = nb * (ith + 1) / nth;
+                for (int m = plain_from; m < M && b1 > b0; m++)
+                    k->quantize_act(X + (size_t)m * K + b0 * blck, (char *)a1 + (size_t)m * arow + (size_t)b0 * bsize,
+                                    (b1 - b0) * blck);
+            }
 #pragma omp barrier
-    run:
+        }
         if (split_m) {
             /* every thread covers all of N for its share of row groups */
             const int g = LB_MAX(AR, 4), groups = (M + g - 1) / g;
@@ -295,10 +293,9 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
              * prefetcher restarts at every chunk) */
             run_units(jb, W, nw, range_start(n_units, ith, nth), range_start(n_units, ith + 1, nth));
         } else {
-            /* decode: the same ranges, but the last part of each is handed
-             * out in chunks that any thread may take, so a thread whose
-             * memory was slower this time (or that was descheduled) is
-             * helped instead of waited for at the barrier */
+            /* decode: the same ranges as two-ended queues (queue_take):
+             * a thread whose memory was slower this time (or that was
+             * descheduled) is helped instead of waited for at the barrier */
             for (int u0, u1; queue_take(&queue[ith], STEAL_CHUNK, STEAL_DIV, 0, &u0, &u1);)
                 run_units(jb, W, nw, u0, u1);
             for (int r = 1; r < nth; r++)
