@@ -25,6 +25,11 @@ grep -q 'lowbit.codebooks.cb2 .*int8 x 32' "$WORK/books.info" && grep -q 'lowbit
 
 "$LOWBIT" imatrix -m "$F32" -f "$TEXT" -o "$WORK/imat.gguf" -c 128 --chunks 4 -t 2 > "$WORK/imat.log" 2>&1 \
   && ok "imatrix" || { bad "imatrix"; cat "$WORK/imat.log"; }
+# --skip-chunks as calibrate has it: chunks 4..5 hold other text, so other sums
+"$LOWBIT" imatrix -m "$F32" -f "$TEXT" -o "$WORK/imat-skip.gguf" -c 128 --skip-chunks 4 --chunks 2 -t 2 \
+  > "$WORK/imat-skip.log" 2>&1 && grep -q 'chunks 4\.\.5' "$WORK/imat-skip.log" \
+  && ! cmp -s "$WORK/imat.gguf" "$WORK/imat-skip.gguf" && ok "imatrix --skip-chunks" \
+  || { bad "imatrix --skip-chunks"; cat "$WORK/imat-skip.log"; }
 
 for t in CB2 CB3 Q2_K Q3_K; do
   case $t in CB*) extra="--codebooks $WORK/books.gguf";; *) extra="";; esac
@@ -68,6 +73,8 @@ expect_fail "quantize with a model as imatrix" "imatrix|in_sum2" \
   "$LOWBIT" quantize --imatrix "$F32" "$F32" "$WORK/x.gguf" Q2_K
 expect_fail "quantize --count 3" "4, 8|4\.\.16" "$LOWBIT" quantize --count 3 "$F32" "$WORK/x.gguf" CB2
 expect_fail "imatrix without -f" "required" "$LOWBIT" imatrix -m "$F32" -o "$WORK/x.gguf"
+expect_fail "imatrix past the text" "no chunk" "$LOWBIT" imatrix -m "$F32" -f "$TEXT" -o "$WORK/x.gguf" --skip-chunks 100000
+[ ! -e "$WORK/x.gguf" ] && ok "no imatrix left after a failure" || bad "imatrix output left after a failure"
 if [ -f "$SHARED/models/stories260K-f32.gguf" ]; then
   # dim 64: no matrix fits a 256-weight block, so there is nothing to learn from
   expect_fail "codebooks from a model without 256-aligned rows" "multiple of 256" \

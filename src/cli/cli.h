@@ -67,6 +67,32 @@ void cli_error(const char *cmd, lb_status s);
 lb_status cli_tokenize_file(lb_model *m, const char *path, int32_t **toks, int *n_tok);
 void cli_install_sigint(void);
 void cli_progress(void *user, const char *what, int done, int total);
+/* Calibration text in chunks (imatrix, calibrate; cli/text_chunks.c). */
+typedef struct {
+    const char *file, *out;
+    int n_ctx, max_chunks, skip; /* tokens per chunk; 0: all chunks; chunks skipped first */
+} cli_chunk_opts;
+#define CLI_CHUNK_OPTS_DEFAULT {NULL, NULL, 512, 0, 0}
+/* Consumes -f/--file, -o/--output, -c/--ctx-size, --chunks, --skip-chunks; 1 if it did. */
+int cli_chunk_flag(cli_args *a, cli_chunk_opts *o);
+#define CLI_CHUNK_HELP(out_what)                                                                 \
+    "  -f, --file FILE      calibration text (keep it apart from the text you score)\n"          \
+    "  -o, --output FILE    " out_what " to write (GGUF; a temporary name until complete)\n"     \
+    "  -c, --ctx-size N     tokens per chunk (default 512)\n"                                    \
+    "      --chunks N       use N chunks (default: all the text)\n"                              \
+    "      --skip-chunks N  start after the first N chunks of the text (e.g. past the ones\n"    \
+    "                       lowbit perplexity scores)\n"
+/* CLI_OK if -m, -f and -o were given, else CLI_USAGE with a message naming out_name. */
+int cli_chunk_check(const char *cmd, const cli_common *co, const cli_chunk_opts *o, const char *out_name);
+/* Loads the model, tokenizes the text and counts the chunks after --skip-chunks
+ * (at most --chunks); prints why not and returns CLI_FAIL when there is none.
+ * *m and *toks are the caller's to free either way. */
+int cli_chunk_open(const char *cmd, const cli_common *co, const cli_chunk_opts *o, lb_model **m, int32_t **toks,
+                   int *n_chunk);
+/* Chunk c (0-based, after the skipped ones), its first token set to BOS as a fresh text's. */
+int32_t *cli_chunk_tokens(lb_model *m, const cli_chunk_opts *o, int32_t *toks, int c);
+/* "done/total chunks, elapsed, about N s left" */
+void cli_chunk_progress(double t0, int done, int total);
 /* Default context for run: the training length, capped so the KV cache stays modest. */
 #define LB_CTX_DEFAULT(train) ((train) < 4096 ? (train) : 4096)
 
