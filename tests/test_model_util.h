@@ -11,10 +11,12 @@
 
 static const int32_t lb_test_prompt[] = {1, 403, 407, 261, 378, 300, 290, 266, 17, 99, 5, 311, 42, 250, 8, 123, 77, 64, 3};
 
-/* The logits of lb_test_prompt (one batch: the GEMM path) and of one more
- * token (the GEMV path), 2 threads: 2 * V floats (free them), NULL if the
- * model does not load. *wq_type (optional): the type blk.0.attn_q runs as. */
-static inline float *lb_test_logits(const char *path, int *V_out, int *wq_type) {
+/* The logits of lb_test_prompt (one batch: the GEMM path, 16- and 4-row
+ * groups and a tail) and of one more token (the GEMV path), 2 threads:
+ * 2 * V floats (free them), NULL if the model does not load. *wq_type
+ * (optional): the type blk.0.attn_q runs as. keep (optional): the model
+ * is handed over there instead of freed. */
+static inline float *lb_test_logits_keep(const char *path, int *V_out, int *wq_type, lb_model **keep) {
     enum { N_PROMPT = sizeof lb_test_prompt / sizeof lb_test_prompt[0] };
     lb_model *m = NULL;
     if (lb_model_load(path, NULL, &m) != LB_OK) {
@@ -35,9 +37,13 @@ static inline float *lb_test_logits(const char *path, int *V_out, int *wq_type) 
     const int32_t next = 300;
     CHECK_OK(lb_eval(ctx, &next, 1, N_PROMPT, out + V, 0));
     lb_context_free(ctx);
-    lb_model_free(m);
+    if (keep) *keep = m;
+    else lb_model_free(m);
     *V_out = V;
     return out;
+}
+static inline float *lb_test_logits(const char *path, int *V_out, int *wq_type) {
+    return lb_test_logits_keep(path, V_out, wq_type, NULL);
 }
 
 /* Every b[i] within rel times the largest |a| of a[i]. */

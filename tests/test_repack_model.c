@@ -12,6 +12,7 @@
  *  - at the scalar level nothing is repacked (no faster kernel) and the
  *    interleaved file still runs, on the scalar reference kernels. */
 #include "test_util.h"
+#include "test_model_util.h"
 
 #include "core/common.h"
 #include "formats/repack.h"
@@ -20,36 +21,8 @@
 #include "model/model.h"
 #include "model/repack.h"
 
-static const int32_t kPrompt[] = {1, 403, 407, 261, 378, 300, 290, 266};
-enum { N_PROMPT = sizeof kPrompt / sizeof kPrompt[0] };
-
-/* Logits of the whole prompt (one batch: GEMM path) and of one more token
- * (GEMV path), concatenated: 2 * V floats. */
-static float *run(const char *path, int *V_out, lb_model **keep) {
-    lb_model *m = NULL;
-    if (lb_model_load(path, NULL, &m) != LB_OK) {
-        fprintf(stderr, "load %s: %s\n", path, lb_last_error());
-        return NULL;
-    }
-    lb_context *ctx = NULL;
-    lb_context_params cp = lb_context_default_params();
-    cp.n_threads = 2;
-    cp.n_ctx = 64;
-    if (lb_context_new(m, &cp, &ctx) != LB_OK) {
-        lb_model_free(m);
-        return NULL;
-    }
-    const int V = lb_model_n_vocab(m);
-    float *out = malloc(sizeof(float) * 2 * V);
-    CHECK_OK(lb_eval(ctx, kPrompt, N_PROMPT, 0, out, 0));
-    const int32_t next = 300;
-    CHECK_OK(lb_eval(ctx, &next, 1, N_PROMPT, out + V, 0));
-    lb_context_free(ctx);
-    *V_out = V;
-    if (keep) *keep = m;
-    else lb_model_free(m);
-    return out;
-}
+/* Logits of the shared prompt and one more token (test_model_util.h). */
+static float *run(const char *path, int *V_out, lb_model **keep) { return lb_test_logits_keep(path, V_out, NULL, keep); }
 
 static double max_abs(const float *x, int n) {
     double m = 0;
