@@ -7,7 +7,7 @@
  *  - the plain file at the scalar level and the interleaved file there (the
  *    reference kernels) agree to 1e-4 of the largest logit; repacked at
  *    load, with repack off and at the scalar level agree loosely
- *    (check_close); the interleaved file loads as is with
+ *    (lb_test_check_close); the interleaved file loads as is with
  *    bit-identical logits to repacking at load; at the scalar level the
  *    interleaved file still runs, on the scalar reference kernels;
  *  - quantizing the interleaved file back to the base type restores the
@@ -21,32 +21,6 @@
 #include "kernels/dispatch.h"
 #include "model/model.h"
 #include "model/repack.h"
-
-/* Logits of the shared prompt and one more token (test_model_util.h). */
-static float *run(const char *path, int *V_out, lb_model **keep) { return lb_test_logits_keep(path, V_out, NULL, keep); }
-
-static double max_abs(const float *x, int n) {
-    double m = 0;
-    for (int i = 0; i < n; i++) m = fmax(m, fabs(x[i]));
-    return m;
-}
-
-/* rel: tolerance as a share of the largest logit. 1e-4 where only the
- * summation order of the reference kernels differs. Between different
- * kernels (or levels) a last-bit difference can put an activation on the
- * other side of a Q8 rounding step in the next layer, which moves the
- * logits of this random model by up to a few percent (Q5_1 SIMD against
- * scalar, Q6_K plain against 16X4: 2-3 %, while each matmul alone agrees to
- * 1e-6, test_kx_repack): 0.1 there, a guard against gross errors; the
- * exact checks are the bit-identical ones below. */
-static void check_close(const float *a, const float *b, int n, const char *what, double rel) {
-    const double tol = rel * max_abs(a, n);
-    int bad = 0;
-    for (int i = 0; i < n; i++) bad += !(fabs((double)a[i] - b[i]) <= tol);
-    double worst = 0;
-    for (int i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
-    CHECK_MSG(!bad, "%s: %d of %d logits differ by more than %g (worst %g)", what, bad, n, tol, worst);
-}
 
 static int count_type(const lb_model *m, int type) {
     int c = 0;
@@ -70,6 +44,14 @@ static lb_quantize_stats quantize_to(const char *in, const char *out, int type) 
     return st;
 }
 
+/* lb_test_check_close's rel: tolerance as a share of the largest logit. 1e-4 where only the
+ * summation order of the reference kernels differs. Between different
+ * kernels (or levels) a last-bit difference can put an activation on the
+ * other side of a Q8 rounding step in the next layer, which moves the
+ * logits of this random model by up to a few percent (Q5_1 SIMD against
+ * scalar, Q6_K plain against 16X4: 2-3 %, while each matmul alone agrees to
+ * 1e-6, test_kx_repack): 0.1 there, a guard against gross errors; the
+ * exact checks are the bit-identical ones below. */
 static void one_type(const char *f32, int base, int packed_type, const char *tag) {
     char plain[512], packed[512], back[512], what[128];
     snprintf(plain, sizeof plain, "%s", lb_test_tmp(tag));
@@ -110,34 +92,34 @@ static void one_type(const char *f32, int base, int packed_type, const char *tag
     lb_model *m = NULL;
     lb_cpu_force_level(LB_ISA_SCALAR);
     lb_repack_set_mode("auto");
-    float *ref = run(plain, &V, &m);
+    float *ref = lb_test_logits_keep(plain, &V, NULL, &m);
     CHECK(ref && m && count_type(m, base) == 7 * m->hp.n_layer);
     lb_model_free(m);
-    float *y = run(packed, &V, &m); /* the interleaved file on the reference kernels */
+    float *y = lb_test_logits_keep(packed, &V, NULL, &m); /* the interleaved file on the reference kernels */
     CHECK(y && m && count_type(m, packed_type) > 0);
     snprintf(what, sizeof what, "%s file at scalar level", lb_type_name(packed_type));
-    if (ref && y) check_close(ref, y, 2 * V, what, 1e-4);
+    if (ref && y) lb_test_check_close(ref, y, 2 * V, what, 1e-4);
     free(y);
     lb_model_free(m);
     lb_cpu_force_level(hw);
 
     /* repacked at load (where a fast kernel exists) and the interleaved file */
-    float *at_load = run(plain, &V, &m);
+    float *at_load = lb_test_logits_keep(plain, &V, NULL, &m);
     const int fast = lb_kernel_get(packed_type)->isa != LB_ISA_SCALAR;
     CHECK(at_load && m && count_type(m, fast ? packed_type : base) > 0);
     snprintf(what, sizeof what, "%s file repacked at load, against the scalar level", lb_type_name(base));
-    if (ref && at_load) check_close(ref, at_load, 2 * V, what, 0.1);
+    if (ref && at_load) lb_test_check_close(ref, at_load, 2 * V, what, 0.1);
     lb_model_free(m);
-    y = run(packed, &V, NULL);
+    y = lb_test_logits_keep(packed, &V, NULL, NULL);
     if (y && at_load && fast)
         CHECK_MSG(!memcmp(y, at_load, sizeof(float) * 2 * V), "%s file != %s repacked at load",
                   lb_type_name(packed_type), lb_type_name(base));
     lb_repack_set_mode("off");
-    float *off = run(plain, &V, NULL);
+    float *off = lb_test_logits_keep(plain, &V, NULL, NULL);
     snprintf(what, sizeof what, "%s file with repack off, against the scalar level", lb_type_name(base));
-    if (ref && off) check_close(ref, off, 2 * V, what, 0.1);
+    if (ref && off) lb_test_check_close(ref, off, 2 * V, what, 0.1);
     snprintf(what, sizeof what, "%s file repacked at load, against repack off", lb_type_name(base));
-    if (at_load && off) check_close(off, at_load, 2 * V, what, 0.1);
+    if (at_load && off) lb_test_check_close(off, at_load, 2 * V, what, 0.1);
     lb_repack_set_mode("auto");
     free(off);
     free(y);
@@ -164,7 +146,7 @@ static void v1_file(const char *f32) {
         lb_repack_set_mode(modes[i]);
         int V = 0;
         lb_model *m = NULL;
-        float *a = run(plain, &V, NULL), *b = run(v1, &V, &m);
+        float *a = lb_test_logits_keep(plain, &V, NULL, NULL), *b = lb_test_logits_keep(v1, &V, NULL, &m);
         const int want = lb_repack_target(LB_TYPE_Q6_K);
         CHECK_MSG(m && count_type(m, want) == 7 * m->hp.n_layer && count_type(m, LB_TYPE_Q6_K_16X4_V1) == 0,
                   "repack %s: a Q6_K_16X4_V1 file's matrices are not %s", modes[i], lb_type_name(want));

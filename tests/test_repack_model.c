@@ -21,9 +21,6 @@
 #include "model/model.h"
 #include "model/repack.h"
 
-/* Logits of the shared prompt and one more token (test_model_util.h). */
-static float *run(const char *path, int *V_out, lb_model **keep) { return lb_test_logits_keep(path, V_out, NULL, keep); }
-
 static double max_abs(const float *x, int n) {
     double m = 0;
     for (int i = 0; i < n; i++) m = fmax(m, fabs(x[i]));
@@ -140,11 +137,11 @@ int main(void) {
     lb_cpu_force_level(LB_ISA_SCALAR);
     lb_repack_set_mode("auto");
     lb_model *m = NULL;
-    float *ref = run(q4, &V, &m);
+    float *ref = lb_test_logits_keep(q4, &V, NULL, &m);
     CHECK(ref && m && count_type(m, LB_TYPE_Q4_0) > 0 && count_type(m, LB_TYPE_Q4_0_8X8) == 0);
     lb_model_free(m);
     /* the interleaved file at the scalar level: reference kernels */
-    float *y = run(q4x8, &V, &m);
+    float *y = lb_test_logits_keep(q4x8, &V, NULL, &m);
     CHECK(y && m && count_type(m, LB_TYPE_Q4_0_8X8) > 0);
     if (ref && y) check_close(ref, y, 2 * V, "Q4_0_8X8 file at scalar level");
     free(y);
@@ -158,7 +155,7 @@ int main(void) {
     float *auto_y = NULL;
     for (int i = 0; i < 5; i++) {
         CHECK(lb_repack_set_mode(modes[i]));
-        y = run(q4, &V, &m);
+        y = lb_test_logits_keep(q4, &V, NULL, &m);
         CHECK(y != NULL);
         if (!y) continue;
         char what[64];
@@ -175,7 +172,7 @@ int main(void) {
     }
     /* the 8x8 file loads as is and computes exactly what repacking at load does */
     lb_repack_set_mode("auto");
-    y = run(q4x8, &V, &m);
+    y = lb_test_logits_keep(q4x8, &V, NULL, &m);
     if (y && auto_y && lb_kernel_get(LB_TYPE_Q4_0_8X8)->isa != LB_ISA_SCALAR)
         CHECK_MSG(!memcmp(y, auto_y, sizeof(float) * 2 * V), "Q4_0_8X8 file != Q4_0 repacked to 8x8 at load");
     free(y);
@@ -191,9 +188,9 @@ int main(void) {
         qp.type = others[i].base;
         CHECK_OK(lb_quantize_file(f32, plain, &qp, &st));
         lb_repack_set_mode("off");
-        float *a = run(plain, &V, NULL);
+        float *a = lb_test_logits_keep(plain, &V, NULL, NULL);
         lb_repack_set_mode("auto");
-        float *b = run(others[i].file, &V, &m);
+        float *b = lb_test_logits_keep(others[i].file, &V, NULL, &m);
         CHECK(b && m && count_type(m, others[i].type) > 0);
         if (a && b) check_close(a, b, 2 * V, lb_type_name(others[i].type));
         free(a);
