@@ -410,7 +410,8 @@ static const char *gguf_name_of(const char *hf, char *buf, size_t cap) {
         {"self_attn.v_proj.weight", "attn_v.weight"}, {"self_attn.o_proj.weight", "attn_output.weight"},
         {"self_attn.q_proj.bias", "attn_q.bias"}, {"self_attn.k_proj.bias", "attn_k.bias"},
         {"self_attn.v_proj.bias", "attn_v.bias"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
-        {"mlp.up_proj.weight", "ffn_up.weight"}, {"mlp.down_proj.weight", "ffn_down.weight"}};
+        {"mlp.up_proj.weight", "ffn_up.weight"}, {"mlp.down_proj.weight", "ffn_down.weight"},
+        {"self_attn.q_norm.weight", "attn_q_norm.weight"}, {"self_attn.k_norm.weight", "attn_k_norm.weight"}};
     if (!strcmp(hf, "model.embed_tokens.weight")) return "token_embd.weight";
     if (!strcmp(hf, "model.norm.weight")) return "output_norm.weight";
     if (!strcmp(hf, "lm_head.weight")) return "output.weight";
@@ -714,6 +715,66 @@ static void test_qwen2_single(const char *dir) {
     free_model(&m);
 }
 
+/* Qwen 3: Qwen 2's layout without the q/k/v biases, with per-head q/k norms
+ * (self_attn.q_norm / k_norm, head_dim each) that become attn_q_norm /
+ * attn_k_norm; the model loads and runs as arch "qwen3". */
+static void test_qwen3_single(const char *dir) {
+    model m;
+    make_dir(dir);
+    make_model(&m, 20, 0, 0, 0);
+    uint64_t rng = 11;
+    for (int l = 0; l < NL; l++) {
+        char n[96];
+        snprintf(n, sizeof n, "model.layers.%d.self_attn.q_norm.weight", l);
+        add_t(&m, n, HD, 0, 1, &rng);
+        snprintf(n, sizeof n, "model.layers.%d.self_attn.k_norm.weight", l);
+        add_t(&m, n, HD, 0, 1, &rng);
+    }
+    write_weights(&m, dir, 0);
+    const char *cfg = "{\"architectures\": [\"Qwen3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+                      " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                      " \"head_dim\": 8, \"attention_bias\": false, \"max_position_embeddings\": 128,"
+                      " \"rms_norm_eps\": 1e-06, \"rope_theta\": 1000000.0, \"vocab_size\": 20,"
+                      " \"tie_word_embeddings\": true, \"bos_token_id\": 8, \"eos_token_id\": 9}";
+    write_text(dir, "config.json", cfg);
+    write_text(dir, "tokenizer.json", BPE_TOKENIZER);
+    const char *out = lb_test_tmp("hf_qwen3.gguf");
+    remove(out);
+    CHECK_OK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL));
+    gguf_file *g = NULL;
+    CHECK_OK(gguf_open(out, &g));
+    if (g) {
+        check_weights(g, &m, 0, LB_TYPE_F32); /* NeoX RoPE: nothing permuted; the norms' values as given */
+        CHECK(gguf_n_tensors(g) == m.n && !gguf_find_tensor(g, "blk.0.attn_q.bias"));
+        const gguf_tensor *kn = gguf_find_tensor(g, "blk.1.attn_k_norm.weight");
+        CHECK(kn && kn->n_dims == 1 && kn->ne[0] == HD && kn->type == LB_TYPE_F32);
+        CHECK(str_is(g, "general.architecture", "qwen3") && u32_is(g, "qwen3.block_count", NL));
+        CHECK(u32_is(g, "qwen3.attention.head_count_kv", NKV) && f32_is(g, "qwen3.rope.freq_base", 1000000.0f));
+        CHECK(str_is(g, "tokenizer.ggml.pre", "qwen2"));
+        gguf_close(g);
+        lb_model *lm = NULL;
+        CHECK_OK(lb_model_load(out, NULL, &lm));
+        if (lm) CHECK(!strcmp(lb_model_arch(lm), "qwen3"));
+        lb_model_free(lm);
+        const int32_t want[] = {8, 4, 3, 2};
+        check_runs(out, "ab c", want, 4);
+    }
+    /* a Qwen 3 checkpoint without a k_norm is refused by name, no output */
+    remove(out);
+    free_model(&m);
+    make_model(&m, 20, 0, 0, 0);
+    add_t(&m, "model.layers.0.self_attn.q_norm.weight", HD, 0, 1, &rng);
+    add_t(&m, "model.layers.0.self_attn.k_norm.weight", HD, 0, 1, &rng);
+    add_t(&m, "model.layers.1.self_attn.q_norm.weight", HD, 0, 1, &rng);
+    remove_in(dir, "model.safetensors");
+    write_weights(&m, dir, 0);
+    lb_status st = lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL);
+    CHECK_MSG(st == LB_ERR_FORMAT && has(lb_last_error(), "missing tensor \"model.layers.1.self_attn.k_norm.weight\""),
+              "%s: %s", lb_status_name(st), lb_last_error());
+    CHECK(!lb_test_have(out));
+    free_model(&m);
+}
+
 /* Mistral with a Llama-2 style tokenizer.json (BPE + byte_fallback). */
 static void test_mistral_spm(const char *dir) {
     const int n_vocab = 268; /* 265 tokens + 3 padding rows */
@@ -983,6 +1044,8 @@ int main(void) {
     test_llama_sharded(dir);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_qwen2"));
     test_qwen2_single(dir);
+    snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_qwen3"));
+    test_qwen3_single(dir);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_mistral"));
     test_mistral_spm(dir);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_stories260K"));

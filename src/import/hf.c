@@ -3,7 +3,9 @@
  *  - llama/mistral: GGUF arch "llama"; q_proj/k_proj rows are permuted from
  *    HF's rotate-half RoPE layout back to Meta's interleaved pairs;
  *  - qwen2: GGUF arch "qwen2" (NeoX RoPE, so nothing is permuted), with
- *    q/k/v biases.
+ *    q/k/v biases;
+ *  - qwen3: GGUF arch "qwen3", as qwen2 without the biases, with per-head
+ *    q/k RMS norms (self_attn.q_norm / k_norm -> attn_q_norm / attn_k_norm).
  * Tensors stream one at a time from the shards (F32/F16/BF16 sources).
  * GPTQ checkpoints (qweight/qzeros/scales/g_idx per linear layer, with a
  * GPTQ quantization config) keep their codes as GQ types: import/gptq.h. */
@@ -21,7 +23,7 @@
 
 typedef struct {
     const char *arch;        /* GGUF architecture */
-    int permute_qk, qkv_bias;
+    int permute_qk, qkv_bias, qk_norm;
     int64_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_ctx, n_vocab_cfg;
     double eps, theta;
     int tied;
@@ -82,10 +84,11 @@ static lb_status opt_num(const json_value *cfg, const char *key, double *out) {
 }
 
 static lb_status detect_arch(const json_value *cfg, hf_config *c) {
-    static const struct { const char *hf, *model_type, *arch; int permute, bias; } known[] = {
-        {"LlamaForCausalLM", "llama", "llama", 1, 0},
-        {"MistralForCausalLM", "mistral", "llama", 1, 0},
-        {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1},
+    static const struct { const char *hf, *model_type, *arch; int permute, bias, qk_norm; } known[] = {
+        {"LlamaForCausalLM", "llama", "llama", 1, 0, 0},
+        {"MistralForCausalLM", "mistral", "llama", 1, 0, 0},
+        {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1, 0},
+        {"Qwen3ForCausalLM", "qwen3", "qwen3", 0, 0, 1},
     };
     const json_value *archs = json_get_type(cfg, "architectures", JSON_ARRAY);
     const char *model_type = json_get_str(cfg, "model_type");
@@ -102,11 +105,12 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
             c->arch = known[k].arch;
             c->permute_qk = known[k].permute;
             c->qkv_bias = known[k].bias;
+            c->qk_norm = known[k].qk_norm;
             return LB_OK;
         }
     }
     return lb_fail(LB_ERR_UNSUPPORTED, "config.json: architecture \"%s\" is not supported "
-                   "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM are)", seen);
+                   "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM are)", seen);
 }
 
 static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
@@ -295,7 +299,7 @@ static int known_name(const hf_config *c, const char *name, int gptq) {
     size_t n_layer_names = c->qkv_bias ? 13 : 10;
     for (size_t i = 0; i < n_layer_names; i++)
         if (!strcmp(end + 1, layer[i])) return 1;
-    return 0;
+    return c->qk_norm && (!strcmp(end + 1, "self_attn.q_norm.weight") || !strcmp(end + 1, "self_attn.k_norm.weight"));
 }
 
 static lb_status check_all_known(const hf_weights *h, const hf_config *c) {
@@ -501,6 +505,10 @@ static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int
             T("self_attn.q_proj.bias", "attn_q.bias", q_dim, 0, pq, 0);
             T("self_attn.k_proj.bias", "attn_k.bias", kv_dim, 0, pk, 0);
             T("self_attn.v_proj.bias", "attn_v.bias", kv_dim, 0, 0, 0);
+        }
+        if (c->qk_norm) {
+            T("self_attn.q_norm.weight", "attn_q_norm.weight", c->head_dim, 0, 0, 0);
+            T("self_attn.k_norm.weight", "attn_k_norm.weight", c->head_dim, 0, 0, 0);
         }
         M("self_attn.o_proj", "attn_output", c->n_embd, q_dim, 0, BIAS_NONE);
         T("post_attention_layernorm.weight", "ffn_norm.weight", c->n_embd, 0, 0, 0);

@@ -285,7 +285,7 @@ static lb_status write_special(gguf_writer *w, const vocab *v, const json_value 
 
 /* llama.cpp names the byte-level pre-tokenizer by model family. */
 static const char *bpe_pre(const json_value *tok_root, const char *arch) {
-    if (!strcmp(arch, "qwen2")) return "qwen2";
+    if (!strcmp(arch, "qwen2") || !strcmp(arch, "qwen3")) return "qwen2"; /* Qwen 3 kept Qwen 2's */
     const json_value *split = find_typed(json_get(tok_root, "pre_tokenizer"), "Split");
     const char *re = json_get_str(json_get(split, "pattern"), "Regex");
     if (re && strstr(re, "\\p{N}{1,3}")) return "llama-bpe"; /* Llama 3's digit grouping */

@@ -223,7 +223,7 @@ static float *v_cache_of(const lb_context *c, int seq, int il) {
     return c->v_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->v_layer;
 }
 
-/* Per token, after the q, k, v matmuls: biases, Gemma 3's per-head norms,
+/* Per token, after the q, k, v matmuls: biases, the per-head norms (Gemma 3, Qwen 3),
  * RoPE, and k, v into its sequence's cache. */
 static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
     const lb_model *m = c->model;

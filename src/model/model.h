@@ -8,7 +8,7 @@
 #include "kernels/dispatch.h"
 #include "tokenizer/tokenizer.h"
 
-typedef enum { LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_GEMMA3 } lb_arch;
+typedef enum { LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA3 } lb_arch;
 
 typedef struct {
     lb_arch arch;
@@ -35,7 +35,8 @@ typedef struct {
     lb_matrix wq, wk, wv, wo;
     lb_vec bq, bk, bv;
     lb_matrix w_gate, w_up, w_down;
-    /* gemma3 */
+    /* gemma3 (all four), qwen3 (q_norm, k_norm): RMS norms of each head's q, k
+     * before RoPE, and of the attention and FFN outputs */
     lb_vec attn_post_norm, ffn_post_norm, q_norm, k_norm;
     int is_local; /* sliding-window layer */
 } lb_layer;

@@ -192,8 +192,11 @@ static lb_status load_hparams(loader *L) {
     if (!arch) return lb_fail(LB_ERR_FORMAT, "missing general.architecture");
     if (!strcmp(arch, "llama") || !strcmp(arch, "mistral")) hp->arch = LB_ARCH_LLAMA;
     else if (!strcmp(arch, "qwen2")) hp->arch = LB_ARCH_QWEN2;
+    else if (!strcmp(arch, "qwen3")) hp->arch = LB_ARCH_QWEN3;
     else if (!strcmp(arch, "gemma3")) hp->arch = LB_ARCH_GEMMA3;
-    else return lb_fail(LB_ERR_UNSUPPORTED, "architecture '%s' is not supported (llama, mistral, qwen2, gemma3 are)", arch);
+    else
+        return lb_fail(LB_ERR_UNSUPPORTED, "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, gemma3 are)",
+                       arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -211,7 +214,7 @@ static lb_status load_hparams(loader *L) {
     hp->rope_dim = opt_u32(L, "rope.dimension_count", hp->head_dim);
     if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
-    hp->rope_neox = hp->arch != LB_ARCH_LLAMA; /* ggml: llama uses normal rope, qwen2/gemma3 neox */
+    hp->rope_neox = hp->arch != LB_ARCH_LLAMA; /* ggml: llama uses normal rope, qwen2/qwen3/gemma3 neox */
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -277,6 +280,11 @@ static lb_status load_weights(loader *L) {
             if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;
             if ((s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 0, &l->k_norm))) return s;
             l->is_local = hp->swa_pattern > 0 && (il + 1) % hp->swa_pattern != 0;
+        } else if (hp->arch == LB_ARCH_QWEN3) {
+            /* as llama.cpp's LLM_ARCH_QWEN3: Qwen2's layer without the q/k/v
+             * biases (read if present: harmless), with per-head q/k norms */
+            if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;
+            if ((s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 0, &l->k_norm))) return s;
         }
 #undef BLK
     }
