@@ -1,6 +1,6 @@
 # Qwen 3 GGUF files (general.architecture "qwen3": Qwen 2's layer without
 # q/k/v biases, with per-head RMS norms of q and k before RoPE). The models are
-# tests/make_qwen3.py's rewrites of ../shared's llama files, and the expected
+# tests/make_arch.py's rewrites of ../shared's llama files, and the expected
 # numbers are ik_llama.cpp's (8337e4c, built by ../shared/peers/build.sh) on
 # the very same files, measured 2026-11-30 on an AMD EPYC Zen 4 VM:
 #   llama-perplexity -m q3.gguf -f TinyStories-valid.head31195.txt -c 128 --chunks 8 -t 2
@@ -13,13 +13,13 @@
 need_shared models/stories260K-f32.gguf
 need_shared interop/tiny-F32.gguf
 need_shared data/TinyStories-valid.head31195.txt
-command -v python3 >/dev/null || { echo "SKIP: python3 not found (tests/make_qwen3.py writes the files)"; exit 77; }
-MAKE=$(dirname "$0")/make_qwen3.py
+command -v python3 >/dev/null || { echo "SKIP: python3 not found (tests/make_arch.py writes the files)"; exit 77; }
+MAKE=$(dirname "$0")/make_arch.py
 TEXT=$SHARED/data/TinyStories-valid.head31195.txt
 GREEDY="Once upon a time, there was a little gir mommy. The bir mommy. The bir mommy. The bir mom and dekieped. She was athiefisisiefishiemanthiement"
 
-python3 "$MAKE" "$SHARED/models/stories260K-f32.gguf" "$WORK/q3.gguf" && python3 "$MAKE" "$SHARED/interop/tiny-F32.gguf" \
-  "$WORK/t3.gguf" && ok "make_qwen3.py wrote both files" || { bad "make_qwen3.py"; finish; exit; }
+python3 "$MAKE" qwen3 "$SHARED/models/stories260K-f32.gguf" "$WORK/q3.gguf" && python3 "$MAKE" qwen3 "$SHARED/interop/tiny-F32.gguf" \
+  "$WORK/t3.gguf" && ok "make_arch.py wrote both files" || { bad "make_arch.py"; finish; exit; }
 
 "$LOWBIT" info -a "$WORK/q3.gguf" > "$WORK/info.txt" 2>&1 && grep -q 'general.architecture *= "qwen3"' "$WORK/info.txt" \
   && grep -q 'blk.4.attn_k_norm.weight' "$WORK/info.txt" && ok "info: qwen3 with per-head norms" \
@@ -55,7 +55,7 @@ else
 fi
 
 # a qwen3 file without one of its norms is refused by name
-python3 "$MAKE" "$SHARED/models/stories260K-f32.gguf" "$WORK/bad.gguf" blk.3.attn_k_norm.weight
+python3 "$MAKE" qwen3 "$SHARED/models/stories260K-f32.gguf" "$WORK/bad.gguf" blk.3.attn_k_norm.weight
 expect_fail "qwen3 without blk.3.attn_k_norm" "blk.3.attn_k_norm.weight is missing" \
   "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
 finish

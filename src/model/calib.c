@@ -24,7 +24,7 @@ static const struct {
     int slot;
 } matrices[] = {{"attn_q", SLOT_QKV},           {"attn_k", SLOT_QKV},        {"attn_v", SLOT_QKV},
                 {"attn_output", SLOT_ATTN_OUT}, {"ffn_gate", SLOT_GATE_UP}, {"ffn_up", SLOT_GATE_UP},
-                {"ffn_down", SLOT_DOWN}};
+                {"ffn_down", SLOT_DOWN},        {"attn_qkv", SLOT_QKV}}; /* attn_qkv: phi3's fused Q, K, V */
 #define N_MATRICES (sizeof matrices / sizeof matrices[0])
 
 int lb_calib_slot_name(const char *name, size_t len, char *out, size_t cap) {

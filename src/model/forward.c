@@ -54,12 +54,14 @@ void lb_context_free(lb_context *c) {
 
 static float *alloc_f(size_t n) { return lb_malloc_aligned(n * sizeof(float)); }
 
-static void rope_inv_freq(const lb_model *m, float base, float scale, float *out) {
+/* factors: per-pair divisors of the frequencies (llama 3's rope_freqs,
+ * phi3's long or short factors), or NULL */
+static void rope_inv_freq(const lb_model *m, float base, float scale, const float *factors, float *out) {
     const lb_hparams *hp = &m->hp;
     for (int i = 0; i < hp->rope_dim / 2; i++) {
         /* same expression as llama2.c, so its greedy output is reproduced exactly */
         float f = 1.0f / powf(base, (float)(2 * i) / (float)hp->rope_dim);
-        if (m->rope_freq_factors) f /= m->rope_freq_factors[i];
+        if (factors) f /= factors[i];
         out[i] = f * scale;
     }
 }
@@ -148,11 +150,15 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
                        p.n_ctx > 0 ? p.n_ctx : hp->n_ctx_train, mib);
     }
-    rope_inv_freq(m, hp->rope_freq_base, hp->rope_freq_scale, c->inv_freq);
+    /* phi3's LongRoPE: the long factors once the context passes the
+     * original one (llama.cpp build_rope_factors), else the short */
+    const float *factors = m->rope_freq_factors;
+    if (m->rope_factors_long) factors = c->n_ctx > hp->n_ctx_orig ? m->rope_factors_long : m->rope_factors_short;
+    rope_inv_freq(m, hp->rope_freq_base, hp->rope_freq_scale, factors, c->inv_freq);
     /* Gemma 3's sliding-window layers: their own base and no scaling (llama.cpp
      * rope_freq_scale_train_swa = 1); other models use one table for all layers. */
-    if (hp->arch == LB_ARCH_GEMMA3) rope_inv_freq(m, hp->rope_freq_base_local, 1.0f, c->inv_freq_local);
-    else rope_inv_freq(m, hp->rope_freq_base, hp->rope_freq_scale, c->inv_freq_local);
+    if (hp->arch == LB_ARCH_GEMMA3) rope_inv_freq(m, hp->rope_freq_base_local, 1.0f, factors, c->inv_freq_local);
+    else rope_inv_freq(m, hp->rope_freq_base, hp->rope_freq_scale, factors, c->inv_freq_local);
     if (c->dev) {
         lb_status s = c->dev->attach(c);
         if (s != LB_OK) {
@@ -212,6 +218,9 @@ void lb_rope_tables(lb_context *c, int n) {
         if (local)
             lb_rope_table(c->rope_cs_local + o, c->rope_sn_local + o, (float)c->tok_pos[t], c->inv_freq_local, rd,
                           hp->rope_neox);
+        /* ggml's attn_factor (mscale): cos and sin both scaled, so q.k by its square */
+        if (hp->rope_attn_factor != 1.0f)
+            for (int i = 0; i < rd; i++) c->rope_cs[o + i] *= hp->rope_attn_factor, c->rope_sn[o + i] *= hp->rope_attn_factor;
     });
 }
 

@@ -165,6 +165,14 @@ lb_status lb_imatrix_collector_new(lb_context *ctx, lb_imatrix_collector **out) 
         for (int i = 0; i < 7 && s == LB_OK; i++) {
             char name[96];
             snprintf(name, sizeof name, "blk.%d.%s.weight", il, names[i]);
+            /* a tensor holding several matrices (phi3's attn_qkv, and its
+             * ffn_up with the gate's rows first) gets the first one's sums,
+             * under its own name: the others read the same input */
+            const int fused_qkv = i < 3 && m->gguf && !gguf_find_tensor(m->gguf, name);
+            const int fused_ffn = (i == 4 || i == 5) && m->hp.arch == LB_ARCH_PHI3;
+            if ((fused_qkv && i > 0) || (fused_ffn && i == 5)) continue;
+            if (fused_qkv) snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", il);
+            if (fused_ffn) snprintf(name, sizeof name, "blk.%d.ffn_up.weight", il);
             s = add_entry(col, ws[i], name);
         }
     }

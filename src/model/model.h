@@ -8,7 +8,7 @@
 #include "kernels/dispatch.h"
 #include "tokenizer/tokenizer.h"
 
-typedef enum { LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA3 } lb_arch;
+typedef enum { LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA3, LB_ARCH_PHI3 } lb_arch;
 
 typedef struct {
     lb_arch arch;
@@ -19,7 +19,9 @@ typedef struct {
     float rope_freq_base;
     float rope_freq_scale; /* linear scaling: position multiplier */
     float norm_eps;
-    /* gemma3 */
+    float rope_attn_factor; /* RoPE's cos and sin times this (phi3 long-context models; else 1) */
+    int n_ctx_orig;         /* rope.scaling.original_context_length: beyond it, phi3's long factors */
+    /* gemma3 (and phi3: sliding_window, every layer) */
     float rope_freq_base_local;
     int sliding_window;
     int swa_pattern;       /* every swa_pattern-th layer is global */
@@ -46,6 +48,7 @@ struct lb_model {
     lb_matrix tok_embd, output;
     lb_vec output_norm;
     lb_vec rope_freq_factors; /* optional per-pair divisors (llama 3 scaling) */
+    lb_vec rope_factors_long, rope_factors_short; /* phi3's (LongRoPE): the context length picks one */
     lb_layer *layers;
     gguf_file *gguf;          /* keeps the mapping alive; NULL for synthetic models */
     void **owned;             /* buffers the model allocated */

@@ -9,6 +9,7 @@
 #include "formats/gc.h"
 #include "formats/abq.h"
 #include "formats/mx.h"
+#include "formats/repack.h"
 
 lb_model_params lb_model_default_params(void) {
     lb_model_params p = {0, 0, 0};
@@ -169,6 +170,24 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
     return LB_OK;
 }
 
+/* Rows [r0, r0 + n) of a matrix whose tensor holds several (phi3's fused
+ * attn_qkv and gate + up): a view of the same bytes, so repacking and the
+ * kernels see an ordinary matrix. Row-interleaved layouts split only at
+ * their groups; MX and GC matrices are views of their own and not split. */
+static lb_status split_rows(const lb_matrix *whole, const char *name, int64_t r0, int64_t n, lb_matrix *out) {
+    const int R = lb_type_rows(whole->type);
+    if (whole->type == LB_TYPE_MX || lb_gc_is(whole->type) || !whole->row_size)
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s holds several matrices, which lowbit cannot split in type %s",
+                       name, lb_type_name(whole->type));
+    if (r0 % R || (n % R && r0 + n != whole->N))
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s (%s) splits at row %lld, inside one of its %d-row groups", name,
+                       lb_type_name(whole->type), (long long)(r0 % R ? r0 : r0 + n), R);
+    *out = *whole;
+    out->N = n;
+    out->data = (const char *)whole->data + (size_t)r0 * whole->row_size;
+    return LB_OK;
+}
+
 /* A 1-D weight of n floats, converted to F32 (norms and biases are small). */
 static lb_status get_vec(loader *L, const char *name, int64_t n, int optional, lb_vec *out) {
     const gguf_tensor *t = gguf_find_tensor(L->g, name);
@@ -194,9 +213,10 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "qwen2")) hp->arch = LB_ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3")) hp->arch = LB_ARCH_QWEN3;
     else if (!strcmp(arch, "gemma3")) hp->arch = LB_ARCH_GEMMA3;
+    else if (!strcmp(arch, "phi3")) hp->arch = LB_ARCH_PHI3;
     else
-        return lb_fail(LB_ERR_UNSUPPORTED, "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, gemma3 are)",
-                       arch);
+        return lb_fail(LB_ERR_UNSUPPORTED,
+                       "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -214,7 +234,7 @@ static lb_status load_hparams(loader *L) {
     hp->rope_dim = opt_u32(L, "rope.dimension_count", hp->head_dim);
     if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
-    hp->rope_neox = hp->arch != LB_ARCH_LLAMA; /* ggml: llama uses normal rope, qwen2/qwen3/gemma3 neox */
+    hp->rope_neox = hp->arch != LB_ARCH_LLAMA; /* ggml: llama uses normal rope, qwen2/qwen3/gemma3/phi3 neox */
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -223,6 +243,24 @@ static lb_status load_hparams(loader *L) {
     else if (scaling && strcmp(scaling, "none") && strcmp(scaling, "linear"))
         lb_log(1, "warning: rope scaling '%s' is not implemented; using plain RoPE\n", scaling);
     hp->norm_eps = opt_f32(L, "attention.layer_norm_rms_epsilon", 1e-5f);
+    hp->rope_attn_factor = opt_f32(L, "rope.scaling.attn_factor", 1.0f);
+    hp->n_ctx_orig = opt_u32(L, "rope.scaling.original_context_length", hp->n_ctx_train);
+    if (!(hp->rope_attn_factor > 0.0f) || hp->rope_attn_factor > 16.0f)
+        return lb_fail(LB_ERR_FORMAT, "rope.scaling.attn_factor %g is not in (0, 16]", hp->rope_attn_factor);
+    if (hp->arch == LB_ARCH_PHI3) {
+        /* As llama.cpp (LLM_ARCH_PHI3): the file's sliding window (0: none,
+         * Phi-4), else the defaults of the Phi-3 models that predate the key */
+        uint32_t w = 0;
+        const char *key = arch_key(L, "attention.sliding_window");
+        if (gguf_find_kv(L->g, key)) {
+            if (!gguf_get_u32(L->g, key, &w) || w > (1u << 30)) return lb_fail(LB_ERR_FORMAT, "%s is not a count", key);
+        } else if ((hp->n_layer == 32 || hp->n_layer == 40) && hp->n_ctx_train == 4096) {
+            w = 2047; /* Phi-3-mini-4k, Phi-3-medium-4k */
+        } else if (hp->n_ctx_train != 131072 || (hp->n_layer != 32 && hp->n_layer != 40)) {
+            return lb_fail(LB_ERR_FORMAT, "%s is missing (a phi3 model needs it)", key);
+        } /* the 128k models: a window longer than any context, so none */
+        hp->sliding_window = (int)w;
+    }
     hp->query_scale = 1.0f / sqrtf((float)hp->head_dim);
     if (hp->arch == LB_ARCH_GEMMA3) {
         /* As llama.cpp (llama-model.cpp, LLM_ARCH_GEMMA3): without a sliding
@@ -255,6 +293,10 @@ static lb_status load_weights(loader *L) {
     if ((s = get_matrix(L, "output.weight", d, hp->n_vocab, 1, &m->output))) return s;
     if (!m->output.data) m->output = m->tok_embd; /* tied embeddings */
     if ((s = get_vec(L, "rope_freqs.weight", hp->rope_dim / 2, 1, &m->rope_freq_factors))) return s;
+    if ((s = get_vec(L, "rope_factors_long.weight", hp->rope_dim / 2, 1, &m->rope_factors_long))) return s;
+    if ((s = get_vec(L, "rope_factors_short.weight", hp->rope_dim / 2, 1, &m->rope_factors_short))) return s;
+    if (!m->rope_factors_long != !m->rope_factors_short)
+        return lb_fail(LB_ERR_FORMAT, "rope_factors_long.weight and rope_factors_short.weight come together");
 
     m->layers = calloc((size_t)hp->n_layer, sizeof *m->layers);
     if (!m->layers) return lb_fail(LB_ERR_NOMEM, "out of memory");
@@ -263,16 +305,32 @@ static lb_status load_weights(loader *L) {
         char n[96];
 #define BLK(suffix) (snprintf(n, sizeof n, "blk.%d.%s", il, suffix), n)
         if ((s = get_vec(L, BLK("attn_norm.weight"), d, 0, &l->attn_norm))) return s;
-        if ((s = get_matrix(L, BLK("attn_q.weight"), d, qd, 0, &l->wq))) return s;
-        if ((s = get_matrix(L, BLK("attn_k.weight"), d, kvd, 0, &l->wk))) return s;
-        if ((s = get_matrix(L, BLK("attn_v.weight"), d, kvd, 0, &l->wv))) return s;
+        lb_matrix fused;
+        if ((s = get_matrix(L, BLK("attn_qkv.weight"), d, qd + 2 * kvd, 1, &fused))) return s;
+        if (fused.data) { /* phi3: Q, K and V in one tensor, split into row ranges */
+            if ((s = split_rows(&fused, n, 0, qd, &l->wq)) || (s = split_rows(&fused, n, qd, kvd, &l->wk)) ||
+                (s = split_rows(&fused, n, qd + kvd, kvd, &l->wv)))
+                return s;
+        } else {
+            if (hp->arch == LB_ARCH_PHI3 && !gguf_find_tensor(L->g, BLK("attn_q.weight")))
+                return lb_fail(LB_ERR_FORMAT, "tensor blk.%d.attn_qkv.weight is missing (nor are Q, K, V apart)", il);
+            if ((s = get_matrix(L, BLK("attn_q.weight"), d, qd, 0, &l->wq))) return s;
+            if ((s = get_matrix(L, BLK("attn_k.weight"), d, kvd, 0, &l->wk))) return s;
+            if ((s = get_matrix(L, BLK("attn_v.weight"), d, kvd, 0, &l->wv))) return s;
+        }
         if ((s = get_matrix(L, BLK("attn_output.weight"), qd, d, 0, &l->wo))) return s;
         if ((s = get_vec(L, BLK("attn_q.bias"), qd, 1, &l->bq))) return s;
         if ((s = get_vec(L, BLK("attn_k.bias"), kvd, 1, &l->bk))) return s;
         if ((s = get_vec(L, BLK("attn_v.bias"), kvd, 1, &l->bv))) return s;
         if ((s = get_vec(L, BLK("ffn_norm.weight"), d, 0, &l->ffn_norm))) return s;
-        if ((s = get_matrix(L, BLK("ffn_gate.weight"), d, ff, 0, &l->w_gate))) return s;
-        if ((s = get_matrix(L, BLK("ffn_up.weight"), d, ff, 0, &l->w_up))) return s;
+        if (hp->arch == LB_ARCH_PHI3) { /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
+            if ((s = get_matrix(L, BLK("ffn_up.weight"), d, 2 * ff, 0, &fused))) return s;
+            if ((s = split_rows(&fused, n, 0, ff, &l->w_gate)) || (s = split_rows(&fused, n, ff, ff, &l->w_up)))
+                return s;
+        } else {
+            if ((s = get_matrix(L, BLK("ffn_gate.weight"), d, ff, 0, &l->w_gate))) return s;
+            if ((s = get_matrix(L, BLK("ffn_up.weight"), d, ff, 0, &l->w_up))) return s;
+        }
         if ((s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
         if (hp->arch == LB_ARCH_GEMMA3) {
             if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
@@ -285,6 +343,8 @@ static lb_status load_weights(loader *L) {
              * biases (read if present: harmless), with per-head q/k norms */
             if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;
             if ((s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 0, &l->k_norm))) return s;
+        } else if (hp->arch == LB_ARCH_PHI3) {
+            l->is_local = hp->sliding_window > 0;
         }
 #undef BLK
     }

@@ -177,6 +177,8 @@ lb_status lb_model_synthetic(const char *shape, int type, const lb_model_params 
     hp->rope_freq_base = sd->rope_base;
     hp->rope_freq_scale = 1.0f;
     hp->norm_eps = 1e-5f;
+    hp->rope_attn_factor = 1.0f;
+    hp->n_ctx_orig = sd->n_ctx;
     hp->query_scale = 1.0f / sqrtf((float)hp->head_dim);
 
     const int64_t d = hp->n_embd, qd = (int64_t)hp->n_head * hp->head_dim;

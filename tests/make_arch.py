@@ -1,18 +1,25 @@
-# A Qwen3-architecture GGUF made from a llama- or qwen2-architecture one, for
-# tests/cli_qwen3.sh: the metadata keys move from "ARCH." to "qwen3.", q/k/v
-# biases are dropped (Qwen 3 has none; llama.cpp refuses unused tensors), and
-# every layer gains the two per-head RMS norms Qwen 3 applies to q and k
-# before RoPE (attn_q_norm / attn_k_norm, head_dim floats each, fixed
-# non-trivial values). Qwen 3 rotates q and k by NeoX pairs where llama takes
-# interleaved ones, so the result is another model, not the input's: its
+# GGUF files of other architectures made from a llama- or qwen2-architecture
+# one, for tests/cli_qwen3.sh and tests/cli_phi3.sh. The results are other
+# models, not the input's (their RoPE pairs and layers differ), so their
 # outputs are checked against llama.cpp-family engines (ik_llama.cpp), not
-# against the llama original. Standard library only.
-#   python3 tests/make_qwen3.py IN.gguf OUT.gguf [OMIT]
+# against the input's. Standard library only.
+#   python3 tests/make_arch.py ARCH IN.gguf OUT.gguf [OMIT]
+# ARCH:
+#   qwen3  keys "ARCH." -> "qwen3.", q/k/v biases dropped (Qwen 3 has none;
+#          llama.cpp refuses unused tensors), and per layer the two per-head
+#          RMS norms Qwen 3 applies to q and k before RoPE (attn_q_norm /
+#          attn_k_norm, head_dim floats each, fixed non-trivial values);
+#   phi3   keys -> "phi3.", attn_q/k/v fused into attn_qkv and ffn_gate/up
+#          into ffn_up (gate rows first), a sliding window of 48 tokens,
+#          LongRoPE factors (rope_factors_long / _short, rope_dim/2 each) with
+#          an original context of 64 and an attention factor of 1.19, so a
+#          context of 128 takes the long factors and one of 64 the short.
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
 import math, os, struct, sys
 
-src, dst = sys.argv[1], sys.argv[2]
-omit = sys.argv[3] if len(sys.argv) > 3 else None
+target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
+omit = sys.argv[4] if len(sys.argv) > 4 else None
+assert target in ('qwen3', 'phi3'), 'ARCH: qwen3 or phi3'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -88,6 +95,10 @@ try:
     head_dim = kv_u32(arch + '.attention.key_length')
 except SystemExit:
     head_dim = n_embd // n_head
+try:
+    rope_dim = kv_u32(arch + '.rope.dimension_count')
+except SystemExit:
+    rope_dim = head_dim
 
 
 def sstr(s):
@@ -97,9 +108,13 @@ def sstr(s):
 
 for kv in kvs:
     if kv[0].startswith(arch + '.'):
-        kv[0] = 'qwen3.' + kv[0][len(arch) + 1:]
+        kv[0] = target + '.' + kv[0][len(arch) + 1:]
     if kv[0] == 'general.architecture':
-        kv[2] = sstr('qwen3')
+        kv[2] = sstr(target)
+if target == 'phi3':
+    kvs.append(['phi3.attention.sliding_window', 4, struct.pack('<I', 48)])
+    kvs.append(['phi3.rope.scaling.original_context_length', 4, struct.pack('<I', 64)])
+    kvs.append(['phi3.rope.scaling.attn_factor', 6, struct.pack('<f', 1.19)])
 
 # tensors: the input's (any type: each one's bytes run to the next one's
 # offset), less the biases, then per layer the two norms (F32)
@@ -110,10 +125,29 @@ for name, ne, typ, off in infos:
         continue
     end = min(e for e in ends if e > off)
     tensors.append((name, ne, typ, data[base + off:base + end]))
-for il in range(n_layer):
-    for which, phase in (('q', 0.0), ('k', 2.0)):
-        w = [1.0 + 0.9 * math.sin(1.3 * i + 0.7 * il + phase) for i in range(head_dim)]
-        tensors.append(('blk.%d.attn_%s_norm.weight' % (il, which), (head_dim,), 0, struct.pack('<%df' % head_dim, *w)))
+if target == 'qwen3':
+    for il in range(n_layer):
+        for which, phase in (('q', 0.0), ('k', 2.0)):
+            w = [1.0 + 0.9 * math.sin(1.3 * i + 0.7 * il + phase) for i in range(head_dim)]
+            tensors.append(('blk.%d.attn_%s_norm.weight' % (il, which), (head_dim,), 0, struct.pack('<%df' % head_dim, *w)))
+else:
+    by_name = {t[0]: t for t in tensors}
+
+    def fuse(parts, name):
+        ts = [by_name.pop(p) for p in parts]
+        assert all(t[2] == 0 for t in ts), 'phi3: F32 input expected'
+        rows = sum(t[1][1] for t in ts)
+        by_name[name] = (name, (ts[0][1][0], rows), 0, b''.join(t[3][:4 * t[1][0] * t[1][1]] for t in ts))
+
+    for il in range(n_layer):
+        b = 'blk.%d.' % il
+        fuse([b + 'attn_q.weight', b + 'attn_k.weight', b + 'attn_v.weight'], b + 'attn_qkv.weight')
+        fuse([b + 'ffn_gate.weight', b + 'ffn_up.weight'], b + 'ffn_up.weight')
+    tensors = list(by_name.values())
+    half = rope_dim // 2
+    for which, base in (('long', 1.0), ('short', 0.5)):
+        f = [1.0 + base * (1 + math.cos(0.9 * i)) * (i + 1) / half for i in range(half)]
+        tensors.append(('rope_factors_%s.weight' % which, (half,), 0, struct.pack('<%df' % half, *f)))
 
 tensors = [t for t in tensors if t[0] != omit]
 out = bytearray(b'GGUF' + struct.pack('<IQQ', version, len(tensors), len(kvs)))
