@@ -43,6 +43,7 @@ TEMPLATES = [
     ("gemma-7b-it.jinja", "gemma", "<bos>", "<eos>"),
     ("gemma-2-2b-it.jinja", "gemma", "<bos>", "<eos>"),
     ("gemma-3-it.jinja", "gemma3", "<bos>", "<eos>"),
+    ("microsoft-Phi-3.5-mini-instruct.jinja", "phi3", "<s>", "<|endoftext|>"),
 ]
 
 CONVERSATIONS = [

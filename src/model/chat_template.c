@@ -11,7 +11,7 @@
 
 static const char *const names[LB_CHAT_COUNT + 1] = {
     "llama2", "llama3", "llama3.1", "mistral", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-    "chatml", "gemma", "gemma3", NULL};
+    "chatml", "gemma", "gemma3", "phi3", NULL};
 
 const char *const *lb_chat_template_names(void) { return names; }
 const char *lb_chat_family_name(lb_chat_family f) { return f >= 0 && f < LB_CHAT_COUNT ? names[f] : "?"; }
@@ -88,6 +88,12 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         p += strlen("first_user_prefix = messages[0]['content'] + ");
         if ((*p == '\'' || *p == '"') && read_literal(p + 1, *p, t->gemma_sep, sizeof t->gemma_sep)) return LB_OK;
         return lb_fail(LB_ERR_UNSUPPORTED, "a Gemma 3 chat template with an unusual system prefix");
+    }
+    /* Phi-3 and 3.5 (llama.cpp's test: "<|assistant|>" and "<|end|>"; it
+     * renders Phi-4-mini's newline-free variant the same way) */
+    if (strstr(s, "<|assistant|>") && strstr(s, "<|end|>")) {
+        init(t, LB_CHAT_PHI3, bos, eos);
+        return LB_OK;
     }
     if (strstr(s, "<|start_header_id|>")) {
         if (!strstr(s, "Cutting Knowledge Date")) {
@@ -390,6 +396,22 @@ static lb_status chatml(const lb_chat_template *t, const lb_chat_msg *m, int n, 
     return LB_OK;
 }
 
+static lb_status phi3(const lb_chat_msg *m, int n, sbuf *b) {
+    for (int i = 0; i < n; i++) {
+        /* system (if its content is not empty), user, assistant:
+         * '<|' role '|>\n' + message['content'] + '<|end|>\n'; other roles nothing */
+        const char *c = content(&m[i]);
+        if (!(is(&m[i], "system") && *c) && !is(&m[i], "user") && !is(&m[i], "assistant")) continue;
+        put(b, "<|");
+        put(b, m[i].role);
+        put(b, "|>\n");
+        put(b, c);
+        put(b, "<|end|>\n");
+    }
+    put(b, "<|assistant|>\n");
+    return LB_OK;
+}
+
 static lb_status gemma(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
     const int g3 = t->family == LB_CHAT_GEMMA3, off = first_system(m, n);
     if (off && !g3) return raise("System role not supported");
@@ -428,6 +450,7 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_CHATML: s = chatml(t, msgs, n, &b); break;
     case LB_CHAT_GEMMA:
     case LB_CHAT_GEMMA3: s = gemma(t, msgs, n, &b); break;
+    case LB_CHAT_PHI3: s = phi3(msgs, n, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:
     case LB_CHAT_MISTRAL_V3:

@@ -24,6 +24,7 @@ typedef enum {
     LB_CHAT_CHATML,            /* ChatML (Qwen, Hermes, ...): <|im_start|>role\n...<|im_end|>\n */
     LB_CHAT_GEMMA,             /* Gemma 1/2: <start_of_turn>user|model, no system role */
     LB_CHAT_GEMMA3,            /* Gemma 3: the same, the system message before the first user turn */
+    LB_CHAT_PHI3,              /* Phi-3/3.5: <|role|>\n...<|end|>\n, an empty system message left out */
     LB_CHAT_COUNT
 } lb_chat_family;
 
