@@ -10,7 +10,8 @@ error) that tests/test_chat_template.c compares lowbit's C formatters with.
     pip install jinja2 && python3 scripts/gen-chat-expected.py
 
 Where the templates come from: llama.cpp b4748's models/templates/ (fetched
-from the Hugging Face repositories by its scripts/get_chat_template.py) and
+from the Hugging Face repositories by its scripts/get_chat_template.py; Qwen3-0.6B
+from ik_llama.cpp 8337e4c's, the same script's) and
 tests/test-chat-template.cpp; Qwen2.5-Coder from the GGUF that
 scripts/get-model.sh fetches; Llama 2, Llama 3 and Gemma 3 from the models'
 tokenizer_config.json as quoted in public code.
@@ -40,6 +41,7 @@ TEMPLATES = [
     ("openhermes-2.5-mistral-7b.jinja", "chatml", "<s>", "<|im_end|>"),
     ("qwen2.5-7b-instruct.jinja", "chatml", "", "<|im_end|>"),
     ("qwen2.5-coder-1.5b-instruct.jinja", "chatml", "", "<|im_end|>"),
+    ("Qwen-Qwen3-0.6B.jinja", "chatml", "", "<|im_end|>"),
     ("gemma-7b-it.jinja", "gemma", "<bos>", "<eos>"),
     ("gemma-2-2b-it.jinja", "gemma", "<bos>", "<eos>"),
     ("gemma-3-it.jinja", "gemma3", "<bos>", "<eos>"),
@@ -55,6 +57,10 @@ CONVERSATIONS = [
     ("ends_assistant", [("system", "S"), ("user", "U"), ("assistant", "A")]),
     ("not_alternating", [("user", "a"), ("user", "b")]),
     ("system_later", [("user", "a"), ("system", "s")]),
+    # Qwen 3's reasoning blocks: dropped from turns before the last query, kept in the last turn
+    ("think", [("user", "Hi"), ("assistant", "<think>\nhmm\n</think>\n\nHello!"), ("user", "Again")]),
+    ("think_last", [("system", "S"), ("user", "Q"), ("assistant", "\n<think>\n\nr1\nr2\n\n</think>\n\nA\n")]),
+    ("no_think_last", [("user", "Q"), ("assistant", "\nplain answer")]),
 ]
 
 

@@ -76,6 +76,7 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
     if (strstr(s, "<|im_start|>")) {
         init(t, LB_CHAT_CHATML, bos, eos);
         chatml_default_system(s, t);
+        t->qwen3_think = strstr(s, "last_query_index") && strstr(s, "</think>");
         return LB_OK;
     }
     if (strstr(s, "<start_of_turn>")) {
@@ -379,13 +380,73 @@ static lb_status mistral(const lb_chat_template *t, const lb_chat_msg *m, int n,
     }
 }
 
+/* Python's s.lstrip('\n') / rstrip('\n') on [p, e) */
+static const char *skip_nl(const char *p, const char *e) {
+    while (p < e && *p == '\n') p++;
+    return p;
+}
+static const char *back_nl(const char *p, const char *e) {
+    while (e > p && e[-1] == '\n') e--;
+    return e;
+}
+static const char *find_last(const char *s, const char *pat) {
+    const char *last = NULL;
+    for (const char *q = strstr(s, pat); q; q = strstr(q + 1, pat)) last = q;
+    return last;
+}
+
+/* Qwen 3's assistant turn i: a '</think>' in it splits reasoning from the
+ * answer; after the last user query the turn is written with its reasoning
+ * block (always when it is the last message), before it with the answer
+ * only. */
+static void qwen3_assistant(const lb_chat_msg *m, int i, int n, int last_query, sbuf *b) {
+    const char *c = content(&m[i]), *end = c + strlen(c);
+    const char *ans = c, *r0 = c, *r1 = c; /* the answer from ans; the reasoning [r0, r1) */
+    const char *close = strstr(c, "</think>");
+    if (close) {
+        /* content.split('</think>')[-1].lstrip('\n') */
+        ans = skip_nl(find_last(c, "</think>") + strlen("</think>"), end);
+        /* content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
+        r1 = back_nl(c, close);
+        const char *open = NULL;
+        for (const char *q = strstr(c, "<think>"); q && q < r1; q = strstr(q + 1, "<think>")) open = q;
+        r0 = skip_nl(open ? open + strlen("<think>") : c, r1);
+    }
+    put(b, "<|im_start|>assistant\n");
+    if (i > last_query && (i == n - 1 || r1 > r0)) {
+        /* '<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') */
+        put(b, "<think>\n");
+        put_n(b, skip_nl(r0, r1), (size_t)(back_nl(r0, r1) - skip_nl(r0, r1)));
+        put(b, "\n</think>\n\n");
+        put(b, skip_nl(ans, end));
+    } else {
+        put(b, ans);
+    }
+    put(b, "<|im_end|>\n");
+}
+
 static lb_status chatml(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
     if (t->has_default_system && !first_system(m, n)) {
         put(b, "<|im_start|>system\n");
         put(b, t->default_system);
         put(b, "<|im_end|>\n");
     }
+    /* Qwen 3: the last user message that is not a wrapped tool response */
+    int last_query = n - 1;
+    for (int i = n - 1; i >= 0; i--) {
+        const char *c = content(&m[i]);
+        const size_t cn = strlen(c), tn = strlen("</tool_response>");
+        if (is(&m[i], "user") &&
+            !(!strncmp(c, "<tool_response>", strlen("<tool_response>")) && cn >= tn && !strcmp(c + cn - tn, "</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    }
     for (int i = 0; i < n; i++) {
+        if (t->qwen3_think && is(&m[i], "assistant")) {
+            qwen3_assistant(m, i, n, last_query, b);
+            continue;
+        }
         put(b, "<|im_start|>"); /* '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' */
         put(b, m[i].role);
         put(b, "\n");

@@ -21,7 +21,7 @@ typedef enum {
     LB_CHAT_MISTRAL_V3,        /* Mistral's "v3" (7B v0.3, Large 2407): "[INST] x[/INST] y</s>", system in the last user */
     LB_CHAT_MISTRAL_V3_TEKKEN, /* Mistral's "v3-tekken" (Nemo): "[INST]x[/INST]y</s>" */
     LB_CHAT_MISTRAL_V7,        /* Mistral's "v7" (Large 2411): [SYSTEM_PROMPT] x[/SYSTEM_PROMPT] */
-    LB_CHAT_CHATML,            /* ChatML (Qwen, Hermes, ...): <|im_start|>role\n...<|im_end|>\n */
+    LB_CHAT_CHATML,            /* ChatML (Qwen, Hermes, ...): <|im_start|>role\n...<|im_end|>\n; Qwen 3's <think> */
     LB_CHAT_GEMMA,             /* Gemma 1/2: <start_of_turn>user|model, no system role */
     LB_CHAT_GEMMA3,            /* Gemma 3: the same, the system message before the first user turn */
     LB_CHAT_PHI3,              /* Phi-3/3.5: <|role|>\n...<|end|>\n, an empty system message left out */
@@ -33,6 +33,7 @@ typedef struct {
     /* details a family's templates vary in, read from the template text */
     char default_system[512]; /* ChatML: the system message when none is given (Qwen), "" if none */
     int has_default_system;
+    int qwen3_think;          /* ChatML: Qwen 3's reasoning blocks (<think>) in assistant turns */
     char date[32];            /* Llama 3.1: date_string's default ("26 Jul 2024") */
     int date_now;             /* Llama 3.2+: strftime_now("%d %b %Y") (today), else `date` */
     char gemma_sep[8];        /* Gemma 3: after the system text in the first user turn ("\n\n") */
