@@ -97,6 +97,7 @@ void cli_chunk_progress(double t0, int done, int total);
 #define LB_CTX_DEFAULT(train) ((train) < 4096 ? (train) : 4096)
 
 int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);

@@ -31,6 +31,7 @@ static void usage(FILE *f) {
             "lowbit: run LLMs with 1-8-bit weights on CPUs\n\n"
             "usage: lowbit SUBCOMMAND [options]   (lowbit SUBCOMMAND --help for its options)\n\n"
             "  run         generate text from a prompt\n"
+            "  chat        talk with an instruction-tuned model (its chat template, turn by turn)\n"
             "  perplexity  perplexity of a text file (llama.cpp's method), KL divergence\n"
             "  bench       prompt processing and generation speed (real or synthetic model)\n"
             "  quantize    convert a GGUF model to another weight type\n"
@@ -239,6 +240,7 @@ int main(int argc, char **argv) {
     }
     cli_install_sigint();
     if (!strcmp(sub, "run")) return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(sub, "chat")) return cmd_chat(argc - 1, argv + 1);
     if (!strcmp(sub, "perplexity")) return cmd_perplexity(argc - 1, argv + 1);
     if (!strcmp(sub, "bench")) return cmd_bench(argc - 1, argv + 1);
     if (!strcmp(sub, "quantize")) return cmd_quantize(argc - 1, argv + 1);

@@ -138,10 +138,10 @@ lb_status lb_chat_template_named(const char *name, const char *bos, const char *
             init(t, (lb_chat_family)f, bos, eos);
             return LB_OK;
         }
-    return lb_fail(LB_ERR_ARG,
-                   "unknown chat template '%s' (known: llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3, "
-                   "mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3)",
-                   name ? name : "");
+    char known[256] = "";
+    for (int f = 0; f < LB_CHAT_COUNT; f++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", f ? ", " : "", names[f]);
+    return lb_fail(LB_ERR_ARG, "unknown chat template '%s' (known: %s)", name ? name : "", known);
 }
 
 /* ---- output ---- */

@@ -47,7 +47,7 @@ typedef struct {
 
 /* Names for --chat-template: "llama2", "llama3", "llama3.1", "mistral",
  * "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "chatml",
- * "gemma", "gemma3"; NULL-terminated. */
+ * "gemma", "gemma3", "phi3"; NULL-terminated. */
 const char *const *lb_chat_template_names(void);
 const char *lb_chat_family_name(lb_chat_family f);
 
@@ -63,5 +63,15 @@ lb_status lb_chat_template_named(const char *name, const char *bos, const char *
  * refuses) give LB_ERR_ARG with its message. *out is malloc'ed, NUL-terminated. */
 lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int n_msgs, const char *date, char **out,
                         size_t *out_len);
+
+/* A model's template (model/chat_model.c, for lowbit chat and serve): the
+ * family `name` if given (--chat-template), else the model's
+ * tokenizer.chat_template recognised; LB_ERR_UNSUPPORTED if it has none. */
+struct lb_model;
+lb_status lb_chat_template_of_model(const struct lb_model *m, const char *name, lb_chat_template *out);
+/* A rendered prompt's tokens (*ids malloc'ed): the special tokens' texts as
+ * those tokens, BOS as the model adds it unless the text begins with the
+ * BOS text (templates that write it). */
+lb_status lb_chat_tokenize(const struct lb_model *m, const char *text, int32_t **ids, int *n);
 
 #endif

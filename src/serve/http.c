@@ -200,14 +200,7 @@ static enum MHD_Result get_route(srv_http *h, struct MHD_Connection *c, route rt
  * tokens' texts (llama-server parses them too); BOS as the model adds it,
  * unless the text begins with the BOS text (templates that write it). */
 static int tokenize(srv_http *h, const char *text, int32_t **ids, int *n, srv_error *err) {
-    const lb_tokenizer *tok = h->o.model->tok;
-    int add_bos = lb_add_bos_default(h->o.model);
-    const int bos = lb_token_bos(h->o.model);
-    if (bos >= 0) {
-        const char *bt = lb_tokenizer_token_text(tok, bos);
-        if (bt[0] && !strncmp(text, bt, strlen(bt))) add_bos = 0;
-    }
-    if (lb_tokenizer_encode_special(tok, text, strlen(text), add_bos, 1, ids, n)) {
+    if (lb_chat_tokenize(h->o.model, text, ids, n)) {
         srv_error_set(err, 400, "invalid_request_error", "invalid_value", "prompt", "cannot tokenize the prompt: %s",
                       lb_last_error());
         return -1;

@@ -32,7 +32,7 @@ static void help(void) {
            "      --api-key KEY    require 'Authorization: Bearer KEY' on /v1/* (also LOWBIT_API_KEY)\n"
            "      --chat-template NAME  use this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
-           "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3\n"
+           "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3\n"
            "      --alias NAME     the model's id in /v1/models (default: the file's name)\n"
            "      --max-body N     largest request body in bytes (default 8388608)\n"
            "      --max-connections N  simultaneous connections (default 256)\n");
@@ -94,24 +94,16 @@ int srv_main(int argc, char **argv) {
     const lb_chat_template *tp = NULL;
     const char *tmpl_error = NULL;
     {
-        const lb_tokenizer *tok = m->tok;
-        const int bos = lb_token_bos(m), eos = lb_token_eos(m);
-        const char *bt = bos >= 0 ? lb_tokenizer_token_text(tok, bos) : "";
-        const char *et = eos >= 0 ? lb_tokenizer_token_text(tok, eos) : "";
-        const char *jinja = m->gguf ? gguf_get_str(m->gguf, "tokenizer.chat_template") : NULL;
-        if (tmpl_name) {
-            if (lb_chat_template_named(tmpl_name, bt, et, &tmpl)) {
-                fprintf(stderr, "lowbit serve: --chat-template: %s\n", lb_last_error());
-                rc = CLI_USAGE;
-                goto done;
-            }
+        lb_status ts = lb_chat_template_of_model(m, tmpl_name, &tmpl);
+        if (ts == LB_OK) {
             tp = &tmpl;
-        } else if (jinja) {
-            if (lb_chat_template_detect(jinja, bt, et, &tmpl)) {
-                fprintf(stderr, "lowbit serve: the model's chat template: %s\n", lb_last_error());
-                goto done;
-            }
-            tp = &tmpl;
+        } else if (tmpl_name) {
+            fprintf(stderr, "lowbit serve: --chat-template: %s\n", lb_last_error());
+            rc = CLI_USAGE;
+            goto done;
+        } else if (m->gguf && gguf_get_str(m->gguf, "tokenizer.chat_template")) {
+            fprintf(stderr, "lowbit serve: %s\n", lb_last_error());
+            goto done;
         } else {
             tmpl_error = "the model has no tokenizer.chat_template";
             fprintf(stderr,

@@ -1,0 +1,206 @@
+/* lowbit chat: a conversation in the terminal (llama-cli's conversation
+ * mode). Each line on stdin is a user turn; the whole conversation is
+ * formatted by the model's chat template every turn, and only the tokens
+ * past what the KV cache already holds are evaluated, so a turn costs its
+ * own tokens, not the conversation's. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/common.h"
+#include "model/chat_template.h"
+
+static void help(void) {
+    printf("usage: lowbit chat -m MODEL [options]\n\n"
+           "Talks with an instruction-tuned model: every line read from stdin is a user turn, the\n"
+           "reply streams to stdout. /reset starts the conversation over, /exit (or end of input)\n"
+           "ends it; Ctrl-C stops it. The turns are formatted by the model's chat template.\n\n"
+           CLI_COMMON_HELP CLI_DEVICE_HELP
+           "      --system TEXT    system message (default: none, or the template's own)\n"
+           "      --chat-template NAME   format turns as this family instead of the model's template:\n"
+           "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
+           "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3\n"
+           "  -n, --n-predict N    most tokens per reply (default -1: until the end of the turn)\n"
+           "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"
+           "  -b, --batch-size N   prompt tokens per forward pass (default 512)\n"
+           "      --temp T         temperature (default 0.8; 0 = greedy)\n"
+           "      --top-k K        keep the K most likely tokens (default 40; 0 = off)\n"
+           "      --top-p P        nucleus sampling threshold (default 0.95; 1 = off)\n"
+           "      --min-p P        drop tokens below P x the best probability (default 0.05; 0 = off)\n"
+           "      --repeat-penalty R   penalty for recent tokens (default 1.0 = off)\n"
+           "      --repeat-last-n N    how many recent tokens it looks at (default 64)\n"
+           "  -s, --seed S         random seed (default: from the clock)\n");
+}
+
+typedef struct {
+    lb_chat_msg *m;
+    int n, cap;
+} conversation;
+
+static int add_msg(conversation *c, const char *role, const char *text, size_t len) {
+    if (c->n == c->cap) {
+        const int cap = c->cap ? 2 * c->cap : 16;
+        lb_chat_msg *m = realloc(c->m, (size_t)cap * sizeof *m);
+        if (!m) return -1;
+        c->m = m, c->cap = cap;
+    }
+    char *t = malloc(len + 1);
+    if (!t) return -1;
+    memcpy(t, text, len);
+    t[len] = 0;
+    c->m[c->n++] = (lb_chat_msg){role, t};
+    return 0;
+}
+
+static void drop_from(conversation *c, int n) {
+    while (c->n > n) free((char *)c->m[--c->n].content);
+}
+
+int cmd_chat(int argc, char **argv) {
+    cli_common co = {0};
+    cli_args a = {argc, 1, argv, "chat", 0};
+    const char *system = NULL, *tmpl_name = NULL, *device = NULL;
+    int n_predict = -1, n_ctx = 0, n_batch = 512, seed_set = 0;
+    lb_sampler_params sp = lb_sampler_default_params();
+    for (; a.i < argc && !a.bad; a.i++) {
+        if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
+        else if (cli_common_flag(&a, &co)) {}
+        else if (cli_device_flag(&a, &device)) {}
+        else if (cli_flag(&a, "--system", NULL)) system = cli_value(&a);
+        else if (cli_flag(&a, "--chat-template", NULL)) tmpl_name = cli_value(&a);
+        else if (cli_flag(&a, "-n", "--n-predict")) n_predict = cli_int(&a, -1, 1 << 24);
+        else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 1, 1 << 22);
+        else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 16);
+        else if (cli_flag(&a, "--temp", NULL)) sp.temp = (float)cli_float(&a, 0, 100);
+        else if (cli_flag(&a, "--top-k", NULL)) sp.top_k = cli_int(&a, 0, 1 << 24);
+        else if (cli_flag(&a, "--top-p", NULL)) sp.top_p = (float)cli_float(&a, 0, 1);
+        else if (cli_flag(&a, "--min-p", NULL)) sp.min_p = (float)cli_float(&a, 0, 1);
+        else if (cli_flag(&a, "--repeat-penalty", NULL)) sp.repeat_penalty = (float)cli_float(&a, 0.01, 100);
+        else if (cli_flag(&a, "--repeat-last-n", NULL)) sp.repeat_last_n = cli_int(&a, 0, 1 << 20);
+        else if (cli_flag(&a, "-s", "--seed")) { sp.seed = cli_u64(&a); seed_set = 1; }
+        else cli_unknown(&a);
+    }
+    if (a.bad) return CLI_USAGE;
+    if (!co.model) { fprintf(stderr, "lowbit chat: -m MODEL is required (see --help)\n"); return CLI_USAGE; }
+    if (cli_common_apply(&co)) return CLI_USAGE;
+    const int dev = cli_device_apply("chat", device);
+    if (dev < 0) return CLI_FAIL;
+    if (!seed_set) sp.seed = (uint64_t)(lb_time_s() * 1e9);
+
+    lb_model *m = NULL;
+    lb_context *ctx = NULL;
+    lb_sampler *smp = NULL;
+    int32_t *cache = NULL, *ids = NULL;
+    float *logits = NULL;
+    char *line = NULL, *reply = NULL;
+    size_t line_cap = 0, reply_cap = 0;
+    conversation conv = {0};
+    int rc = CLI_FAIL;
+    lb_chat_template tmpl;
+    lb_status s = cli_load_model(&co, &m);
+    if (s) { cli_error("chat", s); goto done; }
+    if (!lb_model_has_vocab(m)) { fprintf(stderr, "lowbit chat: %s has no vocabulary\n", co.model); goto done; }
+    if ((s = lb_chat_template_of_model(m, tmpl_name, &tmpl))) {
+        if (tmpl_name) fprintf(stderr, "lowbit chat: --chat-template: %s\n", lb_last_error());
+        else fprintf(stderr, "lowbit chat: %s (name a family with --chat-template)\n", lb_last_error());
+        rc = tmpl_name ? CLI_USAGE : CLI_FAIL;
+        goto done;
+    }
+    lb_context_params cp = lb_context_default_params();
+    cp.n_ctx = n_ctx ? n_ctx : LB_CTX_DEFAULT(lb_model_n_ctx_train(m));
+    cp.n_batch = n_batch;
+    cp.n_threads = co.threads;
+    cp.device = dev;
+    if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("chat", s); goto done; }
+    const int n_ctx_eff = lb_context_n_ctx(ctx), V = lb_model_n_vocab(m);
+    if ((s = lb_sampler_new(&sp, V, &smp))) { cli_error("chat", s); goto done; }
+    logits = malloc((size_t)V * sizeof *logits);
+    cache = malloc((size_t)n_ctx_eff * sizeof *cache);
+    if (!logits || !cache) goto done;
+    if (system && add_msg(&conv, "system", system, strlen(system))) goto done;
+    const int n_fixed = conv.n, tty = isatty(STDIN_FILENO);
+    fprintf(stderr, "lowbit chat: %s, template %s, context %d; /reset, /exit\n", lb_model_desc(m),
+            lb_chat_family_name(tmpl.family), n_ctx_eff);
+
+    int n_cached = 0; /* tokens whose keys and values the cache holds, in order */
+    ssize_t got;
+    while (!lb_cancel_requested()) {
+        if (tty) fputs("> ", stdout), fflush(stdout);
+        if ((got = getline(&line, &line_cap, stdin)) < 0) break;
+        while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = 0;
+        if (!got) continue;
+        if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
+        if (!strcmp(line, "/reset")) {
+            drop_from(&conv, n_fixed);
+            fprintf(stderr, "(conversation reset)\n");
+            continue;
+        }
+        const int before = conv.n;
+        if (add_msg(&conv, "user", line, (size_t)got)) goto done;
+        char *text = NULL;
+        int n_ids = 0;
+        if ((s = lb_chat_apply(&tmpl, conv.m, conv.n, NULL, &text, NULL)) || (s = lb_chat_tokenize(m, text, &ids, &n_ids))) {
+            free(text);
+            fprintf(stderr, "lowbit chat: %s\n", lb_last_error());
+            drop_from(&conv, before);
+            continue;
+        }
+        free(text);
+        if (n_ids >= n_ctx_eff - 1) {
+            fprintf(stderr, "lowbit chat: the conversation (%d tokens) no longer fits the context of %d: /reset, "
+                            "or a larger -c\n", n_ids, n_ctx_eff);
+            drop_from(&conv, before);
+            free(ids), ids = NULL;
+            continue;
+        }
+        /* evaluate only past the prefix the cache already holds (at least
+         * the last token: its logits start the reply) */
+        int keep = 0;
+        while (keep < n_cached && keep < n_ids - 1 && cache[keep] == ids[keep]) keep++;
+        for (int i = keep; i < n_ids; i++) lb_sampler_accept(smp, ids[i]);
+        if ((s = lb_eval(ctx, ids + keep, n_ids - keep, keep, logits, 0))) { cli_error("chat", s); goto done; }
+        memcpy(cache, ids, (size_t)n_ids * sizeof *cache);
+        n_cached = n_ids;
+        free(ids), ids = NULL;
+
+        size_t reply_len = 0;
+        const int limit = n_predict < 0 ? n_ctx_eff - n_cached : LB_MIN(n_predict, n_ctx_eff - n_cached);
+        for (int n_gen = 0; n_gen < limit && !lb_cancel_requested(); n_gen++) {
+            const int32_t next = lb_sampler_sample(smp, logits);
+            lb_sampler_accept(smp, next);
+            if (lb_token_is_eog(m, next)) break;
+            size_t len;
+            const char *piece = lb_token_to_piece(m, next, &len);
+            fwrite(piece, 1, len, stdout);
+            fflush(stdout);
+            if (reply_len + len + 1 > reply_cap) {
+                reply_cap = 2 * (reply_len + len + 1);
+                char *r = realloc(reply, reply_cap);
+                if (!r) goto done;
+                reply = r;
+            }
+            memcpy(reply + reply_len, piece, len);
+            reply_len += len;
+            if (n_gen + 1 == limit) break;
+            if ((s = lb_eval(ctx, &next, 1, n_cached, logits, 0))) { cli_error("chat", s); goto done; }
+            cache[n_cached++] = next;
+        }
+        fputc('\n', stdout);
+        fflush(stdout);
+        if (add_msg(&conv, "assistant", reply ? reply : "", reply_len)) goto done;
+    }
+    rc = lb_cancel_requested() ? 130 : CLI_OK;
+done:
+    drop_from(&conv, 0);
+    free(conv.m);
+    free(line);
+    free(reply);
+    free(ids);
+    free(cache);
+    free(logits);
+    lb_sampler_free(smp);
+    lb_context_free(ctx);
+    lb_model_free(m);
+    return rc;
+}
