@@ -14,12 +14,17 @@
 #          LongRoPE factors (rope_factors_long / _short, rope_dim/2 each) with
 #          an original context of 64 and an attention factor of 1.19, so a
 #          context of 128 takes the long factors and one of 64 the short.
+#   gemma2 keys -> "gemma2.", per layer post_attention_norm / post_ffw_norm
+#          (fixed values around 1), output.weight dropped (Gemma ties the
+#          head to the embedding), a window of 48 on layers 0, 2, ..., scores
+#          soft-capped at 2 and logits at 8; the layers repeated in turn to
+#          26 (Gemma 2 2B's count: llama.cpp knows Gemma 2 by its size only).
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
 import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
-assert target in ('qwen3', 'phi3'), 'ARCH: qwen3 or phi3'
+assert target in ('qwen3', 'phi3', 'gemma2'), 'ARCH: qwen3, phi3 or gemma2'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -111,6 +116,10 @@ for kv in kvs:
         kv[0] = target + '.' + kv[0][len(arch) + 1:]
     if kv[0] == 'general.architecture':
         kv[2] = sstr(target)
+if target == 'gemma2':
+    kvs.append(['gemma2.attention.sliding_window', 4, struct.pack('<I', 48)])
+    kvs.append(['gemma2.attn_logit_softcapping', 6, struct.pack('<f', 2.0)])
+    kvs.append(['gemma2.final_logit_softcapping', 6, struct.pack('<f', 8.0)])
 if target == 'phi3':
     kvs.append(['phi3.attention.sliding_window', 4, struct.pack('<I', 48)])
     kvs.append(['phi3.rope.scaling.original_context_length', 4, struct.pack('<I', 64)])
@@ -130,6 +139,25 @@ if target == 'qwen3':
         for which, phase in (('q', 0.0), ('k', 2.0)):
             w = [1.0 + 0.9 * math.sin(1.3 * i + 0.7 * il + phase) for i in range(head_dim)]
             tensors.append(('blk.%d.attn_%s_norm.weight' % (il, which), (head_dim,), 0, struct.pack('<%df' % head_dim, *w)))
+elif target == 'gemma2':
+    tensors = [t for t in tensors if t[0] != 'output.weight']
+    per_layer = {}
+    for t in tensors:
+        if t[0].startswith('blk.'):
+            il, rest = t[0][4:].split('.', 1)
+            per_layer.setdefault(int(il), []).append((rest, t))
+    tensors = [t for t in tensors if not t[0].startswith('blk.')]
+    for il in range(26):
+        for rest, t in per_layer[il % n_layer]:
+            tensors.append(('blk.%d.%s' % (il, rest), t[1], t[2], t[3]))
+    for kv in kvs:
+        if kv[0] == 'gemma2.block_count':
+            kv[2] = struct.pack('<I', 26)
+    n_layer = 26
+    for il in range(n_layer):
+        for which, phase in (('post_attention_norm', 0.5), ('post_ffw_norm', 1.5)):
+            w = [1.0 + 0.5 * math.sin(0.37 * i + 0.9 * il + phase) for i in range(n_embd)]
+            tensors.append(('blk.%d.%s.weight' % (il, which), (n_embd,), 0, struct.pack('<%df' % n_embd, *w)))
 else:
     by_name = {t[0]: t for t in tensors}
 

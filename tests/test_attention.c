@@ -1,7 +1,8 @@
 /* Attention (kernels/attention.h) at every ISA level this machine has,
  * against a plain double-precision softmax(q k^T * scale) v, on random data:
  * one and odd token counts, decode after a prefix (pos0 > 0), head_dim 8, 64,
- * 80 and 256, GQA groups 1, 4 and 8, sliding windows, 1 and 3 threads.
+ * 80 and 256, GQA groups 1, 4 and 8, sliding windows, soft-capped scores
+ * (Gemma 2: cap tanh(s / cap)), 1 and 3 threads.
  * Unwritten cache positions hold NaN, so a kernel that reads a key it must
  * not see fails. Tolerance: |out - ref| <= 1e-4 * max|ref of the head| + 1e-6
  * (f32 sums of up to a few hundred terms, exp within ~2 ulp). Besides, every
@@ -14,6 +15,7 @@
 typedef struct {
     int n, pos0, n_head, n_head_kv, head_dim, window;
     float scale_mul; /* times 1/sqrt(head_dim): large values test exp's range */
+    float softcap;   /* > 0: scores cap tanh(s / cap) */
 } shape;
 
 static void reference(const shape *sh, const float *q, const float *k, const float *v, double *out) {
@@ -32,6 +34,7 @@ static void reference(const shape *sh, const float *q, const float *k, const flo
                 double s = 0.0;
                 for (int i = 0; i < hd; i++) s += (double)qr[i] * kr[i];
                 sc[p] = s * scale;
+                if (sh->softcap > 0) sc[p] = sh->softcap * tanh(sc[p] / sh->softcap);
                 if (sc[p] > mx) mx = sc[p];
             }
             for (int p = first; p <= pos; p++) sum += (sc[p] = exp(sc[p] - mx));
@@ -84,6 +87,7 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
         a.head_dim = hd;
         a.window = sh->window;
         a.scale = (float)(sh->scale_mul / sqrt((double)hd));
+        a.softcap = sh->softcap;
         for (size_t i = 0; i < qn; i++) out[i] = NAN;
         lb_attention(&a, scratch, nth);
         double worst = 0.0;
@@ -99,8 +103,9 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
             }
         }
         CHECK_MSG(bad == 0,
-                  "%s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g threads=%d: %d values off, worst %.2f x tol",
-                  lb_isa_name(level), sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, nth, bad, worst);
+                  "%s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g cap %g threads=%d: %d values off, worst %.2f x tol",
+                  lb_isa_name(level), sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, sh->softcap, nth, bad,
+                  worst);
         if (level == LB_ISA_SCALAR && nth == 1) {
             scalar_out[si] = malloc(qn * sizeof(float));
             memcpy(scalar_out[si], out, qn * sizeof(float));
@@ -122,20 +127,23 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
 
 int main(void) {
     const shape shapes[] = {
-        /* n pos0 heads kv hd window scale */
-        {1, 0, 4, 4, 64, 0, 1.0f},       /* one token, nothing before it */
-        {1, 37, 32, 4, 64, 0, 1.0f},     /* decode after a prefix, group 8 */
-        {1, 300, 8, 1, 256, 0, 1.0f},    /* decode, Gemma-like head_dim 256 */
-        {1, 300, 8, 1, 256, 64, 1.0f},   /* decode in a sliding window */
-        {7, 0, 8, 8, 64, 0, 1.0f},       /* odd batch, group 1 */
-        {13, 21, 32, 4, 80, 0, 1.0f},    /* odd head_dim, prefix not block-aligned */
-        {70, 0, 16, 2, 64, 0, 1.0f},     /* prefill across key blocks, group 8 */
-        {67, 45, 8, 2, 256, 40, 1.0f},   /* prefill after a prefix, window shorter than the batch */
-        {33, 0, 6, 6, 80, 0, 1.0f},      /* group 1, head_dim 80 */
-        {50, 10, 8, 2, 8, 0, 1.0f},      /* stories260K's head_dim 8 */
-        {1, 8, 8, 4, 8, 0, 1.0f},        /* and its decode */
-        {40, 3, 8, 2, 64, 0, 40.0f},     /* scores in the hundreds: the max moves, exp flushes */
-        {129, 0, 4, 1, 64, 17, 1.0f},    /* group 4, short window */
+        /* n pos0 heads kv hd window scale softcap */
+        {1, 0, 4, 4, 64, 0, 1.0f, 0},       /* one token, nothing before it */
+        {1, 37, 32, 4, 64, 0, 1.0f, 0},     /* decode after a prefix, group 8 */
+        {1, 300, 8, 1, 256, 0, 1.0f, 0},    /* decode, Gemma-like head_dim 256 */
+        {1, 300, 8, 1, 256, 64, 1.0f, 0},   /* decode in a sliding window */
+        {7, 0, 8, 8, 64, 0, 1.0f, 0},       /* odd batch, group 1 */
+        {13, 21, 32, 4, 80, 0, 1.0f, 0},    /* odd head_dim, prefix not block-aligned */
+        {70, 0, 16, 2, 64, 0, 1.0f, 0},     /* prefill across key blocks, group 8 */
+        {67, 45, 8, 2, 256, 40, 1.0f, 0},   /* prefill after a prefix, window shorter than the batch */
+        {33, 0, 6, 6, 80, 0, 1.0f, 0},      /* group 1, head_dim 80 */
+        {50, 10, 8, 2, 8, 0, 1.0f, 0},      /* stories260K's head_dim 8 */
+        {1, 8, 8, 4, 8, 0, 1.0f, 0},        /* and its decode */
+        {40, 3, 8, 2, 64, 0, 40.0f, 0},     /* scores in the hundreds: the max moves, exp flushes */
+        {129, 0, 4, 1, 64, 17, 1.0f, 0},    /* group 4, short window */
+        {37, 20, 8, 4, 256, 24, 8.0f, 2.0f}, /* soft-capped at 2 (scores up to ~8 squeezed), every other layer's window */
+        {1, 90, 8, 4, 256, 0, 8.0f, 50.0f},  /* Gemma 2's cap of 50, decode */
+        {70, 0, 16, 2, 64, 0, 40.0f, 5.0f},  /* scores in the hundreds capped: tanh saturates */
     };
     const lb_isa levels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512};
     const lb_isa detected = lb_cpu_detected();

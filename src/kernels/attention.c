@@ -91,8 +91,11 @@ static void block_scalar(const lb_attn_args *a, int kvh, int t0, int t1, float *
             if (hi <= lo) continue; /* P = 0: O unchanged */
             qk_row(s.qs + (size_t)r * hd, kt, hd, sr);
             float mx = -INFINITY;
+            const float cap = a->softcap, two_cap = cap > 0.0f ? 2.0f / cap : 0.0f;
             for (int j = 0; j < KB; j++) {
-                sr[j] = j >= lo && j < hi ? sr[j] * a->scale : -INFINITY;
+                float x = sr[j] * a->scale;
+                if (cap > 0.0f) x = lb_softcap_canon(x, two_cap, cap);
+                sr[j] = j >= lo && j < hi ? x : -INFINITY;
                 mx = sr[j] > mx ? sr[j] : mx;
             }
             float mr = s.m[r];

@@ -33,6 +33,7 @@ typedef struct {
     int n_head, n_head_kv, head_dim;
     int window;         /* > 0: position p sees only keys p - window + 1 .. p */
     float scale;        /* applied to q . k */
+    float softcap;      /* > 0: each score s becomes softcap * tanh(s / softcap) before the mask (Gemma 2) */
 } lb_attn_args;
 
 /* n_ctx rounded up for the K layout; head_dim rounded up for V rows. */

@@ -64,6 +64,13 @@ static inline float lb_gelu_canon(float x) {
     return x / (1.0f + lb_exp_canon((x * LB_GELU_M2C) * fmaf(x * x, LB_GELU_A, 1.0f)));
 }
 
+/* cap * tanh(x / cap) as cap * (1 - 2 / (1 + exp(x * (2 / cap)))), two_cap
+ * = 2 / cap: the attention kernels' logit soft-capping (Gemma 2), the same
+ * operations in every kernel so every level gives the same bits */
+static inline float lb_softcap_canon(float x, float two_cap, float cap) {
+    return cap * (1.0f - 2.0f / (1.0f + lb_exp_canon(x * two_cap)));
+}
+
 static inline float lb_hsum16(const float *l) {
     float a[8];
     for (int i = 0; i < 8; i++) a[i] = l[i] + l[i + 8];

@@ -101,12 +101,13 @@ static void observe_down(void *user, const lb_matrix *w, const float *x, int n) 
 /* Eq. (4) of one chunk, summed over heads and queries: KL(q || fp) +
  * KL(fp || q) = sum_j (p_j - r_j)(log p_j - log r_j) per query row, the
  * maps softmax(scale q.k) over the keys the row sees (causal, and the
- * sliding window of a local layer). */
+ * sliding window of a local layer), scores soft-capped as the model's
+ * attention caps them (Gemma 2). */
 static double akl_chunk(search *S, const float *q, const float *k, const float *qf, const float *kf, int n) {
     const lb_hparams *hp = &S->m->hp;
     const int nh = hp->n_head, nkv = hp->n_head_kv, hd = hp->head_dim, grp = nh / nkv;
     const int window = S->m->layers[S->layer].is_local ? hp->sliding_window : 0;
-    const float scale = hp->query_scale;
+    const float scale = hp->query_scale, cap = hp->attn_softcap;
 #pragma omp parallel for schedule(static) num_threads(S->c->n_threads)
     for (int r = 0; r < nh * n; r++) {
         const int h = r / n, t = r % n, kv = h / grp, j0 = window > 0 && t - window + 1 > 0 ? t - window + 1 : 0;
@@ -117,6 +118,7 @@ static double akl_chunk(search *S, const float *q, const float *k, const float *
             float sa = 0.0f, sb = 0.0f;
             for (int e = 0; e < hd; e++) sa += qt[e] * kj[e], sb += ft[e] * gj[e];
             a[j - j0] = scale * sa, b[j - j0] = scale * sb;
+            if (cap > 0.0f) a[j - j0] = cap * tanhf(a[j - j0] / cap), b[j - j0] = cap * tanhf(b[j - j0] / cap);
         }
         const int m = t - j0 + 1;
         lb_log_softmax(a, m, a);

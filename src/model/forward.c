@@ -282,6 +282,7 @@ static void attention(lb_context *c, int il, const lb_seg *segs, int n_segs) {
         a.head_dim = hp->head_dim;
         a.window = m->layers[il].is_local ? hp->sliding_window : 0;
         a.scale = hp->query_scale;
+        a.softcap = hp->attn_softcap;
         lb_attention(&a, c->att_scratch, c->n_threads);
     }
 }
@@ -309,7 +310,7 @@ void lb_embed_tokens(const lb_model *m, const int32_t *tokens, int n, float *x) 
     for (int t = 0; t < n; t++) {
         float *xt = x + (size_t)t * d;
         et->to_float((const char *)m->tok_embd.data + (size_t)tokens[t] * m->tok_embd.row_size, xt, d);
-        if (hp->arch == LB_ARCH_GEMMA3) {
+        if (hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GEMMA3) {
             const float s = sqrtf((float)d);
             for (int j = 0; j < d; j++) xt[j] *= s;
         }
@@ -344,7 +345,7 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     }
     {
         const int nth = stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
-        const int gelu = hp->arch == LB_ARCH_GEMMA3;
+        const int gelu = hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GEMMA3;
         FOR_ROWS(nth, n, t, {
             float *gt = c->ff_gate + (size_t)t * ff;
             const float *ut = c->ff_up + (size_t)t * ff;

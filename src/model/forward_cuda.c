@@ -346,7 +346,8 @@ static int layers_and_logits(lb_context *c, int n, int max_len, int first, int r
     const dev_weights *W = m->dev_weights;
     dev_ctx *D = c->dev_state;
     void *st = D->stream;
-    const int d = hp->n_embd, ff = hp->n_ff, gemma = hp->arch == LB_ARCH_GEMMA3;
+    const int d = hp->n_embd, ff = hp->n_ff, gemma = hp->arch == LB_ARCH_GEMMA3; /* its local layers' RoPE */
+    const int gelu = hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GEMMA3;
     const size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
     const float eps = hp->norm_eps;
     const size_t seq_stride = (size_t)hp->n_layer * D->layer_floats;
@@ -378,6 +379,7 @@ static int layers_and_logits(lb_context *c, int n, int max_len, int first, int r
         aa.q = qa.q, aa.ld_q = qa.ld_q, aa.out = D->att, aa.k_cache = qa.k_cache, aa.v_cache = qa.v_cache, aa.seq_stride = seq_stride;
         aa.pos = D->pos, aa.seq = D->seq, aa.n = n, aa.n_head = hp->n_head, aa.n_head_kv = hp->n_head_kv;
         aa.head_dim = hp->head_dim, aa.n_ctx = c->n_ctx, aa.window = L->is_local ? hp->sliding_window : 0;
+        aa.softcap = hp->attn_softcap;
         aa.max_len = aa.window > 0 && aa.window < max_len ? aa.window : max_len;
         aa.scale = hp->query_scale;
         if (lb_cuda_attention(&aa, W->sm_count, st)) return -1;
@@ -385,13 +387,13 @@ static int layers_and_logits(lb_context *c, int n, int max_len, int first, int r
         if (lb_cuda_residual(D->x, D->xn, G->attn_post_norm, D->xn, G->ffn_norm, n, d, eps, st)) return -1;
         if (G->gate_up) {
             if (lb_cuda_matmul(G->gate_up, D->xn, n, D->gate_up, st) ||
-                lb_cuda_gated(D->gate, D->gate_up, D->gate_up + ff, n, ff, 2 * (size_t)ff, gemma, st))
+                lb_cuda_gated(D->gate, D->gate_up, D->gate_up + ff, n, ff, 2 * (size_t)ff, gelu, st))
                 return -1;
         } else {
             const lb_matrix *hw[2] = {&L->w_gate, &L->w_up};
             lb_cuda_matrix *const w[2] = {G->gate, G->up};
             float *const y[2] = {D->gate, D->up};
-            if (matmul_same_x(2, hw, w, D->xn, n, y, st) || lb_cuda_gated(D->gate, D->gate, D->up, n, ff, ff, gemma, st))
+            if (matmul_same_x(2, hw, w, D->xn, n, y, st) || lb_cuda_gated(D->gate, D->gate, D->up, n, ff, ff, gelu, st))
                 return -1;
         }
         if (lb_cuda_matmul(G->down, D->gate, n, D->xn, st)) return -1;

@@ -8,7 +8,7 @@
 #include "kernels/dispatch.h"
 #include "tokenizer/tokenizer.h"
 
-typedef enum { LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA3, LB_ARCH_PHI3 } lb_arch;
+typedef enum { LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3 } lb_arch;
 
 typedef struct {
     lb_arch arch;
@@ -27,6 +27,7 @@ typedef struct {
     int swa_pattern;       /* every swa_pattern-th layer is global */
     float query_scale;     /* attention scale (default 1/sqrt(head_dim)) */
     float final_logit_softcap; /* > 0: logits = cap * tanh(logits / cap) */
+    float attn_softcap;        /* > 0: attention scores = cap * tanh(scores / cap) (gemma2) */
 } lb_hparams;
 
 /* A 1-D parameter kept as floats (norm weights, biases); NULL if absent. */

@@ -212,11 +212,13 @@ static lb_status load_hparams(loader *L) {
     if (!strcmp(arch, "llama") || !strcmp(arch, "mistral")) hp->arch = LB_ARCH_LLAMA;
     else if (!strcmp(arch, "qwen2")) hp->arch = LB_ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3")) hp->arch = LB_ARCH_QWEN3;
+    else if (!strcmp(arch, "gemma2")) hp->arch = LB_ARCH_GEMMA2;
     else if (!strcmp(arch, "gemma3")) hp->arch = LB_ARCH_GEMMA3;
     else if (!strcmp(arch, "phi3")) hp->arch = LB_ARCH_PHI3;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
-                       "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, gemma3, phi3 are)", arch);
+                       "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3 are)",
+                       arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -234,7 +236,7 @@ static lb_status load_hparams(loader *L) {
     hp->rope_dim = opt_u32(L, "rope.dimension_count", hp->head_dim);
     if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
-    hp->rope_neox = hp->arch != LB_ARCH_LLAMA; /* ggml: llama uses normal rope, qwen2/qwen3/gemma3/phi3 neox */
+    hp->rope_neox = hp->arch != LB_ARCH_LLAMA; /* ggml: llama uses normal rope, the others neox */
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -274,6 +276,20 @@ static lb_status load_hparams(loader *L) {
         const float qpas = hp->n_layer == 62 ? (float)(hp->n_embd / hp->n_head) : (float)hp->head_dim;
         hp->query_scale = opt_f32(L, "attention.scale", 1.0f / sqrtf(qpas));
         hp->final_logit_softcap = opt_f32(L, "final_logit_softcapping", 0.0f);
+    }
+    if (hp->arch == LB_ARCH_GEMMA2) {
+        /* As llama.cpp (LLM_ARCH_GEMMA2): every other layer (0, 2, ...) sees a
+         * window (4096 unless the file says), one RoPE base for all; scores
+         * and logits soft-capped; 27B (46 layers) scales q by
+         * 1/sqrt(n_embd/n_head), the others by 1/sqrt(head_dim). */
+        hp->sliding_window = opt_u32(L, "attention.sliding_window", 4096);
+        hp->swa_pattern = 2;
+        hp->rope_freq_base_local = hp->rope_freq_base;
+        hp->query_scale = 1.0f / sqrtf(hp->n_layer == 46 ? (float)(hp->n_embd / hp->n_head) : (float)hp->head_dim);
+        hp->attn_softcap = opt_f32(L, "attn_logit_softcapping", 0.0f);
+        hp->final_logit_softcap = opt_f32(L, "final_logit_softcapping", 0.0f);
+        if (hp->attn_softcap < 0.0f || hp->final_logit_softcap < 0.0f)
+            return lb_fail(LB_ERR_FORMAT, "gemma2 soft-capping values must not be negative");
     }
     const gguf_tensor *emb = gguf_find_tensor(L->g, "token_embd.weight");
     if (!emb) return lb_fail(LB_ERR_FORMAT, "tensor token_embd.weight is missing");
@@ -332,7 +348,11 @@ static lb_status load_weights(loader *L) {
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, ff, 0, &l->w_up))) return s;
         }
         if ((s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
-        if (hp->arch == LB_ARCH_GEMMA3) {
+        if (hp->arch == LB_ARCH_GEMMA2) {
+            if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
+            if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;
+            l->is_local = il % 2 == 0;
+        } else if (hp->arch == LB_ARCH_GEMMA3) {
             if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
             if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;
             if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;

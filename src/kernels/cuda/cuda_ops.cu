@@ -154,7 +154,8 @@ __global__ void __launch_bounds__(128) attn_kernel(lb_cuda_attn_args a, int n_sp
             const int j = lane + 32 * i;
             if (j < hd) dot = fmaf(qv[i], kp[j], dot);
         }
-        const float s = lbcu_warp_sum(dot) * a.scale;
+        float s = lbcu_warp_sum(dot) * a.scale;
+        if (a.softcap > 0.0f) s = a.softcap * (1.0f - 2.0f / (1.0f + expf(s * (2.0f / a.softcap))));
         const float mn = fmaxf(m, s), c = expf(m - mn), e = expf(s - mn); // m = -inf: c = 0
         l = l * c + e;
 #pragma unroll

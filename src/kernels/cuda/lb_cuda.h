@@ -209,6 +209,7 @@ typedef struct {
     const int *pos, *seq;
     int n, n_head, n_head_kv, head_dim, n_ctx, window, max_len;
     float scale;
+    float softcap; /* > 0: scores softcap * tanh(s / softcap) (Gemma 2), as the CPU's lb_softcap_canon */
 } lb_cuda_attn_args;
 int lb_cuda_attention(const lb_cuda_attn_args *a, int sm_count, void *stream);
 /* Frees the attention's scratch. */

@@ -24,6 +24,7 @@
 #define VMUL _mm256_mul_ps
 #define VADD _mm256_add_ps
 #define VSUB _mm256_sub_ps
+#define VDIV _mm256_div_ps
 #define VMAX _mm256_max_ps
 #define VEXP lb_exp8
 #define VHMAX hmax_avx2
@@ -69,6 +70,7 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #undef VMUL
 #undef VADD
 #undef VSUB
+#undef VDIV
 #undef VMAX
 #undef VEXP
 #undef VHMAX
@@ -92,6 +94,7 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #define VMUL _mm512_mul_ps
 #define VADD _mm512_add_ps
 #define VSUB _mm512_sub_ps
+#define VDIV _mm512_div_ps
 #define VMAX _mm512_max_ps
 #define VEXP lb_exp16
 #define VHMAX _mm512_reduce_max_ps

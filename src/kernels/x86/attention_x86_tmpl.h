@@ -65,6 +65,9 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
     lb_attn_scr s = lb_attn_scr_of(scratch, M, hd, hdp);
     /* gather the queries; zero O and the sums */
     const VT vscale = VSET1(a->scale);
+    const int capped = a->softcap > 0.0f;
+    const VT vcap = VSET1(a->softcap), vtwo_cap = VSET1(capped ? 2.0f / a->softcap : 0.0f);
+    const VT vone = VSET1(1.0f), vtwo = VSET1(2.0f);
     for (int t = t0; t < t1; t++) {
         const float *q = a->q + (size_t)t * a->q_stride + (size_t)kvh * g * hd;
         float *d = s.qs + (size_t)(t - t0) * g * hd;
@@ -107,6 +110,9 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
 #pragma GCC unroll 4
             for (int c = 0; c < NV; c++) {
                 x[c] = VMUL(VLOAD(sr + c * W), vscale);
+                /* lb_softcap_canon's operations, in its order */
+                if (capped)
+                    x[c] = VMUL(vcap, VSUB(vone, VDIV(vtwo, VADD(vone, VEXP(VMUL(x[c], vtwo_cap))))));
                 if (masked) x[c] = VMASK_SCORES(x[c], c * W, lo, hi);
             }
             float mr = s.m[r];
