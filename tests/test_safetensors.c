@@ -775,6 +775,108 @@ static void test_qwen3_single(const char *dir) {
     free_model(&m);
 }
 
+/* The F32 values of GGUF tensor `gn`, compared with `want` plus `add`. */
+static int values_are(const gguf_file *g, const char *gn, const float *want, int64_t n, float add) {
+    const gguf_tensor *t = gguf_find_tensor(g, gn);
+    if (!t || t->type != LB_TYPE_F32 || t->ne[0] * (t->n_dims > 1 ? t->ne[1] : 1) != n) return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (((const float *)t->data)[i] != want[i] + add) return 0;
+    return 1;
+}
+
+static const tspec *spec_named(const model *m, const char *name) {
+    for (int i = 0; i < m->n; i++)
+        if (!strcmp(m->t[i].name, name)) return &m->t[i];
+    return NULL;
+}
+
+/* Gemma 2 and 3 (text): four norms a layer (input, post-attention,
+ * pre-FFN, post-FFN) written as 1 + w, as llama.cpp's converter writes them
+ * for Gemma's RMSNorm (x times 1 + w); the head tied; Gemma 2's caps and
+ * window, Gemma 3's q/k norms (1 + w too), window and local RoPE base. The
+ * files load and run as gemma2 / gemma3. */
+static void test_gemma(const char *dir, int version) {
+    model m;
+    make_dir(dir);
+    make_model(&m, 20, 0, 0, 0);
+    uint64_t rng = 13;
+    for (int l = 0; l < NL; l++) {
+        char n[96];
+        snprintf(n, sizeof n, "model.layers.%d.pre_feedforward_layernorm.weight", l);
+        add_t(&m, n, H, 0, 1, &rng);
+        snprintf(n, sizeof n, "model.layers.%d.post_feedforward_layernorm.weight", l);
+        add_t(&m, n, H, 0, 1, &rng);
+        if (version == 3) {
+            snprintf(n, sizeof n, "model.layers.%d.self_attn.q_norm.weight", l);
+            add_t(&m, n, HD, 0, 1, &rng);
+            snprintf(n, sizeof n, "model.layers.%d.self_attn.k_norm.weight", l);
+            add_t(&m, n, HD, 0, 1, &rng);
+        }
+    }
+    remove_in(dir, "model.safetensors");
+    write_weights(&m, dir, 0);
+    write_text(dir, "config.json",
+               version == 2 ? "{\"architectures\": [\"Gemma2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+                              " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                              " \"head_dim\": 8, \"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-06,"
+                              " \"rope_theta\": 10000.0, \"attn_logit_softcapping\": 50.0,"
+                              " \"final_logit_softcapping\": 30.0, \"sliding_window\": 64, \"query_pre_attn_scalar\": 8,"
+                              " \"bos_token_id\": 8, \"eos_token_id\": 9}"
+                            : "{\"architectures\": [\"Gemma3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+                              " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                              " \"head_dim\": 8, \"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-06,"
+                              " \"rope_local_base_freq\": 10000.0, \"final_logit_softcapping\": null,"
+                              " \"attn_logit_softcapping\": null, \"sliding_window\": 32, \"query_pre_attn_scalar\": 8,"
+                              " \"bos_token_id\": 8, \"eos_token_id\": 9}");
+    write_text(dir, "tokenizer.json", BPE_TOKENIZER);
+    const char *out = lb_test_tmp(version == 2 ? "hf_gemma2.gguf" : "hf_gemma3.gguf");
+    const char *arch = version == 2 ? "gemma2" : "gemma3";
+    remove(out);
+    CHECK_OK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL));
+    gguf_file *g = NULL;
+    CHECK_OK(gguf_open(out, &g));
+    if (g) {
+        char k[96];
+        CHECK(str_is(g, "general.architecture", arch) && !gguf_find_tensor(g, "output.weight"));
+        snprintf(k, sizeof k, "%s.attention.sliding_window", arch);
+        CHECK(u32_is(g, k, version == 2 ? 64 : 32));
+        snprintf(k, sizeof k, "%s.attention.key_length", arch);
+        CHECK(u32_is(g, k, HD));
+        snprintf(k, sizeof k, "%s.attn_logit_softcapping", arch);
+        CHECK(version == 2 ? f32_is(g, k, 50.0f) : !gguf_find_kv(g, k));
+        snprintf(k, sizeof k, "%s.final_logit_softcapping", arch);
+        CHECK(version == 2 ? f32_is(g, k, 30.0f) : !gguf_find_kv(g, k));
+        if (version == 3) {
+            CHECK(f32_is(g, "gemma3.rope.freq_base", 1000000.0f) && f32_is(g, "gemma3.rope.freq_base_swa", 10000.0f));
+            CHECK(f32_is(g, "gemma3.attention.scale", (float)(1.0 / sqrt(8.0))));
+        }
+        static const char *const norms[][2] = {
+            {"input_layernorm", "attn_norm"}, {"post_attention_layernorm", "post_attention_norm"},
+            {"pre_feedforward_layernorm", "ffn_norm"}, {"post_feedforward_layernorm", "post_ffw_norm"},
+            {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"}};
+        for (int l = 0; l < NL; l++)
+            for (int i = 0; i < (version == 3 ? 6 : 4); i++) {
+                char hn[96], gn[96];
+                snprintf(hn, sizeof hn, "model.layers.%d.%s.weight", l, norms[i][0]);
+                snprintf(gn, sizeof gn, "blk.%d.%s.weight", l, norms[i][1]);
+                const tspec *t = spec_named(&m, hn);
+                CHECK_MSG(t && values_are(g, gn, t->vals, t->rows, 1.0f), "%s: not 1 + %s", gn, hn);
+            }
+        const tspec *fn = spec_named(&m, "model.norm.weight"), *q = spec_named(&m, "model.layers.1.self_attn.q_proj.weight");
+        CHECK(fn && values_are(g, "output_norm.weight", fn->vals, fn->rows, 1.0f));
+        CHECK(q && values_are(g, "blk.1.attn_q.weight", q->vals, q->rows * q->cols, 0.0f)); /* NeoX: not permuted */
+        gguf_close(g);
+        lb_model *lm = NULL;
+        CHECK_OK(lb_model_load(out, NULL, &lm));
+        if (lm) CHECK(!strcmp(lb_model_arch(lm), arch));
+        lb_model_free(lm);
+        const int32_t want[] = {8, 4, 3, 2};
+        check_runs(out, "ab c", want, 4);
+    }
+    remove(out);
+    free_model(&m);
+}
+
 /* Mistral with a Llama-2 style tokenizer.json (BPE + byte_fallback). */
 static void test_mistral_spm(const char *dir) {
     const int n_vocab = 268; /* 265 tokens + 3 padding rows */
@@ -1046,6 +1148,10 @@ int main(void) {
     test_qwen2_single(dir);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_qwen3"));
     test_qwen3_single(dir);
+    snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_gemma2"));
+    test_gemma(dir, 2);
+    snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_gemma3"));
+    test_gemma(dir, 3);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_mistral"));
     test_mistral_spm(dir);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_stories260K"));

@@ -136,6 +136,8 @@ static lb_status read_rows(const imp_tensor *t, int64_t r0, int64_t n, float *ds
     }
     lb_status s = imp_read_at(t->fd, raw, (size_t)n * row_bytes, t->offset + (uint64_t)r0 * row_bytes, t->name);
     if (s == LB_OK) to_f32(t->src_type, raw, dst, n * t->src_row_len);
+    if (s == LB_OK && t->add != 0.0f)
+        for (int64_t i = 0; i < n * t->src_row_len; i++) dst[i] += t->add;
     return s;
 }
 

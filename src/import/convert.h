@@ -37,6 +37,7 @@ struct imp_tensor {
     imp_fill_fn fill;
     void *ctx;
     int keep_type;          /* out_type is the caller's, not chosen by the plan */
+    float add;              /* added to every source value (Gemma's norms: HF keeps w, GGUF 1 + w) */
 };
 
 typedef struct {

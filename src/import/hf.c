@@ -5,7 +5,11 @@
  *  - qwen2: GGUF arch "qwen2" (NeoX RoPE, so nothing is permuted), with
  *    q/k/v biases;
  *  - qwen3: GGUF arch "qwen3", as qwen2 without the biases, with per-head
- *    q/k RMS norms (self_attn.q_norm / k_norm -> attn_q_norm / attn_k_norm).
+ *    q/k RMS norms (self_attn.q_norm / k_norm -> attn_q_norm / attn_k_norm);
+ *  - gemma2 / gemma3 (Gemma3ForCausalLM, the text models): four norms a
+ *    layer, each written as 1 + w (Gemma's RMSNorm multiplies by 1 + w, and
+ *    llama.cpp's files hold the sum), the head tied to the embedding; Gemma
+ *    2's soft caps and window, Gemma 3's q/k norms, window and local RoPE base.
  * Tensors stream one at a time from the shards (F32/F16/BF16 sources).
  * GPTQ checkpoints (qweight/qzeros/scales/g_idx per linear layer, with a
  * GPTQ quantization config) keep their codes as GQ types: import/gptq.h. */
@@ -24,6 +28,9 @@
 typedef struct {
     const char *arch;        /* GGUF architecture */
     int permute_qk, qkv_bias, qk_norm;
+    int gemma;               /* 2 or 3: Gemma's norms and keys; 0 otherwise */
+    double attn_softcap, final_softcap, theta_local;
+    int64_t window, query_pre_attn;
     int64_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_ctx, n_vocab_cfg;
     double eps, theta;
     int tied;
@@ -84,11 +91,13 @@ static lb_status opt_num(const json_value *cfg, const char *key, double *out) {
 }
 
 static lb_status detect_arch(const json_value *cfg, hf_config *c) {
-    static const struct { const char *hf, *model_type, *arch; int permute, bias, qk_norm; } known[] = {
-        {"LlamaForCausalLM", "llama", "llama", 1, 0, 0},
-        {"MistralForCausalLM", "mistral", "llama", 1, 0, 0},
-        {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1, 0},
-        {"Qwen3ForCausalLM", "qwen3", "qwen3", 0, 0, 1},
+    static const struct { const char *hf, *model_type, *arch; int permute, bias, qk_norm, gemma; } known[] = {
+        {"LlamaForCausalLM", "llama", "llama", 1, 0, 0, 0},
+        {"MistralForCausalLM", "mistral", "llama", 1, 0, 0, 0},
+        {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1, 0, 0},
+        {"Qwen3ForCausalLM", "qwen3", "qwen3", 0, 0, 1, 0},
+        {"Gemma2ForCausalLM", "gemma2", "gemma2", 0, 0, 0, 2},
+        {"Gemma3ForCausalLM", "gemma3_text", "gemma3", 0, 0, 1, 3},
     };
     const json_value *archs = json_get_type(cfg, "architectures", JSON_ARRAY);
     const char *model_type = json_get_str(cfg, "model_type");
@@ -106,11 +115,13 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
             c->permute_qk = known[k].permute;
             c->qkv_bias = known[k].bias;
             c->qk_norm = known[k].qk_norm;
+            c->gemma = known[k].gemma;
             return LB_OK;
         }
     }
     return lb_fail(LB_ERR_UNSUPPORTED, "config.json: architecture \"%s\" is not supported "
-                   "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM are)", seen);
+                   "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+                   "Gemma3ForCausalLM are)", seen);
 }
 
 static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
@@ -163,6 +174,24 @@ static lb_status parse_config(const json_value *cfg, hf_config *c) {
         (s = opt_int(cfg, "vocab_size", &c->n_vocab_cfg)) != LB_OK ||
         (s = opt_num(cfg, "rms_norm_eps", &c->eps)) != LB_OK || (s = opt_num(cfg, "rope_theta", &c->theta)) != LB_OK)
         return s;
+    if (c->gemma) {
+        /* transformers' defaults: Gemma 2's window 4096, caps 50 and 30,
+         * RoPE 10000; Gemma 3's window 4096, RoPE 1e6 (local 10000), no caps */
+        c->tied = 1;
+        c->window = 4096;
+        c->theta_local = 10000.0;
+        if (c->gemma == 2) c->attn_softcap = 50.0, c->final_softcap = 30.0;
+        if (c->gemma == 3 && !json_get(cfg, "rope_theta")) c->theta = 1000000.0;
+        const json_value *v;
+        if ((v = json_get(cfg, "attn_logit_softcapping")) && v->type == JSON_NULL) c->attn_softcap = 0.0;
+        if ((v = json_get(cfg, "final_logit_softcapping")) && v->type == JSON_NULL) c->final_softcap = 0.0;
+        if ((s = opt_num(cfg, "attn_logit_softcapping", &c->attn_softcap)) != LB_OK ||
+            (s = opt_num(cfg, "final_logit_softcapping", &c->final_softcap)) != LB_OK ||
+            (s = opt_int(cfg, "sliding_window", &c->window)) != LB_OK ||
+            (s = opt_num(cfg, "rope_local_base_freq", &c->theta_local)) != LB_OK ||
+            (s = opt_int(cfg, "query_pre_attn_scalar", &c->query_pre_attn)) != LB_OK)
+            return s;
+    }
     const json_value *tie = json_get(cfg, "tie_word_embeddings");
     if (tie && tie->type != JSON_NULL && !json_get_bool(cfg, "tie_word_embeddings", &c->tied))
         return lb_fail(LB_ERR_FORMAT, "config.json: \"tie_word_embeddings\" is not a boolean");
@@ -299,6 +328,9 @@ static int known_name(const hf_config *c, const char *name, int gptq) {
     size_t n_layer_names = c->qkv_bias ? 13 : 10;
     for (size_t i = 0; i < n_layer_names; i++)
         if (!strcmp(end + 1, layer[i])) return 1;
+    if (c->gemma && (!strcmp(end + 1, "pre_feedforward_layernorm.weight") ||
+                     !strcmp(end + 1, "post_feedforward_layernorm.weight")))
+        return 1;
     return c->qk_norm && (!strcmp(end + 1, "self_attn.q_norm.weight") || !strcmp(end + 1, "self_attn.k_norm.weight"));
 }
 
@@ -320,8 +352,17 @@ static lb_status check_all_known(const hf_weights *h, const hf_config *c) {
 /* Adds one HF tensor under its GGUF name, checking dtype and shape (rows x
  * cols in PyTorch order; cols 0 for vectors). *found = 0 for an absent
  * optional tensor. */
+static lb_status add_hf_plus(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
+                             int64_t rows, int64_t cols, int permute_heads, int optional, int *found, float add);
+
 static lb_status add_hf(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
                         int64_t rows, int64_t cols, int permute_heads, int optional, int *found) {
+    return add_hf_plus(p, h, hf_name, gguf_name, rows, cols, permute_heads, optional, found, 0.0f);
+}
+
+/* add_hf with `add` added to every value (Gemma's norms) */
+static lb_status add_hf_plus(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
+                             int64_t rows, int64_t cols, int permute_heads, int optional, int *found, float add) {
     const st_file *f;
     const st_tensor *t;
     lb_status s = find_in(h, hf_name, &f, &t);
@@ -357,6 +398,7 @@ static lb_status add_hf(imp_plan *p, const hf_weights *h, const char *hf_name, c
     it.n_src_rows = cols || permute_heads ? rows : 1;
     it.src_row_len = cols ? cols : permute_heads ? 1 : rows;
     it.permute_heads = permute_heads;
+    it.add = add;
     return imp_plan_add(p, &it);
 }
 
@@ -497,7 +539,13 @@ static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int
             snprintf(gb, sizeof gb, "blk.%lld.%s.bias", (long long)l, ggs);            \
             s = add_linear(p, h, hf, gg, rows, cols, perm, 0, bias, gb, NULL);         \
         }
-        T("input_layernorm.weight", "attn_norm.weight", c->n_embd, 0, 0, 0);
+#define NORM(hfs, ggs, n)                                                                 \
+        if (s == LB_OK) {                                                                     \
+            snprintf(hf, sizeof hf, "model.layers.%lld.%s", (long long)l, hfs);                \
+            snprintf(gg, sizeof gg, "blk.%lld.%s", (long long)l, ggs);                         \
+            s = add_hf_plus(p, h, hf, gg, n, 0, 0, 0, NULL, c->gemma ? 1.0f : 0.0f);          \
+        }
+        NORM("input_layernorm.weight", "attn_norm.weight", c->n_embd);
         M("self_attn.q_proj", "attn_q", q_dim, c->n_embd, pq, qkv);
         M("self_attn.k_proj", "attn_k", kv_dim, c->n_embd, pk, qkv);
         M("self_attn.v_proj", "attn_v", kv_dim, c->n_embd, 0, qkv);
@@ -507,18 +555,26 @@ static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int
             T("self_attn.v_proj.bias", "attn_v.bias", kv_dim, 0, 0, 0);
         }
         if (c->qk_norm) {
-            T("self_attn.q_norm.weight", "attn_q_norm.weight", c->head_dim, 0, 0, 0);
-            T("self_attn.k_norm.weight", "attn_k_norm.weight", c->head_dim, 0, 0, 0);
+            NORM("self_attn.q_norm.weight", "attn_q_norm.weight", c->head_dim);
+            NORM("self_attn.k_norm.weight", "attn_k_norm.weight", c->head_dim);
         }
         M("self_attn.o_proj", "attn_output", c->n_embd, q_dim, 0, BIAS_NONE);
-        T("post_attention_layernorm.weight", "ffn_norm.weight", c->n_embd, 0, 0, 0);
+        if (c->gemma) { /* a norm after attention and after the FFN; the FFN's own before it */
+            NORM("post_attention_layernorm.weight", "post_attention_norm.weight", c->n_embd);
+            NORM("pre_feedforward_layernorm.weight", "ffn_norm.weight", c->n_embd);
+            NORM("post_feedforward_layernorm.weight", "post_ffw_norm.weight", c->n_embd);
+        } else {
+            T("post_attention_layernorm.weight", "ffn_norm.weight", c->n_embd, 0, 0, 0);
+        }
         M("mlp.gate_proj", "ffn_gate", c->n_ff, c->n_embd, 0, BIAS_NONE);
         M("mlp.up_proj", "ffn_up", c->n_ff, c->n_embd, 0, BIAS_NONE);
         M("mlp.down_proj", "ffn_down", c->n_embd, c->n_ff, 0, BIAS_NONE);
+#undef NORM
 #undef M
 #undef T
     }
-    if (s == LB_OK) s = add_hf(p, h, "model.norm.weight", "output_norm.weight", c->n_embd, 0, 0, 0, NULL);
+    if (s == LB_OK)
+        s = add_hf_plus(p, h, "model.norm.weight", "output_norm.weight", c->n_embd, 0, 0, 0, NULL, c->gemma ? 1.0f : 0.0f);
     /* No lm_head (or a tied one): the loader uses token_embd as the classifier. */
     if (s == LB_OK && !c->tied)
         s = add_linear(p, h, "lm_head", "output.weight", n_vocab, c->n_embd, 0, 1, BIAS_NONE, NULL, NULL);
@@ -550,6 +606,18 @@ static lb_status set_hparams(gguf_writer *w, const hf_config *c, const char *nam
     }
     TRY(gguf_writer_set_f32(w, KEY("rope.freq_base"), (float)c->theta));
     TRY(gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), (float)c->eps));
+    if (c->gemma) {
+        if (c->head_dim * c->n_head == c->n_embd) { /* as llama.cpp's Gemma files: always said */
+            TRY(gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim));
+            TRY(gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim));
+        }
+        TRY(gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)c->window));
+        if (c->gemma == 3 && c->query_pre_attn > 0) /* q scaled by 1/sqrt(query_pre_attn_scalar) */
+            TRY(gguf_writer_set_f32(w, KEY("attention.scale"), (float)(1.0 / sqrt((double)c->query_pre_attn))));
+        if (c->attn_softcap > 0) TRY(gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), (float)c->attn_softcap));
+        if (c->final_softcap > 0) TRY(gguf_writer_set_f32(w, KEY("final_logit_softcapping"), (float)c->final_softcap));
+        if (c->gemma == 3) TRY(gguf_writer_set_f32(w, KEY("rope.freq_base_swa"), (float)c->theta_local));
+    }
     if (c->rope_linear) {
         TRY(gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear"));
         TRY(gguf_writer_set_f32(w, KEY("rope.scaling.factor"), (float)c->rope_factor));
