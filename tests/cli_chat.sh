@@ -49,6 +49,8 @@ expect_fail "model without a chat template" "no tokenizer.chat_template.*--chat-
   "$LOWBIT" chat -m "$M" -t 2 < /dev/null
 out=$("$LOWBIT" chat -m "$M" --chat-template nope -t 2 < /dev/null 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "nope" <<<"$out" && ok "unknown --chat-template (exit 2): $out" || bad "unknown template (exit $rc): $out"
+expect_fail "a system message the template refuses" "system.*not supported" \
+  "$LOWBIT" chat -m "$M" --chat-template gemma --system "Be brief." -t 2 < /dev/null
 expect_fail "missing model" "cannot open|no such" "$LOWBIT" chat -m "$WORK/none.gguf" < /dev/null
 expect_fail "no -m" "-m MODEL is required" "$LOWBIT" chat
 finish

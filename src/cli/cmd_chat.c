@@ -119,6 +119,15 @@ int cmd_chat(int argc, char **argv) {
     cache = malloc((size_t)n_ctx_eff * sizeof *cache);
     if (!logits || !cache) goto done;
     if (system && add_msg(&conv, "system", system, strlen(system))) goto done;
+    if (system) { /* a template that refuses a system message (Gemma 1/2) says so once, not every turn */
+        const lb_chat_msg probe[2] = {{"system", system}, {"user", "hi"}};
+        char *text = NULL;
+        if (lb_chat_apply(&tmpl, probe, 2, NULL, &text, NULL)) {
+            fprintf(stderr, "lowbit chat: --system: %s\n", lb_last_error());
+            goto done;
+        }
+        free(text);
+    }
     const int n_fixed = conv.n, tty = isatty(STDIN_FILENO);
     fprintf(stderr, "lowbit chat: %s, template %s, context %d; /reset, /exit\n", lb_model_desc(m),
             lb_chat_family_name(tmpl.family), n_ctx_eff);
