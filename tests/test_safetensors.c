@@ -877,6 +877,76 @@ static void test_gemma(const char *dir, int version) {
     free_model(&m);
 }
 
+/* Phi-3: qkv_proj and gate_up_proj kept fused (attn_qkv, ffn_up), LongRoPE's
+ * factor lists as rope_factors_long / _short with llama.cpp's attention
+ * factor sqrt(1 + ln(256 / 64) / ln 64), partial rotary 0.75 (6 of 8
+ * dimensions), the window; the file loads and runs as phi3. A factor list
+ * of the wrong length is refused. */
+static void test_phi3(const char *dir) {
+    model m = {0};
+    make_dir(dir);
+    uint64_t rng = 17;
+    add_t(&m, "model.embed_tokens.weight", 20, H, 1, &rng);
+    for (int l = 0; l < NL; l++) {
+        char n[96];
+#define L(suffix, r, c) snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix), add_t(&m, n, r, c, 1, &rng)
+        L("input_layernorm.weight", H, 0);
+        L("self_attn.qkv_proj.weight", (NH + 2 * NKV) * HD, H);
+        L("self_attn.o_proj.weight", H, NH * HD);
+        L("post_attention_layernorm.weight", H, 0);
+        L("mlp.gate_up_proj.weight", 2 * FF, H);
+        L("mlp.down_proj.weight", H, FF);
+#undef L
+    }
+    add_t(&m, "model.norm.weight", H, 0, 1, &rng);
+    add_t(&m, "lm_head.weight", 20, H, 1, &rng);
+    remove_in(dir, "model.safetensors");
+    write_weights(&m, dir, 0);
+    const char *cfg_fmt = "{\"architectures\": [\"Phi3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+                          " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                          " \"max_position_embeddings\": 256, \"original_max_position_embeddings\": 64,"
+                          " \"partial_rotary_factor\": 0.75, \"sliding_window\": 48, \"rope_theta\": 10000.0,"
+                          " \"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": [1.0, 2.5, 4.0%s],"
+                          " \"short_factor\": [1.0, 1.25, 1.5%s]}, \"tie_word_embeddings\": false,"
+                          " \"bos_token_id\": 8, \"eos_token_id\": 9}";
+    char cfg[1024];
+    snprintf(cfg, sizeof cfg, cfg_fmt, "", "");
+    write_text(dir, "config.json", cfg);
+    write_text(dir, "tokenizer.json", BPE_TOKENIZER);
+    const char *out = lb_test_tmp("hf_phi3.gguf");
+    remove(out);
+    CHECK_OK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL));
+    gguf_file *g = NULL;
+    CHECK_OK(gguf_open(out, &g));
+    if (g) {
+        CHECK(str_is(g, "general.architecture", "phi3") && u32_is(g, "phi3.rope.dimension_count", 6));
+        CHECK(u32_is(g, "phi3.rope.scaling.original_context_length", 64) && u32_is(g, "phi3.attention.sliding_window", 48));
+        CHECK(f32_is(g, "phi3.rope.scaling.attn_factor", (float)sqrt(1.0 + log(4.0) / log(64.0))));
+        const float lf[3] = {1.0f, 2.5f, 4.0f}, sf[3] = {1.0f, 1.25f, 1.5f};
+        CHECK(values_are(g, "rope_factors_long.weight", lf, 3, 0.0f) && values_are(g, "rope_factors_short.weight", sf, 3, 0.0f));
+        const tspec *qkv = spec_named(&m, "model.layers.1.self_attn.qkv_proj.weight");
+        const tspec *gu = spec_named(&m, "model.layers.0.mlp.gate_up_proj.weight");
+        CHECK(qkv && values_are(g, "blk.1.attn_qkv.weight", qkv->vals, qkv->rows * qkv->cols, 0.0f));
+        CHECK(gu && values_are(g, "blk.0.ffn_up.weight", gu->vals, gu->rows * gu->cols, 0.0f));
+        CHECK(!gguf_find_tensor(g, "blk.0.ffn_gate.weight") && gguf_find_tensor(g, "output.weight"));
+        gguf_close(g);
+        lb_model *lm = NULL;
+        CHECK_OK(lb_model_load(out, NULL, &lm));
+        if (lm) CHECK(!strcmp(lb_model_arch(lm), "phi3"));
+        lb_model_free(lm);
+        const int32_t want[] = {8, 4, 3, 2};
+        check_runs(out, "ab c", want, 4);
+    }
+    remove(out);
+    snprintf(cfg, sizeof cfg, cfg_fmt, ", 5.0", ", 2.0");
+    write_text(dir, "config.json", cfg);
+    lb_status st = lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL);
+    CHECK_MSG(st == LB_ERR_FORMAT && has(lb_last_error(), "4 long and 4 short factors; the 6 rotated dimensions need 3"),
+              "%s: %s", lb_status_name(st), lb_last_error());
+    CHECK(!lb_test_have(out));
+    free_model(&m);
+}
+
 /* Mistral with a Llama-2 style tokenizer.json (BPE + byte_fallback). */
 static void test_mistral_spm(const char *dir) {
     const int n_vocab = 268; /* 265 tokens + 3 padding rows */
@@ -1152,6 +1222,8 @@ int main(void) {
     test_gemma(dir, 2);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_gemma3"));
     test_gemma(dir, 3);
+    snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_phi3"));
+    test_phi3(dir);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_mistral"));
     test_mistral_spm(dir);
     snprintf(dir, sizeof dir, "%s", lb_test_tmp("hf_stories260K"));

@@ -9,7 +9,10 @@
  *  - gemma2 / gemma3 (Gemma3ForCausalLM, the text models): four norms a
  *    layer, each written as 1 + w (Gemma's RMSNorm multiplies by 1 + w, and
  *    llama.cpp's files hold the sum), the head tied to the embedding; Gemma
- *    2's soft caps and window, Gemma 3's q/k norms, window and local RoPE base.
+ *    2's soft caps and window, Gemma 3's q/k norms, window and local RoPE base;
+ *  - phi3 (Phi-3, 3.5, Phi-4-mini): qkv_proj and gate_up_proj kept fused
+ *    (attn_qkv, ffn_up), LongRoPE's factor lists as rope_factors_long /
+ *    _short with the attention factor, partial rotary, the sliding window.
  * Tensors stream one at a time from the shards (F32/F16/BF16 sources).
  * GPTQ checkpoints (qweight/qzeros/scales/g_idx per linear layer, with a
  * GPTQ quantization config) keep their codes as GQ types: import/gptq.h. */
@@ -31,6 +34,10 @@ typedef struct {
     int gemma;               /* 2 or 3: Gemma's norms and keys; 0 otherwise */
     double attn_softcap, final_softcap, theta_local;
     int64_t window, query_pre_attn;
+    int phi3;                /* fused tensors, LongRoPE */
+    int64_t rope_dims;       /* phi3: partial_rotary_factor x head_dim */
+    double attn_factor;      /* phi3 LongRoPE: sqrt(1 + ln(scale) / ln(original context)) */
+    const json_value *long_f, *short_f; /* phi3 LongRoPE factors (config.json's arrays) */
     int64_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_ctx, n_vocab_cfg;
     double eps, theta;
     int tied;
@@ -45,6 +52,7 @@ typedef struct {
     float *rope_freqs;       /* llama3 rope scaling factors, if any */
     const gptq_config *gptq; /* GPTQ checkpoint: its quantization config, else NULL */
     int n_gq;                /* matrices kept as GQ types */
+    float *rope_long, *rope_short; /* phi3 LongRoPE factors as floats */
 } hf_weights;
 
 lb_status hf_read_json(const char *dir, const char *name, int optional, json_doc **doc) {
@@ -98,6 +106,7 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
         {"Qwen3ForCausalLM", "qwen3", "qwen3", 0, 0, 1, 0},
         {"Gemma2ForCausalLM", "gemma2", "gemma2", 0, 0, 0, 2},
         {"Gemma3ForCausalLM", "gemma3_text", "gemma3", 0, 0, 1, 3},
+        {"Phi3ForCausalLM", "phi3", "phi3", 0, 0, 0, 0},
     };
     const json_value *archs = json_get_type(cfg, "architectures", JSON_ARRAY);
     const char *model_type = json_get_str(cfg, "model_type");
@@ -116,12 +125,13 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
             c->qkv_bias = known[k].bias;
             c->qk_norm = known[k].qk_norm;
             c->gemma = known[k].gemma;
+            c->phi3 = !strcmp(known[k].arch, "phi3");
             return LB_OK;
         }
     }
     return lb_fail(LB_ERR_UNSUPPORTED, "config.json: architecture \"%s\" is not supported "
                    "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-                   "Gemma3ForCausalLM are)", seen);
+                   "Gemma3ForCausalLM, Phi3ForCausalLM are)", seen);
 }
 
 static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
@@ -131,6 +141,15 @@ static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
     const char *type = json_get_str(rs, "rope_type");
     if (!type) type = json_get_str(rs, "type");
     if (!type || !strcmp(type, "default")) return LB_OK;
+    if (c->phi3 && (!strcmp(type, "longrope") || !strcmp(type, "su"))) {
+        /* llama.cpp's Phi3MiniModel: the factor lists as tensors, and
+         * sqrt(1 + ln(scale) / ln(original context)) when the context grew */
+        c->long_f = json_get_type(rs, "long_factor", JSON_ARRAY);
+        c->short_f = json_get_type(rs, "short_factor", JSON_ARRAY);
+        if (!c->long_f || !c->short_f)
+            return lb_fail(LB_ERR_FORMAT, "config.json: rope_scaling %s needs long_factor and short_factor lists", type);
+        return LB_OK;
+    }
     c->rope_factor = 8.0;
     c->low_freq_factor = 1.0;
     c->high_freq_factor = 4.0;
@@ -192,6 +211,18 @@ static lb_status parse_config(const json_value *cfg, hf_config *c) {
             (s = opt_int(cfg, "query_pre_attn_scalar", &c->query_pre_attn)) != LB_OK)
             return s;
     }
+    if (c->phi3) {
+        int64_t orig = c->n_ctx;
+        double rot = 1.0;
+        if ((s = opt_int(cfg, "original_max_position_embeddings", &orig)) != LB_OK ||
+            (s = opt_num(cfg, "partial_rotary_factor", &rot)) != LB_OK || (s = opt_int(cfg, "sliding_window", &c->window)) != LB_OK)
+            return s;
+        if (rot > 1.0) return lb_fail(LB_ERR_FORMAT, "config.json: partial_rotary_factor %g is above 1", rot);
+        c->rope_orig_ctx = orig;
+        c->rope_dims = (int64_t)(rot * (double)c->n_embd) / c->n_head; /* int(rot * n_embd) // n_head */
+        const double scale = (double)c->n_ctx / (double)orig;
+        c->attn_factor = scale > 1.0 ? sqrt(1.0 + log(scale) / log((double)orig)) : 1.0;
+    }
     const json_value *tie = json_get(cfg, "tie_word_embeddings");
     if (tie && tie->type != JSON_NULL && !json_get_bool(cfg, "tie_word_embeddings", &c->tied))
         return lb_fail(LB_ERR_FORMAT, "config.json: \"tie_word_embeddings\" is not a boolean");
@@ -205,7 +236,13 @@ static lb_status parse_config(const json_value *cfg, hf_config *c) {
     if (c->head_dim % 2 != 0)
         return lb_fail(LB_ERR_FORMAT, "config.json: head size %lld is odd (RoPE rotates pairs)",
                        (long long)c->head_dim);
-    return parse_rope_scaling(cfg, c);
+    if ((s = parse_rope_scaling(cfg, c)) != LB_OK) return s;
+    if (c->phi3 && c->long_f &&
+        (c->long_f->n != c->short_f->n || (int64_t)c->long_f->n * 2 != c->rope_dims))
+        return lb_fail(LB_ERR_FORMAT, "config.json: rope_scaling has %zu long and %zu short factors; the %lld rotated "
+                       "dimensions need %lld of each", c->long_f->n, c->short_f->n, (long long)c->rope_dims,
+                       (long long)(c->rope_dims / 2));
+    return LB_OK;
 }
 
 /* ---- weights ---- */
@@ -214,6 +251,8 @@ static void weights_free(hf_weights *h) {
     for (int i = 0; i < h->n_files; i++) st_close(h->files[i]);
     free(h->files);
     free(h->rope_freqs);
+    free(h->rope_long);
+    free(h->rope_short);
     memset(h, 0, sizeof *h);
 }
 
@@ -328,6 +367,10 @@ static int known_name(const hf_config *c, const char *name, int gptq) {
     size_t n_layer_names = c->qkv_bias ? 13 : 10;
     for (size_t i = 0; i < n_layer_names; i++)
         if (!strcmp(end + 1, layer[i])) return 1;
+    if (c->phi3)
+        return !strcmp(end + 1, "input_layernorm.weight") || !strcmp(end + 1, "post_attention_layernorm.weight") ||
+               !strcmp(end + 1, "self_attn.qkv_proj.weight") || !strcmp(end + 1, "self_attn.o_proj.weight") ||
+               !strcmp(end + 1, "mlp.gate_up_proj.weight") || !strcmp(end + 1, "mlp.down_proj.weight");
     if (c->gemma && (!strcmp(end + 1, "pre_feedforward_layernorm.weight") ||
                      !strcmp(end + 1, "post_feedforward_layernorm.weight")))
         return 1;
@@ -433,6 +476,36 @@ static lb_status add_rope_freqs(imp_plan *p, hf_weights *h, const hf_config *c) 
     it.src_row_len = n;
     it.mem = h->rope_freqs;
     return imp_plan_add(p, &it);
+}
+
+/* phi3's LongRoPE factor lists (config.json) as rope_factors_long / _short. */
+static lb_status add_rope_factors(imp_plan *p, hf_weights *h, const hf_config *c) {
+    const size_t n = c->long_f->n;
+    h->rope_long = malloc(n * sizeof(float));
+    h->rope_short = malloc(n * sizeof(float));
+    if (!h->rope_long || !h->rope_short) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_value *a = &c->long_f->items[i], *b = &c->short_f->items[i];
+        if (a->type != JSON_NUMBER || b->type != JSON_NUMBER || !(a->number > 0) || !(b->number > 0))
+            return lb_fail(LB_ERR_FORMAT, "config.json: rope_scaling factor %zu is not a positive number", i);
+        h->rope_long[i] = (float)a->number;
+        h->rope_short[i] = (float)b->number;
+    }
+    lb_status s = LB_OK;
+    for (int k = 0; k < 2 && s == LB_OK; k++) {
+        imp_tensor it;
+        memset(&it, 0, sizeof it);
+        snprintf(it.name, sizeof it.name, k ? "rope_factors_short.weight" : "rope_factors_long.weight");
+        it.n_dims = 1;
+        it.ne[0] = (int64_t)n;
+        it.ne[1] = 1;
+        it.src_type = LB_TYPE_F32;
+        it.n_src_rows = 1;
+        it.src_row_len = (int64_t)n;
+        it.mem = k ? h->rope_short : h->rope_long;
+        s = imp_plan_add(p, &it);
+    }
+    return s;
 }
 
 /* Whether a bias vector of `rows` elements is all zeros (-0 counts). */
@@ -546,6 +619,14 @@ static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int
             s = add_hf_plus(p, h, hf, gg, n, 0, 0, 0, NULL, c->gemma ? 1.0f : 0.0f);          \
         }
         NORM("input_layernorm.weight", "attn_norm.weight", c->n_embd);
+        if (c->phi3) { /* Q, K, V and gate, up stay fused, as llama.cpp's phi3 files have them */
+            M("self_attn.qkv_proj", "attn_qkv", q_dim + 2 * kv_dim, c->n_embd, 0, BIAS_NONE);
+            M("self_attn.o_proj", "attn_output", c->n_embd, q_dim, 0, BIAS_NONE);
+            T("post_attention_layernorm.weight", "ffn_norm.weight", c->n_embd, 0, 0, 0);
+            M("mlp.gate_up_proj", "ffn_up", 2 * c->n_ff, c->n_embd, 0, BIAS_NONE);
+            M("mlp.down_proj", "ffn_down", c->n_embd, c->n_ff, 0, BIAS_NONE);
+            continue;
+        }
         M("self_attn.q_proj", "attn_q", q_dim, c->n_embd, pq, qkv);
         M("self_attn.k_proj", "attn_k", kv_dim, c->n_embd, pk, qkv);
         M("self_attn.v_proj", "attn_v", kv_dim, c->n_embd, 0, qkv);
@@ -579,6 +660,7 @@ static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int
     if (s == LB_OK && !c->tied)
         s = add_linear(p, h, "lm_head", "output.weight", n_vocab, c->n_embd, 0, 1, BIAS_NONE, NULL, NULL);
     if (s == LB_OK && c->rope_llama3) s = add_rope_freqs(p, h, c);
+    if (s == LB_OK && c->long_f) s = add_rope_factors(p, h, c);
     return s;
 }
 
@@ -599,7 +681,12 @@ static lb_status set_hparams(gguf_writer *w, const hf_config *c, const char *nam
     TRY(gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->n_layer));
     TRY(gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)c->n_head));
     TRY(gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->n_head_kv));
-    TRY(gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)c->head_dim));
+    TRY(gguf_writer_set_u32(w, KEY("rope.dimension_count"), (uint32_t)(c->phi3 ? c->rope_dims : c->head_dim)));
+    if (c->phi3) { /* llama.cpp's Phi3MiniModel keys */
+        TRY(gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)c->rope_orig_ctx));
+        TRY(gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)c->window));
+        if (c->long_f) TRY(gguf_writer_set_f32(w, KEY("rope.scaling.attn_factor"), (float)c->attn_factor));
+    }
     if (c->head_dim * c->n_head != c->n_embd) { /* e.g. Mistral-Nemo: heads narrower than n_embd/n_head */
         TRY(gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)c->head_dim));
         TRY(gguf_writer_set_u32(w, KEY("attention.value_length"), (uint32_t)c->head_dim));

@@ -288,6 +288,8 @@ static const char *bpe_pre(const json_value *tok_root, const char *arch) {
     if (!strcmp(arch, "qwen2") || !strcmp(arch, "qwen3")) return "qwen2"; /* Qwen 3 kept Qwen 2's */
     const json_value *split = find_typed(json_get(tok_root, "pre_tokenizer"), "Split");
     const char *re = json_get_str(json_get(split, "pattern"), "Regex");
+    if (re && strstr(re, "\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}")) /* o200k's cased words (Phi-4-mini) */
+        return strstr(re, "\\p{N}{1,3}") ? "gpt-4o" : "tekken";
     if (re && strstr(re, "\\p{N}{1,3}")) return "llama-bpe"; /* Llama 3's digit grouping */
     return "gpt2";
 }
