@@ -126,6 +126,14 @@ struct lb_context {
     void *dev_state;
 };
 
+/* Rows [r0, r0 + n) of a matrix as a matrix of their own, sharing its
+ * bytes: phi3's fused attn_qkv and ffn_up (model_load.c). Row-interleaved
+ * layouts split only at their row groups (MX at its 16-row tiles); MX and GC
+ * matrices get a sub-view, returned in *alloc for the caller to free with
+ * lb_free_aligned (NULL otherwise). Every kernel gives the sub-matrix's rows
+ * the bits it gives them in the whole (tests/test_matrix_rows.c). */
+lb_status lb_matrix_rows(const lb_matrix *whole, int64_t r0, int64_t n, lb_matrix *out, void **alloc);
+
 /* Register a buffer (from lb_malloc_aligned) to be freed with the model.
  * Returns p (NULL on OOM). */
 void *lb_model_own(lb_model *m, void *p);

@@ -170,21 +170,51 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
     return LB_OK;
 }
 
-/* Rows [r0, r0 + n) of a matrix whose tensor holds several (phi3's fused
- * attn_qkv and gate + up): a view of the same bytes, so repacking and the
- * kernels see an ordinary matrix. Row-interleaved layouts split only at
- * their groups; MX and GC matrices are views of their own and not split. */
-static lb_status split_rows(const lb_matrix *whole, const char *name, int64_t r0, int64_t n, lb_matrix *out) {
-    const int R = lb_type_rows(whole->type);
-    if (whole->type == LB_TYPE_MX || lb_gc_is(whole->type) || !whole->row_size)
-        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s holds several matrices, which lowbit cannot split in type %s",
-                       name, lb_type_name(whole->type));
+lb_status lb_matrix_rows(const lb_matrix *whole, int64_t r0, int64_t n, lb_matrix *out, void **alloc) {
+    *alloc = NULL;
+    const int R = whole->type == LB_TYPE_MX ? LB_MX_ROWS : lb_type_rows(whole->type);
+    if (r0 < 0 || n < 1 || r0 + n > whole->N)
+        return lb_fail(LB_ERR_ARG, "rows %lld..%lld of a matrix of %lld", (long long)r0, (long long)(r0 + n),
+                       (long long)whole->N);
     if (r0 % R || (n % R && r0 + n != whole->N))
-        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s (%s) splits at row %lld, inside one of its %d-row groups", name,
+        return lb_fail(LB_ERR_UNSUPPORTED, "%s splits at row %lld, inside one of its %d-row groups",
                        lb_type_name(whole->type), (long long)(r0 % R ? r0 : r0 + n), R);
     *out = *whole;
     out->N = n;
-    out->data = (const char *)whole->data + (size_t)r0 * whole->row_size;
+    if (whole->type == LB_TYPE_MX) {
+        const lb_mx_view *w = whole->data;
+        lb_mx_view *v = lb_malloc_aligned(sizeof *v);
+        if (!v) return lb_fail(LB_ERR_NOMEM, "out of memory");
+        *v = *w;
+        v->N = n;
+        v->lo += (size_t)(r0 / LB_MX_ROWS) * (size_t)w->n_lo;
+        if (v->hi) v->hi += (size_t)(r0 / LB_MX_ROWS) * (size_t)w->n_hi;
+        if (v->row_ptr) v->row_ptr += r0; /* the outlier words stay where they are */
+        v->bytes = (uint64_t)((double)w->bytes * (double)n / (double)w->N);
+        out->data = *alloc = v;
+    } else if (lb_gc_is(whole->type)) {
+        const lb_gc_view *w = whole->data;
+        lb_gc_view *v = lb_malloc_aligned(sizeof *v);
+        if (!v) return lb_fail(LB_ERR_NOMEM, "out of memory");
+        *v = *w;
+        v->N = n;
+        v->codes += (size_t)r0 * w->row_size;
+        v->side += (size_t)r0 * (size_t)w->side_n;
+        out->data = *alloc = v;
+    } else {
+        out->data = (const char *)whole->data + (size_t)r0 * whole->row_size;
+    }
+    return LB_OK;
+}
+
+/* lb_matrix_rows for a fused tensor of the file (phi3's attn_qkv, ffn_up):
+ * a sub-view the model owns; errors name the tensor. */
+static lb_status split_rows(loader *L, const lb_matrix *whole, const char *name, int64_t r0, int64_t n,
+                            lb_matrix *out) {
+    void *alloc;
+    lb_status s = lb_matrix_rows(whole, r0, n, out, &alloc);
+    if (s) return lb_fail_prefix(s, "tensor %s holds several matrices", name);
+    if (alloc && !lb_model_own(L->m, alloc)) return LB_ERR_NOMEM;
     return LB_OK;
 }
 
@@ -324,8 +354,8 @@ static lb_status load_weights(loader *L) {
         lb_matrix fused;
         if ((s = get_matrix(L, BLK("attn_qkv.weight"), d, qd + 2 * kvd, 1, &fused))) return s;
         if (fused.data) { /* phi3: Q, K and V in one tensor, split into row ranges */
-            if ((s = split_rows(&fused, n, 0, qd, &l->wq)) || (s = split_rows(&fused, n, qd, kvd, &l->wk)) ||
-                (s = split_rows(&fused, n, qd + kvd, kvd, &l->wv)))
+            if ((s = split_rows(L, &fused, n, 0, qd, &l->wq)) || (s = split_rows(L, &fused, n, qd, kvd, &l->wk)) ||
+                (s = split_rows(L, &fused, n, qd + kvd, kvd, &l->wv)))
                 return s;
         } else {
             if (hp->arch == LB_ARCH_PHI3 && !gguf_find_tensor(L->g, BLK("attn_q.weight")))
@@ -341,7 +371,7 @@ static lb_status load_weights(loader *L) {
         if ((s = get_vec(L, BLK("ffn_norm.weight"), d, 0, &l->ffn_norm))) return s;
         if (hp->arch == LB_ARCH_PHI3) { /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, 2 * ff, 0, &fused))) return s;
-            if ((s = split_rows(&fused, n, 0, ff, &l->w_gate)) || (s = split_rows(&fused, n, ff, ff, &l->w_up)))
+            if ((s = split_rows(L, &fused, n, 0, ff, &l->w_gate)) || (s = split_rows(L, &fused, n, ff, ff, &l->w_up)))
                 return s;
         } else {
             if ((s = get_matrix(L, BLK("ffn_gate.weight"), d, ff, 0, &l->w_gate))) return s;
