@@ -59,15 +59,26 @@ ATTR_INLINE void SFX(pv_tile)(const float *p, const float *v, int hdp, int nj, f
         ROWS_CASE(call, 5) ROWS_CASE(call, 6) ROWS_CASE(call, 7) default: call(NR); break;        \
     }
 
+/* One row of KB scores, scaled and soft-capped in place with
+ * lb_softcap_canon's operations in its order (Gemma 2); apart from the
+ * softmax loop, whose registers it would crowd (AVX2 has 16) */
+__attribute__((noinline)) ATTR void SFX(cap_row)(float *sr, float scale, float cap) {
+    const VT vs = VSET1(scale), vc = VSET1(cap), vtc = VSET1(2.0f / cap), one = VSET1(1.0f), two = VSET1(2.0f);
+    for (int j = 0; j < LB_ATTN_KB; j += W) {
+        const VT x = VMUL(VLOAD(sr + j), vs);
+        VSTORE(sr + j, VMUL(vc, VSUB(one, VDIV(two, VADD(one, VEXP(VMUL(x, vtc)))))));
+    }
+}
+
 ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch) {
     const int g = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = lb_attn_hd_pad(hd), M = (t1 - t0) * g;
     const int KB = LB_ATTN_KB, NV = KB / W;
     lb_attn_scr s = lb_attn_scr_of(scratch, M, hd, hdp);
     /* gather the queries; zero O and the sums */
-    const VT vscale = VSET1(a->scale);
     const int capped = a->softcap > 0.0f;
-    const VT vcap = VSET1(a->softcap), vtwo_cap = VSET1(capped ? 2.0f / a->softcap : 0.0f);
-    const VT vone = VSET1(1.0f), vtwo = VSET1(2.0f);
+    /* soft-capped scores are scaled and capped in place by cap_row; the
+     * loop below then multiplies by 1 (exact) */
+    const VT vscale = VSET1(capped ? 1.0f : a->scale);
     for (int t = t0; t < t1; t++) {
         const float *q = a->q + (size_t)t * a->q_stride + (size_t)kvh * g * hd;
         float *d = s.qs + (size_t)(t - t0) * g * hd;
@@ -106,13 +117,11 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
                 continue;
             }
             VT x[KB / W];
+            if (capped) SFX(cap_row)(sr, a->scale, a->softcap);
             const int masked = lo > 0 || hi < KB;
 #pragma GCC unroll 4
             for (int c = 0; c < NV; c++) {
                 x[c] = VMUL(VLOAD(sr + c * W), vscale);
-                /* lb_softcap_canon's operations, in its order */
-                if (capped)
-                    x[c] = VMUL(vcap, VSUB(vone, VDIV(vtwo, VADD(vone, VEXP(VMUL(x[c], vtwo_cap))))));
                 if (masked) x[c] = VMASK_SCORES(x[c], c * W, lo, hi);
             }
             float mr = s.m[r];
