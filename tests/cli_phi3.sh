@@ -28,18 +28,8 @@ python3 "$MAKE" phi3 "$SHARED/models/stories260K-f32.gguf" "$WORK/p3.gguf" && ok
   && grep -q 'blk.4.attn_qkv.weight' "$WORK/info.txt" && ok "info: phi3 with fused tensors" \
   || bad "info: $(head -n 5 "$WORK/info.txt")"
 
-ppl_of() { # file ctx -> the final PPL
-  "$LOWBIT" perplexity -m "$1" -f "$TEXT" -c "$2" --chunks 8 -t 2 2>&1 | sed -n 's/^Final estimate: PPL = \([0-9.]*\).*/\1/p'
-}
-near() { # what value expected rel
-  if [ -n "$2" ] && awk -v p="$2" -v e="$3" -v r="$4" 'BEGIN { d = p / e - 1; exit !(d < r && d > -r) }'; then
-    ok "$1: PPL $2 (expected $3 within $4)"
-  else
-    bad "$1: PPL '$2', expected $3 within $4"
-  fi
-}
-near "context 128 (long factors)" "$(ppl_of "$WORK/p3.gguf" 128)" 71.3159 0.001
-near "context 64 (short factors)" "$(ppl_of "$WORK/p3.gguf" 64)" 91.5998 0.001
+near "context 128 (long factors)" "$(ppl_at "$WORK/p3.gguf" 128)" 71.3159 0.001
+near "context 64 (short factors)" "$(ppl_at "$WORK/p3.gguf" 64)" 91.5998 0.001
 
 out=$("$LOWBIT" run -m "$WORK/p3.gguf" -p "Once upon a time" -n 60 --temp 0 -c 128 -t 2 2>/dev/null)
 [ "$out" = "$GREEDY" ] && ok "greedy 60 tokens as ik_llama.cpp's" || bad "greedy: '$out'"
@@ -48,7 +38,7 @@ out=$("$LOWBIT" run -m "$WORK/p3.gguf" -p "Once upon a time" -n 60 --temp 0 -c 1
 if "$LOWBIT" quantize "$WORK/p3.gguf" "$WORK/p3-q8.gguf" Q8_0 > "$WORK/quant.txt" 2>&1; then
   "$LOWBIT" info -a "$WORK/p3-q8.gguf" 2>&1 | grep -q 'blk.0.attn_qkv.weight *Q8_0' && ok "quantize keeps attn_qkv" \
     || bad "quantize: no Q8_0 attn_qkv"
-  near "Q8_0" "$(ppl_of "$WORK/p3-q8.gguf" 128)" 71.3483 0.03
+  near "Q8_0" "$(ppl_at "$WORK/p3-q8.gguf" 128)" 71.3483 0.03
 else
   bad "quantize Q8_0: $(tail -n 2 "$WORK/quant.txt")"
 fi
@@ -59,7 +49,7 @@ fi
 if "$LOWBIT" quantize "$WORK/p3.gguf" "$WORK/p3-mx.gguf" MX > "$WORK/qmx.txt" 2>&1; then
   "$LOWBIT" info "$WORK/p3-mx.gguf" 2>&1 | grep -q 'blk.0.attn_qkv.weight *MX2' && ok "MX attn_qkv written" \
     || bad "no MX attn_qkv"
-  near "MX" "$(ppl_of "$WORK/p3-mx.gguf" 128)" 81.7405 0.001
+  near "MX" "$(ppl_at "$WORK/p3-mx.gguf" 128)" 81.7405 0.001
 else
   bad "quantize MX: $(tail -n 2 "$WORK/qmx.txt")"
 fi
@@ -76,7 +66,7 @@ else
 fi
 if "$LOWBIT" calibrate -m "$WORK/p3.gguf" -f "$TEXT" -c 128 --chunks 8 -o "$WORK/p3.calib" -t 2 > "$WORK/cal.txt" 2>&1 &&
    "$LOWBIT" quantize --gptq "$WORK/p3.calib" "$WORK/p3.gguf" "$WORK/p3-g.gguf" IQ4_NL > "$WORK/qg.txt" 2>&1; then
-  near "quantize --gptq IQ4_NL" "$(ppl_of "$WORK/p3-g.gguf" 128)" 71.3483 0.05
+  near "quantize --gptq IQ4_NL" "$(ppl_at "$WORK/p3-g.gguf" 128)" 71.3483 0.05
 else
   bad "calibrate + quantize --gptq: $(tail -n 2 "$WORK/cal.txt" "$WORK/qg.txt")"
 fi

@@ -27,29 +27,17 @@ python3 "$MAKE" qwen3 "$SHARED/models/stories260K-f32.gguf" "$WORK/q3.gguf" && p
 
 # perplexity against ik_llama.cpp's: 0.1 % (the engines differ by 0.015 %;
 # norm weights of 1 instead of the file's move it by 1.6 %)
-ppl_near() { # what file ctx chunks expected
-  local out p
-  out=$("$LOWBIT" perplexity -m "$2" -f "$TEXT" -c "$3" --chunks "$4" -t 2 2>&1)
-  p=$(sed -n 's/^Final estimate: PPL = \([0-9.]*\).*/\1/p' <<<"$out")
-  if [ -n "$p" ] && awk -v p="$p" -v e="$5" 'BEGIN { d = p / e - 1; exit !(d < 0.001 && d > -0.001) }'; then
-    ok "$1: PPL $p (ik_llama.cpp $5)"
-  else
-    bad "$1: PPL '$p', ik_llama.cpp $5: $(tail -n 2 <<<"$out")"
-  fi
-}
-ppl_near "stories260K as qwen3" "$WORK/q3.gguf" 128 8 46.9362
-ppl_near "interop tiny as qwen3" "$WORK/t3.gguf" 256 4 607.9249
+near "stories260K as qwen3" "$(ppl_at "$WORK/q3.gguf" 128)" 46.9362 0.001
+near "interop tiny as qwen3" "$(ppl_at "$WORK/t3.gguf" 256 4)" 607.9249 0.001
 
 out=$("$LOWBIT" run -m "$WORK/q3.gguf" -p "Once upon a time" -n 60 --temp 0 -t 2 2>/dev/null)
 [ "$out" = "$GREEDY" ] && ok "greedy 60 tokens as ik_llama.cpp's" || bad "greedy: '$out'"
 
-# quantized: Q8_0 stays within 1 % of F32 (0.16 % when written)
+# quantized: Q8_0 within 1 % of F32 (0.16 % when written)
 if "$LOWBIT" quantize "$WORK/q3.gguf" "$WORK/q3-q8.gguf" Q8_0 > "$WORK/quant.txt" 2>&1; then
   "$LOWBIT" info "$WORK/q3-q8.gguf" 2>&1 | grep -q 'qwen3.attention.head_count_kv' && ok "quantize keeps the qwen3 keys" \
     || bad "quantize dropped the qwen3 keys"
-  out=$("$LOWBIT" perplexity -m "$WORK/q3-q8.gguf" -f "$TEXT" -c 128 --chunks 8 -t 2 2>&1)
-  p=$(sed -n 's/^Final estimate: PPL = \([0-9.]*\).*/\1/p' <<<"$out")
-  [ -n "$p" ] && awk -v p="$p" 'BEGIN { exit !(p > 46.47 && p < 47.41) }' && ok "Q8_0: PPL $p" || bad "Q8_0: PPL '$p'"
+  near "Q8_0" "$(ppl_at "$WORK/q3-q8.gguf" 128)" 46.9430 0.01
 else
   bad "quantize Q8_0: $(tail -n 2 "$WORK/quant.txt")"
 fi

@@ -26,3 +26,18 @@ finish() {
 need_shared() {
   [ -f "$SHARED/$1" ] || { echo "SKIP: $SHARED/$1 not found"; exit 77; }
 }
+# The final PPL of `lowbit perplexity -m MODEL -c CTX` over $TEXT, CHUNKS
+# chunks (default 8; the architecture tests, cli_qwen3 / cli_phi3 /
+# cli_gemma2): ppl_at MODEL CTX [CHUNKS]
+ppl_at() {
+  "$LOWBIT" perplexity -m "$1" -f "$TEXT" -c "$2" --chunks "${3:-8}" -t 2 2>&1 |
+    sed -n 's/^Final estimate: PPL = \([0-9.]*\).*/\1/p'
+}
+# A check that VALUE is within REL (relative) of EXPECTED: near WHAT VALUE EXPECTED REL
+near() {
+  if [ -n "$2" ] && awk -v p="$2" -v e="$3" -v r="$4" 'BEGIN { d = p / e - 1; exit !(d < r && d > -r) }'; then
+    ok "$1: PPL $2 (expected $3 within $4)"
+  else
+    bad "$1: PPL '$2', expected $3 within $4"
+  fi
+}
