@@ -93,6 +93,17 @@ int cli_chunk_open(const char *cmd, const cli_common *co, const cli_chunk_opts *
 int32_t *cli_chunk_tokens(lb_model *m, const cli_chunk_opts *o, int32_t *toks, int c);
 /* "done/total chunks, elapsed, about N s left" */
 void cli_chunk_progress(double t0, int done, int total);
+/* Sampling (run, chat): --temp --top-k --top-p --min-p --repeat-penalty
+ * --repeat-last-n -s/--seed; 1 if it consumed the flag (*seed_set: -s given). */
+int cli_sampler_flag(cli_args *a, lb_sampler_params *sp, int *seed_set);
+#define CLI_SAMPLER_HELP                                                                          \
+    "      --temp T         temperature (default 0.8; 0 = greedy)\n"                              \
+    "      --top-k K        keep the K most likely tokens (default 40; 0 = off)\n"                \
+    "      --top-p P        nucleus sampling threshold (default 0.95; 1 = off)\n"                 \
+    "      --min-p P        drop tokens below P x the best probability (default 0.05; 0 = off)\n" \
+    "      --repeat-penalty R   penalty for recent tokens (default 1.0 = off)\n"                  \
+    "      --repeat-last-n N    how many recent tokens it looks at (default 64)\n"                \
+    "  -s, --seed S         random seed (default: from the clock)\n"
 /* Default context for run: the training length, capped so the KV cache stays modest. */
 #define LB_CTX_DEFAULT(train) ((train) < 4096 ? (train) : 4096)
 

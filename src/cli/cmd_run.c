@@ -14,13 +14,7 @@ static void help(void) {
            "  -n, --n-predict N    tokens to generate (default 128; -1 = until end of text or context)\n"
            "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"
            "  -b, --batch-size N   prompt tokens per forward pass (default 512)\n"
-           "      --temp T         temperature (default 0.8; 0 = greedy)\n"
-           "      --top-k K        keep the K most likely tokens (default 40; 0 = off)\n"
-           "      --top-p P        nucleus sampling threshold (default 0.95; 1 = off)\n"
-           "      --min-p P        drop tokens below P x the best probability (default 0.05; 0 = off)\n"
-           "      --repeat-penalty R   penalty for recent tokens (default 1.0 = off)\n"
-           "      --repeat-last-n N    how many recent tokens it looks at (default 64)\n"
-           "  -s, --seed S         random seed (default: from the clock)\n"
+           CLI_SAMPLER_HELP
            "      --no-bos         do not prepend BOS\n"
            "      --ids            also print the generated token ids at the end\n");
 }
@@ -40,13 +34,7 @@ int cmd_run(int argc, char **argv) {
         else if (cli_flag(&a, "-n", "--n-predict")) n_predict = cli_int(&a, -1, 1 << 24);
         else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 1, 1 << 22);
         else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 16);
-        else if (cli_flag(&a, "--temp", NULL)) sp.temp = (float)cli_float(&a, 0, 100);
-        else if (cli_flag(&a, "--top-k", NULL)) sp.top_k = cli_int(&a, 0, 1 << 24);
-        else if (cli_flag(&a, "--top-p", NULL)) sp.top_p = (float)cli_float(&a, 0, 1);
-        else if (cli_flag(&a, "--min-p", NULL)) sp.min_p = (float)cli_float(&a, 0, 1);
-        else if (cli_flag(&a, "--repeat-penalty", NULL)) sp.repeat_penalty = (float)cli_float(&a, 0.01, 100);
-        else if (cli_flag(&a, "--repeat-last-n", NULL)) sp.repeat_last_n = cli_int(&a, 0, 1 << 20);
-        else if (cli_flag(&a, "-s", "--seed")) { sp.seed = cli_u64(&a); seed_set = 1; }
+        else if (cli_sampler_flag(&a, &sp, &seed_set)) {}
         else if (cli_flag(&a, "--no-bos", NULL)) no_bos = 1;
         else if (cli_flag(&a, "--ids", NULL)) print_ids = 1;
         else cli_unknown(&a);

@@ -125,6 +125,18 @@ int cli_common_flag(cli_args *a, cli_common *c) {
     return 1;
 }
 
+int cli_sampler_flag(cli_args *a, lb_sampler_params *sp, int *seed_set) {
+    if (cli_flag(a, "--temp", NULL)) sp->temp = (float)cli_float(a, 0, 100);
+    else if (cli_flag(a, "--top-k", NULL)) sp->top_k = cli_int(a, 0, 1 << 24);
+    else if (cli_flag(a, "--top-p", NULL)) sp->top_p = (float)cli_float(a, 0, 1);
+    else if (cli_flag(a, "--min-p", NULL)) sp->min_p = (float)cli_float(a, 0, 1);
+    else if (cli_flag(a, "--repeat-penalty", NULL)) sp->repeat_penalty = (float)cli_float(a, 0.01, 100);
+    else if (cli_flag(a, "--repeat-last-n", NULL)) sp->repeat_last_n = cli_int(a, 0, 1 << 20);
+    else if (cli_flag(a, "-s", "--seed")) { sp->seed = cli_u64(a); *seed_set = 1; }
+    else return 0;
+    return 1;
+}
+
 int cli_device_flag(cli_args *a, const char **device) {
     if (!cli_flag(a, "--device", NULL)) return 0;
     *device = cli_value(a);
