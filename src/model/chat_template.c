@@ -414,9 +414,10 @@ static void qwen3_assistant(const lb_chat_msg *m, int i, int n, int last_query, 
     }
     put(b, "<|im_start|>assistant\n");
     if (i > last_query && (i == n - 1 || r1 > r0)) {
-        /* '<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') */
+        /* '<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n');
+         * [r0, r1) is stripped already */
         put(b, "<think>\n");
-        put_n(b, skip_nl(r0, r1), (size_t)(back_nl(r0, r1) - skip_nl(r0, r1)));
+        put_n(b, r0, (size_t)(r1 - r0));
         put(b, "\n</think>\n\n");
         put(b, skip_nl(ans, end));
     } else {
@@ -433,7 +434,7 @@ static lb_status chatml(const lb_chat_template *t, const lb_chat_msg *m, int n, 
     }
     /* Qwen 3: the last user message that is not a wrapped tool response */
     int last_query = n - 1;
-    for (int i = n - 1; i >= 0; i--) {
+    for (int i = n - 1; t->qwen3_think && i >= 0; i--) {
         const char *c = content(&m[i]);
         const size_t cn = strlen(c), tn = strlen("</tool_response>");
         if (is(&m[i], "user") &&
