@@ -15,24 +15,17 @@
 # way: a window of 47 moves the c = 128 figure by 0.3 % (ik_llama.cpp
 # 159.53), no score cap by 6 % (170.27), no logit cap by 75 %.
 . "$(dirname "$0")/lib_cli.sh"
-need_shared models/stories260K-f32.gguf
-need_shared data/TinyStories-valid.head31195.txt
-command -v python3 >/dev/null || { echo "SKIP: python3 not found (tests/make_arch.py writes the files)"; exit 77; }
-MAKE=$(dirname "$0")/make_arch.py
-TEXT=$SHARED/data/TinyStories-valid.head31195.txt
+arch_test_setup
 GREEDY="Once upon a time a vchhutututt miat we we we were. ouirat were weiririririririririririririririririririririririririririr she she she she she she she she"
 
 python3 "$MAKE" gemma2 "$SHARED/models/stories260K-f32.gguf" "$WORK/g2.gguf" && ok "make_arch.py gemma2" \
   || { bad "make_arch.py gemma2"; finish; exit; }
-"$LOWBIT" info -a "$WORK/g2.gguf" > "$WORK/info.txt" 2>&1 && grep -q 'general.architecture *= "gemma2"' "$WORK/info.txt" \
-  && grep -q 'blk.25.post_ffw_norm.weight' "$WORK/info.txt" && ok "info: gemma2, 26 layers with post norms" \
-  || bad "info: $(head -n 5 "$WORK/info.txt")"
+arch_info "$WORK/g2.gguf" gemma2 blk.25.post_ffw_norm.weight "gemma2, 26 layers with post norms"
 
 near "context 128" "$(ppl_at "$WORK/g2.gguf" 128)" 160.0510 0.0005
 near "context 64" "$(ppl_at "$WORK/g2.gguf" 64)" 178.1579 0.0005
 
-out=$("$LOWBIT" run -m "$WORK/g2.gguf" -p "Once upon a time" -n 60 --temp 0 -c 128 -t 2 2>/dev/null)
-[ "$out" = "$GREEDY" ] && ok "greedy 60 tokens as ik_llama.cpp's" || bad "greedy: '$out'"
+greedy_is "$WORK/g2.gguf" "$GREEDY"
 
 # malformed: a layer without its post-FFN norm
 python3 "$MAKE" gemma2 "$SHARED/models/stories260K-f32.gguf" "$WORK/bad.gguf" blk.7.post_ffw_norm.weight

@@ -15,24 +15,17 @@
 # a window of 47 or 49 instead of 48 moves the c = 128 figure by 2 %
 # (ik_llama.cpp: 69.83 / 72.35), an attention factor of 1 instead of 1.19 by 20 %.
 . "$(dirname "$0")/lib_cli.sh"
-need_shared models/stories260K-f32.gguf
-need_shared data/TinyStories-valid.head31195.txt
-command -v python3 >/dev/null || { echo "SKIP: python3 not found (tests/make_arch.py writes the files)"; exit 77; }
-MAKE=$(dirname "$0")/make_arch.py
-TEXT=$SHARED/data/TinyStories-valid.head31195.txt
+arch_test_setup
 GREEDY="Once upon a time, there was a little girlwhlftthtthon, there was a trous and sh carking. Jerterostlys, there was there. She was very mon and ally b"
 
 python3 "$MAKE" phi3 "$SHARED/models/stories260K-f32.gguf" "$WORK/p3.gguf" && ok "make_arch.py phi3" \
   || { bad "make_arch.py phi3"; finish; exit; }
-"$LOWBIT" info -a "$WORK/p3.gguf" > "$WORK/info.txt" 2>&1 && grep -q 'general.architecture *= "phi3"' "$WORK/info.txt" \
-  && grep -q 'blk.4.attn_qkv.weight' "$WORK/info.txt" && ok "info: phi3 with fused tensors" \
-  || bad "info: $(head -n 5 "$WORK/info.txt")"
+arch_info "$WORK/p3.gguf" phi3 blk.4.attn_qkv.weight "phi3 with fused tensors"
 
 near "context 128 (long factors)" "$(ppl_at "$WORK/p3.gguf" 128)" 71.3159 0.001
 near "context 64 (short factors)" "$(ppl_at "$WORK/p3.gguf" 64)" 91.5998 0.001
 
-out=$("$LOWBIT" run -m "$WORK/p3.gguf" -p "Once upon a time" -n 60 --temp 0 -c 128 -t 2 2>/dev/null)
-[ "$out" = "$GREEDY" ] && ok "greedy 60 tokens as ik_llama.cpp's" || bad "greedy: '$out'"
+greedy_is "$WORK/p3.gguf" "$GREEDY"
 
 # quantized: the fused tensors stay fused (Q8_0: 72.14 when written, 1.2 % above F32)
 if "$LOWBIT" quantize "$WORK/p3.gguf" "$WORK/p3-q8.gguf" Q8_0 > "$WORK/quant.txt" 2>&1; then

@@ -10,28 +10,21 @@
 # (lowbit then: 46.9430 and 607.9241, the same 60 tokens at avx512, avx2 and
 # scalar.)
 . "$(dirname "$0")/lib_cli.sh"
-need_shared models/stories260K-f32.gguf
+arch_test_setup
 need_shared interop/tiny-F32.gguf
-need_shared data/TinyStories-valid.head31195.txt
-command -v python3 >/dev/null || { echo "SKIP: python3 not found (tests/make_arch.py writes the files)"; exit 77; }
-MAKE=$(dirname "$0")/make_arch.py
-TEXT=$SHARED/data/TinyStories-valid.head31195.txt
 GREEDY="Once upon a time, there was a little gir mommy. The bir mommy. The bir mommy. The bir mom and dekieped. She was athiefisisiefishiemanthiement"
 
 python3 "$MAKE" qwen3 "$SHARED/models/stories260K-f32.gguf" "$WORK/q3.gguf" && python3 "$MAKE" qwen3 "$SHARED/interop/tiny-F32.gguf" \
   "$WORK/t3.gguf" && ok "make_arch.py wrote both files" || { bad "make_arch.py"; finish; exit; }
 
-"$LOWBIT" info -a "$WORK/q3.gguf" > "$WORK/info.txt" 2>&1 && grep -q 'general.architecture *= "qwen3"' "$WORK/info.txt" \
-  && grep -q 'blk.4.attn_k_norm.weight' "$WORK/info.txt" && ok "info: qwen3 with per-head norms" \
-  || bad "info: $(head -n 5 "$WORK/info.txt")"
+arch_info "$WORK/q3.gguf" qwen3 blk.4.attn_k_norm.weight "qwen3 with per-head norms"
 
 # perplexity against ik_llama.cpp's: 0.1 % (the engines differ by 0.015 %;
 # norm weights of 1 instead of the file's move it by 1.6 %)
 near "stories260K as qwen3" "$(ppl_at "$WORK/q3.gguf" 128)" 46.9362 0.001
 near "interop tiny as qwen3" "$(ppl_at "$WORK/t3.gguf" 256 4)" 607.9249 0.001
 
-out=$("$LOWBIT" run -m "$WORK/q3.gguf" -p "Once upon a time" -n 60 --temp 0 -t 2 2>/dev/null)
-[ "$out" = "$GREEDY" ] && ok "greedy 60 tokens as ik_llama.cpp's" || bad "greedy: '$out'"
+greedy_is "$WORK/q3.gguf" "$GREEDY"
 
 # quantized: Q8_0 within 1 % of F32 (0.16 % when written)
 if "$LOWBIT" quantize "$WORK/q3.gguf" "$WORK/q3-q8.gguf" Q8_0 > "$WORK/quant.txt" 2>&1; then

@@ -26,6 +26,27 @@ finish() {
 need_shared() {
   [ -f "$SHARED/$1" ] || { echo "SKIP: $SHARED/$1 not found"; exit 77; }
 }
+# The architecture tests (cli_qwen3, cli_phi3, cli_gemma2): stories260K and
+# the scored text in ../shared, python3 for tests/make_arch.py (which $MAKE
+# names); $TEXT the text.
+arch_test_setup() {
+  need_shared models/stories260K-f32.gguf
+  need_shared data/TinyStories-valid.head31195.txt
+  command -v python3 >/dev/null || { echo "SKIP: python3 not found (tests/make_arch.py writes the files)"; exit 77; }
+  MAKE=$(dirname "$0")/make_arch.py
+  TEXT=$SHARED/data/TinyStories-valid.head31195.txt
+}
+# `lowbit info -a MODEL` names ARCH and lists TENSOR: arch_info MODEL ARCH TENSOR WHAT
+arch_info() {
+  "$LOWBIT" info -a "$1" > "$WORK/info.txt" 2>&1 && grep -q "general.architecture *= \"$2\"" "$WORK/info.txt" \
+    && grep -q "$3" "$WORK/info.txt" && ok "info: $4" || bad "info: $(head -n 5 "$WORK/info.txt")"
+}
+# 60 greedy tokens after "Once upon a time" (context 128) are EXPECTED: greedy_is MODEL EXPECTED
+greedy_is() {
+  local out
+  out=$("$LOWBIT" run -m "$1" -p "Once upon a time" -n 60 --temp 0 -c 128 -t 2 2>/dev/null)
+  [ "$out" = "$2" ] && ok "greedy 60 tokens as ik_llama.cpp's" || bad "greedy: '$out'"
+}
 # The final PPL of `lowbit perplexity -m MODEL -c CTX` over $TEXT, CHUNKS
 # chunks (default 8; the architecture tests, cli_qwen3 / cli_phi3 /
 # cli_gemma2): ppl_at MODEL CTX [CHUNKS]
