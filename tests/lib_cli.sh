@@ -41,11 +41,12 @@ arch_info() {
   "$LOWBIT" info -a "$1" > "$WORK/info.txt" 2>&1 && grep -q "general.architecture *= \"$2\"" "$WORK/info.txt" \
     && grep -q "$3" "$WORK/info.txt" && ok "info: $4" || bad "info: $(head -n 5 "$WORK/info.txt")"
 }
-# 60 greedy tokens after "Once upon a time" (context 128) are EXPECTED: greedy_is MODEL EXPECTED
+# 60 greedy tokens after "Once upon a time" (context 128) are EXPECTED, the
+# text PEER (default ik_llama.cpp) gave: greedy_is MODEL EXPECTED [PEER]
 greedy_is() {
   local out
   out=$("$LOWBIT" run -m "$1" -p "Once upon a time" -n 60 --temp 0 -c 128 -t 2 2>/dev/null)
-  [ "$out" = "$2" ] && ok "greedy 60 tokens as ik_llama.cpp's" || bad "greedy: '$out'"
+  [ "$out" = "$2" ] && ok "greedy 60 tokens as ${3:-ik_llama.cpp}'s" || bad "greedy: '$out'"
 }
 # The final PPL of `lowbit perplexity -m MODEL -c CTX` over $TEXT, CHUNKS
 # chunks (default 8; the architecture tests, cli_qwen3 / cli_phi3 /

@@ -19,12 +19,23 @@
 #          head to the embedding), a window of 48 on layers 0, 2, ..., scores
 #          soft-capped at 2 and logits at 8; the layers repeated in turn to
 #          26 (Gemma 2 2B's count: llama.cpp knows Gemma 2 by its size only).
+#   qwen3moe, qwen2moe, mixtral (mixture of experts, "llama" keys): the FFN
+#          becomes 4 experts, 2 used a token: expert e is the layer's FFN cut
+#          to its first n_ff // 32 * 32 hidden units (160 for stories260K),
+#          with its gate and up weights perturbed and its down weights scaled by
+#          0.4 (1 + e) (perturbed too), so which experts a token takes and
+#          their weights change the output; a router ffn_gate_inp (F32
+#          [n_embd, 4]) of fixed values. qwen3moe adds qwen3's q/k norms;
+#          qwen2moe keeps the layer's whole FFN as the shared expert with a gate
+#          vector ffn_gate_inp_shexp, and adds q/k/v biases (llama.cpp
+#          requires them there).
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
 import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
-assert target in ('qwen3', 'phi3', 'gemma2'), 'ARCH: qwen3, phi3 or gemma2'
+MOE = ('qwen3moe', 'qwen2moe', 'mixtral')
+assert target in ('qwen3', 'phi3', 'gemma2') + MOE, 'ARCH: qwen3, phi3, gemma2, qwen3moe, qwen2moe or mixtral'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -111,11 +122,25 @@ def sstr(s):
     return struct.pack('<Q', len(b)) + b
 
 
+prefix = 'llama' if target == 'mixtral' else target
 for kv in kvs:
     if kv[0].startswith(arch + '.'):
-        kv[0] = target + '.' + kv[0][len(arch) + 1:]
+        kv[0] = prefix + '.' + kv[0][len(arch) + 1:]
     if kv[0] == 'general.architecture':
-        kv[2] = sstr(target)
+        kv[2] = sstr(prefix)
+N_EXPERT, N_USED = 4, 2
+if target in MOE:
+    n_ff = kv_u32(prefix + '.feed_forward_length')
+    FF_EXP = n_ff // 32 * 32
+    kvs.append([prefix + '.expert_count', 4, struct.pack('<I', N_EXPERT)])
+    kvs.append([prefix + '.expert_used_count', 4, struct.pack('<I', N_USED)])
+    kvs.append([prefix + '.expert_feed_forward_length', 4, struct.pack('<I', FF_EXP)])
+    if target == 'mixtral':  # llama.cpp takes a llama file's expert size from feed_forward_length
+        for kv in kvs:
+            if kv[0] == prefix + '.feed_forward_length':
+                kv[2] = struct.pack('<I', FF_EXP)
+    if target == 'qwen2moe':
+        kvs.append([prefix + '.expert_shared_feed_forward_length', 4, struct.pack('<I', n_ff)])
 if target == 'gemma2':
     kvs.append(['gemma2.attention.sliding_window', 4, struct.pack('<I', 48)])
     kvs.append(['gemma2.attn_logit_softcapping', 6, struct.pack('<f', 2.0)])
@@ -134,7 +159,52 @@ for name, ne, typ, off in infos:
         continue
     end = min(e for e in ends if e > off)
     tensors.append((name, ne, typ, data[base + off:base + end]))
-if target == 'qwen3':
+
+
+def f32s(blob):
+    return list(struct.unpack('<%df' % (len(blob) // 4), blob))
+
+
+def moe(tensors):
+    """the FFN of each layer as N_EXPERT experts (3-D tensors) and a router"""
+    by_name = {t[0]: t for t in tensors}
+    out = [t for t in tensors if not (t[0].startswith('blk.') and '.ffn_' in t[0] and 'norm' not in t[0])]
+    for il in range(n_layer):
+        b = 'blk.%d.' % il
+        for kind in ('gate', 'up', 'down'):
+            name, ne, typ, blob = by_name[b + 'ffn_%s.weight' % kind]
+            assert typ == 0, 'MoE: F32 input expected'
+            w = f32s(blob[:4 * ne[0] * ne[1]])
+            # experts of FF_EXP hidden units (a multiple of 32, so llama.cpp's
+            # quantizers take them): the first FF_EXP of the layer's
+            if kind == 'down':
+                w = [x for r in range(ne[1]) for x in w[r * ne[0]:r * ne[0] + FF_EXP]]
+                ne = (FF_EXP, ne[1])
+            else:
+                w = w[:FF_EXP * ne[0]]
+                ne = (ne[0], FF_EXP)
+            experts = []
+            for e in range(N_EXPERT):
+                scale = 0.4 * (1 + e) if kind == 'down' else 1.0
+                experts += [x * scale * (1 + 0.4 * math.sin(1.7 * i + 2.3 * e + 0.4 * il)) for i, x in enumerate(w)]
+            out.append((b + 'ffn_%s_exps.weight' % kind, (ne[0], ne[1], N_EXPERT), 0,
+                        struct.pack('<%df' % len(experts), *experts)))
+            if target == 'qwen2moe':
+                out.append((b + 'ffn_%s_shexp.weight' % kind, by_name[b + 'ffn_%s.weight' % kind][1], 0, blob))
+        r = [0.5 * math.sin(0.9 * j + 1.7 * e + 0.3 * il) for e in range(N_EXPERT) for j in range(n_embd)]
+        out.append((b + 'ffn_gate_inp.weight', (n_embd, N_EXPERT), 0, struct.pack('<%df' % len(r), *r)))
+        if target == 'qwen2moe':
+            g = [0.3 * math.sin(0.7 * j + 0.5 * il) for j in range(n_embd)]
+            out.append((b + 'ffn_gate_inp_shexp.weight', (n_embd,), 0, struct.pack('<%df' % n_embd, *g)))
+            for which, rows in (('q', n_embd), ('k', by_name[b + 'attn_k.weight'][1][1]), ('v', by_name[b + 'attn_v.weight'][1][1])):
+                v = [0.05 * math.cos(0.3 * i + il) for i in range(rows)]
+                out.append((b + 'attn_%s.bias' % which, (rows,), 0, struct.pack('<%df' % rows, *v)))
+    return out
+
+
+if target in MOE:
+    tensors = moe(tensors)
+if target in ('qwen3', 'qwen3moe'):
     for il in range(n_layer):
         for which, phase in (('q', 0.0), ('k', 2.0)):
             w = [1.0 + 0.9 * math.sin(1.3 * i + 0.7 * il + phase) for i in range(head_dim)]
@@ -158,7 +228,7 @@ elif target == 'gemma2':
         for which, phase in (('post_attention_norm', 0.5), ('post_ffw_norm', 1.5)):
             w = [1.0 + 0.5 * math.sin(0.37 * i + 0.9 * il + phase) for i in range(n_embd)]
             tensors.append(('blk.%d.%s.weight' % (il, which), (n_embd,), 0, struct.pack('<%df' % n_embd, *w)))
-else:
+elif target == 'phi3':
     by_name = {t[0]: t for t in tensors}
 
     def fuse(parts, name):

@@ -526,6 +526,9 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
     S.p = *params;
     default_grid(&S.p);
     if (!S.p.act_bits) S.p.act_bits = LB_ABQ_MAX_BITS;
+    if (m->hp.n_expert)
+        return lb_fail(LB_ERR_UNSUPPORTED, "the ABQ search runs dense FFNs only: %s has %d experts a layer",
+                       m->hp.arch_name, m->hp.n_expert);
     lb_status st = check(m, &S.p, n_chunks, chunk);
     if (st != LB_OK) return st;
     const lb_hparams *hp = &m->hp;

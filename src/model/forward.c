@@ -43,7 +43,8 @@ void lb_context_free(lb_context *c) {
     if (c->dev && c->dev_state) c->dev->detach(c);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xn, c->q, c->k, c->v, c->att_out, c->ff_gate,
                     c->ff_up, c->logits_tmp, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
-                    c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local};
+                    c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local, c->moe_x, c->moe_y,
+                    c->moe_logits, c->moe_w, c->moe_gate, c->moe_sel, c->moe_rows};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) lb_free_aligned(bufs[i]);
     free(c->tok_pos);
     free(c->tok_seq);
@@ -114,14 +115,28 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->tok_seq = malloc(B * sizeof *c->tok_seq);
     c->tok_buf = malloc(B * sizeof *c->tok_buf);
     c->row_buf = malloc((size_t)c->n_seq * sizeof *c->row_buf);
+    const size_t ffm = (size_t)LB_MAX(hp->n_ff, hp->n_ff_exp); /* the widest FFN, dense or expert */
     c->x = alloc_f(B * d);
-    c->xn = alloc_f(B * LB_MAX(d, (size_t)hp->n_ff));
+    c->xn = alloc_f(B * LB_MAX(d, ffm));
     c->q = alloc_f(B * qd);
     c->k = alloc_f(B * kvd);
     c->v = alloc_f(B * kvd);
     c->att_out = alloc_f(B * LB_MAX(qd, d));
-    c->ff_gate = alloc_f(B * hp->n_ff);
-    c->ff_up = alloc_f(B * hp->n_ff);
+    c->ff_gate = alloc_f(B * ffm);
+    c->ff_up = alloc_f(B * ffm);
+    int moe_oom = 0;
+    if (hp->n_expert) {
+        const size_t k = (size_t)hp->n_expert_used;
+        c->moe_x = alloc_f(B * d);
+        c->moe_y = alloc_f(B * d);
+        c->moe_logits = alloc_f(B * hp->n_expert);
+        c->moe_w = alloc_f(B * k);
+        c->moe_gate = alloc_f(B);
+        c->moe_sel = lb_malloc_aligned(B * k * sizeof(int));
+        c->moe_rows = lb_malloc_aligned(B * k * sizeof(int));
+        moe_oom = !c->moe_x || !c->moe_y || !c->moe_logits || !c->moe_w || !c->moe_gate || !c->moe_sel ||
+                  !c->moe_rows;
+    }
     c->logits_tmp = alloc_f((size_t)hp->n_vocab);
     c->att_scratch = alloc_f((size_t)c->n_threads * lb_attn_scratch_floats(hp->head_dim, hp->n_head / hp->n_head_kv));
     c->rope_cs = alloc_f(B * hp->rope_dim + 1);
@@ -131,20 +146,20 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->inv_freq = alloc_f((size_t)hp->rope_dim / 2 + 1);
     c->inv_freq_local = alloc_f((size_t)hp->rope_dim / 2 + 1);
     /* the largest activation scratch any matmul of the model needs */
-    size_t act = 0;
-    const lb_matrix *probe[] = {&m->output, &m->layers[0].wq, &m->layers[0].wo, &m->layers[0].w_gate, &m->layers[0].w_down};
-    for (int il = 0; il < hp->n_layer; il++) {
-        const lb_layer *l = &m->layers[il];
-        const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (int i = 0; i < 7; i++) act = LB_MAX(act, lb_matmul_scratch_size(ws[i], c->n_batch));
+    size_t act = lb_matmul_scratch_size(&m->output, c->n_batch);
+    lb_matrix **ws = malloc((size_t)lb_layer_n_matrices(hp) * sizeof *ws);
+    for (int il = 0; ws && il < hp->n_layer; il++) {
+        const int nw = lb_layer_matrices(hp, &m->layers[il], ws);
+        for (int i = 0; i < nw; i++) act = LB_MAX(act, lb_matmul_scratch_size(ws[i], c->n_batch));
     }
-    act = LB_MAX(act, lb_matmul_scratch_size(probe[0], c->n_batch));
+    if (!ws) moe_oom = 1;
+    free(ws);
     c->act_scratch_size = act;
     c->act_scratch = lb_malloc_aligned(act);
     if ((!c->dev && (!c->k_cache || !c->v_cache)) || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
         !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
         !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local ||
-        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf) {
+        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf || moe_oom) {
         const double mib = (double)c->n_seq * hp->n_layer * (c->k_layer + c->v_layer) * 4 / 1048576.0;
         lb_context_free(c);
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
@@ -317,13 +332,93 @@ void lb_embed_tokens(const lb_model *m, const int32_t *tokens, int n, float *x) 
     }
 }
 
+/* g = act(g) * u over n rows of ff: SiLU, or GELU for Gemma */
+static void glu_rows(const lb_context *c, const lb_vecops *vo, float *g, const float *u, int n, int ff) {
+    const int nth = stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
+    const int gelu = c->model->hp.arch == LB_ARCH_GEMMA2 || c->model->hp.arch == LB_ARCH_GEMMA3;
+    FOR_ROWS(nth, n, t, {
+        if (gelu) vo->gelu_mul(g + (size_t)t * ff, u + (size_t)t * ff, ff);
+        else vo->silu_mul(g + (size_t)t * ff, u + (size_t)t * ff, ff);
+    });
+}
+
+/* The dense FFN of the batch: xn in, down(act(gate(xn)) * up(xn)) in xn. */
+static void ffn_rows(lb_context *c, const lb_vecops *vo, const lb_layer *l, int n) {
+    const lb_matrix *w[2] = {&l->w_gate, &l->w_up};
+    float *y[2] = {c->ff_gate, c->ff_up};
+    matmul_same_x(c, 2, w, c->xn, n, y);
+    glu_rows(c, vo, c->ff_gate, c->ff_up, n, (int)l->w_up.N);
+    matmul(c, &l->w_down, c->ff_gate, n, c->xn);
+}
+
+/* Each token's experts, as llama.cpp's build_moe_ffn (softmax gating):
+ * the router's logits softmaxed, the k largest chosen (ties to the lower
+ * index), their probabilities the weights, renormalised to sum 1 where the
+ * architecture does. */
+static void route_rows(lb_context *c, const lb_layer *l, int n) {
+    const lb_hparams *hp = &c->model->hp;
+    const int E = hp->n_expert, k = hp->n_expert_used;
+    matmul(c, &l->router, c->xn, n, c->moe_logits);
+    for (int t = 0; t < n; t++) {
+        float *p = c->moe_logits + (size_t)t * E, mx = p[0], sum = 0.0f;
+        for (int e = 1; e < E; e++) mx = LB_MAX(mx, p[e]);
+        for (int e = 0; e < E; e++) sum += p[e] = expf(p[e] - mx);
+        int *sel = c->moe_sel + (size_t)t * k;
+        float *w = c->moe_w + (size_t)t * k, wsum = 0.0f;
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                int taken = 0;
+                for (int i = 0; i < j; i++) taken |= sel[i] == e;
+                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            }
+            sel[j] = best;
+            wsum += w[j] = p[best] / sum;
+        }
+        if (hp->expert_norm)
+            for (int j = 0; j < k; j++) w[j] /= wsum;
+    }
+}
+
+/* The mixture of experts for the batch: xn in, in out the sum over each
+ * token's chosen experts of weight * down(silu(gate(xn)) * up(xn)). The
+ * batch's rows are gathered per expert, so each expert's matrices are read
+ * once a batch and multiply all the rows that chose it. */
+static void moe_rows(lb_context *c, const lb_vecops *vo, const lb_layer *l, int n, float *out) {
+    const lb_hparams *hp = &c->model->hp;
+    const int d = hp->n_embd, k = hp->n_expert_used;
+    route_rows(c, l, n);
+    memset(out, 0, (size_t)n * d * sizeof *out);
+    for (int e = 0; e < hp->n_expert; e++) {
+        int cnt = 0;
+        for (int i = 0; i < n * k; i++)
+            if (c->moe_sel[i] == e) {
+                c->moe_rows[cnt] = i;
+                memcpy(c->moe_x + (size_t)cnt * d, c->xn + (size_t)(i / k) * d, (size_t)d * sizeof(float));
+                cnt++;
+            }
+        if (!cnt) continue;
+        const lb_matrix *w[2] = {&l->exp_gate[e], &l->exp_up[e]};
+        float *y[2] = {c->ff_gate, c->ff_up};
+        matmul_same_x(c, 2, w, c->moe_x, cnt, y);
+        glu_rows(c, vo, c->ff_gate, c->ff_up, cnt, hp->n_ff_exp);
+        matmul(c, &l->exp_down[e], c->ff_gate, cnt, c->moe_y);
+        for (int r = 0; r < cnt; r++) {
+            const int i = c->moe_rows[r];
+            const float wt = c->moe_w[i], *yr = c->moe_y + (size_t)r * d;
+            float *o = out + (size_t)(i / k) * d;
+            for (int j = 0; j < d; j++) o[j] += wt * yr[j];
+        }
+    }
+}
+
 /* Layer il for the batch: c->x the residual stream before it and c->xn its
  * attn_norm(x); after it, c->x the stream after the layer and c->xn the next
  * layer's attn_norm(x) (nothing after the last). */
 static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const lb_seg *segs, int n_segs) {
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
-    const int d = hp->n_embd, ff = hp->n_ff;
+    const int d = hp->n_embd;
     const lb_layer *l = &m->layers[il];
     /* attention; xn = attn_norm(x) */
     {
@@ -337,27 +432,33 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     matmul(c, &l->wo, c->att_out, n, c->xn);
     residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
 
-    /* feed-forward */
-    {
-        const lb_matrix *w[2] = {&l->w_gate, &l->w_up};
-        float *y[2] = {c->ff_gate, c->ff_up};
-        matmul_same_x(c, 2, w, c->xn, n, y);
+    /* feed-forward: dense, or experts (into att_out, free by now) plus
+     * the shared expert, if any, scaled by its sigmoid gate */
+    float *ffn_out = c->xn;
+    if (hp->n_expert) {
+        moe_rows(c, vo, l, n, c->att_out);
+        ffn_out = c->att_out;
+        if (l->w_down.data) {
+            for (int t = 0; t < n; t++) {
+                const float *xt = c->xn + (size_t)t * d;
+                float g = 0.0f;
+                for (int j = 0; j < d; j++) g += l->shexp_gate[j] * xt[j];
+                c->moe_gate[t] = 1.0f / (1.0f + expf(-g));
+            }
+            ffn_rows(c, vo, l, n);
+            for (int t = 0; t < n; t++) {
+                float *o = c->att_out + (size_t)t * d;
+                const float *s = c->xn + (size_t)t * d, g = c->moe_gate[t];
+                for (int j = 0; j < d; j++) o[j] += g * s[j];
+            }
+        }
+    } else {
+        ffn_rows(c, vo, l, n);
     }
-    {
-        const int nth = stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
-        const int gelu = hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GEMMA3;
-        FOR_ROWS(nth, n, t, {
-            float *gt = c->ff_gate + (size_t)t * ff;
-            const float *ut = c->ff_up + (size_t)t * ff;
-            if (gelu) vo->gelu_mul(gt, ut, ff);
-            else vo->silu_mul(gt, ut, ff);
-        });
-    }
-    matmul(c, &l->w_down, c->ff_gate, n, c->xn);
     /* the next layer's norm rides along; after the last, only the rows
      * that give logits are normalized (forward_batch) */
     const float *next = il + 1 < hp->n_layer ? m->layers[il + 1].attn_norm : NULL;
-    residual_rows(c, vo, c->x, c->xn, l->ffn_post_norm, c->xn, next, n, d);
+    residual_rows(c, vo, c->x, ffn_out, l->ffn_post_norm, c->xn, next, n, d);
 }
 
 /* One batch of n <= n_batch tokens, in runs of one sequence each (segs).

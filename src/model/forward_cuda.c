@@ -269,6 +269,9 @@ static void detach(lb_context *c) {
 static lb_status attach(lb_context *c) {
     lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
+    if (hp->n_expert)
+        return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run mixture-of-experts models (%s) yet: run "
+                                           "this one on the CPU", hp->arch_name);
     if (lb_cuda_device_count() < 1) return lb_fail(LB_ERR_UNSUPPORTED, "no CUDA device: %s", lb_cuda_last_error());
     if (!m->dev_weights) {
         dev_weights *w = NULL;

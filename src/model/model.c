@@ -98,13 +98,29 @@ static lb_status from_file(lb_model *m, const gguf_file *g) {
     return LB_OK;
 }
 
+int lb_layer_n_matrices(const lb_hparams *hp) { return 7 + (hp->n_expert ? 1 + 3 * hp->n_expert : 0); }
+
+int lb_layer_matrices(const lb_hparams *hp, lb_layer *l, lb_matrix **out) {
+    lb_matrix *dense[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+    int n = 0;
+    for (int i = 0; i < 7; i++)
+        if (dense[i]->data) out[n++] = dense[i];
+    if (hp->n_expert && l->router.data) {
+        out[n++] = &l->router;
+        for (int e = 0; e < hp->n_expert; e++) out[n++] = &l->exp_gate[e];
+        for (int e = 0; e < hp->n_expert; e++) out[n++] = &l->exp_up[e];
+        for (int e = 0; e < hp->n_expert; e++) out[n++] = &l->exp_down[e];
+    }
+    return n;
+}
+
 /* A matrix of type t (the first: Q of layer 0 before the others), for the
  * kernel summary: an ABQ type's kernel depends on its activation bits. */
 static const lb_matrix *first_of_type(const lb_model *m, int t) {
+    lb_matrix *ws[LB_LAYER_MATRICES_MAX];
     for (int il = 0; il < m->hp.n_layer; il++) {
-        const lb_layer *l = &m->layers[il];
-        const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (int i = 0; i < 7; i++)
+        const int nw = lb_layer_matrices(&m->hp, &m->layers[il], ws);
+        for (int i = 0; i < nw; i++)
             if (ws[i]->type == t) return ws[i];
     }
     return m->tok_embd.type == t ? &m->tok_embd : m->output.type == t ? &m->output : NULL;
@@ -121,10 +137,10 @@ lb_status lb_model_finish(lb_model *m) {
     const lb_hparams *hp = &m->hp;
     count_matrix(&m->tok_embd, bytes, &params);
     if (!tied) count_matrix(&m->output, bytes, &params);
+    lb_matrix *ws[LB_LAYER_MATRICES_MAX];
     for (int il = 0; il < hp->n_layer; il++) {
-        const lb_layer *l = &m->layers[il];
-        const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-        for (int i = 0; i < 7; i++) count_matrix(ws[i], bytes, &params);
+        const int nw = lb_layer_matrices(hp, &m->layers[il], ws);
+        for (int i = 0; i < nw; i++) count_matrix(ws[i], bytes, &params);
         params += 2 * (int64_t)hp->n_embd; /* norms */
     }
     params += hp->n_embd;

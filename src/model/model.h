@@ -8,7 +8,10 @@
 #include "kernels/dispatch.h"
 #include "tokenizer/tokenizer.h"
 
-typedef enum { LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3 } lb_arch;
+typedef enum {
+    LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3,
+    LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE
+} lb_arch;
 
 typedef struct {
     lb_arch arch;
@@ -28,6 +31,10 @@ typedef struct {
     float query_scale;     /* attention scale (default 1/sqrt(head_dim)) */
     float final_logit_softcap; /* > 0: logits = cap * tanh(logits / cap) */
     float attn_softcap;        /* > 0: attention scores = cap * tanh(scores / cap) (gemma2) */
+    /* mixture of experts (Mixtral as llama, qwen2moe, qwen3moe); n_expert 0: a dense FFN */
+    int n_expert, n_expert_used;
+    int n_ff_exp;          /* each expert's hidden size */
+    int expert_norm;       /* 1: the chosen experts' weights renormalised to sum 1 */
 } lb_hparams;
 
 /* A 1-D parameter kept as floats (norm weights, biases); NULL if absent. */
@@ -42,6 +49,13 @@ typedef struct {
      * before RoPE, and of the attention and FFN outputs */
     lb_vec attn_post_norm, ffn_post_norm, q_norm, k_norm;
     int is_local; /* sliding-window layer */
+    /* MoE (hp.n_expert > 0): the router (n_expert rows) and each expert's
+     * gate, up and down, row views of the file's 3-D tensors; w_gate, w_up,
+     * w_down then hold the shared expert (qwen2moe), if any, whose output is
+     * scaled by sigmoid(shexp_gate . x) */
+    lb_matrix router;
+    lb_matrix *exp_gate, *exp_up, *exp_down;
+    lb_vec shexp_gate;
 } lb_layer;
 
 struct lb_model {
@@ -104,6 +118,11 @@ struct lb_context {
     int *row_buf;                /* lb_eval_multi: batch rows whose logits are wanted */
     /* activations for up to n_batch tokens */
     float *x, *xn, *q, *k, *v, *att_out, *ff_gate, *ff_up, *logits_tmp;
+    /* MoE: the batch's rows gathered for one expert and its output, the
+     * router's logits, each token's chosen experts and weights, the rows an
+     * expert serves, the shared expert's gate per token */
+    float *moe_x, *moe_y, *moe_logits, *moe_w, *moe_gate;
+    int *moe_sel, *moe_rows;
     float *att_scratch;          /* per thread: lb_attn_scratch_floats */
     void *act_scratch;           /* quantized activations for lb_matmul */
     size_t act_scratch_size;
@@ -133,6 +152,13 @@ struct lb_context {
  * lb_free_aligned (NULL otherwise). Every kernel gives the sub-matrix's rows
  * the bits it gives them in the whole (tests/test_matrix_rows.c). */
 lb_status lb_matrix_rows(const lb_matrix *whole, int64_t r0, int64_t n, lb_matrix *out, void **alloc);
+
+/* The layer's matrices, each once: q, k, v, o, gate, up, down (those
+ * present), then the router and every expert's gate, up and down. out holds
+ * lb_layer_n_matrices(hp) entries; returns how many it filled. */
+enum { LB_MAX_EXPERTS = 512, LB_LAYER_MATRICES_MAX = 8 + 3 * LB_MAX_EXPERTS };
+int lb_layer_n_matrices(const lb_hparams *hp);
+int lb_layer_matrices(const lb_hparams *hp, lb_layer *l, lb_matrix **out);
 
 /* Register a buffer (from lb_malloc_aligned) to be freed with the model.
  * Returns p (NULL on OOM). */

@@ -218,6 +218,31 @@ static lb_status split_rows(loader *L, const lb_matrix *whole, const char *name,
     return LB_OK;
 }
 
+/* The n_expert matrices (each [K, N]) of one 3-D tensor [K, N, n_expert]:
+ * row views of it as one matrix of N * n_expert rows. */
+static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, lb_matrix **out) {
+    const int ne = L->m->hp.n_expert;
+    const gguf_tensor *t = gguf_find_tensor(L->g, name);
+    if (!t) return lb_fail(LB_ERR_FORMAT, "tensor %s is missing (a model with %d experts needs it)", name, ne);
+    if (t->ne[0] != K || t->ne[1] != N || t->ne[2] != ne || t->ne[3] != 1)
+        return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %d]", name,
+                       (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
+                       (long long)K, (long long)N, ne);
+    if (t->type == LB_TYPE_MX2 || lb_gc_is((int)t->type) || lb_abq_bits((int)t->type))
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s: expert tensors take llama.cpp's types", name,
+                       lb_type_name((int)t->type));
+    if (!lb_traits((int)t->type) || (!lb_kernel_get((int)t->type) && t->type != LB_TYPE_Q6_K_16X4_V1))
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
+                       name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);
+    lb_matrix *m = lb_model_own(L->m, lb_malloc_aligned((size_t)ne * sizeof *m));
+    if (!m) return LB_ERR_NOMEM;
+    const size_t row = lb_row_size((int)t->type, K);
+    for (int e = 0; e < ne; e++)
+        m[e] = (lb_matrix){(int)t->type, K, N, row, (const char *)t->data + (size_t)e * (size_t)N * row, 0};
+    *out = m;
+    return LB_OK;
+}
+
 /* A 1-D weight of n floats, converted to F32 (norms and biases are small). */
 static lb_status get_vec(loader *L, const char *name, int64_t n, int optional, lb_vec *out) {
     const gguf_tensor *t = gguf_find_tensor(L->g, name);
@@ -235,6 +260,37 @@ static lb_status get_vec(loader *L, const char *name, int64_t n, int optional, l
     return LB_OK;
 }
 
+/* Mixture of experts, as llama.cpp reads it: expert_count and
+ * expert_used_count (Mixtral's llama files have them too), each expert's
+ * hidden size (expert_feed_forward_length, else the dense one), and for
+ * qwen2moe the shared expert's (expert_shared_feed_forward_length), which
+ * the dense FFN slots hold. llama.cpp renormalises the chosen experts'
+ * weights for Mixtral and qwen3moe, not for qwen2moe. */
+static lb_status load_moe_hparams(loader *L) {
+    lb_hparams *hp = &L->m->hp;
+    const int moe_arch = hp->arch == LB_ARCH_QWEN2MOE || hp->arch == LB_ARCH_QWEN3MOE;
+    uint32_t ne = 0, nu = 0;
+    const char *kc = arch_key(L, "expert_count");
+    if (gguf_find_kv(L->g, kc) && !gguf_get_u32(L->g, kc, &ne)) return lb_fail(LB_ERR_FORMAT, "%s is not a count", kc);
+    if (!ne) {
+        if (moe_arch) return lb_fail(LB_ERR_FORMAT, "%s is missing (a %s model has experts)", kc, hp->arch_name);
+        return LB_OK;
+    }
+    if (hp->arch != LB_ARCH_LLAMA && !moe_arch)
+        return lb_fail(LB_ERR_UNSUPPORTED, "%s models with experts are not supported", hp->arch_name);
+    const char *ku = arch_key(L, "expert_used_count");
+    if (!gguf_get_u32(L->g, ku, &nu)) return lb_fail(LB_ERR_FORMAT, "%s is missing or not a count", ku);
+    if (ne > LB_MAX_EXPERTS || nu < 1 || nu > ne)
+        return lb_fail(LB_ERR_FORMAT, "%u experts, %u used a token: outside 1 <= used <= experts <= %d", ne, nu,
+                       LB_MAX_EXPERTS);
+    hp->n_expert = (int)ne;
+    hp->n_expert_used = (int)nu;
+    hp->n_ff_exp = opt_u32(L, "expert_feed_forward_length", hp->n_ff);
+    if (hp->arch == LB_ARCH_QWEN2MOE) hp->n_ff = opt_u32(L, "expert_shared_feed_forward_length", hp->n_ff);
+    hp->expert_norm = hp->arch != LB_ARCH_QWEN2MOE;
+    return LB_OK;
+}
+
 static lb_status load_hparams(loader *L) {
     lb_hparams *hp = &L->m->hp;
     const char *arch = gguf_get_str(L->g, "general.architecture");
@@ -245,10 +301,12 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "gemma2")) hp->arch = LB_ARCH_GEMMA2;
     else if (!strcmp(arch, "gemma3")) hp->arch = LB_ARCH_GEMMA3;
     else if (!strcmp(arch, "phi3")) hp->arch = LB_ARCH_PHI3;
+    else if (!strcmp(arch, "qwen2moe")) hp->arch = LB_ARCH_QWEN2MOE;
+    else if (!strcmp(arch, "qwen3moe")) hp->arch = LB_ARCH_QWEN3MOE;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
-                       "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3 are)",
-                       arch);
+                       "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, "
+                       "gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -321,6 +379,7 @@ static lb_status load_hparams(loader *L) {
         if (hp->attn_softcap < 0.0f || hp->final_logit_softcap < 0.0f)
             return lb_fail(LB_ERR_FORMAT, "gemma2 soft-capping values must not be negative");
     }
+    if ((s = load_moe_hparams(L))) return s;
     const gguf_tensor *emb = gguf_find_tensor(L->g, "token_embd.weight");
     if (!emb) return lb_fail(LB_ERR_FORMAT, "tensor token_embd.weight is missing");
     if (emb->ne[1] < 1 || emb->ne[1] > (1 << 24)) return lb_fail(LB_ERR_FORMAT, "token_embd.weight has an absurd vocabulary size");
@@ -369,7 +428,21 @@ static lb_status load_weights(loader *L) {
         if ((s = get_vec(L, BLK("attn_k.bias"), kvd, 1, &l->bk))) return s;
         if ((s = get_vec(L, BLK("attn_v.bias"), kvd, 1, &l->bv))) return s;
         if ((s = get_vec(L, BLK("ffn_norm.weight"), d, 0, &l->ffn_norm))) return s;
-        if (hp->arch == LB_ARCH_PHI3) { /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
+        if (hp->n_expert) {
+            const int64_t fe = hp->n_ff_exp;
+            if ((s = get_matrix(L, BLK("ffn_gate_inp.weight"), d, hp->n_expert, 0, &l->router))) return s;
+            if ((s = get_experts(L, BLK("ffn_gate_exps.weight"), d, fe, &l->exp_gate)) ||
+                (s = get_experts(L, BLK("ffn_up_exps.weight"), d, fe, &l->exp_up)) ||
+                (s = get_experts(L, BLK("ffn_down_exps.weight"), fe, d, &l->exp_down)))
+                return s;
+            if (hp->arch == LB_ARCH_QWEN2MOE && gguf_find_tensor(L->g, BLK("ffn_gate_inp_shexp.weight"))) {
+                if ((s = get_vec(L, BLK("ffn_gate_inp_shexp.weight"), d, 0, &l->shexp_gate)) ||
+                    (s = get_matrix(L, BLK("ffn_gate_shexp.weight"), d, ff, 0, &l->w_gate)) ||
+                    (s = get_matrix(L, BLK("ffn_up_shexp.weight"), d, ff, 0, &l->w_up)) ||
+                    (s = get_matrix(L, BLK("ffn_down_shexp.weight"), ff, d, 0, &l->w_down)))
+                    return s;
+            }
+        } else if (hp->arch == LB_ARCH_PHI3) { /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, 2 * ff, 0, &fused))) return s;
             if ((s = split_rows(L, &fused, n, 0, ff, &l->w_gate)) || (s = split_rows(L, &fused, n, ff, ff, &l->w_up)))
                 return s;
@@ -377,7 +450,7 @@ static lb_status load_weights(loader *L) {
             if ((s = get_matrix(L, BLK("ffn_gate.weight"), d, ff, 0, &l->w_gate))) return s;
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, ff, 0, &l->w_up))) return s;
         }
-        if ((s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
+        if (!hp->n_expert && (s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
         if (hp->arch == LB_ARCH_GEMMA2) {
             if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
             if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;
@@ -388,7 +461,7 @@ static lb_status load_weights(loader *L) {
             if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;
             if ((s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 0, &l->k_norm))) return s;
             l->is_local = hp->swa_pattern > 0 && (il + 1) % hp->swa_pattern != 0;
-        } else if (hp->arch == LB_ARCH_QWEN3) {
+        } else if (hp->arch == LB_ARCH_QWEN3 || hp->arch == LB_ARCH_QWEN3MOE) {
             /* as llama.cpp's LLM_ARCH_QWEN3: Qwen2's layer without the q/k/v
              * biases (read if present: harmless), with per-head q/k norms */
             if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;

@@ -26,6 +26,10 @@ static int is_quantizable(const gguf_tensor *t) {
     if (len < 7 || memcmp(n + len - 7, ".weight", 7)) return 0;
     for (size_t i = 0; i + 4 <= len; i++)
         if (!memcmp(n + i, "norm", 4)) return 0;
+    /* MoE routers (ffn_gate_inp, qwen2moe's ffn_gate_inp_shexp) stay as
+     * they are, as llama-quantize keeps them: small, and they pick experts */
+    for (size_t i = 0; i + 12 <= len; i++)
+        if (!memcmp(n + i, "ffn_gate_inp", 12)) return 0;
     return 1;
 }
 

@@ -245,18 +245,16 @@ lb_status lb_model_repack(lb_model *m) {
      * huge pages (lb_malloc_huge), which most single matrices are too
      * small to fill, and at most one layer's plain and repacked copies are
      * alive at once. */
+    const int cap = lb_layer_n_matrices(&m->hp);
+    lb_matrix **ws = malloc((size_t)cap * sizeof *ws);
+    size_t *off = malloc((size_t)cap * sizeof *off);
+    int *to = malloc((size_t)cap * sizeof *to);
+    if (!ws || !off || !to) s = lb_fail(LB_ERR_NOMEM, "out of memory");
     for (int u = 0; u <= m->hp.n_layer && s == LB_OK; u++) {
-        lb_matrix *ws[7];
         int nw = 0;
-        if (u == 0) {
-            ws[nw++] = &m->output;
-        } else {
-            lb_layer *l = &m->layers[u - 1];
-            lb_matrix *lw[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
-            for (int i = 0; i < 7; i++) ws[nw++] = lw[i];
-        }
-        size_t total = 0, off[7];
-        int to[7];
+        if (u == 0) ws[nw++] = &m->output;
+        else nw = lb_layer_matrices(&m->hp, &m->layers[u - 1], ws);
+        size_t total = 0;
         for (int i = 0; i < nw; i++) {
             to[i] = ws[i]->data ? lb_repack_target_matrix(ws[i]->type, ws[i]->N, ws[i]->act_bits) : ws[i]->type;
             off[i] = total;
@@ -289,6 +287,9 @@ lb_status lb_model_repack(lb_model *m) {
             c->act_bits = w->act_bits; /* ABQ: its kernel depends on them (kernels/dispatch.h) */
         }
     }
+    free(ws);
+    free(off);
+    free(to);
     if (s) return s;
     for (int i = 0; i < NB; i++)
         if (t[i].n) {

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Write a random-weight mixture-of-experts GGUF (F16 matrices, F32 router) of
+Qwen3-30B-A3B's layer shape, for speed comparisons on a file every engine
+loads (lowbit, llama.cpp's quantizer and ik_llama.cpp): qwen3moe, d 2048,
+32 query heads and 4 KV heads of 128, 128 experts of 768 hidden units, 8 used
+a token; LAYERS of its 48 layers (default 4), and the 32000-token SPM vocab of
+../shared/tokenizer-tests/ggml-vocab-llama-spm.gguf in place of its 151936
+(so the head does not hide the experts).
+
+  PYTHONPATH=~/.cache/lowbit-peers/llama.cpp/gguf-py python3 bench/synth_moe.py OUT.gguf [LAYERS]
+  ~/.cache/lowbit-peers/llama.cpp/build/bin/llama-quantize OUT.gguf OUT-Q4_K_M.gguf Q4_K_M
+
+(needs numpy; llama.cpp b4748 cannot run qwen3moe, but its llama-quantize writes it)
+"""
+import os
+import sys
+
+import gguf
+import numpy as np
+
+DIM, N_HEAD, N_KV, HEAD_DIM, N_EXPERT, N_USED, FF_EXP = 2048, 32, 4, 128, 128, 8, 768
+
+
+def main():
+    out = sys.argv[1]
+    n_layer = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    here = os.path.dirname(os.path.abspath(__file__))
+    voc = gguf.GGUFReader(os.path.join(here, "..", "..", "shared", "tokenizer-tests", "ggml-vocab-llama-spm.gguf"))
+    w = gguf.GGUFWriter(out, "qwen3moe")
+    w.add_name("synthetic qwen3moe-30b-a3b shape, %d layers" % n_layer)
+    w.add_context_length(4096)
+    w.add_embedding_length(DIM)
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(6144)
+    w.add_expert_feed_forward_length(FF_EXP)
+    w.add_expert_count(N_EXPERT)
+    w.add_expert_used_count(N_USED)
+    w.add_head_count(N_HEAD)
+    w.add_head_count_kv(N_KV)
+    w.add_key_length(HEAD_DIM)
+    w.add_value_length(HEAD_DIM)
+    w.add_rope_dimension_count(HEAD_DIM)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_rope_freq_base(1000000.0)
+    w.add_file_type(1)  # MOSTLY_F16
+    f = voc.fields
+    toks = [bytes(f["tokenizer.ggml.tokens"].parts[i]).decode("utf-8", "replace") for i in f["tokenizer.ggml.tokens"].data]
+    w.add_tokenizer_model("llama")
+    w.add_token_list(toks)
+    w.add_token_scores([float(f["tokenizer.ggml.scores"].parts[i][0]) for i in f["tokenizer.ggml.scores"].data])
+    w.add_token_types([int(f["tokenizer.ggml.token_type"].parts[i][0]) for i in f["tokenizer.ggml.token_type"].data])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    rng = np.random.default_rng(1234)
+
+    def mat(*shape, std=0.02):
+        m = rng.standard_normal(shape, dtype=np.float32) * std
+        return m.astype(np.float16)
+
+    w.add_tensor("token_embd.weight", mat(len(toks), DIM))
+    qd, kvd = N_HEAD * HEAD_DIM, N_KV * HEAD_DIM
+    for l in range(n_layer):
+        p = "blk.%d." % l
+        w.add_tensor(p + "attn_norm.weight", np.ones(DIM, np.float32))
+        w.add_tensor(p + "attn_q.weight", mat(qd, DIM))
+        w.add_tensor(p + "attn_k.weight", mat(kvd, DIM))
+        w.add_tensor(p + "attn_v.weight", mat(kvd, DIM))
+        w.add_tensor(p + "attn_output.weight", mat(DIM, qd))
+        w.add_tensor(p + "attn_q_norm.weight", np.ones(HEAD_DIM, np.float32))
+        w.add_tensor(p + "attn_k_norm.weight", np.ones(HEAD_DIM, np.float32))
+        w.add_tensor(p + "ffn_norm.weight", np.ones(DIM, np.float32))
+        w.add_tensor(p + "ffn_gate_inp.weight", rng.standard_normal((N_EXPERT, DIM), dtype=np.float32) * 0.05)
+        w.add_tensor(p + "ffn_gate_exps.weight", mat(N_EXPERT, FF_EXP, DIM))
+        w.add_tensor(p + "ffn_up_exps.weight", mat(N_EXPERT, FF_EXP, DIM))
+        w.add_tensor(p + "ffn_down_exps.weight", mat(N_EXPERT, DIM, FF_EXP))
+    w.add_tensor("output_norm.weight", np.ones(DIM, np.float32))
+    w.add_tensor("output.weight", mat(len(toks), DIM))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+if __name__ == "__main__":
+    main()

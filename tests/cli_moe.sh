@@ -1,0 +1,64 @@
+# Mixture-of-experts GGUF files: qwen3moe (Qwen3-30B-A3B's architecture),
+# qwen2moe (a shared expert with a sigmoid gate, q/k/v biases, weights not
+# renormalised) and Mixtral's (general.architecture "llama" with
+# llama.expert_count). The models are tests/make_arch.py's rewrites of
+# ../shared's stories260K: 4 experts, 2 used a token, 160 hidden units each.
+# Expected numbers from the peers (../shared/peers/build.sh) on the very same
+# files, measured 2026-11-30 on an AMD EPYC Zen 4 VM, 2 threads:
+#   ik_llama.cpp 8337e4c  llama-perplexity -m q3m.gguf -f TinyStories-valid.head31195.txt -c 128 --chunks 8
+#       -> 101.8095 (its default f16 KV cache; lowbit's is f32: 101.7684)
+#   llama.cpp b4748       llama-perplexity -m q2m.gguf (the same) -ctk f32 -ctv f32 -> 242.1931 (lowbit 242.1930)
+#   llama.cpp b4748       llama-perplexity -m mix.gguf (the same) -ctk f32 -ctv f32 -> 41.2390 (lowbit 41.2390)
+#   ik_llama.cpp          on lowbit's Q4_0 of q3m.gguf -> 128.3080 (lowbit 128.1528)
+#   llama-cli -m F -p "Once upon a time" -n 60 --temp 0 (ik for qwen3moe, b4748 with an f32 cache for the
+#       others) -> the greedy texts below, which lowbit gives at avx512, avx2 and scalar.
+# llama.cpp b4748 has no qwen3moe; ik_llama.cpp's llama MoE branch adds the
+# normalised input as the residual (84.53 on mix.gguf), so Mixtral is held to
+# b4748. With their default f16 KV cache the peers land 0.2-0.3 % from the
+# f32 figures on q2m.gguf, and the last greedy words differ there. For scale:
+# renormalising qwen2moe's weights, or not renormalising the others', moves
+# PPL by 11-17 %.
+. "$(dirname "$0")/lib_cli.sh"
+arch_test_setup
+SRC=$SHARED/models/stories260K-f32.gguf
+
+for a in qwen3moe:q3m qwen2moe:q2m mixtral:mix; do
+  python3 "$MAKE" "${a%:*}" "$SRC" "$WORK/${a#*:}.gguf" || { bad "make_arch.py ${a%:*}"; finish; exit; }
+done
+ok "make_arch.py wrote the three files"
+
+arch_info "$WORK/q3m.gguf" qwen3moe "blk.4.ffn_gate_exps.weight *F32 *64 x 160 x 4" "qwen3moe with 3-D expert tensors"
+arch_info "$WORK/mix.gguf" llama "llama.expert_used_count" "Mixtral as llama with experts"
+
+near "stories260K as qwen3moe" "$(ppl_at "$WORK/q3m.gguf" 128)" 101.8095 0.002
+near "stories260K as qwen2moe" "$(ppl_at "$WORK/q2m.gguf" 128)" 242.1931 0.001
+near "stories260K as Mixtral" "$(ppl_at "$WORK/mix.gguf" 128)" 41.2390 0.001
+
+greedy_is "$WORK/q3m.gguf" "Once upon a time, athlas westies chmas w Lily w day to Lily wverlct, Lily w at and at alble's atear quchament. quchament."
+greedy_is "$WORK/q2m.gguf" "Once upon a time, there was a cut alnighilligherherstery. Once upon a dolly, there was alonela. She dide-\"ver,erin time,outoft time, alPu" "llama.cpp b4748"
+greedy_is "$WORK/mix.gguf" "Once upon a time there was a big bigututterfppa. He cried her aut her daddy at. Lily didn't kitty wmasing her fasheeth. Onene cononball of her" "llama.cpp b4748"
+
+# quantized: the experts as row views of Q4_0 tensors, repacked at load;
+# the router stays F32 (as llama-quantize keeps it)
+if "$LOWBIT" quantize "$WORK/q3m.gguf" "$WORK/q3m-q4.gguf" Q4_0 > "$WORK/quant.txt" 2>&1; then
+  "$LOWBIT" info -a "$WORK/q3m-q4.gguf" > "$WORK/info.txt" 2>&1
+  grep -q "blk.0.ffn_down_exps.weight *Q4_0 *160 x 64 x 4" "$WORK/info.txt" &&
+    grep -q "blk.0.ffn_gate_inp.weight *F32" "$WORK/info.txt" && ok "quantize: experts Q4_0, router F32" ||
+    bad "quantize: $(grep -E 'exps|gate_inp' "$WORK/info.txt" | head -n 4)"
+  near "Q4_0 (against ik_llama.cpp on the same file)" "$(ppl_at "$WORK/q3m-q4.gguf" 128)" 128.3080 0.01
+else
+  bad "quantize Q4_0: $(tail -n 2 "$WORK/quant.txt")"
+fi
+
+# bench counts the experts a token runs
+"$LOWBIT" bench -m "$WORK/q3m.gguf" -p 16 -n 4 -r 1 --no-roofline -t 2 > "$WORK/bench.txt" 2>&1 &&
+  grep -q "qwen3moe" "$WORK/bench.txt" && ok "bench runs qwen3moe" || bad "bench: $(tail -n 3 "$WORK/bench.txt")"
+
+# malformed files are refused by name
+python3 "$MAKE" qwen3moe "$SRC" "$WORK/bad.gguf" blk.2.ffn_up_exps.weight
+expect_fail "qwen3moe without blk.2.ffn_up_exps" "blk.2.ffn_up_exps.weight is missing" \
+  "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
+python3 "$MAKE" qwen2moe "$SRC" "$WORK/bad.gguf" blk.1.ffn_gate_inp.weight
+expect_fail "qwen2moe without its router" "blk.1.ffn_gate_inp.weight is missing" \
+  "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
+finish
