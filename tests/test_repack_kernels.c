@@ -339,6 +339,56 @@ static void test_multi(void) {
     }
 }
 
+/* lb_matmul_rows (a decoded MoE token's experts): each matrix times its
+ * own row gives exactly what one lb_matmul of that row gives, for 1..20
+ * matrices (past the driver's 32 a region only with a fallback: 20 here),
+ * one type with a plain tail, a mixed set (separate calls), at 1-17 threads. */
+static void test_rows(void) {
+    uint64_t seed = 7;
+    enum { NW = 20 };
+    const int64_t K = 256, N = 136; /* 17 groups of 8: a plain tail for the 16-row layouts */
+    for (int mixed = 0; mixed < 2; mixed++) {
+        uint8_t *packed[NW];
+        lb_matrix W[NW];
+        const lb_matrix *pw[NW];
+        float *x[NW], *y1[NW], *y2[NW];
+        const float *cx[NW];
+        for (int i = 0; i < NW; i++) {
+            const int type = mixed && i == 3 ? LB_TYPE_Q8_0_4X8 : LB_TYPE_Q4_0_8X8;
+            const lb_repack_layout *L = lb_repack_layout_of(type);
+            uint8_t *plain = rand_rows(L->base, K, N, &seed);
+            packed[i] = malloc(lb_row_size(L->base, K) * N);
+            lb_repack_tensor(type, plain, packed[i], K, N);
+            free(plain);
+            W[i] = (lb_matrix){type, K, N, lb_row_size(type, K), packed[i], 0};
+            pw[i] = &W[i];
+            cx[i] = x[i] = rand_acts(K, 1, &seed);
+            y1[i] = malloc(sizeof(float) * N);
+            y2[i] = malloc(sizeof(float) * N);
+        }
+        static const int nws[] = {1, 2, 8, 20}, threads[] = {1, 2, 3, 17};
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++) {
+                const int nw = nws[a], nth = threads[b];
+                size_t sc = 0;
+                for (int i = 0; i < nw; i++)
+                    sc = LB_MAX(sc, LB_MAX(lb_matmul_scratch_size(&W[i], 1), lb_matmul_rows_scratch_size(&W[i], nw)));
+                void *scratch = lb_malloc_aligned(sc + 64);
+                for (int i = 0; i < nw; i++) {
+                    lb_matmul(&W[i], x[i], 1, y1[i], (size_t)N, scratch, 1);
+                    for (int64_t e = 0; e < N; e++) y2[i][e] = NAN;
+                }
+                lb_matmul_rows(pw, nw, cx, y2, scratch, nth);
+                for (int i = 0; i < nw; i++)
+                    CHECK_MSG(!memcmp(y1[i], y2[i], sizeof(float) * N),
+                              "lb_matmul_rows (%s, %d matrices, %d threads): matrix %d differs from its lb_matmul",
+                              mixed ? "mixed types" : "one type", nw, nth, i);
+                lb_free_aligned(scratch);
+            }
+        for (int i = 0; i < NW; i++) free(packed[i]), free(x[i]), free(y1[i]), free(y2[i]);
+    }
+}
+
 /* More rows than the driver hands the AMX-BF16 GEMM at once (1024): two calls. */
 static void test_many_rows(void) {
     uint64_t seed = 5;
@@ -365,6 +415,7 @@ int main(void) {
     test_many_rows();
     test_exact();
     test_multi();
+    test_rows();
     test_float();
     /* a 16 KiB L2: the whole-M kernels (AVX-512, AMX) get the activation
      * rows in several tiles (kernels/matmul.c) */

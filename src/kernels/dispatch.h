@@ -99,4 +99,13 @@ void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, 
 void lb_matmul_multi(const lb_matrix *const *W, int nw, const float *X, int M, float *const *Y, const size_t *ldy,
                      void *scratch, int n_threads);
 
+/* One row each: Y[i] (W[i]->N floats) = W[i] times X[i] (K floats), in one
+ * parallel region when the matrices share a type and K (a MoE token's
+ * experts' down projections, each reading its own hidden row). scratch:
+ * lb_matmul_rows_scratch_size(W[0], nw) bytes, and lb_matmul_scratch_size's
+ * for one row of each matrix. */
+size_t lb_matmul_rows_scratch_size(const lb_matrix *W, int nw);
+void lb_matmul_rows(const lb_matrix *const *W, int nw, const float *const *X, float *const *Y, void *scratch,
+                    int n_threads);
+
 #endif

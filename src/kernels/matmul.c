@@ -210,13 +210,32 @@ static void run_units(const job *jobs, const lb_matrix *const *W, int nw, int u0
     }
 }
 
+/* Thread ith's own copy of the activation rows (M x K, plain; one set per
+ * matrix when Xs is given) in its part of the scratch, and its jobs reading
+ * them (mine). */
+static const job *convert_own(const lb_kernel *k, const job *jobs, int nw, const float *X, const float *const *Xs,
+                              int M, void *scratch, int ith, job *mine) {
+    const lb_matrix *W0 = jobs[0].W;
+    const int64_t K = W0->K;
+    const size_t arow = jobs[0].arow;
+    const int nx = Xs ? nw : 1;
+    char *a1t = (char *)scratch + (size_t)ith * (size_t)nx * (size_t)M * arow;
+    for (int i = 0; i < nx; i++)
+        for (int m = 0; m < M; m++)
+            quantize_row(k, W0, (Xs ? Xs[i] : X) + (size_t)m * K, a1t + ((size_t)i * M + m) * arow, K);
+    for (int i = 0; i < nw; i++) mine[i] = jobs[i], mine[i].a1 = a1t + (size_t)(Xs ? i : 0) * M * arow;
+    return mine;
+}
+
 /* Y[i] (M x N_i, row stride ldy[i]) = X (M x K) times W[i] transposed, for
  * matrices of one type and K: one activation conversion, one parallel
  * region, the threads splitting the rows of all of them (decode runs ~160
- * matmuls per token; fewer, larger regions waste less at the barriers). */
-static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M, float *const *Y, const size_t *ldy,
-                        void *scratch, int n_threads) {
-    enum { MAX_W = 4 };
+ * matmuls per token; fewer, larger regions waste less at the barriers).
+ * Xs (else NULL): each matrix its own X, only where every thread converts
+ * the rows itself (decode, matmul_own_ok; a MoE token's experts). */
+enum { MAX_W = 32 };
+static void matmul_same(const lb_matrix *const *W, int nw, const float *X, const float *const *Xs, int M,
+                        float *const *Y, const size_t *ldy, void *scratch, int n_threads) {
     const lb_kernel *k = lb_kernel_for(W[0]);
     const int64_t K = W[0]->K;
     const int AR = act_group(k);
@@ -260,10 +279,12 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
              * quantize the rows here, into this thread's part of the
              * scratch: a few microseconds of redundant work, against a
              * barrier at which the first thread waits for the last to wake */
-            char *a1t = (char *)scratch + (size_t)ith * (size_t)M * arow;
-            for (int m = 0; m < M; m++) quantize_row(k, W[0], X + (size_t)m * K, a1t + (size_t)m * arow, K);
-            for (int i = 0; i < nw; i++) mine[i] = jobs[i], mine[i].a1 = a1t;
-            jb = mine;
+            jb = convert_own(k, jobs, nw, X, Xs, M, scratch, ith, mine);
+        } else if (Xs) { /* fewer threads than asked: the same, then the barrier the queues need */
+            if (steal && nth <= MAX_STEAL_THREADS)
+                queue_init(&queue[ith], range_start(n_units, ith, nth), range_start(n_units, ith + 1, nth));
+            jb = convert_own(k, jobs, nw, X, Xs, M, scratch, ith, mine);
+#pragma omp barrier
         } else {
             if (steal && nth <= MAX_STEAL_THREADS) /* read after the barrier */
                 queue_init(&queue[ith], range_start(n_units, ith, nth), range_start(n_units, ith + 1, nth));
@@ -316,14 +337,33 @@ static void matmul_same(const lb_matrix *const *W, int nw, const float *X, int M
 void lb_matmul(const lb_matrix *W, const float *X, int M, float *Y, size_t ldy, void *scratch, int n_threads) {
     const lb_matrix *ws[1] = {W};
     float *ys[1] = {Y};
-    matmul_same(ws, 1, X, M, ys, &ldy, scratch, n_threads);
+    matmul_same(ws, 1, X, NULL, M, ys, &ldy, scratch, n_threads);
 }
 
 void lb_matmul_multi(const lb_matrix *const *W, int nw, const float *X, int M, float *const *Y, const size_t *ldy,
                      void *scratch, int n_threads) {
-    if (nw <= 4 && same_kernel(W, nw)) {
-        matmul_same(W, nw, X, M, Y, ldy, scratch, n_threads);
+    if (nw <= MAX_W && same_kernel(W, nw)) {
+        matmul_same(W, nw, X, NULL, M, Y, ldy, scratch, n_threads);
         return;
     }
     for (int i = 0; i < nw; i++) lb_matmul(W[i], X, M, Y[i], ldy[i], scratch, n_threads);
+}
+
+size_t lb_matmul_rows_scratch_size(const lb_matrix *W, int nw) {
+    const lb_kernel *k = lb_kernel_for(W);
+    return k ? (size_t)PRIV_MAX_THREADS * (size_t)nw * plain_act_row(k, W->K) : 0;
+}
+
+void lb_matmul_rows(const lb_matrix *const *W, int nw, const float *const *X, float *const *Y, void *scratch,
+                    int n_threads) {
+    size_t ldy[MAX_W];
+    if (n_threads < 1) n_threads = 1;
+    /* one X per matrix: matmul_same converts them per thread (M = 1 is
+     * always its decode path), for at most PRIV_MAX_THREADS threads */
+    if (nw > MAX_W || n_threads > PRIV_MAX_THREADS || !same_kernel(W, nw)) {
+        for (int i = 0; i < nw; i++) lb_matmul(W[i], X[i], 1, Y[i], (size_t)W[i]->N, scratch, n_threads);
+        return;
+    }
+    for (int i = 0; i < nw; i++) ldy[i] = (size_t)W[i]->N;
+    matmul_same(W, nw, NULL, X, 1, Y, ldy, scratch, n_threads);
 }

@@ -122,13 +122,15 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->k = alloc_f(B * kvd);
     c->v = alloc_f(B * kvd);
     c->att_out = alloc_f(B * LB_MAX(qd, d));
-    c->ff_gate = alloc_f(B * ffm);
-    c->ff_up = alloc_f(B * ffm);
+    /* a decoded token's experts fill k rows of these (moe_token) */
+    const size_t Bff = LB_MAX(B, (size_t)hp->n_expert_used);
+    c->ff_gate = alloc_f(Bff * ffm);
+    c->ff_up = alloc_f(Bff * ffm);
     int moe_oom = 0;
     if (hp->n_expert) {
         const size_t k = (size_t)hp->n_expert_used;
         c->moe_x = alloc_f(B * d);
-        c->moe_y = alloc_f(B * d);
+        c->moe_y = alloc_f(Bff * d);
         c->moe_logits = alloc_f(B * hp->n_expert);
         c->moe_w = alloc_f(B * k);
         c->moe_gate = alloc_f(B);
@@ -151,6 +153,8 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     for (int il = 0; ws && il < hp->n_layer; il++) {
         const int nw = lb_layer_matrices(hp, &m->layers[il], ws);
         for (int i = 0; i < nw; i++) act = LB_MAX(act, lb_matmul_scratch_size(ws[i], c->n_batch));
+        if (hp->n_expert) /* a decoded token's experts (moe_token) */
+            act = LB_MAX(act, lb_matmul_rows_scratch_size(&m->layers[il].exp_down[0], LB_MIN(hp->n_expert_used, 16)));
     }
     if (!ws) moe_oom = 1;
     free(ws);
@@ -380,6 +384,41 @@ static void route_rows(lb_context *c, const lb_layer *l, int n) {
     }
 }
 
+/* The mixture of experts of one token (decode), routed: its k experts'
+ * gate and up in one parallel region (they read the same row), their
+ * downs in another (each its own hidden row), then the weighted sum. */
+static void moe_token(lb_context *c, const lb_vecops *vo, const lb_layer *l, float *out) {
+    enum { MAX_K = 16 }; /* lb_matmul_multi's 32 matrices a region */
+    const lb_hparams *hp = &c->model->hp;
+    const int d = hp->n_embd, fe = hp->n_ff_exp;
+    for (int j0 = 0; j0 < hp->n_expert_used; j0 += MAX_K) {
+        const int k = LB_MIN(MAX_K, hp->n_expert_used - j0);
+        const lb_matrix *w[2 * MAX_K], *wd[MAX_K];
+        float *y[2 * MAX_K], *yd[MAX_K];
+        const float *h[MAX_K];
+        size_t ldy[2 * MAX_K];
+        for (int j = 0; j < k; j++) {
+            const int e = c->moe_sel[j0 + j];
+            w[2 * j] = &l->exp_gate[e], w[2 * j + 1] = &l->exp_up[e];
+            y[2 * j] = c->ff_gate + (size_t)j * fe, y[2 * j + 1] = c->ff_up + (size_t)j * fe;
+            ldy[2 * j] = ldy[2 * j + 1] = (size_t)fe;
+            wd[j] = &l->exp_down[e], h[j] = y[2 * j], yd[j] = c->moe_y + (size_t)j * d;
+        }
+        for (int i = 0; c->on_matmul && i < 2 * k; i++) c->on_matmul(c->on_matmul_user, w[i], c->xn, 1);
+        lb_matmul_multi(w, 2 * k, c->xn, 1, y, ldy, c->act_scratch, c->n_threads);
+        glu_rows(c, vo, c->ff_gate, c->ff_up, k, fe);
+        for (int j = 0; c->on_matmul && j < k; j++) c->on_matmul(c->on_matmul_user, wd[j], h[j], 1);
+        lb_matmul_rows(wd, k, h, yd, c->act_scratch, c->n_threads);
+        for (int j = 0; j < k; j++) {
+            const float wt = c->moe_w[j0 + j];
+            if (j0 + j == 0)
+                for (int i = 0; i < d; i++) out[i] = wt * yd[j][i];
+            else
+                for (int i = 0; i < d; i++) out[i] += wt * yd[j][i];
+        }
+    }
+}
+
 /* The mixture of experts for the batch: xn in, in out the sum over each
  * token's chosen experts of weight * down(silu(gate(xn)) * up(xn)). The
  * batch's rows are gathered per expert, so each expert's matrices are read
@@ -388,6 +427,10 @@ static void moe_rows(lb_context *c, const lb_vecops *vo, const lb_layer *l, int 
     const lb_hparams *hp = &c->model->hp;
     const int d = hp->n_embd, k = hp->n_expert_used;
     route_rows(c, l, n);
+    if (n == 1) {
+        moe_token(c, vo, l, out);
+        return;
+    }
     memset(out, 0, (size_t)n * d * sizeof *out);
     for (int e = 0; e < hp->n_expert; e++) {
         int cnt = 0;
