@@ -54,6 +54,30 @@ fi
 "$LOWBIT" bench -m "$WORK/q3m.gguf" -p 16 -n 4 -r 1 --no-roofline -t 2 > "$WORK/bench.txt" 2>&1 &&
   grep -q "qwen3moe" "$WORK/bench.txt" && ok "bench runs qwen3moe" || bad "bench: $(tail -n 3 "$WORK/bench.txt")"
 
+# convert --hf: tests/make_hf.py writes each file as a Hugging Face
+# checkpoint (one matrix per expert); converting it back gives the same
+# tensors bit for bit and the same expert keys
+for a in q3m q2m mix; do
+  rm -rf "$WORK/hf-$a"
+  if python3 "$(dirname "$0")/make_hf.py" "$WORK/$a.gguf" "$WORK/hf-$a" &&
+     "$LOWBIT" convert --hf "$WORK/hf-$a" -o "$WORK/conv-$a.gguf" > "$WORK/conv.txt" 2>&1 &&
+     python3 "$(dirname "$0")/make_hf.py" --compare "$WORK/$a.gguf" "$WORK/conv-$a.gguf" > "$WORK/cmp.txt" 2>&1; then
+    ok "convert --hf $a: $(tail -n 1 "$WORK/cmp.txt")"
+  else
+    bad "convert --hf $a: $(tail -n 3 "$WORK/conv.txt" "$WORK/cmp.txt" 2>/dev/null)"
+  fi
+done
+# a config the GGUF cannot say is refused
+sed 's/"norm_topk_prob": true/"norm_topk_prob": false/' "$WORK/hf-q3m/config.json" > "$WORK/cfg.json" &&
+  cp "$WORK/cfg.json" "$WORK/hf-q3m/config.json"
+expect_fail "Qwen3-MoE config without renormalised weights" "norm_topk_prob false" \
+  "$LOWBIT" convert --hf "$WORK/hf-q3m" -o "$WORK/x.gguf"
+sed 's/"mlp_only_layers": \[\]/"mlp_only_layers": [1]/' "$WORK/hf-q2m/config.json" > "$WORK/cfg.json" &&
+  cp "$WORK/cfg.json" "$WORK/hf-q2m/config.json"
+expect_fail "Qwen2-MoE config with a dense layer" "layers without experts" \
+  "$LOWBIT" convert --hf "$WORK/hf-q2m" -o "$WORK/x.gguf"
+[ ! -e "$WORK/x.gguf" ] && ok "no output left by the refused conversions" || bad "x.gguf written"
+
 # malformed files are refused by name
 python3 "$MAKE" qwen3moe "$SRC" "$WORK/bad.gguf" blk.2.ffn_up_exps.weight
 expect_fail "qwen3moe without blk.2.ffn_up_exps" "blk.2.ffn_up_exps.weight is missing" \

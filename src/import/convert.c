@@ -25,7 +25,7 @@ lb_status imp_plan_init(imp_plan *p, int want_type) {
 }
 
 void imp_plan_free(imp_plan *p) {
-    for (int64_t i = 0; i < p->n; i++) free(p->t[i].ctx);
+    for (int64_t i = 0; i < p->n; i++) free(p->t[i].ctx), free(p->t[i].parts);
     gguf_writer_free(p->w);
     free(p->t);
     memset(p, 0, sizeof *p);
@@ -51,7 +51,7 @@ static lb_status add_checked(imp_plan *p, const imp_tensor *t);
 
 lb_status imp_plan_add(imp_plan *p, const imp_tensor *t) {
     lb_status s = add_checked(p, t);
-    if (s != LB_OK) free(t->ctx); /* not added: ctx was handed over all the same */
+    if (s != LB_OK) free(t->ctx), free(t->parts); /* not added: handed over all the same */
     return s;
 }
 
@@ -60,10 +60,11 @@ static lb_status add_checked(imp_plan *p, const imp_tensor *t) {
         if (t->n_dims < 1 || t->n_dims > 2 || t->ne[0] <= 0 || (t->n_dims == 2 && t->ne[1] <= 0) ||
             (t->keep_type && !lb_traits((int)t->out_type)))
             return lb_fail(LB_ERR_ARG, "importer: bad shape or type for tensor %s", t->name);
-    } else if (t->n_dims < 1 || t->n_dims > 2 || t->ne[0] <= 0 || (t->n_dims == 2 && t->ne[1] <= 0) ||
-        t->src_row_len <= 0 || t->ne[0] % t->src_row_len != 0)
+    } else if (t->n_dims < 1 || t->n_dims > (t->parts ? 3 : 2) || (t->parts && t->n_dims != 3) || t->ne[0] <= 0 ||
+               (t->n_dims >= 2 && t->ne[1] <= 0) || (t->n_dims == 3 && t->ne[2] <= 0) || t->src_row_len <= 0 ||
+               t->ne[0] % t->src_row_len != 0 || (t->parts && (t->permute_heads || t->mem)))
         return lb_fail(LB_ERR_ARG, "importer: bad shape for tensor %s", t->name);
-    int64_t rows = t->n_dims == 2 ? t->ne[1] : 1;
+    const int64_t rows = t->n_dims == 3 ? t->ne[1] * t->ne[2] : t->n_dims == 2 ? t->ne[1] : 1;
     if (!t->fill && t->n_src_rows * t->src_row_len != rows * t->ne[0])
         return lb_fail(LB_ERR_ARG, "importer: tensor %s source size does not match its shape", t->name);
     if (!t->fill && t->permute_heads > 0 && (t->n_src_rows % (2 * t->permute_heads)) != 0)
@@ -114,8 +115,26 @@ static void to_f32(int src_type, const void *src, float *dst, int64_t n) {
 
 static size_t src_elem_size(int src_type) { return src_type == LB_TYPE_F32 ? 4 : 2; }
 
+static lb_status read_rows(const imp_tensor *t, int64_t r0, int64_t n, float *dst, void *raw);
+
+/* read_rows for a stack of parts: each run of rows from its own source. */
+static lb_status read_part_rows(const imp_tensor *t, int64_t r0, int64_t n, float *dst, void *raw) {
+    const int64_t per_part = t->n_src_rows / t->ne[2];
+    while (n > 0) {
+        const int64_t k = r0 / per_part, in = r0 % per_part, m = LB_MIN(n, per_part - in);
+        imp_tensor one = *t;
+        one.parts = NULL;
+        one.fd = t->parts[k].fd, one.offset = t->parts[k].offset, one.src_type = t->parts[k].src_type;
+        lb_status s = read_rows(&one, in, m, dst, raw);
+        if (s != LB_OK) return s;
+        r0 += m, n -= m, dst += m * t->src_row_len;
+    }
+    return LB_OK;
+}
+
 /* Reads source rows [r0, r0+n) in output order into dst as floats. */
 static lb_status read_rows(const imp_tensor *t, int64_t r0, int64_t n, float *dst, void *raw) {
+    if (t->parts) return read_part_rows(t, r0, n, dst, raw);
     size_t esz = src_elem_size(t->src_type);
     size_t row_bytes = (size_t)t->src_row_len * esz;
     if (t->permute_heads > 0) {
@@ -152,7 +171,7 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     producer_ctx *c = user;
     const imp_tensor *t = &c->p->t[index];
     const lb_type_traits *tr = lb_traits((int)t->out_type);
-    int64_t rows = t->n_dims == 2 ? t->ne[1] : 1;
+    const int64_t rows = t->n_dims == 3 ? t->ne[1] * t->ne[2] : t->n_dims == 2 ? t->ne[1] : 1;
     uint64_t out_row = lb_row_size((int)t->out_type, t->ne[0]);
     if (!tr || out_row * (uint64_t)rows != nbytes)
         return lb_fail(LB_ERR_ARG, "importer: size mismatch writing tensor %s", t->name);

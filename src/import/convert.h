@@ -12,14 +12,21 @@
 
 typedef struct imp_tensor imp_tensor;
 
+/* One source of a stacked tensor (MoE experts: one HF matrix each). */
+typedef struct {
+    int fd;
+    uint64_t offset;
+    int src_type;
+} imp_part;
+
 /* A source that writes a whole output tensor itself, in its out_type (GPTQ
  * matrices: import/gptq.h). ctx belongs to the tensor's plan. */
 typedef lb_status (*imp_fill_fn)(void *ctx, const imp_tensor *t, void *dst, uint64_t nbytes);
 
 struct imp_tensor {
     char name[64];
-    int n_dims;             /* 1 or 2 */
-    int64_t ne[2];          /* GGUF shape: ne[0] is the row length */
+    int n_dims;             /* 1 or 2; 3 for a stack of parts */
+    int64_t ne[3];          /* GGUF shape: ne[0] is the row length */
     uint32_t out_type;      /* chosen by imp_plan_add */
     /* source: n_src_rows rows of src_row_len elements; ne[0] must be a
      * multiple of src_row_len (1-D biases are permuted element-wise) */
@@ -38,6 +45,10 @@ struct imp_tensor {
     void *ctx;
     int keep_type;          /* out_type is the caller's, not chosen by the plan */
     float add;              /* added to every source value (Gemma's norms: HF keeps w, GGUF 1 + w) */
+    /* if set (n_dims 3): ne[2] sources of ne[1] rows each, stacked (each
+     * expert of a MoE layer); fd, offset and src_type are unused then.
+     * imp_plan_add takes the array over (freed with free()). */
+    imp_part *parts;
 };
 
 typedef struct {

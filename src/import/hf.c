@@ -12,7 +12,12 @@
  *    2's soft caps and window, Gemma 3's q/k norms, window and local RoPE base;
  *  - phi3 (Phi-3, 3.5, Phi-4-mini): qkv_proj and gate_up_proj kept fused
  *    (attn_qkv, ffn_up), LongRoPE's factor lists as rope_factors_long /
- *    _short with the attention factor, partial rotary, the sliding window.
+ *    _short with the attention factor, partial rotary, the sliding window;
+ *  - mixtures of experts (Qwen2MoeForCausalLM -> qwen2moe, Qwen3MoeForCausalLM
+ *    -> qwen3moe, MixtralForCausalLM -> llama with experts): each layer's
+ *    experts stacked into the 3-D ffn_{gate,up,down}_exps, the router as
+ *    ffn_gate_inp (kept F32, as llama.cpp's converter keeps it), qwen2moe's
+ *    shared expert and its gate.
  * Tensors stream one at a time from the shards (F32/F16/BF16 sources).
  * GPTQ checkpoints (qweight/qzeros/scales/g_idx per linear layer, with a
  * GPTQ quantization config) keep their codes as GQ types: import/gptq.h. */
@@ -35,6 +40,8 @@ typedef struct {
     double attn_softcap, final_softcap, theta_local;
     int64_t window, query_pre_attn;
     int phi3;                /* fused tensors, LongRoPE */
+    int moe;                 /* MOE_QWEN (mlp.experts.E.*_proj) or MOE_MIXTRAL (block_sparse_moe.experts.E.w1..3) */
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp; /* n_ff_shexp > 0: qwen2moe's shared expert */
     int64_t rope_dims;       /* phi3: partial_rotary_factor x head_dim */
     double attn_factor;      /* phi3 LongRoPE: sqrt(1 + ln(scale) / ln(original context)) */
     const json_value *long_f, *short_f; /* phi3 LongRoPE factors (config.json's arrays) */
@@ -45,6 +52,8 @@ typedef struct {
     double rope_factor, low_freq_factor, high_freq_factor;
     int64_t rope_orig_ctx;
 } hf_config;
+
+enum { MOE_QWEN = 1, MOE_MIXTRAL = 2 };
 
 typedef struct {
     st_file **files;
@@ -99,14 +108,17 @@ static lb_status opt_num(const json_value *cfg, const char *key, double *out) {
 }
 
 static lb_status detect_arch(const json_value *cfg, hf_config *c) {
-    static const struct { const char *hf, *model_type, *arch; int permute, bias, qk_norm, gemma; } known[] = {
-        {"LlamaForCausalLM", "llama", "llama", 1, 0, 0, 0},
-        {"MistralForCausalLM", "mistral", "llama", 1, 0, 0, 0},
-        {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1, 0, 0},
-        {"Qwen3ForCausalLM", "qwen3", "qwen3", 0, 0, 1, 0},
-        {"Gemma2ForCausalLM", "gemma2", "gemma2", 0, 0, 0, 2},
-        {"Gemma3ForCausalLM", "gemma3_text", "gemma3", 0, 0, 1, 3},
-        {"Phi3ForCausalLM", "phi3", "phi3", 0, 0, 0, 0},
+    static const struct { const char *hf, *model_type, *arch; int permute, bias, qk_norm, gemma, moe; } known[] = {
+        {"LlamaForCausalLM", "llama", "llama", 1, 0, 0, 0, 0},
+        {"MistralForCausalLM", "mistral", "llama", 1, 0, 0, 0, 0},
+        {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1, 0, 0, 0},
+        {"Qwen3ForCausalLM", "qwen3", "qwen3", 0, 0, 1, 0, 0},
+        {"Gemma2ForCausalLM", "gemma2", "gemma2", 0, 0, 0, 2, 0},
+        {"Gemma3ForCausalLM", "gemma3_text", "gemma3", 0, 0, 1, 3, 0},
+        {"Phi3ForCausalLM", "phi3", "phi3", 0, 0, 0, 0, 0},
+        {"Qwen2MoeForCausalLM", "qwen2_moe", "qwen2moe", 0, 1, 0, 0, MOE_QWEN},
+        {"Qwen3MoeForCausalLM", "qwen3_moe", "qwen3moe", 0, 0, 1, 0, MOE_QWEN},
+        {"MixtralForCausalLM", "mixtral", "llama", 1, 0, 0, 0, MOE_MIXTRAL},
     };
     const json_value *archs = json_get_type(cfg, "architectures", JSON_ARRAY);
     const char *model_type = json_get_str(cfg, "model_type");
@@ -126,12 +138,14 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
             c->qk_norm = known[k].qk_norm;
             c->gemma = known[k].gemma;
             c->phi3 = !strcmp(known[k].arch, "phi3");
+            c->moe = known[k].moe;
             return LB_OK;
         }
     }
     return lb_fail(LB_ERR_UNSUPPORTED, "config.json: architecture \"%s\" is not supported "
                    "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
-                   "Gemma3ForCausalLM, Phi3ForCausalLM are)", seen);
+                   "Gemma3ForCausalLM, Phi3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
+                   "MixtralForCausalLM are)", seen);
 }
 
 static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
@@ -172,6 +186,44 @@ static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
     }
     return lb_fail(LB_ERR_UNSUPPORTED, "config.json: rope_scaling type \"%s\" is not supported "
                    "(linear and llama3 are)", type);
+}
+
+/* The experts' counts and sizes. llama.cpp's graphs fix whether the chosen
+ * experts' weights are renormalised (qwen3moe and Mixtral yes, qwen2moe
+ * no), so a config saying otherwise is refused, as are layers without
+ * experts (decoder_sparse_step, mlp_only_layers), which the GGUF has no
+ * place for. */
+static lb_status parse_moe(const json_value *cfg, hf_config *c) {
+    lb_status s;
+    if (c->moe == MOE_MIXTRAL) {
+        if ((s = req_int(cfg, "num_local_experts", &c->n_expert)) != LB_OK) return s;
+        c->n_ff_exp = c->n_ff;
+    } else {
+        if ((s = req_int(cfg, "num_experts", &c->n_expert)) != LB_OK ||
+            (s = req_int(cfg, "moe_intermediate_size", &c->n_ff_exp)) != LB_OK)
+            return s;
+        if (!strcmp(c->arch, "qwen2moe") && (s = req_int(cfg, "shared_expert_intermediate_size", &c->n_ff_shexp)))
+            return s;
+        int64_t step = 1;
+        const json_value *only = json_get_type(cfg, "mlp_only_layers", JSON_ARRAY);
+        if ((s = opt_int(cfg, "decoder_sparse_step", &step)) != LB_OK) return s;
+        if (step != 1 || (only && only->n))
+            return lb_fail(LB_ERR_UNSUPPORTED, "config.json: layers without experts (decoder_sparse_step %lld, "
+                           "%zu mlp_only_layers) are not supported", (long long)step, only ? only->n : (size_t)0);
+        int norm = !strcmp(c->arch, "qwen3moe"), want = norm;
+        const json_value *v = json_get(cfg, "norm_topk_prob");
+        if (v && v->type != JSON_NULL && !json_get_bool(cfg, "norm_topk_prob", &norm))
+            return lb_fail(LB_ERR_FORMAT, "config.json: \"norm_topk_prob\" is not a boolean");
+        if (norm != want)
+            return lb_fail(LB_ERR_UNSUPPORTED, "config.json: norm_topk_prob %s, where llama.cpp's %s always %s the "
+                           "chosen experts' weights", norm ? "true" : "false", c->arch,
+                           want ? "renormalises" : "keeps");
+    }
+    if ((s = req_int(cfg, "num_experts_per_tok", &c->n_expert_used)) != LB_OK) return s;
+    if (c->n_expert > 512 || c->n_expert_used > c->n_expert)
+        return lb_fail(LB_ERR_FORMAT, "config.json: %lld experts, %lld used a token (at most 512, used <= experts)",
+                       (long long)c->n_expert, (long long)c->n_expert_used);
+    return LB_OK;
 }
 
 static lb_status parse_config(const json_value *cfg, hf_config *c) {
@@ -237,6 +289,7 @@ static lb_status parse_config(const json_value *cfg, hf_config *c) {
         return lb_fail(LB_ERR_FORMAT, "config.json: head size %lld is odd (RoPE rotates pairs)",
                        (long long)c->head_dim);
     if ((s = parse_rope_scaling(cfg, c)) != LB_OK) return s;
+    if (c->moe && (s = parse_moe(cfg, c)) != LB_OK) return s;
     if (c->phi3 && c->long_f &&
         (c->long_f->n != c->short_f->n || (int64_t)c->long_f->n * 2 != c->rope_dims))
         return lb_fail(LB_ERR_FORMAT, "config.json: rope_scaling has %zu long and %zu short factors; the %lld rotated "
@@ -340,6 +393,28 @@ static lb_status open_weights(const char *dir, hf_weights *h) {
  * than silently lost weights. Returns 1 known, 0 unknown. With gptq, a
  * linear layer (a *_proj or lm_head matrix) may also come as GPTQ tensors
  * and a bias. */
+/* A MoE layer's own tensor (the part after "model.layers.L."). */
+static int known_moe_name(const hf_config *c, const char *rest) {
+    const int mix = c->moe == MOE_MIXTRAL;
+    const char *block = mix ? "block_sparse_moe." : "mlp.";
+    const size_t bl = strlen(block);
+    if (strncmp(rest, block, bl)) return 0;
+    rest += bl;
+    if (!strcmp(rest, "gate.weight")) return 1;
+    if (c->n_ff_shexp && (!strcmp(rest, "shared_expert_gate.weight") || !strcmp(rest, "shared_expert.gate_proj.weight") ||
+                          !strcmp(rest, "shared_expert.up_proj.weight") || !strcmp(rest, "shared_expert.down_proj.weight")))
+        return 1;
+    if (strncmp(rest, "experts.", 8) || rest[8] < '0' || rest[8] > '9') return 0;
+    char *end;
+    const long e = strtol(rest + 8, &end, 10);
+    if (*end != '.' || e >= c->n_expert || (rest[8] == '0' && end != rest + 9)) return 0;
+    static const char *const qwen[] = {"gate_proj.weight", "up_proj.weight", "down_proj.weight"};
+    static const char *const mixtral[] = {"w1.weight", "w2.weight", "w3.weight"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(end + 1, mix ? mixtral[i] : qwen[i])) return 1;
+    return 0;
+}
+
 static int known_name(const hf_config *c, const char *name, int gptq) {
     size_t n = strlen(name), suf = gptq_suffix_len(name);
     if (gptq && !suf && n > 5 && !strcmp(name + n - 5, ".bias")) suf = 5;
@@ -366,7 +441,9 @@ static int known_name(const hf_config *c, const char *name, int gptq) {
     if (*end != '.' || l >= c->n_layer || (p[0] == '0' && end != p + 1)) return 0;
     size_t n_layer_names = c->qkv_bias ? 13 : 10;
     for (size_t i = 0; i < n_layer_names; i++)
-        if (!strcmp(end + 1, layer[i])) return 1;
+        if (!strcmp(end + 1, layer[i]) && !(c->moe && i >= 6 && i < 9)) return 1; /* MoE: no dense mlp */
+    if (c->moe) return known_moe_name(c, end + 1) || (c->qk_norm && (!strcmp(end + 1, "self_attn.q_norm.weight") ||
+                                                                     !strcmp(end + 1, "self_attn.k_norm.weight")));
     if (c->phi3)
         return !strcmp(end + 1, "input_layernorm.weight") || !strcmp(end + 1, "post_attention_layernorm.weight") ||
                !strcmp(end + 1, "self_attn.qkv_proj.weight") || !strcmp(end + 1, "self_attn.o_proj.weight") ||
@@ -395,17 +472,23 @@ static lb_status check_all_known(const hf_weights *h, const hf_config *c) {
 /* Adds one HF tensor under its GGUF name, checking dtype and shape (rows x
  * cols in PyTorch order; cols 0 for vectors). *found = 0 for an absent
  * optional tensor. */
-static lb_status add_hf_plus(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
-                             int64_t rows, int64_t cols, int permute_heads, int optional, int *found, float add);
+static lb_status add_hf_as(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
+                           int64_t rows, int64_t cols, int permute_heads, int optional, int *found, float add, int f32);
 
 static lb_status add_hf(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
                         int64_t rows, int64_t cols, int permute_heads, int optional, int *found) {
-    return add_hf_plus(p, h, hf_name, gguf_name, rows, cols, permute_heads, optional, found, 0.0f);
+    return add_hf_as(p, h, hf_name, gguf_name, rows, cols, permute_heads, optional, found, 0.0f, 0);
 }
 
 /* add_hf with `add` added to every value (Gemma's norms) */
 static lb_status add_hf_plus(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
                              int64_t rows, int64_t cols, int permute_heads, int optional, int *found, float add) {
+    return add_hf_as(p, h, hf_name, gguf_name, rows, cols, permute_heads, optional, found, add, 0);
+}
+
+/* f32: kept F32 (routers); a 1-row one written as a vector */
+static lb_status add_hf_as(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
+                           int64_t rows, int64_t cols, int permute_heads, int optional, int *found, float add, int f32) {
     const st_file *f;
     const st_tensor *t;
     lb_status s = find_in(h, hf_name, &f, &t);
@@ -442,6 +525,11 @@ static lb_status add_hf_plus(imp_plan *p, const hf_weights *h, const char *hf_na
     it.src_row_len = cols ? cols : permute_heads ? 1 : rows;
     it.permute_heads = permute_heads;
     it.add = add;
+    if (f32) { /* a router: F32 whatever the output type, and a 1-row matrix as the vector llama.cpp reads */
+        it.keep_type = 1;
+        it.out_type = LB_TYPE_F32;
+        if (rows == 1) it.n_dims = 1, it.ne[1] = 1, it.n_src_rows = 1;
+    }
     return imp_plan_add(p, &it);
 }
 
@@ -592,6 +680,73 @@ static lb_status add_linear(imp_plan *p, hf_weights *h, const char *prefix, cons
     return add_hf(p, h, name, gguf_name, rows, cols, permute_heads, optional, found);
 }
 
+/* One kind of a MoE layer's experts (HF names "PREFIX.E.SUFFIX", each rows
+ * x cols) stacked as GGUF's 3-D [cols, rows, n_expert] tensor. */
+static lb_status add_stack(imp_plan *p, const hf_weights *h, const char *prefix, const char *suffix,
+                           const char *gguf_name, int64_t n, int64_t rows, int64_t cols) {
+    imp_part *parts = calloc((size_t)n, sizeof *parts);
+    if (!parts) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    lb_status s = LB_OK;
+    for (int64_t e = 0; e < n && s == LB_OK; e++) {
+        char name[200];
+        snprintf(name, sizeof name, "%s.%lld.%s", prefix, (long long)e, suffix);
+        const st_file *f;
+        const st_tensor *t;
+        if ((s = find_in(h, name, &f, &t)) != LB_OK) break;
+        if (!t) s = lb_fail(LB_ERR_FORMAT, "missing tensor \"%s\" (expert %lld of %lld)", name, (long long)e, (long long)n);
+        else if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+            s = lb_fail(LB_ERR_UNSUPPORTED, "tensor \"%s\" has dtype %s (F32, F16 and BF16 are supported)", name,
+                        st_dtype_name(t->dtype));
+        else if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != cols)
+            s = lb_fail(LB_ERR_SHAPE, "tensor \"%s\" is not [%lld, %lld] as config.json implies", name,
+                        (long long)rows, (long long)cols);
+        else
+            parts[e] = (imp_part){fileno(f->f), t->offset,
+                                  t->dtype == ST_F32 ? LB_TYPE_F32 : t->dtype == ST_F16 ? LB_TYPE_F16 : LB_TYPE_BF16};
+    }
+    if (s != LB_OK) {
+        free(parts);
+        return s;
+    }
+    imp_tensor it;
+    memset(&it, 0, sizeof it);
+    snprintf(it.name, sizeof it.name, "%s", gguf_name);
+    it.n_dims = 3;
+    it.ne[0] = cols, it.ne[1] = rows, it.ne[2] = n;
+    it.n_src_rows = rows * n;
+    it.src_row_len = cols;
+    it.parts = parts;
+    return imp_plan_add(p, &it);
+}
+
+/* Layer l's router and experts (qwen2moe's shared expert: add_tensors). */
+static lb_status add_moe(imp_plan *p, hf_weights *h, const hf_config *c, int64_t l) {
+    if (h->gptq) return lb_fail(LB_ERR_UNSUPPORTED, "GPTQ checkpoints of mixture-of-experts models are not supported");
+    const int mix = c->moe == MOE_MIXTRAL;
+    char hf[160], gg[64];
+    const char *block = mix ? "block_sparse_moe" : "mlp";
+    snprintf(hf, sizeof hf, "model.layers.%lld.%s.gate.weight", (long long)l, block);
+    snprintf(gg, sizeof gg, "blk.%lld.ffn_gate_inp.weight", (long long)l);
+    lb_status s = add_hf_as(p, h, hf, gg, c->n_expert, c->n_embd, 0, 0, NULL, 0.0f, 1);
+    if (s == LB_OK && c->n_ff_shexp) {
+        snprintf(hf, sizeof hf, "model.layers.%lld.mlp.shared_expert_gate.weight", (long long)l);
+        snprintf(gg, sizeof gg, "blk.%lld.ffn_gate_inp_shexp.weight", (long long)l);
+        s = add_hf_as(p, h, hf, gg, 1, c->n_embd, 0, 0, NULL, 0.0f, 1);
+    }
+    static const char *const kinds[3] = {"gate", "up", "down"};
+    static const char *const qwen[3] = {"gate_proj.weight", "up_proj.weight", "down_proj.weight"};
+    static const char *const mixtral[3] = {"w1.weight", "w3.weight", "w2.weight"};
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "model.layers.%lld.%s.experts", (long long)l, block);
+    for (int k = 0; k < 3 && s == LB_OK; k++) {
+        snprintf(gg, sizeof gg, "blk.%lld.ffn_%s_exps.weight", (long long)l, kinds[k]);
+        const int down = k == 2;
+        s = add_stack(p, h, prefix, mix ? mixtral[k] : qwen[k], gg, c->n_expert, down ? c->n_embd : c->n_ff_exp,
+                      down ? c->n_ff_exp : c->n_embd);
+    }
+    return s;
+}
+
 static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int64_t n_vocab) {
     int64_t q_dim = c->n_head * c->head_dim, kv_dim = c->n_head_kv * c->head_dim;
     int pq = c->permute_qk ? (int)c->n_head : 0, pk = c->permute_qk ? (int)c->n_head_kv : 0;
@@ -646,6 +801,15 @@ static lb_status add_tensors(imp_plan *p, hf_weights *h, const hf_config *c, int
             NORM("post_feedforward_layernorm.weight", "post_ffw_norm.weight", c->n_embd);
         } else {
             T("post_attention_layernorm.weight", "ffn_norm.weight", c->n_embd, 0, 0, 0);
+        }
+        if (c->moe) {
+            if (s == LB_OK) s = add_moe(p, h, c, l);
+            if (c->n_ff_shexp) {
+                M("mlp.shared_expert.gate_proj", "ffn_gate_shexp", c->n_ff_shexp, c->n_embd, 0, BIAS_NONE);
+                M("mlp.shared_expert.up_proj", "ffn_up_shexp", c->n_ff_shexp, c->n_embd, 0, BIAS_NONE);
+                M("mlp.shared_expert.down_proj", "ffn_down_shexp", c->n_embd, c->n_ff_shexp, 0, BIAS_NONE);
+            }
+            continue;
         }
         M("mlp.gate_proj", "ffn_gate", c->n_ff, c->n_embd, 0, BIAS_NONE);
         M("mlp.up_proj", "ffn_up", c->n_ff, c->n_embd, 0, BIAS_NONE);
@@ -704,6 +868,13 @@ static lb_status set_hparams(gguf_writer *w, const hf_config *c, const char *nam
         if (c->attn_softcap > 0) TRY(gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), (float)c->attn_softcap));
         if (c->final_softcap > 0) TRY(gguf_writer_set_f32(w, KEY("final_logit_softcapping"), (float)c->final_softcap));
         if (c->gemma == 3) TRY(gguf_writer_set_f32(w, KEY("rope.freq_base_swa"), (float)c->theta_local));
+    }
+    if (c->moe) { /* llama.cpp's keys (a Mixtral file's expert size is its feed_forward_length) */
+        TRY(gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)c->n_expert));
+        TRY(gguf_writer_set_u32(w, KEY("expert_used_count"), (uint32_t)c->n_expert_used));
+        if (c->moe == MOE_QWEN) TRY(gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), (uint32_t)c->n_ff_exp));
+        if (c->n_ff_shexp)
+            TRY(gguf_writer_set_u32(w, KEY("expert_shared_feed_forward_length"), (uint32_t)c->n_ff_shexp));
     }
     if (c->rope_linear) {
         TRY(gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear"));
