@@ -38,6 +38,14 @@ greedy_is "$WORK/q3m.gguf" "Once upon a time, athlas westies chmas w Lily w day 
 greedy_is "$WORK/q2m.gguf" "Once upon a time, there was a cut alnighilligherherstery. Once upon a dolly, there was alonela. She dide-\"ver,erin time,outoft time, alPu" "llama.cpp b4748"
 greedy_is "$WORK/mix.gguf" "Once upon a time there was a big bigututterfppa. He cried her aut her daddy at. Lily didn't kitty wmasing her fasheeth. Onene cononball of her" "llama.cpp b4748"
 
+# 16 experts, 4 used: the same bits on 1 and 3 threads (each token's
+# expert outputs are summed in the order chosen, whatever the path)
+MAKE_ARCH_EXPERTS=16,4 python3 "$MAKE" qwen3moe "$SRC" "$WORK/q3m16.gguf"
+p1=$("$LOWBIT" perplexity -m "$WORK/q3m16.gguf" -f "$TEXT" -c 128 --chunks 4 -t 1 2>&1 | grep -E '^\[|^Final')
+p3=$("$LOWBIT" perplexity -m "$WORK/q3m16.gguf" -f "$TEXT" -c 128 --chunks 4 -t 3 2>&1 | grep -E '^\[|^Final')
+[ -n "$p1" ] && [ "$p1" = "$p3" ] && ok "16 experts: the same PPL on 1 and 3 threads ($(tail -n 1 <<<"$p1"))" ||
+  bad "16 experts: 1 thread '$p1', 3 threads '$p3'"
+
 # quantized: the experts as row views of Q4_0 tensors, repacked at load;
 # the router stays F32 (as llama-quantize keeps it)
 if "$LOWBIT" quantize "$WORK/q3m.gguf" "$WORK/q3m-q4.gguf" Q4_0 > "$WORK/quant.txt" 2>&1; then

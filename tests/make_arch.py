@@ -128,7 +128,8 @@ for kv in kvs:
         kv[0] = prefix + '.' + kv[0][len(arch) + 1:]
     if kv[0] == 'general.architecture':
         kv[2] = sstr(prefix)
-N_EXPERT, N_USED = 4, 2
+# MAKE_ARCH_EXPERTS="E,K": E experts, K used (default 4,2)
+N_EXPERT, N_USED = (int(v) for v in os.environ.get('MAKE_ARCH_EXPERTS', '4,2').split(','))
 if target in MOE:
     n_ff = kv_u32(prefix + '.feed_forward_length')
     FF_EXP = n_ff // 32 * 32

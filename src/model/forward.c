@@ -23,6 +23,7 @@
 #include "kernels/attention.h"
 #include "kernels/vecops.h"
 #include "model/model.h"
+#include "model/moe.h"
 
 lb_context_params lb_context_default_params(void) {
     lb_context_params p = {0, 0, 0, 0, LB_DEVICE_CPU};
@@ -43,13 +44,13 @@ void lb_context_free(lb_context *c) {
     if (c->dev && c->dev_state) c->dev->detach(c);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xn, c->q, c->k, c->v, c->att_out, c->ff_gate,
                     c->ff_up, c->logits_tmp, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
-                    c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local, c->moe_x, c->moe_y,
-                    c->moe_logits, c->moe_w, c->moe_gate, c->moe_sel, c->moe_rows};
+                    c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) lb_free_aligned(bufs[i]);
     free(c->tok_pos);
     free(c->tok_seq);
     free(c->tok_buf);
     free(c->row_buf);
+    lb_moe_buffers_free(c->moe);
     free(c);
 }
 
@@ -122,23 +123,9 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->k = alloc_f(B * kvd);
     c->v = alloc_f(B * kvd);
     c->att_out = alloc_f(B * LB_MAX(qd, d));
-    /* a decoded token's experts fill k rows of these (moe_token) */
-    const size_t Bff = LB_MAX(B, (size_t)hp->n_expert_used);
-    c->ff_gate = alloc_f(Bff * ffm);
-    c->ff_up = alloc_f(Bff * ffm);
+    c->ff_gate = alloc_f(B * ffm);
+    c->ff_up = alloc_f(B * ffm);
     int moe_oom = 0;
-    if (hp->n_expert) {
-        const size_t k = (size_t)hp->n_expert_used;
-        c->moe_x = alloc_f(B * d);
-        c->moe_y = alloc_f(Bff * d);
-        c->moe_logits = alloc_f(B * hp->n_expert);
-        c->moe_w = alloc_f(B * k);
-        c->moe_gate = alloc_f(B);
-        c->moe_sel = lb_malloc_aligned(B * k * sizeof(int));
-        c->moe_rows = lb_malloc_aligned(B * k * sizeof(int));
-        moe_oom = !c->moe_x || !c->moe_y || !c->moe_logits || !c->moe_w || !c->moe_gate || !c->moe_sel ||
-                  !c->moe_rows;
-    }
     c->logits_tmp = alloc_f((size_t)hp->n_vocab);
     c->att_scratch = alloc_f((size_t)c->n_threads * lb_attn_scratch_floats(hp->head_dim, hp->n_head / hp->n_head_kv));
     c->rope_cs = alloc_f(B * hp->rope_dim + 1);
@@ -153,13 +140,12 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     for (int il = 0; ws && il < hp->n_layer; il++) {
         const int nw = lb_layer_matrices(hp, &m->layers[il], ws);
         for (int i = 0; i < nw; i++) act = LB_MAX(act, lb_matmul_scratch_size(ws[i], c->n_batch));
-        if (hp->n_expert) /* a decoded token's experts (moe_token) */
-            act = LB_MAX(act, lb_matmul_rows_scratch_size(&m->layers[il].exp_down[0], LB_MIN(hp->n_expert_used, 16)));
     }
     if (!ws) moe_oom = 1;
     free(ws);
     c->act_scratch_size = act;
     c->act_scratch = lb_malloc_aligned(act);
+    if (hp->n_expert && !moe_oom && lb_moe_buffers_new(m, c->n_batch, &c->moe) != LB_OK) moe_oom = 1;
     if ((!c->dev && (!c->k_cache || !c->v_cache)) || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
         !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
         !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local ||
@@ -355,106 +341,6 @@ static void ffn_rows(lb_context *c, const lb_vecops *vo, const lb_layer *l, int 
     matmul(c, &l->w_down, c->ff_gate, n, c->xn);
 }
 
-/* Each token's experts, as llama.cpp's build_moe_ffn (softmax gating):
- * the router's logits softmaxed, the k largest chosen (ties to the lower
- * index), their probabilities the weights, renormalised to sum 1 where the
- * architecture does. */
-static void route_rows(lb_context *c, const lb_layer *l, int n) {
-    const lb_hparams *hp = &c->model->hp;
-    const int E = hp->n_expert, k = hp->n_expert_used;
-    matmul(c, &l->router, c->xn, n, c->moe_logits);
-    for (int t = 0; t < n; t++) {
-        float *p = c->moe_logits + (size_t)t * E, mx = p[0], sum = 0.0f;
-        for (int e = 1; e < E; e++) mx = LB_MAX(mx, p[e]);
-        for (int e = 0; e < E; e++) sum += p[e] = expf(p[e] - mx);
-        int *sel = c->moe_sel + (size_t)t * k;
-        float *w = c->moe_w + (size_t)t * k, wsum = 0.0f;
-        for (int j = 0; j < k; j++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                int taken = 0;
-                for (int i = 0; i < j; i++) taken |= sel[i] == e;
-                if (!taken && (best < 0 || p[e] > p[best])) best = e;
-            }
-            sel[j] = best;
-            wsum += w[j] = p[best] / sum;
-        }
-        if (hp->expert_norm)
-            for (int j = 0; j < k; j++) w[j] /= wsum;
-    }
-}
-
-/* The mixture of experts of one token (decode), routed: its k experts'
- * gate and up in one parallel region (they read the same row), their
- * downs in another (each its own hidden row), then the weighted sum. */
-static void moe_token(lb_context *c, const lb_vecops *vo, const lb_layer *l, float *out) {
-    enum { MAX_K = 16 }; /* lb_matmul_multi's 32 matrices a region */
-    const lb_hparams *hp = &c->model->hp;
-    const int d = hp->n_embd, fe = hp->n_ff_exp;
-    for (int j0 = 0; j0 < hp->n_expert_used; j0 += MAX_K) {
-        const int k = LB_MIN(MAX_K, hp->n_expert_used - j0);
-        const lb_matrix *w[2 * MAX_K], *wd[MAX_K];
-        float *y[2 * MAX_K], *yd[MAX_K];
-        const float *h[MAX_K];
-        size_t ldy[2 * MAX_K];
-        for (int j = 0; j < k; j++) {
-            const int e = c->moe_sel[j0 + j];
-            w[2 * j] = &l->exp_gate[e], w[2 * j + 1] = &l->exp_up[e];
-            y[2 * j] = c->ff_gate + (size_t)j * fe, y[2 * j + 1] = c->ff_up + (size_t)j * fe;
-            ldy[2 * j] = ldy[2 * j + 1] = (size_t)fe;
-            wd[j] = &l->exp_down[e], h[j] = y[2 * j], yd[j] = c->moe_y + (size_t)j * d;
-        }
-        for (int i = 0; c->on_matmul && i < 2 * k; i++) c->on_matmul(c->on_matmul_user, w[i], c->xn, 1);
-        lb_matmul_multi(w, 2 * k, c->xn, 1, y, ldy, c->act_scratch, c->n_threads);
-        glu_rows(c, vo, c->ff_gate, c->ff_up, k, fe);
-        for (int j = 0; c->on_matmul && j < k; j++) c->on_matmul(c->on_matmul_user, wd[j], h[j], 1);
-        lb_matmul_rows(wd, k, h, yd, c->act_scratch, c->n_threads);
-        for (int j = 0; j < k; j++) {
-            const float wt = c->moe_w[j0 + j];
-            if (j0 + j == 0)
-                for (int i = 0; i < d; i++) out[i] = wt * yd[j][i];
-            else
-                for (int i = 0; i < d; i++) out[i] += wt * yd[j][i];
-        }
-    }
-}
-
-/* The mixture of experts for the batch: xn in, in out the sum over each
- * token's chosen experts of weight * down(silu(gate(xn)) * up(xn)). The
- * batch's rows are gathered per expert, so each expert's matrices are read
- * once a batch and multiply all the rows that chose it. */
-static void moe_rows(lb_context *c, const lb_vecops *vo, const lb_layer *l, int n, float *out) {
-    const lb_hparams *hp = &c->model->hp;
-    const int d = hp->n_embd, k = hp->n_expert_used;
-    route_rows(c, l, n);
-    if (n == 1) {
-        moe_token(c, vo, l, out);
-        return;
-    }
-    memset(out, 0, (size_t)n * d * sizeof *out);
-    for (int e = 0; e < hp->n_expert; e++) {
-        int cnt = 0;
-        for (int i = 0; i < n * k; i++)
-            if (c->moe_sel[i] == e) {
-                c->moe_rows[cnt] = i;
-                memcpy(c->moe_x + (size_t)cnt * d, c->xn + (size_t)(i / k) * d, (size_t)d * sizeof(float));
-                cnt++;
-            }
-        if (!cnt) continue;
-        const lb_matrix *w[2] = {&l->exp_gate[e], &l->exp_up[e]};
-        float *y[2] = {c->ff_gate, c->ff_up};
-        matmul_same_x(c, 2, w, c->moe_x, cnt, y);
-        glu_rows(c, vo, c->ff_gate, c->ff_up, cnt, hp->n_ff_exp);
-        matmul(c, &l->exp_down[e], c->ff_gate, cnt, c->moe_y);
-        for (int r = 0; r < cnt; r++) {
-            const int i = c->moe_rows[r];
-            const float wt = c->moe_w[i], *yr = c->moe_y + (size_t)r * d;
-            float *o = out + (size_t)(i / k) * d;
-            for (int j = 0; j < d; j++) o[j] += wt * yr[j];
-        }
-    }
-}
-
 /* Layer il for the batch: c->x the residual stream before it and c->xn its
  * attn_norm(x); after it, c->x the stream after the layer and c->xn the next
  * layer's attn_norm(x) (nothing after the last). */
@@ -479,19 +365,14 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
      * the shared expert, if any, scaled by its sigmoid gate */
     float *ffn_out = c->xn;
     if (hp->n_expert) {
-        moe_rows(c, vo, l, n, c->att_out);
+        lb_moe_ffn(c, l, c->xn, n, c->att_out);
         ffn_out = c->att_out;
         if (l->w_down.data) {
-            for (int t = 0; t < n; t++) {
-                const float *xt = c->xn + (size_t)t * d;
-                float g = 0.0f;
-                for (int j = 0; j < d; j++) g += l->shexp_gate[j] * xt[j];
-                c->moe_gate[t] = 1.0f / (1.0f + expf(-g));
-            }
+            const float *gate = lb_moe_shexp_gates(c, l, c->xn, n);
             ffn_rows(c, vo, l, n);
             for (int t = 0; t < n; t++) {
                 float *o = c->att_out + (size_t)t * d;
-                const float *s = c->xn + (size_t)t * d, g = c->moe_gate[t];
+                const float *s = c->xn + (size_t)t * d, g = gate[t];
                 for (int j = 0; j < d; j++) o[j] += g * s[j];
             }
         }

@@ -37,6 +37,8 @@ typedef struct {
     int expert_norm;       /* 1: the chosen experts' weights renormalised to sum 1 */
 } lb_hparams;
 
+typedef struct lb_moe_buffers lb_moe_buffers;
+
 /* A 1-D parameter kept as floats (norm weights, biases); NULL if absent. */
 typedef float *lb_vec;
 
@@ -118,11 +120,7 @@ struct lb_context {
     int *row_buf;                /* lb_eval_multi: batch rows whose logits are wanted */
     /* activations for up to n_batch tokens */
     float *x, *xn, *q, *k, *v, *att_out, *ff_gate, *ff_up, *logits_tmp;
-    /* MoE: the batch's rows gathered for one expert and its output, the
-     * router's logits, each token's chosen experts and weights, the rows an
-     * expert serves, the shared expert's gate per token */
-    float *moe_x, *moe_y, *moe_logits, *moe_w, *moe_gate;
-    int *moe_sel, *moe_rows;
+    lb_moe_buffers *moe;         /* MoE models: routing and the experts' buffers (model/moe.c) */
     float *att_scratch;          /* per thread: lb_attn_scratch_floats */
     void *act_scratch;           /* quantized activations for lb_matmul */
     size_t act_scratch_size;
