@@ -116,7 +116,10 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->tok_seq = malloc(B * sizeof *c->tok_seq);
     c->tok_buf = malloc(B * sizeof *c->tok_buf);
     c->row_buf = malloc((size_t)c->n_seq * sizeof *c->row_buf);
-    const size_t ffm = (size_t)LB_MAX(hp->n_ff, hp->n_ff_exp); /* the widest FFN, dense or expert */
+    /* the widest dense FFN (MoE models: the shared expert's, if any; the
+     * experts have buffers of their own, model/moe.c) */
+    size_t ffm = 1;
+    for (int il = 0; il < hp->n_layer; il++) ffm = LB_MAX(ffm, (size_t)m->layers[il].w_up.N);
     c->x = alloc_f(B * d);
     c->xn = alloc_f(B * LB_MAX(d, ffm));
     c->q = alloc_f(B * qd);
@@ -125,7 +128,6 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->att_out = alloc_f(B * LB_MAX(qd, d));
     c->ff_gate = alloc_f(B * ffm);
     c->ff_up = alloc_f(B * ffm);
-    int moe_oom = 0;
     c->logits_tmp = alloc_f((size_t)hp->n_vocab);
     c->att_scratch = alloc_f((size_t)c->n_threads * lb_attn_scratch_floats(hp->head_dim, hp->n_head / hp->n_head_kv));
     c->rope_cs = alloc_f(B * hp->rope_dim + 1);
@@ -135,6 +137,7 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->inv_freq = alloc_f((size_t)hp->rope_dim / 2 + 1);
     c->inv_freq_local = alloc_f((size_t)hp->rope_dim / 2 + 1);
     /* the largest activation scratch any matmul of the model needs */
+    int moe_oom = 0;
     size_t act = lb_matmul_scratch_size(&m->output, c->n_batch);
     lb_matrix **ws = malloc((size_t)lb_layer_n_matrices(hp) * sizeof *ws);
     for (int il = 0; ws && il < hp->n_layer; il++) {
