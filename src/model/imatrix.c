@@ -12,7 +12,8 @@
 typedef struct {
     char *name;    /* matrix name (without .in_sum2) */
     int64_t K;
-    float *mean;   /* in_sum2 / counts */
+    int n_mat;     /* 1, or a MoE tensor's experts */
+    float *mean;   /* in_sum2 / counts: n_mat rows of K */
 } im_entry;
 
 struct lb_imatrix {
@@ -54,17 +55,17 @@ lb_status lb_imatrix_load(const char *path, lb_imatrix **out) {
             s = lb_fail(LB_ERR_FORMAT, "%s: %.*s has no matching .counts tensor", path, (int)t->name.len, t->name.ptr);
             break;
         }
-        if (t->type != LB_TYPE_F32 || c->type != LB_TYPE_F32 || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1 ||
-            c->ne[0] != 1 || c->ne[1] != 1 || c->ne[2] != 1 || c->ne[3] != 1) {
-            s = lb_fail(LB_ERR_UNSUPPORTED, "%s: %.*s is not a single F32 row with one F32 count (per-expert "
-                        "matrices are not supported)", path, (int)t->name.len, t->name.ptr);
+        /* [K] and [1], or per expert [K, n] and [1, n] (llama-imatrix's MoE tensors) */
+        if (t->type != LB_TYPE_F32 || c->type != LB_TYPE_F32 || t->ne[1] < 1 || t->ne[1] > LB_MAX_EXPERTS ||
+            t->ne[2] != 1 || t->ne[3] != 1 || c->ne[0] != 1 || c->ne[1] != t->ne[1] || c->ne[2] != 1 || c->ne[3] != 1) {
+            s = lb_fail(LB_ERR_FORMAT, "%s: %.*s is not F32 [K] with an F32 count [1] (or [K, n] and [1, n] for n "
+                        "experts)", path, (int)t->name.len, t->name.ptr);
             break;
         }
-        float count;
-        memcpy(&count, c->data, sizeof count);
         im_entry *e = &im->e[im->n];
+        e->n_mat = (int)t->ne[1];
         e->name = malloc(stem + 1);
-        e->mean = malloc((size_t)t->ne[0] * sizeof *e->mean);
+        e->mean = malloc((size_t)t->ne[0] * (size_t)e->n_mat * sizeof *e->mean);
         if (!e->name || !e->mean) {
             free(e->name), free(e->mean);
             s = lb_fail(LB_ERR_NOMEM, "out of memory");
@@ -74,10 +75,18 @@ lb_status lb_imatrix_load(const char *path, lb_imatrix **out) {
         e->name[stem] = 0;
         e->K = t->ne[0];
         const float *sum2 = t->data; /* GGUF data is aligned to general.alignment */
-        for (int64_t k = 0; k < e->K; k++) {
-            float v;
-            memcpy(&v, sum2 + k, sizeof v);
-            e->mean[k] = count > 0.0f && isfinite(v) && v >= 0.0f ? v / count : 0.0f;
+        for (int j = 0; j < e->n_mat; j++) {
+            float count;
+            memcpy(&count, (const float *)c->data + j, sizeof count);
+            float *mean = e->mean + (size_t)j * (size_t)e->K;
+            for (int64_t k = 0; k < e->K; k++) {
+                float v;
+                memcpy(&v, sum2 + (size_t)j * (size_t)e->K + k, sizeof v);
+                mean[k] = count > 0.0f && isfinite(v) && v >= 0.0f ? v / count : 0.0f;
+            }
+            /* an expert the text never reached: every column alike */
+            if (!(count > 0.0f) && e->n_mat > 1)
+                for (int64_t k = 0; k < e->K; k++) mean[k] = 1.0f;
         }
         im->n++;
     }
@@ -100,21 +109,32 @@ void lb_imatrix_free(lb_imatrix *im) {
 
 int lb_imatrix_count(const lb_imatrix *im) { return im ? im->n : 0; }
 
-const float *lb_imatrix_get(const lb_imatrix *im, const char *name, size_t len, int64_t K) {
+const float *lb_imatrix_get_mats(const lb_imatrix *im, const char *name, size_t len, int64_t K, int *n_mat) {
+    *n_mat = 0;
     if (!im) return NULL;
     for (int i = 0; i < im->n; i++)
-        if (strlen(im->e[i].name) == len && !memcmp(im->e[i].name, name, len))
-            return im->e[i].K == K ? im->e[i].mean : NULL;
+        if (strlen(im->e[i].name) == len && !memcmp(im->e[i].name, name, len)) {
+            if (im->e[i].K != K) return NULL;
+            *n_mat = im->e[i].n_mat;
+            return im->e[i].mean;
+        }
     return NULL;
+}
+
+const float *lb_imatrix_get(const lb_imatrix *im, const char *name, size_t len, int64_t K) {
+    int n_mat;
+    const float *m = lb_imatrix_get_mats(im, name, len, K, &n_mat);
+    return n_mat == 1 ? m : NULL;
 }
 
 /* ---- collecting ---- */
 
 typedef struct {
     char name[96];
-    const lb_matrix *w;
-    double *sum2;
-    int64_t rows;
+    const lb_matrix *w; /* n_mat matrices in a row (a MoE layer's experts of one kind) */
+    int n_mat;
+    double *sum2;       /* n_mat rows of K */
+    int64_t *rows;      /* n_mat */
 } col_entry;
 
 struct lb_imatrix_collector {
@@ -127,23 +147,27 @@ static void observe(void *user, const lb_matrix *w, const float *x, int n) {
     lb_imatrix_collector *col = user;
     for (int i = 0; i < col->n; i++) {
         col_entry *e = &col->e[i];
-        if (e->w != w) continue;
+        if (w < e->w || w >= e->w + e->n_mat) continue;
+        const size_t j = (size_t)(w - e->w);
+        double *sum2 = e->sum2 + j * (size_t)w->K;
         for (int r = 0; r < n; r++) {
             const float *xr = x + (size_t)r * w->K;
-            for (int64_t k = 0; k < w->K; k++) e->sum2[k] += (double)xr[k] * xr[k];
+            for (int64_t k = 0; k < w->K; k++) sum2[k] += (double)xr[k] * xr[k];
         }
-        e->rows += n;
+        e->rows[j] += n;
         return;
     }
 }
 
-static lb_status add_entry(lb_imatrix_collector *col, const lb_matrix *w, const char *name) {
-    if (!w->data) return LB_OK;
+static lb_status add_entry(lb_imatrix_collector *col, const lb_matrix *w, int n_mat, const char *name) {
+    if (!w || !w->data) return LB_OK;
     col_entry *e = &col->e[col->n];
     snprintf(e->name, sizeof e->name, "%s", name);
     e->w = w;
-    e->sum2 = calloc((size_t)w->K, sizeof *e->sum2);
-    if (!e->sum2) return lb_fail(LB_ERR_NOMEM, "out of memory");
+    e->n_mat = n_mat;
+    e->sum2 = calloc((size_t)w->K * (size_t)n_mat, sizeof *e->sum2);
+    e->rows = calloc((size_t)n_mat, sizeof *e->rows);
+    if (!e->sum2 || !e->rows) return free(e->sum2), free(e->rows), lb_fail(LB_ERR_NOMEM, "out of memory");
     col->n++;
     return LB_OK;
 }
@@ -152,7 +176,7 @@ lb_status lb_imatrix_collector_new(lb_context *ctx, lb_imatrix_collector **out) 
     *out = NULL;
     const lb_model *m = ctx->model;
     lb_imatrix_collector *col = calloc(1, sizeof *col);
-    if (!col || !(col->e = calloc((size_t)m->hp.n_layer * 7 + 1, sizeof *col->e))) {
+    if (!col || !(col->e = calloc((size_t)m->hp.n_layer * 10 + 1, sizeof *col->e))) {
         free(col);
         return lb_fail(LB_ERR_NOMEM, "out of memory");
     }
@@ -173,12 +197,20 @@ lb_status lb_imatrix_collector_new(lb_context *ctx, lb_imatrix_collector **out) 
             if ((fused_qkv && i > 0) || (fused_ffn && i == 5)) continue;
             if (fused_qkv) snprintf(name, sizeof name, "blk.%d.attn_qkv.weight", il);
             if (fused_ffn) snprintf(name, sizeof name, "blk.%d.ffn_up.weight", il);
-            s = add_entry(col, ws[i], name);
+            s = add_entry(col, ws[i], 1, name);
+        }
+        /* MoE: one entry per kind, a row of sums per expert, as llama-imatrix writes them */
+        static const char *const xnames[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
+        const lb_matrix *xs[3] = {l->exp_gate, l->exp_up, l->exp_down};
+        for (int i = 0; i < 3 && m->hp.n_expert && s == LB_OK; i++) {
+            char name[96];
+            snprintf(name, sizeof name, "blk.%d.%s.weight", il, xnames[i]);
+            s = add_entry(col, xs[i], m->hp.n_expert, name);
         }
     }
     /* the output projection reuses the embedding's data when they are tied */
     const int tied = m->gguf && !gguf_find_tensor(m->gguf, "output.weight");
-    if (s == LB_OK) s = add_entry(col, &m->output, tied ? "token_embd.weight" : "output.weight");
+    if (s == LB_OK) s = add_entry(col, &m->output, 1, tied ? "token_embd.weight" : "output.weight");
     if (s) {
         ctx->on_matmul = NULL;
         lb_imatrix_collector_free(col);
@@ -196,7 +228,7 @@ lb_status lb_imatrix_collector_write(const lb_imatrix_collector *col, const char
     if (!w) return LB_ERR_NOMEM;
     float *buf = NULL;
     size_t total = 0;
-    for (int i = 0; i < col->n; i++) total += (size_t)col->e[i].w->K + 1;
+    for (int i = 0; i < col->n; i++) total += ((size_t)col->e[i].w->K + 1) * (size_t)col->e[i].n_mat;
     buf = malloc(total * sizeof *buf);
     lb_status s = buf ? LB_OK : lb_fail(LB_ERR_NOMEM, "out of memory");
     if (s == LB_OK) s = gguf_writer_set_str(w, "general.type", "imatrix");
@@ -209,17 +241,20 @@ lb_status lb_imatrix_collector_write(const lb_imatrix_collector *col, const char
     float *p = buf;
     for (int i = 0; i < col->n && s == LB_OK; i++) {
         const col_entry *e = &col->e[i];
-        if (e->rows == 0) continue; /* never multiplied: nothing learned */
+        int64_t seen = 0;
+        for (int j = 0; j < e->n_mat; j++) seen += e->rows[j];
+        if (seen == 0) continue; /* never multiplied: nothing learned */
         char name[128];
-        const int64_t ne_sum[1] = {e->w->K}, ne_cnt[1] = {1};
-        for (int64_t k = 0; k < e->w->K; k++) p[k] = (float)e->sum2[k];
+        const int64_t K = e->w->K, ne_sum[2] = {K, e->n_mat}, ne_cnt[2] = {1, e->n_mat};
+        const int dims = e->n_mat > 1 ? 2 : 1; /* per expert: [K, n] and [1, n] */
+        for (int64_t k = 0; k < K * e->n_mat; k++) p[k] = (float)e->sum2[k];
         snprintf(name, sizeof name, "%s.in_sum2", e->name);
-        s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, 1, ne_sum, p);
-        p += e->w->K;
-        *p = (float)e->rows;
+        s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, dims, ne_sum, p);
+        p += K * e->n_mat;
+        for (int j = 0; j < e->n_mat; j++) p[j] = (float)e->rows[j];
         snprintf(name, sizeof name, "%s.counts", e->name);
-        if (s == LB_OK) s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, 1, ne_cnt, p);
-        p++;
+        if (s == LB_OK) s = gguf_writer_add_tensor(w, name, LB_TYPE_F32, dims, ne_cnt, p);
+        p += e->n_mat;
     }
     if (s == LB_OK) s = gguf_writer_write(w, path, NULL, NULL, NULL, NULL);
     gguf_writer_free(w);
@@ -233,7 +268,7 @@ void lb_imatrix_collector_free(lb_imatrix_collector *col) {
         col->ctx->on_matmul = NULL;
         col->ctx->on_matmul_user = NULL;
     }
-    for (int i = 0; i < col->n; i++) free(col->e[i].sum2);
+    for (int i = 0; i < col->n; i++) free(col->e[i].sum2), free(col->e[i].rows);
     free(col->e);
     free(col);
 }

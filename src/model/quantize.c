@@ -230,7 +230,8 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
         lb_log(1, "%.*s: %s is no uniform grid %s holds exactly (--from-uniform): quantized from its values\n",
                (int)t->name.len, t->name.ptr, lb_type_name(src_type), lb_type_name(out_type));
     }
-    const float *imp = smooth_imp ? smooth_imp : lb_quant_extras_importance(q->ex, t);
+    int64_t imp_rows = 0; /* a MoE tensor's per-expert vectors: rows each */
+    const float *imp = smooth_imp ? smooth_imp : lb_quant_extras_importance_rows(q->ex, t, &imp_rows);
     int gptq_done = 0;
     if (q->ex->calib && src_type != out_base) {
         /* GPTQ writes plain rows: straight into dst, or via `plain` for an interleaved output */
@@ -241,7 +242,7 @@ static lb_status produce(void *user, int64_t index, void *dst, uint64_t nbytes) 
     }
     if (s == LB_OK && !gptq_done) {
         if (imp && out_base == out_type && src_type != out_type && !(q->sym && lb_gq_bits(out_type))) {
-            s = lb_quant_extras_convert(imp, src, src_type, dst, out_type, K, rows, q->n_threads);
+            s = lb_quant_extras_convert(imp, imp_rows, src, src_type, dst, out_type, K, rows, q->n_threads);
         } else if (out_base == out_type) {
             s = src_type == out_type ? (memcpy(dst, src, nbytes), LB_OK)
                                      : convert_rows(src, src_type, dst, out_type, K, rows, q->n_threads, q->sym);

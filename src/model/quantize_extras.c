@@ -151,8 +151,18 @@ const float *lb_quant_extras_importance(const lb_quant_extras *x, const gguf_ten
     return x && x->imatrix ? lb_imatrix_get(x->imatrix, t->name.ptr, t->name.len, t->ne[0]) : NULL;
 }
 
-lb_status lb_quant_extras_convert(const float *imp, const void *src, int src_type, void *dst, int out_type, int64_t K,
-                                  int64_t rows, int n_threads) {
+const float *lb_quant_extras_importance_rows(const lb_quant_extras *x, const gguf_tensor *t, int64_t *imp_rows) {
+    *imp_rows = 0;
+    int n_mat = 0;
+    const float *m = x && x->imatrix ? lb_imatrix_get_mats(x->imatrix, t->name.ptr, t->name.len, t->ne[0], &n_mat) : NULL;
+    if (n_mat == 1) return m;
+    if (!m || t->n_dims != 3 || t->ne[2] != n_mat) return NULL; /* experts that do not match the tensor's */
+    *imp_rows = t->ne[1];
+    return m;
+}
+
+lb_status lb_quant_extras_convert(const float *imp, int64_t imp_rows, const void *src, int src_type, void *dst,
+                                  int out_type, int64_t K, int64_t rows, int n_threads) {
     const lb_type_traits *st = lb_traits(src_type), *dt = lb_traits(out_type);
     const size_t in_row = lb_row_size(src_type, K), out_row = lb_row_size(out_type, K);
     int oom = 0;
@@ -165,7 +175,8 @@ lb_status lb_quant_extras_convert(const float *imp, const void *src, int src_typ
             if (!buf) continue;
             st->to_float((const char *)src + (size_t)r * in_row, buf, K);
             /* a tensor that fell back to a type without importance quantizes plainly */
-            if (!lb_quantize_row_weighted(out_type, buf, (char *)dst + (size_t)r * out_row, K, imp))
+            const float *w = imp_rows > 0 ? imp + (size_t)(r / imp_rows) * (size_t)K : imp;
+            if (!lb_quantize_row_weighted(out_type, buf, (char *)dst + (size_t)r * out_row, K, w))
                 dt->from_float(buf, (char *)dst + (size_t)r * out_row, K);
         }
         free(buf);

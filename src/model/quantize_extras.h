@@ -25,11 +25,15 @@ lb_status lb_quant_extras_begin(const gguf_file *in, const lb_quantize_params *p
                                 gguf_writer *w, lb_quant_extras *x);
 /* The importance vector of tensor t (K entries) if an imatrix has one. */
 const float *lb_quant_extras_importance(const lb_quant_extras *x, const gguf_tensor *t);
+/* The same, for a MoE tensor (3-D) with one vector per expert too: then
+ * *imp_rows = the rows each vector covers (ne[1]); else 0 (one for all). */
+const float *lb_quant_extras_importance_rows(const lb_quant_extras *x, const gguf_tensor *t, int64_t *imp_rows);
 /* Rows of src (plain src_type) into dst (out_type) weighted by imp (K
- * entries, from lb_quant_extras_importance) if out_type takes importance
- * (CB2, CB3, Q2_K, Q3_K), plainly if not (e.g. a fallback type). */
-lb_status lb_quant_extras_convert(const float *imp, const void *src, int src_type, void *dst, int out_type, int64_t K,
-                                  int64_t rows, int n_threads);
+ * entries, from lb_quant_extras_importance; imp_rows > 0: a vector per that
+ * many rows) if out_type takes importance (CB2, CB3, Q2_K, Q3_K), plainly if
+ * not (e.g. a fallback type). */
+lb_status lb_quant_extras_convert(const float *imp, int64_t imp_rows, const void *src, int src_type, void *dst,
+                                  int out_type, int64_t K, int64_t rows, int n_threads);
 /* x's GPTQ settings for a matrix of out_type: the dampening given, else
  * lb_gptq_default_damp(out_type). */
 lb_gptq_params lb_quant_extras_gptq_params(const lb_quant_extras *x, int out_type);
