@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Write a random-weight mixture-of-experts GGUF (F16 matrices, F32 router) of
-Qwen3-30B-A3B's layer shape, for speed comparisons on a file every engine
-loads (lowbit, llama.cpp's quantizer and ik_llama.cpp): qwen3moe, d 2048,
-32 query heads and 4 KV heads of 128, 128 experts of 768 hidden units, 8 used
-a token; LAYERS of its 48 layers (default 4), and the 32000-token SPM vocab of
-../shared/tokenizer-tests/ggml-vocab-llama-spm.gguf in place of its 151936
-(so the head does not hide the experts).
+a real model's layer shape, for speed comparisons on a file every engine
+loads (lowbit, ik_llama.cpp, and llama.cpp b4748 for Mixtral), with LAYERS of
+its layers (default 4) and the 32000-token SPM vocab of
+../shared/tokenizer-tests/ggml-vocab-llama-spm.gguf (so the head does not
+hide the experts). SHAPE:
+  qwen3moe-30b-a3b  qwen3moe, d 2048, 32 query / 4 KV heads of 128, 128 experts
+                    of 768 hidden units, 8 used a token (of 48 layers)
+  mixtral-8x7b      llama, d 4096, 32 / 8 heads of 128, 8 experts of 14336, 2 used
+                    (of 32 layers)
 
-  PYTHONPATH=~/.cache/lowbit-peers/llama.cpp/gguf-py python3 bench/synth_moe.py OUT.gguf [LAYERS]
-  ~/.cache/lowbit-peers/llama.cpp/build/bin/llama-quantize OUT.gguf OUT-Q4_K_M.gguf Q4_K_M
+  PYTHONPATH=~/.cache/lowbit-peers/llama.cpp/gguf-py python3 bench/synth_moe.py OUT.gguf [LAYERS [SHAPE]]
+  ~/.cache/lowbit-peers/ik_llama.cpp/build/bin/llama-quantize OUT.gguf OUT-Q4_K_M.gguf Q4_K_M
 
-(needs numpy; llama.cpp b4748 cannot run qwen3moe, but its llama-quantize writes it)
+(needs numpy; llama.cpp b4748 has no qwen3moe: quantize that one with ik_llama.cpp's llama-quantize)
 """
 import os
 import sys
@@ -18,21 +21,28 @@ import sys
 import gguf
 import numpy as np
 
-DIM, N_HEAD, N_KV, HEAD_DIM, N_EXPERT, N_USED, FF_EXP = 2048, 32, 4, 128, 128, 8, 768
+SHAPES = {  # arch, dim, heads, kv heads, head dim, experts, used, expert ff, rope base
+    "qwen3moe-30b-a3b": ("qwen3moe", 2048, 32, 4, 128, 128, 8, 768, 1000000.0),
+    "mixtral-8x7b": ("llama", 4096, 32, 8, 128, 8, 2, 14336, 1000000.0),
+}
 
 
 def main():
     out = sys.argv[1]
     n_layer = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    shape = sys.argv[3] if len(sys.argv) > 3 else "qwen3moe-30b-a3b"
+    ARCH, DIM, N_HEAD, N_KV, HEAD_DIM, N_EXPERT, N_USED, FF_EXP, BASE = SHAPES[shape]
     here = os.path.dirname(os.path.abspath(__file__))
     voc = gguf.GGUFReader(os.path.join(here, "..", "..", "shared", "tokenizer-tests", "ggml-vocab-llama-spm.gguf"))
-    w = gguf.GGUFWriter(out, "qwen3moe")
-    w.add_name("synthetic qwen3moe-30b-a3b shape, %d layers" % n_layer)
+    w = gguf.GGUFWriter(out, ARCH)
+    w.add_name("synthetic %s shape, %d layers" % (shape, n_layer))
     w.add_context_length(4096)
     w.add_embedding_length(DIM)
     w.add_block_count(n_layer)
-    w.add_feed_forward_length(6144)
-    w.add_expert_feed_forward_length(FF_EXP)
+    # a llama file's expert size is its feed_forward_length
+    w.add_feed_forward_length(FF_EXP if ARCH == "llama" else 6144)
+    if ARCH != "llama":
+        w.add_expert_feed_forward_length(FF_EXP)
     w.add_expert_count(N_EXPERT)
     w.add_expert_used_count(N_USED)
     w.add_head_count(N_HEAD)
@@ -41,7 +51,7 @@ def main():
     w.add_value_length(HEAD_DIM)
     w.add_rope_dimension_count(HEAD_DIM)
     w.add_layer_norm_rms_eps(1e-6)
-    w.add_rope_freq_base(1000000.0)
+    w.add_rope_freq_base(BASE)
     w.add_file_type(1)  # MOSTLY_F16
     f = voc.fields
     toks = [bytes(f["tokenizer.ggml.tokens"].parts[i]).decode("utf-8", "replace") for i in f["tokenizer.ggml.tokens"].data]
@@ -66,8 +76,9 @@ def main():
         w.add_tensor(p + "attn_k.weight", mat(kvd, DIM))
         w.add_tensor(p + "attn_v.weight", mat(kvd, DIM))
         w.add_tensor(p + "attn_output.weight", mat(DIM, qd))
-        w.add_tensor(p + "attn_q_norm.weight", np.ones(HEAD_DIM, np.float32))
-        w.add_tensor(p + "attn_k_norm.weight", np.ones(HEAD_DIM, np.float32))
+        if ARCH == "qwen3moe":
+            w.add_tensor(p + "attn_q_norm.weight", np.ones(HEAD_DIM, np.float32))
+            w.add_tensor(p + "attn_k_norm.weight", np.ones(HEAD_DIM, np.float32))
         w.add_tensor(p + "ffn_norm.weight", np.ones(DIM, np.float32))
         w.add_tensor(p + "ffn_gate_inp.weight", rng.standard_normal((N_EXPERT, DIM), dtype=np.float32) * 0.05)
         w.add_tensor(p + "ffn_gate_exps.weight", mat(N_EXPERT, FF_EXP, DIM))

@@ -83,6 +83,19 @@ else
   bad "imatrix: $(tail -n 2 "$WORK/im.txt"; grep exps "$WORK/info.txt" | head -n 2)"
 fi
 
+# lowbit's own types on a MoE file: a whole-row grid type writes the experts
+# in its groups-of-128 type (a 3-D tensor has no place for per-matrix side
+# values), ABQ experts run with the FFN's activation bits
+for ty in GQ4_GC:GQ4_G128 ABQ_W4:ABQ_W4 MX:Q4_0; do
+  if "$LOWBIT" quantize "$WORK/tq.gguf" "$WORK/tq-x.gguf" "${ty%:*}" > "$WORK/quant.txt" 2>&1 &&
+     "$LOWBIT" info -a "$WORK/tq-x.gguf" 2>&1 | grep -q "blk.0.ffn_up_exps.weight *${ty#*:} " &&
+     [ -n "$(ppl_at "$WORK/tq-x.gguf" 128 2)" ]; then
+    ok "quantize ${ty%:*}: experts ${ty#*:}, and it runs"
+  else
+    bad "quantize ${ty%:*}: $(tail -n 2 "$WORK/quant.txt"; "$LOWBIT" info -a "$WORK/tq-x.gguf" 2>&1 | grep up_exps)"
+  fi
+done
+
 # bench counts the experts a token runs
 "$LOWBIT" bench -m "$WORK/q3m.gguf" -p 16 -n 4 -r 1 --no-roofline -t 2 > "$WORK/bench.txt" 2>&1 &&
   grep -q "qwen3moe" "$WORK/bench.txt" && ok "bench runs qwen3moe" || bad "bench: $(tail -n 3 "$WORK/bench.txt")"

@@ -228,9 +228,13 @@ static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, 
         return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %d]", name,
                        (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
                        (long long)K, (long long)N, ne);
-    if (t->type == LB_TYPE_MX2 || lb_gc_is((int)t->type) || lb_abq_bits((int)t->type))
-        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s: expert tensors take llama.cpp's types", name,
+    if (t->type == LB_TYPE_MX2 || lb_gc_is((int)t->type)) /* their side tensors are per matrix */
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s, which holds 2-D matrices only", name,
                        lb_type_name((int)t->type));
+    if (lb_abq_plain_of_codes((int)t->type) >= 0 || lb_abq_codes_of_x16((int)t->type) >= 0)
+        return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
+                       name, lb_type_name((int)t->type));
+    if (lb_abq_check_blocks((int)t->type, t->data, K, N * ne) != LB_OK) return lb_fail_prefix(LB_ERR_FORMAT, "tensor %s", name);
     if (!lb_traits((int)t->type) || (!lb_kernel_get((int)t->type) && t->type != LB_TYPE_Q6_K_16X4_V1))
         return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
                        name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);

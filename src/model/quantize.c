@@ -406,6 +406,14 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
                 lb_log(1, "%s: row length %lld does not fit; keeping %s\n", name, (long long)t->ne[0], lb_type_name(out));
             }
         }
+        if (lb_gc_is(out) && t->n_dims > 2) {
+            /* a MoE tensor's experts: a whole-row grid per row of a 3-D
+             * tensor has no place in the file (its side tensor is per matrix),
+             * so the grid's groups-of-128 type */
+            const int g = lb_type_fallback(lb_gc_g128(out), t->ne[0]);
+            lb_log(1, "%s: the experts of a 3-D tensor take %s, not %s\n", name, lb_type_name(g), lb_type_name(out));
+            out = g;
+        }
         if (lb_gc_is(out)) { /* codes and side tensor (model/quantize_gqc.h) */
             uint64_t bytes = 0;
             s = lb_qgc_add(w, name, t, out, &bytes);
