@@ -58,18 +58,20 @@ lb_status lb_moe_buffers_new(const lb_model *m, int n_batch, lb_moe_buffers **ou
     const size_t fe = (size_t)hp->n_ff_exp, E = (size_t)hp->n_expert;
     lb_moe_buffers *b = calloc(1, sizeof *b);
     if (!b) return lb_fail(LB_ERR_NOMEM, "out of memory");
-    /* the largest activation scratch an expert's matmul needs: CHUNK rows, or
+    /* rows of an expert a matmul takes: a chunk (no more than a batch) */
+    const int chunk = LB_MIN(CHUNK, n_batch);
+    /* the largest activation scratch an expert's matmul needs: a chunk, or
      * decode's k (gate and up), or their k rows (down) */
     size_t sc = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         const lb_layer *l = &m->layers[il];
         const lb_matrix *xs[] = {&l->exp_gate[0], &l->exp_up[0], &l->exp_down[0]};
         for (int i = 0; i < 3; i++) {
-            sc = LB_MAX(sc, LB_MAX(lb_matmul_scratch_size(xs[i], CHUNK), lb_matmul_rows_scratch_size(xs[i], (int)k)));
+            sc = LB_MAX(sc, LB_MAX(lb_matmul_scratch_size(xs[i], chunk), lb_matmul_rows_scratch_size(xs[i], (int)k)));
         }
     }
-    /* CHUNK rows, and at least decode's k */
-    const size_t R = LB_MAX((size_t)CHUNK, k);
+    /* a chunk, and at least decode's k */
+    const size_t R = LB_MAX((size_t)chunk, k);
     const int oom = !(b->logits = zalloc(B * E * 4)) || !(b->w = zalloc(B * k * 4)) ||
                     !(b->slots = zalloc(B * k * d * 4)) || !(b->sel = zalloc(B * k * sizeof(int))) ||
                     !(b->count = zalloc(E * sizeof(int))) || !(b->start = zalloc((E + 1) * sizeof(int))) ||
