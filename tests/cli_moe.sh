@@ -128,6 +128,8 @@ expect_fail "Qwen2-MoE config with a dense layer" "layers without experts" \
 python3 "$MAKE" qwen3moe "$SRC" "$WORK/bad.gguf" blk.2.ffn_up_exps.weight
 expect_fail "qwen3moe without blk.2.ffn_up_exps" "blk.2.ffn_up_exps.weight is missing" \
   "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
+MAKE_ARCH_EXPERTS=4,5 python3 "$MAKE" qwen3moe "$SRC" "$WORK/bad.gguf"
+expect_fail "5 of 4 experts used a token" "4 experts, 5 used a token" "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
 python3 "$MAKE" qwen2moe "$SRC" "$WORK/bad.gguf" blk.1.ffn_gate_inp.weight
 expect_fail "qwen2moe without its router" "blk.1.ffn_gate_inp.weight is missing" \
   "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
