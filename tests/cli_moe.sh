@@ -29,6 +29,8 @@ ok "make_arch.py wrote the three files"
 
 arch_info "$WORK/q3m.gguf" qwen3moe "blk.4.ffn_gate_exps.weight *F32 *64 x 160 x 4" "qwen3moe with 3-D expert tensors"
 arch_info "$WORK/mix.gguf" llama "llama.expert_used_count" "Mixtral as llama with experts"
+"$LOWBIT" info "$WORK/q3m.gguf" 2>&1 | grep -q "^experts: 4 a layer, 2 used a token: a token multiplies" &&
+  ok "info: the weights a token multiplies" || bad "info: $("$LOWBIT" info "$WORK/q3m.gguf" 2>&1 | tail -n 4)"
 
 near "stories260K as qwen3moe" "$(ppl_at "$WORK/q3m.gguf" 128)" 101.8095 0.002
 near "stories260K as qwen2moe" "$(ppl_at "$WORK/q2m.gguf" 128)" 242.1931 0.001

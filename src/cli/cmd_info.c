@@ -135,7 +135,8 @@ int cmd_info(int argc, char **argv) {
     uint64_t *bytes_by_type = calloc(NT, sizeof *bytes_by_type);
     int *count_by_type = calloc(NT, sizeof *count_by_type);
     if (!params_by_type || !bytes_by_type || !count_by_type) return CLI_FAIL;
-    int64_t total_params = 0;
+    int64_t total_params = 0, expert_params = 0, embd_params = 0; /* expert_*: MoE experts' 3-D tensors */
+    uint64_t expert_bytes = 0, embd_bytes = 0;
     uint64_t total_bytes = 0;
     int main_type = -1;
     /* MX matrices (formats/mx.h): their tiles count as weights, their maps
@@ -193,6 +194,9 @@ int cmd_info(int argc, char **argv) {
         }
         total_params += n;
         total_bytes += t->size;
+        if (t->n_dims == 3 && t->name.len > 12 && !memcmp(t->name.ptr + t->name.len - 12, "_exps.weight", 12))
+            expert_params += n, expert_bytes += t->size;
+        if (t->name.len == 17 && !memcmp(t->name.ptr, "token_embd.weight", 17)) embd_params = n, embd_bytes = t->size;
     }
 
     printf("\ntensors (%lld):\n", (long long)gguf_n_tensors(g));
@@ -281,6 +285,25 @@ int cmd_info(int argc, char **argv) {
                mx_bad ? " (some matrices do not load: see the warnings)" : "");
     }
     printf("\nparameters: %lld (%.3f M)\n", (long long)total_params, total_params / 1e6);
+    {
+        /* MoE: what a token works with (llama.cpp's "30B.A3B") */
+        const char *arch = gguf_get_str(g, "general.architecture");
+        char key[96];
+        uint32_t ne = 0, nu = 0;
+        snprintf(key, sizeof key, "%s.expert_count", arch ? arch : "?");
+        const int has_ne = gguf_get_u32(g, key, &ne);
+        snprintf(key, sizeof key, "%s.expert_used_count", arch ? arch : "?");
+        if (has_ne && gguf_get_u32(g, key, &nu) && ne > 0 && nu <= ne && expert_params > 0) {
+            /* the matrices a token multiplies: all but the experts it skips and
+             * the embedding table (one row looked up), unless it is the head too */
+            const int tied = !gguf_find_tensor(g, "output.weight");
+            const double skip = (double)expert_params * (ne - nu) / ne + (tied ? 0.0 : (double)embd_params);
+            const double skip_b = (double)expert_bytes * (ne - nu) / ne + (tied ? 0.0 : (double)embd_bytes);
+            printf("experts: %u a layer, %u used a token: a token multiplies %.3f M weights (%.2f MiB), %u/%u of "
+                   "the experts' %.3f M\n", ne, nu, (total_params - skip) / 1e6, (total_bytes - skip_b) / 1048576.0,
+                   nu, ne, expert_params / 1e6);
+        }
+    }
     printf("bits per weight: %.3f overall (%.2f MiB of tensors)\n",
            total_params ? 8.0 * total_bytes / total_params : 0.0, total_bytes / 1048576.0);
     printf("cpu: %s (kernels at level %s)\n", lb_cpu_features_string(), lb_isa_name(lb_cpu_level()));
