@@ -486,6 +486,11 @@ static lb_status add_hf_plus(imp_plan *p, const hf_weights *h, const char *hf_na
     return add_hf_as(p, h, hf_name, gguf_name, rows, cols, permute_heads, optional, found, add, 0);
 }
 
+/* The importer's source type of a safetensors dtype; -1 if it takes none. */
+static int src_type_of(int dtype) {
+    return dtype == ST_F32 ? LB_TYPE_F32 : dtype == ST_F16 ? LB_TYPE_F16 : dtype == ST_BF16 ? LB_TYPE_BF16 : -1;
+}
+
 /* f32: kept F32 (routers); a 1-row one written as a vector */
 static lb_status add_hf_as(imp_plan *p, const hf_weights *h, const char *hf_name, const char *gguf_name,
                            int64_t rows, int64_t cols, int permute_heads, int optional, int *found, float add, int f32) {
@@ -495,8 +500,7 @@ static lb_status add_hf_as(imp_plan *p, const hf_weights *h, const char *hf_name
     if (found) *found = t != NULL;
     if (s != LB_OK || (!t && optional)) return s;
     if (!t) return lb_fail(LB_ERR_FORMAT, "missing tensor \"%s\"", hf_name);
-    int src_type = t->dtype == ST_F32 ? LB_TYPE_F32 : t->dtype == ST_F16 ? LB_TYPE_F16
-                 : t->dtype == ST_BF16 ? LB_TYPE_BF16 : -1;
+    const int src_type = src_type_of(t->dtype);
     if (src_type < 0)
         return lb_fail(LB_ERR_UNSUPPORTED, "tensor \"%s\" has dtype %s (F32, F16 and BF16 are supported)", hf_name,
                        st_dtype_name(t->dtype));
@@ -694,15 +698,14 @@ static lb_status add_stack(imp_plan *p, const hf_weights *h, const char *prefix,
         const st_tensor *t;
         if ((s = find_in(h, name, &f, &t)) != LB_OK) break;
         if (!t) s = lb_fail(LB_ERR_FORMAT, "missing tensor \"%s\" (expert %lld of %lld)", name, (long long)e, (long long)n);
-        else if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16)
+        else if (src_type_of(t->dtype) < 0)
             s = lb_fail(LB_ERR_UNSUPPORTED, "tensor \"%s\" has dtype %s (F32, F16 and BF16 are supported)", name,
                         st_dtype_name(t->dtype));
         else if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != cols)
             s = lb_fail(LB_ERR_SHAPE, "tensor \"%s\" is not [%lld, %lld] as config.json implies", name,
                         (long long)rows, (long long)cols);
         else
-            parts[e] = (imp_part){fileno(f->f), t->offset,
-                                  t->dtype == ST_F32 ? LB_TYPE_F32 : t->dtype == ST_F16 ? LB_TYPE_F16 : LB_TYPE_BF16};
+            parts[e] = (imp_part){fileno(f->f), t->offset, src_type_of(t->dtype)};
     }
     if (s != LB_OK) {
         free(parts);

@@ -135,6 +135,22 @@ static lb_status get_gc(loader *L, const char *name, const gguf_tensor *t, int64
     return LB_OK;
 }
 
+/* A tensor of plain rows (rows of K) the kernels can take: no layout made
+ * at load, a type with a kernel, ABQ blocks well formed. */
+static lb_status check_plain(const char *name, const gguf_tensor *t, int64_t K, int64_t rows) {
+    if (lb_abq_plain_of_codes((int)t->type) >= 0 || lb_abq_codes_of_x16((int)t->type) >= 0) /* their sums are trusted: made by the load only */
+        return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
+                       name, lb_type_name((int)t->type));
+    /* Q6_K_16X4_V1 has no kernel: lb_model_repack converts it (model/repack.c) */
+    if (!lb_traits((int)t->type) || (!lb_kernel_get((int)t->type) && t->type != LB_TYPE_Q6_K_16X4_V1))
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
+                       name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);
+    /* ABQ: scales, zero points and balanced codes checked once, so no kernel meets a malformed block */
+    if (lb_abq_check_blocks((int)t->type, t->data, K, rows) != LB_OK)
+        return lb_fail_prefix(LB_ERR_FORMAT, "tensor %s", name);
+    return LB_OK;
+}
+
 /* A 2-D weight of shape [K (row length), N rows]. */
 static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, int optional,
                             lb_matrix *out) {
@@ -152,16 +168,8 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3], (long long)K, (long long)N);
     if (lb_gc_is((int)t->type)) return get_gc(L, name, t, K, N, out);
-    if (lb_abq_plain_of_codes((int)t->type) >= 0 || lb_abq_codes_of_x16((int)t->type) >= 0) /* their sums are trusted: made by the load only */
-        return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
-                       name, lb_type_name((int)t->type));
-    /* Q6_K_16X4_V1 has no kernel: lb_model_repack converts it (model/repack.c) */
-    if (!lb_traits((int)t->type) || (!lb_kernel_get((int)t->type) && t->type != LB_TYPE_Q6_K_16X4_V1))
-        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
-                       name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);
-    /* ABQ: scales, zero points and balanced codes checked once, so no kernel meets a malformed block */
-    if (lb_abq_check_blocks((int)t->type, t->data, K, N) != LB_OK)
-        return lb_fail_prefix(LB_ERR_FORMAT, "tensor %s", name);
+    lb_status s = check_plain(name, t, K, N);
+    if (s) return s;
     out->type = (int)t->type;
     out->K = K;
     out->N = N;
@@ -231,13 +239,8 @@ static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, 
     if (t->type == LB_TYPE_MX2 || lb_gc_is((int)t->type)) /* their side tensors are per matrix */
         return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s, which holds 2-D matrices only", name,
                        lb_type_name((int)t->type));
-    if (lb_abq_plain_of_codes((int)t->type) >= 0 || lb_abq_codes_of_x16((int)t->type) >= 0)
-        return lb_fail(LB_ERR_FORMAT, "tensor %s has type %s, a layout lowbit makes at load, never stored in a file",
-                       name, lb_type_name((int)t->type));
-    if (lb_abq_check_blocks((int)t->type, t->data, K, N * ne) != LB_OK) return lb_fail_prefix(LB_ERR_FORMAT, "tensor %s", name);
-    if (!lb_traits((int)t->type) || (!lb_kernel_get((int)t->type) && t->type != LB_TYPE_Q6_K_16X4_V1))
-        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s (id %u), which lowbit cannot compute with yet",
-                       name, lb_type_name((int)t->type) ? lb_type_name((int)t->type) : "unknown", t->type);
+    lb_status s = check_plain(name, t, K, N * ne);
+    if (s) return s;
     lb_matrix *m = lb_model_own(L->m, lb_malloc_aligned((size_t)ne * sizeof *m));
     if (!m) return LB_ERR_NOMEM;
     const size_t row = lb_row_size((int)t->type, K);
