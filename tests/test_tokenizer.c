@@ -63,21 +63,34 @@ static void print_ids(const char *what, const int32_t *ids, int n) {
 }
 
 /* The .inp cases are each followed by "\n__ggml_vocab_test__\n"; the .out
- * has one line of space-separated ids per case. */
-static void run_vocab_cases(const char *vocab) {
-    char gpath[512], ipath[512], opath[512];
+ * has one line of space-separated ids per case. vocab names the GGUF in
+ * ../shared/tokenizer-tests; inp and out are paths, or NULL for the
+ * vocabulary's own files there. pre >= 0 replaces the file's pre-tokenizer
+ * with what the loader sets for that name (the gpt-4o and tekken oracles
+ * run the GPT-2 vocabulary under those regexes). */
+static void run_vocab_cases(const char *vocab, const char *inp_path, const char *out_path, int pre, int n_expect) {
+    char gpath[512], ipath[512], opath[512], label[600];
     snprintf(gpath, sizeof gpath, "tokenizer-tests/%s", vocab);
-    snprintf(ipath, sizeof ipath, "tokenizer-tests/%s.inp", vocab);
-    snprintf(opath, sizeof opath, "tokenizer-tests/%s.out", vocab);
+    if (inp_path) snprintf(ipath, sizeof ipath, "%s", inp_path);
+    else snprintf(ipath, sizeof ipath, "%s.inp", lb_test_shared(gpath));
+    if (out_path) snprintf(opath, sizeof opath, "%s", out_path);
+    else snprintf(opath, sizeof opath, "%s.out", lb_test_shared(gpath));
+    snprintf(label, sizeof label, "%s%s%s", vocab, out_path ? " as " : "", out_path ? out_path : "");
+    vocab = label;
     if (!lb_test_have(lb_test_shared(gpath))) {
         printf("no %s, skipping\n", gpath);
         return;
     }
     lb_tokenizer *t = load_tok(lb_test_shared(gpath), NULL);
+    if (t && pre >= 0) {
+        t->pre = (lb_tok_pre)pre;
+        t->ignore_merges = pre == LB_PRE_TEKKEN; /* choose_pre's settings for the name */
+        t->add_bos = t->add_bos || pre == LB_PRE_TEKKEN;
+    }
     char *inp = NULL, *outp = NULL;
     size_t inp_len = 0, out_len = 0;
-    CHECK_OK(lb_read_file(lb_test_shared(ipath), &inp, &inp_len));
-    CHECK_OK(lb_read_file(lb_test_shared(opath), &outp, &out_len));
+    CHECK_OK(lb_read_file(ipath, &inp, &inp_len));
+    CHECK_OK(lb_read_file(opath, &outp, &out_len));
     if (!t || !inp || !outp) goto done;
 
     static const char sep[] = "\n__ggml_vocab_test__\n";
@@ -125,7 +138,7 @@ static void run_vocab_cases(const char *vocab) {
     }
     CHECK_MSG(opos == out_len, "%s: .out has more lines than .inp has cases", vocab);
     CHECK_MSG(n_pass == n_cases, "%s: %d of %d cases match", vocab, n_pass, n_cases);
-    CHECK(n_cases == 46);
+    CHECK_MSG(n_cases == n_expect, "%s: %d cases, expected %d", vocab, n_cases, n_expect);
     printf("%s: %d/%d cases match llama.cpp, %d round-trip\n", vocab, n_pass, n_cases, n_round);
 done:
     free(inp);
@@ -343,7 +356,8 @@ static void check_split(lb_tok_pre pre, const char *text, const char *const *wan
         ok = wl == strlen(want[w]) && memcmp(word, want[w], wl) == 0;
         start = (size_t)ends.v[w];
     }
-    CHECK_MSG(ok, "%s split of '%s' (got %zu words)", pre == LB_PRE_GPT2 ? "gpt2" : "llama3", text, ends.n);
+    static const char *const names[] = {"gpt2", "llama3", "qwen2", "gpt-4o", "tekken"};
+    CHECK_MSG(ok, "%s split of '%s' (got %zu words)", names[pre], text, ends.n);
     free(ends.v);
 }
 
@@ -374,11 +388,80 @@ static void test_pretokenizers(void) {
     /* \s also covers U+00A0, U+3000 and U+2028 */
     SPLIT(LB_PRE_GPT2, "a\302\240\302\240b", "a", "\xC2\xA0", "\xC2\xA0", "b");
     SPLIT(LB_PRE_GPT2, "x\xE3\x80\x80", "x", "\xE3\x80\x80");
+    /* o200k: words split where a capital follows lower case; contractions
+     * stay on their word; '/' and newlines trail punctuation */
+    SPLIT(LB_PRE_GPT4O, "HELLOworld helloWorld", "HELLOworld", " hello", "World");
+    SPLIT(LB_PRE_GPT4O, "DON'T don't", "DON'T", " don't");
+    SPLIT(LB_PRE_GPT4O, "1234567", "123", "456", "7");
+    SPLIT(LB_PRE_GPT4O, "?\n/x", "?\n/", "x");
+    SPLIT(LB_PRE_GPT4O, "\tHi  x", "\tHi", " ", " x");
+    /* a letter outside ASCII is upper and lower case at once (llama.cpp) */
+    SPLIT(LB_PRE_GPT4O, "\xC3\xA9t\xC3\xA9 \xC3\x89T\xC3\x89", "\xC3\xA9t\xC3\xA9", " \xC3\x89T\xC3\x89"); /* été ÉTÉ */
+    SPLIT(LB_PRE_GPT4O, "\xC3\xA9" "ABC", "\xC3\xA9", "ABC"); /* éABC */
+    SPLIT(LB_PRE_TEKKEN, "DON'T 12", "DON", "'T", " ", "1", "2");
+}
+
+/* The words llama.cpp's unicode_regex_split cuts each case of cases.inp
+ * into under pre (scripts/make-pretok-fixture.py): one line per case, each
+ * word the hex of its UTF-8 bytes, words separated by a space. */
+static void run_split_cases(lb_tok_pre pre, const char *words_path, int n_expect) {
+    char *inp = NULL, *want = NULL;
+    size_t inp_len = 0, want_len = 0;
+    CHECK_OK(lb_read_file(LB_TEST_DATA_DIR "/pretok/cases.inp", &inp, &inp_len));
+    CHECK_OK(lb_read_file(words_path, &want, &want_len));
+    static const char sep[] = "\n__ggml_vocab_test__\n";
+    size_t pos = 0, wpos = 0;
+    int n_cases = 0, n_pass = 0;
+    while (inp && want && pos < inp_len) {
+        char *end = memmem(inp + pos, inp_len - pos, sep, sizeof sep - 1);
+        const size_t len = end ? (size_t)(end - (inp + pos)) : inp_len - pos;
+        const unsigned char *text = (const unsigned char *)inp + pos;
+        pos += len + (end ? sizeof sep - 1 : 0);
+        uint32_t *cpt = malloc((len + 1) * sizeof *cpt);
+        uint8_t *cls = malloc(len + 1);
+        char *got = malloc(3 * len + 2);
+        size_t n = 0, g = 0;
+        for (size_t off = 0; off < len; n++) {
+            size_t adv;
+            cpt[n] = lb_utf8_decode(text + off, len - off, &adv);
+            cls[n] = (uint8_t)lb_uclass(cpt[n]);
+            off += adv;
+        }
+        lb_ivec ends = {0};
+        CHECK_OK(lb_pretokenize(pre, cpt, cls, n, &ends));
+        for (size_t w = 0, start = 0; w < ends.n; w++) { /* the words back to hex UTF-8 */
+            if (w) got[g++] = ' ';
+            for (size_t i = start; i < (size_t)ends.v[w]; i++) {
+                char u[4];
+                const size_t ul = lb_utf8_encode(cpt[i], u);
+                for (size_t b = 0; b < ul; b++) g += (size_t)sprintf(got + g, "%02x", (unsigned char)u[b]);
+            }
+            start = (size_t)ends.v[w];
+        }
+        got[g] = 0;
+        char *eol = memchr(want + wpos, '\n', want_len - wpos);
+        const size_t wl = eol ? (size_t)(eol - (want + wpos)) : want_len - wpos;
+        const int same = wl == g && memcmp(want + wpos, got, g) == 0;
+        if (!same) fprintf(stderr, "%s case %d words differ:\n  want: %.*s\n  got : %s\n", words_path, n_cases,
+                           (int)wl, want + wpos, got);
+        wpos += wl + (eol ? 1 : 0);
+        n_pass += same;
+        n_cases++;
+        free(ends.v);
+        free(cpt);
+        free(cls);
+        free(got);
+    }
+    CHECK_MSG(n_pass == n_cases && n_cases == n_expect, "%s: %d of %d cases split as llama.cpp (%d expected)",
+              words_path, n_pass, n_cases, n_expect);
+    printf("%s: %d/%d cases split as llama.cpp\n", words_path, n_pass, n_cases);
+    free(inp);
+    free(want);
 }
 
 /* ---- synthetic vocabularies written with the GGUF writer ---- */
 
-enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
+enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
        BREAK_NO_MERGES, BREAK_BAD_MODEL, BREAK_TOKENS_TYPE, BREAK_DUP_TOKEN, BREAK_BOS_TYPE };
 
 #define N_EXTRA 8
@@ -417,7 +500,12 @@ static lb_status write_vocab(const char *path, int bpe, int breakage) {
         static const char *const merges_bad[] = {"a b", "\xC4\xA0 z"};
         s = gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
         if (!s && breakage != PRE_MISSING)
-            s = gguf_writer_set_str(w, "tokenizer.ggml.pre", breakage == PRE_LLAMA_BPE ? "llama-bpe" : "gpt-2");
+            s = gguf_writer_set_str(w, "tokenizer.ggml.pre",
+                                    breakage == PRE_LLAMA_BPE ? "llama-bpe"
+                                    : breakage == PRE_GPT4O  ? "gpt-4o"
+                                    : breakage == PRE_LLAMA4 ? "llama4"
+                                    : breakage == PRE_TEKKEN ? "tekken"
+                                                             : "gpt-2");
         if (!s && breakage != BREAK_NO_MERGES)
             s = gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
                                         breakage == BREAK_BAD_MERGE ? merges_bad : merges_ok, 2);
@@ -540,6 +628,19 @@ static void test_synthetic(void) {
         free(ids);
         lb_tokenizer_free(t);
     }
+    /* the o200k and tekken names: their regexes, and tekken's llama.cpp
+     * settings (ignore_merges, BOS) */
+    const int named[3] = {PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN};
+    for (int i = 0; i < 3; i++) {
+        const lb_status ls = try_load(1, named[i], &t, msg, sizeof msg);
+        CHECK_MSG(ls == LB_OK, "%s", msg);
+        if (ls == LB_OK) {
+            CHECK(t->pre == (named[i] == PRE_TEKKEN ? LB_PRE_TEKKEN : LB_PRE_GPT4O));
+            CHECK(t->ignore_merges == (named[i] == PRE_TEKKEN));
+            if (named[i] == PRE_TEKKEN) CHECK(lb_tokenizer_add_bos(t) == 1);
+            lb_tokenizer_free(t);
+        }
+    }
     /* no tokenizer.ggml.pre: gpt2's regex (with a note in the log) */
     if (try_load(1, PRE_MISSING, &t, msg, sizeof msg) == LB_OK) {
         int32_t *ids = NULL;
@@ -579,8 +680,15 @@ static void test_speed(void) {
 
 int main(void) {
     lb_log_level = 0;
-    run_vocab_cases("ggml-vocab-llama-spm.gguf");
-    run_vocab_cases("ggml-vocab-gpt-2.gguf");
+    run_vocab_cases("ggml-vocab-llama-spm.gguf", NULL, NULL, -1, 46);
+    run_vocab_cases("ggml-vocab-gpt-2.gguf", NULL, NULL, -1, 46);
+    /* words and ids from ik_llama.cpp (scripts/make-pretok-fixture.py) */
+    run_split_cases(LB_PRE_GPT4O, LB_TEST_DATA_DIR "/pretok/gpt-4o.words", 40);
+    run_split_cases(LB_PRE_TEKKEN, LB_TEST_DATA_DIR "/pretok/tekken.words", 40);
+    run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
+                    LB_TEST_DATA_DIR "/pretok/gpt-4o.out", LB_PRE_GPT4O, 40);
+    run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
+                    LB_TEST_DATA_DIR "/pretok/tekken.out", LB_PRE_TEKKEN, 40);
     test_spm_details();
     test_gpt2_details();
     test_stories();

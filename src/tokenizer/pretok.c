@@ -5,7 +5,15 @@
  *
  * gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
- *         ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ */
+ *         ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ * gpt-4o: [^\r\n\p{L}\p{N}]?U*L+C?|[^\r\n\p{L}\p{N}]?U+L*C?|\p{N}{1,3}|
+ *         ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *         (C: (?i:'s|'t|'re|'ve|'m|'ll|'d); tekken: no C and \p{N} alone)
+ * o200k's U and L are [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}];
+ * llama.cpp runs them through std::regex on text where every non-ASCII code
+ * point stands for its class, as (?=\p{L})[^a-z] and (?=\p{L})[^A-Z]: a
+ * letter outside ASCII is both, a mark is neither. Its ids are what a GGUF
+ * user gets, so that reading is the one implemented (split_gpt4o). */
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tok_unicode.h"
 
@@ -153,11 +161,96 @@ static void split_llama3(scanner *s, size_t max_digits) {
     }
 }
 
+/* o200k's cased letter classes as llama.cpp reads them (header comment) */
+static int upperish(const scanner *s, size_t pos) {
+    uint32_t c = cpt_at(s, pos);
+    return cls_at(s, pos) == LB_UCLASS_LETTER && !(c >= 'a' && c <= 'z');
+}
+static int lowerish(const scanner *s, size_t pos) {
+    uint32_t c = cpt_at(s, pos);
+    return cls_at(s, pos) == LB_UCLASS_LETTER && !(c >= 'A' && c <= 'Z');
+}
+
+/* U*L+ at q as a backtracking regex matches it: the end, or 0. U* takes
+ * the longest run; if no L follows, it gives back one letter at a time
+ * until L+ can start, i.e. up to the last L inside the run (every char after
+ * it is an ASCII capital or the run's end, so L+ takes that one letter). */
+static size_t upper_lower(const scanner *s, size_t q) {
+    size_t i = q;
+    while (upperish(s, i)) i++;
+    if (lowerish(s, i)) {
+        while (lowerish(s, i)) i++;
+        return i;
+    }
+    for (size_t j = i; j > q; j--)
+        if (lowerish(s, j - 1)) return j;
+    return 0;
+}
+
+/* U+L* at q: the end, or 0 (both greedy; nothing after them can fail) */
+static size_t upper_then_lower(const scanner *s, size_t q) {
+    size_t i = q;
+    while (upperish(s, i)) i++;
+    if (i == q) return 0;
+    while (lowerish(s, i)) i++;
+    return i;
+}
+
+static void split_gpt4o(scanner *s, size_t max_digits, int contractions) {
+    for (size_t pos = 0; pos < s->n;) {
+        uint32_t c = cpt_at(s, pos);
+        int cls = cls_at(s, pos);
+        /* the two word alternatives, each first with the optional lead
+         * [^\r\n\p{L}\p{N}] consumed, then without it */
+        const int lead = !(c == '\r' || c == '\n' || cls == LB_UCLASS_LETTER || cls == LB_UCLASS_NUMBER);
+        size_t e = lead ? upper_lower(s, pos + 1) : 0;
+        if (!e) e = upper_lower(s, pos);
+        if (!e && lead) e = upper_then_lower(s, pos + 1);
+        if (!e) e = upper_then_lower(s, pos);
+        if (e) {
+            if (contractions && cpt_at(s, e) == '\'') e += contraction(s, e, 1);
+            add_word(s, e);
+            pos = e;
+            continue;
+        }
+        if (cls == LB_UCLASS_NUMBER) { /* \p{N}{1,3} (gpt-4o) or \p{N} (tekken) */
+            size_t end = pos;
+            while (end - pos < max_digits && cls_at(s, end) == LB_UCLASS_NUMBER) end++;
+            add_word(s, end);
+            pos = end;
+            continue;
+        }
+        /*  ?[^\s\p{L}\p{N}]+[\r\n/]* */
+        size_t q = pos + (c == ' ' && is_other(cls_at(s, pos + 1)));
+        if (is_other(cls_at(s, q))) {
+            while (is_other(cls_at(s, q))) q++;
+            while (cpt_at(s, q) == '\r' || cpt_at(s, q) == '\n' || cpt_at(s, q) == '/') q++;
+            add_word(s, q);
+            pos = q;
+            continue;
+        }
+        /* whitespace: \s*[\r\n]+ (up to the run's last newline), then
+         * \s+(?!\S) (all but the last before a non-space), then \s+ */
+        size_t n_ws = 0, last_newline_end = 0;
+        while (cls_at(s, pos + n_ws) == LB_UCLASS_SPACE) {
+            uint32_t c2 = cpt_at(s, pos + n_ws);
+            if (c2 == '\r' || c2 == '\n') last_newline_end = pos + n_ws + 1;
+            n_ws++;
+        }
+        if (last_newline_end > 0) pos = last_newline_end;
+        else if (n_ws > 1 && pos + n_ws < s->n) pos += n_ws - 1;
+        else pos += n_ws ? n_ws : 1; /* 1: unreachable, every class is matched above */
+        add_word(s, pos);
+    }
+}
+
 lb_status lb_pretokenize(lb_tok_pre pre, const uint32_t *cpt, const uint8_t *cls, size_t n,
                          lb_ivec *ends) {
     scanner s = {cpt, cls, n, 0, ends, LB_OK};
     if (pre == LB_PRE_LLAMA3) split_llama3(&s, 3);
     else if (pre == LB_PRE_QWEN2) split_llama3(&s, 1);
+    else if (pre == LB_PRE_GPT4O) split_gpt4o(&s, 3, 1);
+    else if (pre == LB_PRE_TEKKEN) split_gpt4o(&s, 1, 0);
     else split_gpt2(&s);
     return s.status;
 }

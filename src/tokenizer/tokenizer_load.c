@@ -31,6 +31,7 @@ static const char *const k_pre_llama3[] = {
     "jina-v5-nano",
 };
 static const char *const k_pre_llama3_plain[] = {"dbrx", "smaug-bpe"};
+static const char *const k_pre_gpt4o[] = {"gpt-4o", "llama4", "kanana2"};
 static const char *const k_pre_gpt2[] = {
     "gpt2", "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
     "a.x-4.0", "mellum", "modern-bert", "mpt", "olmo", "jais", "trillion", "granite-docling",
@@ -425,6 +426,12 @@ static void choose_pre(lb_tokenizer *t, const gguf_file *g) {
         t->pre = LB_PRE_LLAMA3;
     } else if (pre && (!strcmp(pre, "qwen2") || !strcmp(pre, "deepseek-r1-qwen"))) {
         t->pre = LB_PRE_QWEN2;
+    } else if (pre && IN_LIST(pre, k_pre_gpt4o)) {
+        t->pre = LB_PRE_GPT4O;
+    } else if (pre && !strcmp(pre, "tekken")) {
+        t->pre = LB_PRE_TEKKEN;
+        t->ignore_merges = 1;
+        t->add_bos = 1;
     } else if (!pre || !IN_LIST(pre, k_pre_gpt2)) {
         lb_log(1, "tokenizer: pre-tokenizer '%s' not supported; using the gpt2 regex (ids may differ from llama.cpp)\n",
                pre ? pre : "(missing)");
