@@ -5,6 +5,7 @@
 # against the input's. Standard library only.
 #   python3 tests/make_arch.py ARCH IN.gguf OUT.gguf [OMIT]
 # ARCH:
+#   llama  the input as it is (with MAKE_ARCH_YARN below: YaRN on llama's RoPE);
 #   qwen3  keys "ARCH." -> "qwen3.", q/k/v biases dropped (Qwen 3 has none;
 #          llama.cpp refuses unused tensors), and per layer the two per-head
 #          RMS norms Qwen 3 applies to q and k before RoPE (attn_q_norm /
@@ -30,12 +31,15 @@
 #          vector ffn_gate_inp_shexp, and adds q/k/v biases (llama.cpp
 #          requires them there).
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
+# MAKE_ARCH_YARN="F,N" adds YaRN RoPE scaling keys (factor F, original
+# context N) to any target.
 import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
 MOE = ('qwen3moe', 'qwen2moe', 'mixtral')
-assert target in ('qwen3', 'phi3', 'gemma2') + MOE, 'ARCH: qwen3, phi3, gemma2, qwen3moe, qwen2moe or mixtral'
+assert target in ('llama', 'qwen3', 'phi3', 'gemma2') + MOE, \
+    'ARCH: llama, qwen3, phi3, gemma2, qwen3moe, qwen2moe or mixtral'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -142,6 +146,12 @@ if target in MOE:
                 kv[2] = struct.pack('<I', FF_EXP)
     if target == 'qwen2moe':
         kvs.append([prefix + '.expert_shared_feed_forward_length', 4, struct.pack('<I', n_ff)])
+# MAKE_ARCH_YARN="F,N": YaRN RoPE scaling, factor F, original context N
+if os.environ.get('MAKE_ARCH_YARN'):
+    y_factor, y_orig = os.environ['MAKE_ARCH_YARN'].split(',')
+    kvs.append([prefix + '.rope.scaling.type', 8, sstr('yarn')])
+    kvs.append([prefix + '.rope.scaling.factor', 6, struct.pack('<f', float(y_factor))])
+    kvs.append([prefix + '.rope.scaling.original_context_length', 4, struct.pack('<I', int(y_orig))])
 if target == 'gemma2':
     kvs.append(['gemma2.attention.sliding_window', 4, struct.pack('<I', 48)])
     kvs.append(['gemma2.attn_logit_softcapping', 6, struct.pack('<f', 2.0)])

@@ -634,7 +634,8 @@ static void test_qwen2_single(const char *dir) {
                "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
                " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
                " \"max_position_embeddings\": 128, \"rms_norm_eps\": 1e-06, \"rope_theta\": 1000000.0,"
-               " \"vocab_size\": 20, \"tie_word_embeddings\": true, \"rope_scaling\": null, \"sliding_window\": null,"
+               " \"vocab_size\": 20, \"tie_word_embeddings\": true, \"sliding_window\": null,"
+               " \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 32},"
                " \"bos_token_id\": 8, \"eos_token_id\": [9, 8]}");
     /* no tokenizer_config.json and no template: ids from config.json, no BOS added */
     sbuf tj = {0};
@@ -656,6 +657,9 @@ static void test_qwen2_single(const char *dir) {
         CHECK(f32_is(g, "qwen2.rope.freq_base", 1000000.0f) && f32_is(g, "qwen2.attention.layer_norm_rms_epsilon", 1e-6f));
         CHECK(!gguf_find_kv(g, "llama.block_count") && u32_is(g, "qwen2.block_count", NL));
         CHECK(str_is(g, "tokenizer.ggml.pre", "qwen2"));
+        /* YaRN as llama.cpp's converter writes it */
+        CHECK(str_is(g, "qwen2.rope.scaling.type", "yarn") && f32_is(g, "qwen2.rope.scaling.factor", 4.0f) &&
+              u32_is(g, "qwen2.rope.scaling.original_context_length", 32));
         const int32_t want[] = {4, 6};
         check_runs(out, "ababc", want, 2); /* no BOS for this tokenizer */
         CHECK(u32_is(g, "tokenizer.ggml.bos_token_id", 8) && u32_is(g, "tokenizer.ggml.eos_token_id", 9));
@@ -685,7 +689,11 @@ static void test_qwen2_single(const char *dir) {
          LB_ERR_FORMAT, "\"rms_norm_eps\" must be a positive number"},
         {"{\"model_type\": \"qwen2\", \"hidden_size\": 32, \"intermediate_size\": 64, \"num_hidden_layers\": 2,"
          " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"max_position_embeddings\": 64,"
-         " \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}}", LB_ERR_UNSUPPORTED, "rope_scaling type \"yarn\""},
+         " \"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 4.0}}", LB_ERR_UNSUPPORTED, "rope_scaling type \"dynamic\""},
+        {"{\"model_type\": \"qwen2\", \"hidden_size\": 32, \"intermediate_size\": 64, \"num_hidden_layers\": 2,"
+         " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"max_position_embeddings\": 64,"
+         " \"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4.0}}", LB_ERR_FORMAT,
+         "rope_scaling yarn: config.json: \"original_max_position_embeddings\" is missing"},
         {"{\"model_type\": \"qwen2\", \"hidden_size\": 32, \"intermediate_size\": 64, \"num_hidden_layers\": 2,"
          " \"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"max_position_embeddings\": 64,"
          " \"tie_word_embeddings\": 1}", LB_ERR_FORMAT, "\"tie_word_embeddings\" is not a boolean"},

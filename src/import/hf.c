@@ -48,7 +48,7 @@ typedef struct {
     int64_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_ctx, n_vocab_cfg;
     double eps, theta;
     int tied;
-    int rope_linear, rope_llama3;
+    int rope_linear, rope_llama3, rope_yarn;
     double rope_factor, low_freq_factor, high_freq_factor;
     int64_t rope_orig_ctx;
 } hf_config;
@@ -174,6 +174,14 @@ static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
         c->rope_linear = 1;
         return LB_OK;
     }
+    if (!strcmp(type, "yarn") && !c->phi3) { /* Qwen's long-context configs; llama.cpp requires the original length */
+        c->rope_yarn = 1;
+        if ((s = req_int(rs, "original_max_position_embeddings", &c->rope_orig_ctx)) != LB_OK)
+            return lb_fail_prefix(s, "rope_scaling yarn");
+        if (!(c->rope_factor > 0) || c->rope_orig_ctx <= 0)
+            return lb_fail(LB_ERR_FORMAT, "config.json: rope_scaling yarn needs a positive factor and original length");
+        return LB_OK;
+    }
     if (!strcmp(type, "llama3")) {
         c->rope_llama3 = 1;
         if ((s = opt_num(rs, "low_freq_factor", &c->low_freq_factor)) != LB_OK ||
@@ -185,7 +193,7 @@ static lb_status parse_rope_scaling(const json_value *cfg, hf_config *c) {
         return LB_OK;
     }
     return lb_fail(LB_ERR_UNSUPPORTED, "config.json: rope_scaling type \"%s\" is not supported "
-                   "(linear and llama3 are)", type);
+                   "(linear, llama3 and yarn are)", type);
 }
 
 /* The experts' counts and sizes. llama.cpp's graphs fix whether the chosen
@@ -882,6 +890,11 @@ static lb_status set_hparams(gguf_writer *w, const hf_config *c, const char *nam
     if (c->rope_linear) {
         TRY(gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear"));
         TRY(gguf_writer_set_f32(w, KEY("rope.scaling.factor"), (float)c->rope_factor));
+    }
+    if (c->rope_yarn) {
+        TRY(gguf_writer_set_str(w, KEY("rope.scaling.type"), "yarn"));
+        TRY(gguf_writer_set_f32(w, KEY("rope.scaling.factor"), (float)c->rope_factor));
+        TRY(gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"), (uint32_t)c->rope_orig_ctx));
     }
 #undef TRY
 #undef KEY

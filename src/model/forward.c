@@ -58,13 +58,31 @@ static float *alloc_f(size_t n) { return lb_malloc_aligned(n * sizeof(float)); }
 
 /* factors: per-pair divisors of the frequencies (llama 3's rope_freqs,
  * phi3's long or short factors), or NULL */
+/* YaRN's ramp over rotation pairs (ggml_rope_yarn_corr_dims): pairs below
+ * lo turn more than beta_fast (32) times in the original context and keep
+ * their frequency; pairs above hi turn less than beta_slow (1) time and are
+ * scaled; those between mix linearly. */
+static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) / (2.0f * logf(base));
+}
+
 static void rope_inv_freq(const lb_model *m, float base, float scale, const float *factors, float *out) {
     const lb_hparams *hp = &m->hp;
+    float lo = 0.0f, hi = 0.0f;
+    if (hp->rope_yarn) {
+        lo = LB_MAX(0.0f, floorf(yarn_corr_dim(hp->rope_dim, hp->n_ctx_orig, 32.0f, base)));
+        hi = LB_MIN((float)(hp->rope_dim - 1), ceilf(yarn_corr_dim(hp->rope_dim, hp->n_ctx_orig, 1.0f, base)));
+    }
     for (int i = 0; i < hp->rope_dim / 2; i++) {
         /* same expression as llama2.c, so its greedy output is reproduced exactly */
         float f = 1.0f / powf(base, (float)(2 * i) / (float)hp->rope_dim);
         if (factors) f /= factors[i];
-        out[i] = f * scale;
+        float mult = scale;
+        if (hp->rope_yarn) { /* ggml: theta_interp (1 - ramp) + theta_extrap ramp */
+            const float ramp = 1.0f - LB_MIN(1.0f, LB_MAX(0.0f, ((float)i - lo) / LB_MAX(0.001f, hi - lo)));
+            mult = scale * (1.0f - ramp) + ramp;
+        }
+        out[i] = f * mult;
     }
 }
 

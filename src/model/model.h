@@ -20,10 +20,11 @@ typedef struct {
     int rope_dim;          /* dimensions rotated per head (<= head_dim) */
     int rope_neox;         /* 1: pairs (i, i + rope_dim/2); 0: interleaved pairs (2i, 2i+1) */
     float rope_freq_base;
-    float rope_freq_scale; /* linear scaling: position multiplier */
+    float rope_freq_scale; /* linear scaling: position multiplier (YaRN: its interpolated part) */
+    int rope_yarn;         /* YaRN: per-dimension mix of scaled and plain frequencies (rope_inv_freq) */
     float norm_eps;
-    float rope_attn_factor; /* RoPE's cos and sin times this (phi3 long-context models; else 1) */
-    int n_ctx_orig;         /* rope.scaling.original_context_length: beyond it, phi3's long factors */
+    float rope_attn_factor; /* RoPE's cos and sin times this (phi3 long-context models, YaRN's mscale; else 1) */
+    int n_ctx_orig;         /* rope.scaling.original_context_length: beyond it, phi3's long factors; YaRN's ramp */
     /* gemma3 (and phi3: sliding_window, every layer) */
     float rope_freq_base_local;
     int sliding_window;

@@ -336,14 +336,19 @@ static lb_status load_hparams(loader *L) {
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
     float factor = opt_f32(L, "rope.scaling.factor", 0.0f);
-    if (scaling && !strcmp(scaling, "linear") && factor > 0) hp->rope_freq_scale = 1.0f / factor;
-    else if (scaling && strcmp(scaling, "none") && strcmp(scaling, "linear"))
+    /* llama.cpp: no type means linear; any type but none takes the factor */
+    const int yarn = scaling && !strcmp(scaling, "yarn");
+    if ((!scaling || !strcmp(scaling, "linear") || yarn) && factor > 0) hp->rope_freq_scale = 1.0f / factor;
+    else if (scaling && strcmp(scaling, "none") && strcmp(scaling, "linear") && !yarn)
         lb_log(1, "warning: rope scaling '%s' is not implemented; using plain RoPE\n", scaling);
+    hp->rope_yarn = yarn;
     hp->norm_eps = opt_f32(L, "attention.layer_norm_rms_epsilon", 1e-5f);
     hp->rope_attn_factor = opt_f32(L, "rope.scaling.attn_factor", 1.0f);
     hp->n_ctx_orig = opt_u32(L, "rope.scaling.original_context_length", hp->n_ctx_train);
     if (!(hp->rope_attn_factor > 0.0f) || hp->rope_attn_factor > 16.0f)
         return lb_fail(LB_ERR_FORMAT, "rope.scaling.attn_factor %g is not in (0, 16]", hp->rope_attn_factor);
+    /* YaRN's magnitude correction (ggml rope_yarn's mscale, ext_factor 1) */
+    if (yarn && factor > 0) hp->rope_attn_factor *= 1.0f + 0.1f * logf(factor);
     if (hp->arch == LB_ARCH_PHI3) {
         /* As llama.cpp (LLM_ARCH_PHI3): the file's sliding window (0: none,
          * Phi-4), else the defaults of the Phi-3 models that predate the key */
