@@ -36,6 +36,32 @@ near "stories260K as qwen3moe" "$(ppl_at "$WORK/q3m.gguf" 128)" 101.8095 0.002
 near "stories260K as qwen2moe" "$(ppl_at "$WORK/q2m.gguf" 128)" 242.1931 0.001
 near "stories260K as Mixtral" "$(ppl_at "$WORK/mix.gguf" 128)" 41.2390 0.001
 
+# Mixtral's first GGUF layout (TheBloke's files): one 2-D tensor an expert,
+# blk.N.ffn_X.E.weight. The same model as mix.gguf gives the same bits, and
+# its imatrix entries (one per kind, as llama-imatrix names the merged
+# tensor) give each expert tensor its own row. ik_llama.cpp reads both
+# layouts alike (84.5260 on each: its residual, above); b4748 refuses this one.
+MAKE_ARCH_LEGACY=1 python3 "$MAKE" mixtral "$SRC" "$WORK/mixl.gguf"
+arch_info "$WORK/mixl.gguf" llama "blk.4.ffn_down.3.weight *F32 *160 x 64" "Mixtral with a tensor an expert"
+pl=$("$LOWBIT" perplexity -m "$WORK/mixl.gguf" -f "$TEXT" -c 128 --chunks 8 -t 2 2>&1 | grep -E '^\[|^Final')
+p3=$("$LOWBIT" perplexity -m "$WORK/mix.gguf" -f "$TEXT" -c 128 --chunks 8 -t 2 2>&1 | grep -E '^\[|^Final')
+[ -n "$pl" ] && [ "$pl" = "$p3" ] && ok "Mixtral's first layout: the same PPL as the 3-D one ($(tail -n 1 <<<"$pl"))" ||
+  bad "Mixtral's first layout: '$pl' against '$p3'"
+"$LOWBIT" info "$WORK/mixl.gguf" 2>&1 | grep -q "^experts: 4 a layer, 2 used a token" &&
+  ok "info counts the per-expert tensors" || bad "info: $("$LOWBIT" info "$WORK/mixl.gguf" 2>&1 | tail -n 3)"
+python3 "$MAKE" mixtral "$SHARED/interop/tiny-F32.gguf" "$WORK/tm.gguf" &&
+  MAKE_ARCH_LEGACY=1 python3 "$MAKE" mixtral "$SHARED/interop/tiny-F32.gguf" "$WORK/tml.gguf" &&
+  "$LOWBIT" imatrix -m "$WORK/tm.gguf" -f "$TEXT" -c 128 --chunks 4 -t 2 -o "$WORK/tm-im.gguf" > /dev/null 2>&1 &&
+  "$LOWBIT" quantize --imatrix "$WORK/tm-im.gguf" "$WORK/tm.gguf" "$WORK/tm-q2.gguf" Q2_K > /dev/null 2>&1 &&
+  "$LOWBIT" quantize --imatrix "$WORK/tm-im.gguf" "$WORK/tml.gguf" "$WORK/tml-q2.gguf" Q2_K > /dev/null 2>&1
+q3=$(ppl_at "$WORK/tm-q2.gguf" 128 4)
+ql=$(ppl_at "$WORK/tml-q2.gguf" 128 4)
+[ -n "$q3" ] && [ "$q3" = "$ql" ] && ok "quantize --imatrix Q2_K: the first layout as the 3-D one (PPL $q3)" ||
+  bad "quantize --imatrix Q2_K: first layout '$ql', 3-D '$q3'"
+MAKE_ARCH_LEGACY=1 python3 "$MAKE" mixtral "$SRC" "$WORK/bad.gguf" blk.1.ffn_up.2.weight
+expect_fail "the first layout without blk.1.ffn_up.2" "blk.1.ffn_up.2.weight is missing" \
+  "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
+
 greedy_is "$WORK/q3m.gguf" "Once upon a time, athlas westies chmas w Lily w day to Lily wverlct, Lily w at and at alble's atear quchament. quchament."
 greedy_is "$WORK/q2m.gguf" "Once upon a time, there was a cut alnighilligherherstery. Once upon a dolly, there was alonela. She dide-\"ver,erin time,outoft time, alPu" "llama.cpp b4748"
 greedy_is "$WORK/mix.gguf" "Once upon a time there was a big bigututterfppa. He cried her aut her daddy at. Lily didn't kitty wmasing her fasheeth. Onene cononball of her" "llama.cpp b4748"
@@ -55,6 +81,8 @@ if "$LOWBIT" quantize "$WORK/q3m.gguf" "$WORK/q3m-q4.gguf" Q4_0 > "$WORK/quant.t
   grep -q "blk.0.ffn_down_exps.weight *Q4_0 *160 x 64 x 4" "$WORK/info.txt" &&
     grep -q "blk.0.ffn_gate_inp.weight *F32" "$WORK/info.txt" && ok "quantize: experts Q4_0, router F32" ||
     bad "quantize: $(grep -E 'exps|gate_inp' "$WORK/info.txt" | head -n 4)"
+  grep -q "layer matrices: 4\.5[0-9]* bits per weight" "$WORK/quant.txt" && ok "quantize counts the experts' bits" ||
+    bad "quantize: $(grep 'layer matrices' "$WORK/quant.txt")"
   near "Q4_0 (against ik_llama.cpp on the same file)" "$(ppl_at "$WORK/q3m-q4.gguf" 128)" 128.3080 0.01
 else
   bad "quantize Q4_0: $(tail -n 2 "$WORK/quant.txt")"

@@ -31,7 +31,8 @@
 #          vector ffn_gate_inp_shexp, and adds q/k/v biases (llama.cpp
 #          requires them there).
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
-# MAKE_ARCH_YARN="F,N" adds YaRN RoPE scaling keys (factor F, original
+# MAKE_ARCH_LEGACY=1 writes mixtral's experts as one 2-D tensor each (the
+# first GGUF layout). MAKE_ARCH_YARN="F,N" adds YaRN RoPE scaling keys (factor F, original
 # context N) to any target.
 import math, os, struct, sys
 
@@ -215,6 +216,19 @@ def moe(tensors):
 
 if target in MOE:
     tensors = moe(tensors)
+# MAKE_ARCH_LEGACY=1 (mixtral): each 3-D expert tensor as one 2-D tensor an
+# expert, blk.N.ffn_X.E.weight: Mixtral's first GGUF layout
+if target == 'mixtral' and os.environ.get('MAKE_ARCH_LEGACY'):
+    split = []
+    for name, ne, typ, blob in tensors:
+        if name.endswith('_exps.weight'):
+            assert typ == 0, 'legacy layout: F32 input expected'
+            size = 4 * ne[0] * ne[1]
+            for e in range(ne[2]):
+                split.append((name.replace('_exps.weight', '.%d.weight' % e), ne[:2], typ, blob[e * size:(e + 1) * size]))
+        else:
+            split.append((name, ne, typ, blob))
+    tensors = split
 if target in ('qwen3', 'qwen3moe'):
     for il in range(n_layer):
         for which, phase in (('q', 0.0), ('k', 2.0)):

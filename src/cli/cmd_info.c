@@ -56,6 +56,15 @@ static int layer_of(const gguf_tensor *t) {
     return -1;
 }
 
+/* An expert's weights: a 3-D blk.N.ffn_X_exps.weight, or one 2-D
+ * blk.N.ffn_X.E.weight an expert (Mixtral's first layout). */
+static int is_expert_tensor(const gguf_tensor *t) {
+    if (t->n_dims == 3 && t->name.len > 12 && !memcmp(t->name.ptr + t->name.len - 12, "_exps.weight", 12)) return 1;
+    char part[16];
+    int il, e;
+    return t->n_dims == 2 && lb_legacy_expert_name(t->name.ptr, t->name.len, &il, part, &e);
+}
+
 /* quantize --abq-search's per-layer choices (lowbit.abq.search_alpha,
  * search_clip; alpha -1: no smoothing). */
 static void print_abq_search(const gguf_file *g) {
@@ -194,8 +203,7 @@ int cmd_info(int argc, char **argv) {
         }
         total_params += n;
         total_bytes += t->size;
-        if (t->n_dims == 3 && t->name.len > 12 && !memcmp(t->name.ptr + t->name.len - 12, "_exps.weight", 12))
-            expert_params += n, expert_bytes += t->size;
+        if (is_expert_tensor(t)) expert_params += n, expert_bytes += t->size;
         if (t->name.len == 17 && !memcmp(t->name.ptr, "token_embd.weight", 17)) embd_params = n, embd_bytes = t->size;
     }
 

@@ -1,6 +1,7 @@
 /* Model-level queries and the summary lines `info` and `bench` print. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "formats/abq.h"
 #include "formats/gc.h"
@@ -99,6 +100,16 @@ static lb_status from_file(lb_model *m, const gguf_file *g) {
 }
 
 int lb_layer_n_matrices(const lb_hparams *hp) { return 7 + (hp->n_expert ? 1 + 3 * hp->n_expert : 0); }
+
+int lb_legacy_expert_name(const char *name, size_t len, int *il, char part[16], int *e) {
+    char buf[96];
+    int end = 0;
+    if (len >= sizeof buf) return 0;
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    return sscanf(buf, "blk.%d.ffn_%15[a-z].%d.weight%n", il, part, e, &end) == 3 && end == (int)len &&
+           (!strcmp(part, "gate") || !strcmp(part, "up") || !strcmp(part, "down"));
+}
 
 int lb_layer_matrices(const lb_hparams *hp, lb_layer *l, lb_matrix **out) {
     lb_matrix *dense[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};

@@ -157,6 +157,11 @@ lb_status lb_matrix_rows(const lb_matrix *whole, int64_t r0, int64_t n, lb_matri
  * lb_layer_n_matrices(hp) entries; returns how many it filled. */
 enum { LB_MAX_EXPERTS = 512, LB_LAYER_MATRICES_MAX = 8 + 3 * LB_MAX_EXPERTS };
 int lb_layer_n_matrices(const lb_hparams *hp);
+
+/* Whether name (len bytes) is one expert's tensor of Mixtral's first GGUF
+ * layout, blk.IL.ffn_PART.E.weight with PART gate, up or down; if so sets
+ * *il, part and *e. */
+int lb_legacy_expert_name(const char *name, size_t len, int *il, char part[16], int *e);
 int lb_layer_matrices(const lb_hparams *hp, lb_layer *l, lb_matrix **out);
 
 /* Register a buffer (from lb_malloc_aligned) to be freed with the model.

@@ -250,6 +250,23 @@ static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, 
     return LB_OK;
 }
 
+/* The first GGUF layout of Mixtral (llama.cpp before its 3-D tensors, e.g.
+ * TheBloke's files): one 2-D tensor a expert, blk.N.ffn_PART.E.weight, each
+ * read as an ordinary matrix. */
+static lb_status get_expert_list(loader *L, int il, const char *part, int64_t K, int64_t N, lb_matrix **out) {
+    const int ne = L->m->hp.n_expert;
+    lb_matrix *m = lb_model_own(L->m, lb_malloc_aligned((size_t)ne * sizeof *m));
+    if (!m) return LB_ERR_NOMEM;
+    for (int e = 0; e < ne; e++) {
+        char name[96];
+        snprintf(name, sizeof name, "blk.%d.ffn_%s.%d.weight", il, part, e);
+        lb_status s = get_matrix(L, name, K, N, 0, &m[e]);
+        if (s) return s;
+    }
+    *out = m;
+    return LB_OK;
+}
+
 /* A 1-D weight of n floats, converted to F32 (norms and biases are small). */
 static lb_status get_vec(loader *L, const char *name, int64_t n, int optional, lb_vec *out) {
     const gguf_tensor *t = gguf_find_tensor(L->g, name);
@@ -443,9 +460,16 @@ static lb_status load_weights(loader *L) {
         if (hp->n_expert) {
             const int64_t fe = hp->n_ff_exp;
             if ((s = get_matrix(L, BLK("ffn_gate_inp.weight"), d, hp->n_expert, 0, &l->router))) return s;
-            if ((s = get_experts(L, BLK("ffn_gate_exps.weight"), d, fe, &l->exp_gate)) ||
-                (s = get_experts(L, BLK("ffn_up_exps.weight"), d, fe, &l->exp_up)) ||
-                (s = get_experts(L, BLK("ffn_down_exps.weight"), fe, d, &l->exp_down)))
+            const int legacy = hp->arch == LB_ARCH_LLAMA && !gguf_find_tensor(L->g, BLK("ffn_gate_exps.weight")) &&
+                               gguf_find_tensor(L->g, BLK("ffn_gate.0.weight"));
+            if (legacy) {
+                if ((s = get_expert_list(L, il, "gate", d, fe, &l->exp_gate)) ||
+                    (s = get_expert_list(L, il, "up", d, fe, &l->exp_up)) ||
+                    (s = get_expert_list(L, il, "down", fe, d, &l->exp_down)))
+                    return s;
+            } else if ((s = get_experts(L, BLK("ffn_gate_exps.weight"), d, fe, &l->exp_gate)) ||
+                       (s = get_experts(L, BLK("ffn_up_exps.weight"), d, fe, &l->exp_up)) ||
+                       (s = get_experts(L, BLK("ffn_down_exps.weight"), fe, d, &l->exp_down)))
                 return s;
             if (hp->arch == LB_ARCH_QWEN2MOE && gguf_find_tensor(L->g, BLK("ffn_gate_inp_shexp.weight"))) {
                 if ((s = get_vec(L, BLK("ffn_gate_inp_shexp.weight"), d, 0, &l->shexp_gate)) ||

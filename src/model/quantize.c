@@ -379,7 +379,7 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         }
         st.n_params += n;
         st.bytes_in += t->size;
-        const int layer = t->n_dims == 2 && t->name.len > 4 && !memcmp(t->name.ptr, "blk.", 4);
+        const int layer = (t->n_dims == 2 || t->n_dims == 3) && t->name.len > 4 && !memcmp(t->name.ptr, "blk.", 4);
         if (layer) layer_w += n;
         if (mx && is_quantizable(t) && lb_qmx_applies(t)) {
             int kinds[5], k = 0;

@@ -1,6 +1,8 @@
 /* Codebooks and importance for lb_quantize_file (model/quantize_extras.h). */
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "formats/abq.h"
 #include "formats/bcq.h"
@@ -151,10 +153,24 @@ const float *lb_quant_extras_importance(const lb_quant_extras *x, const gguf_ten
     return x && x->imatrix ? lb_imatrix_get(x->imatrix, t->name.ptr, t->name.len, t->ne[0]) : NULL;
 }
 
+/* Mixtral's first layout keeps expert E of blk.N.ffn_X_exps in a tensor of
+ * its own, blk.N.ffn_X.E.weight; the imatrix has one entry for all (as
+ * llama-imatrix names the merged tensor): E's row of it. */
+static const float *legacy_expert_row(const lb_quant_extras *x, const gguf_tensor *t) {
+    char name[96], part[16];
+    int il, e;
+    if (t->n_dims != 2 || !lb_legacy_expert_name(t->name.ptr, t->name.len, &il, part, &e)) return NULL;
+    snprintf(name, sizeof name, "blk.%d.ffn_%s_exps.weight", il, part);
+    int n_mat = 0;
+    const float *m = lb_imatrix_get_mats(x->imatrix, name, strlen(name), t->ne[0], &n_mat);
+    return m && e >= 0 && e < n_mat ? m + (size_t)e * (size_t)t->ne[0] : NULL;
+}
+
 const float *lb_quant_extras_importance_rows(const lb_quant_extras *x, const gguf_tensor *t, int64_t *imp_rows) {
     *imp_rows = 0;
     int n_mat = 0;
     const float *m = x && x->imatrix ? lb_imatrix_get_mats(x->imatrix, t->name.ptr, t->name.len, t->ne[0], &n_mat) : NULL;
+    if (!m && x && x->imatrix) return legacy_expert_row(x, t);
     if (n_mat == 1) return m;
     if (!m || t->n_dims != 3 || t->ne[2] != n_mat) return NULL; /* experts that do not match the tensor's */
     *imp_rows = t->ne[1];
