@@ -48,7 +48,7 @@ cp "$M" "$WORK/in.gguf"; sum1=$(md5sum < "$WORK/in.gguf")
 ls "$WORK"/*.tmp.* >/dev/null 2>&1 && bad "temp files left" || ok "no temp files"
 expect_fail "perplexity: file too short" "fewer than one chunk" "$LOWBIT" perplexity -m "$M" -f "$WORK/junk.gguf" -c 128
 expect_fail "perplexity: kld without base" "needs --kl-divergence-base" "$LOWBIT" perplexity -m "$M" --kl-divergence
-expect_fail "perplexity: bad kld base" "not a lowbit KL-divergence" "$LOWBIT" perplexity -m "$M" --kl-divergence-base "$WORK/junk.gguf" --kl-divergence
+expect_fail "perplexity: bad kld base" "not a KL-divergence base file" "$LOWBIT" perplexity -m "$M" --kl-divergence-base "$WORK/junk.gguf" --kl-divergence
 expect_fail "bench: unknown synthetic shape" "unknown synthetic shape" "$LOWBIT" bench --synthetic gpt-17 -r 1
 expect_fail "bench: model and synthetic" "exactly one" "$LOWBIT" bench -m "$M" --synthetic stories15m
 expect_fail "convert: missing tokenizer" "needs --tokenizer" "$LOWBIT" convert --llama2c "$SHARED/models/stories260K.bin" -o "$WORK/x.gguf"

@@ -54,6 +54,31 @@ if [ -z "${QEMU_CPU:-}" ]; then
       -v r="$(grep -oE 'PPL ratio PPL\(Q\)/PPL\(base\) = [0-9.]+' "$WORK/self.ppl" | awk '{print $NF}')" \
       'BEGIN { exit !(k != "" && k < 1e-5 && t == 100 && r == 1) }' \
     && ok "base against itself: KLD ~0, top-1 100%, ratio 1" || bad "base against itself: $(grep -E 'KLD|Top-1|ratio' "$WORK/self.ppl" | tr '\n' ' ')"
+  # the same base in llama-perplexity's --kl-divergence-base layout ("_logits_", n_ctx, n_vocab, n_chunk,
+  # the tokens, then per position its scale, min and u16 values, padded to even), which --kl-divergence
+  # also reads: the same figures
+  if command -v python3 >/dev/null && python3 - "$WORK/base.kld" "$WORK/llama.kld" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+assert d[:8] == b'LBKLD001'
+n_ctx, V, n_chunk, n_scored = struct.unpack_from('<4i', d, 8)
+pos = 24 + 4 * n_ctx * n_chunk
+out = [b'_logits_', struct.pack('<Iii', n_ctx, V, n_chunk), d[24:pos]]
+for _ in range(n_chunk * n_scored):
+    mn, scale = struct.unpack_from('<ff', d, pos)
+    out += [struct.pack('<ff', scale, mn), d[pos + 8:pos + 8 + 2 * V], b'\0\0' * (V % 2)]
+    pos += 8 + 2 * V
+assert pos == len(d)
+open(sys.argv[2], 'wb').write(b''.join(out))
+PY
+  then
+    "$LOWBIT" perplexity -m "$WORK/f32.gguf" -t 2 --kl-divergence-base "$WORK/llama.kld" --kl-divergence \
+      > "$WORK/llama.ppl" 2>/dev/null
+    [ -n "$(kld "$WORK/llama.ppl" "Mean KLD")" ] &&
+      [ "$(grep -E 'KLD|Top-1|ratio' "$WORK/llama.ppl")" = "$(grep -E 'KLD|Top-1|ratio' "$WORK/self.ppl")" ] &&
+      ok "a llama-perplexity base file gives the same KLD figures" ||
+      bad "llama-perplexity base: $(grep -E 'KLD|ratio|error|not' "$WORK/llama.ppl" | tr '\n' ' ')"
+  fi
 else
   echo "skip: the base against itself under qemu (QEMU_CPU=$QEMU_CPU)"
 fi

@@ -6,7 +6,9 @@
  * KL divergence: --kl-divergence-base FILE saves, for every scored position,
  * the full log-probability vector (uint16, linearly quantized per position
  * between its min and max, as llama.cpp does); --kl-divergence compares the
- * current model against it. */
+ * current model against it, or against a llama-perplexity base file (its
+ * own layout, recognised by its magic), so lowbit's distributions can be
+ * held to llama.cpp's or ik_llama.cpp's on the same model. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +25,8 @@ static void help(void) {
            "  -b, --batch-size N         tokens per forward pass (default: = ctx size)\n"
            "      --chunks N             score only the first N chunks (default: all)\n"
            "      --kl-divergence-base F save the log-probabilities to F (base model)\n"
-           "      --kl-divergence        compare with --kl-divergence-base F: KLD, top-1 agreement, PPL ratio\n");
+           "      --kl-divergence        compare with --kl-divergence-base F (lowbit's, or llama-perplexity's):\n"
+           "                             KLD, top-1 agreement, PPL ratio\n");
 }
 
 #define KLD_MAGIC "LBKLD001"
@@ -73,6 +76,7 @@ int cmd_perplexity(int argc, char **argv) {
     lb_outfile out = {0};
     lb_status s;
     kld_header kh = {0, 0, 0, 0};
+    int llama_fmt = 0; /* the base file is llama-perplexity's */
 
     if ((s = cli_load_model(&co, &m))) { cli_error("perplexity", s); goto done; }
     if (!lb_model_has_vocab(m)) { fprintf(stderr, "lowbit perplexity: %s has no vocabulary\n", co.model); goto done; }
@@ -83,11 +87,21 @@ int cmd_perplexity(int argc, char **argv) {
         /* the token stream comes from the base file, so both runs score the same tokens */
         kf = fopen(kld_file, "rb");
         char magic[8];
-        if (!kf || fread(magic, 1, 8, kf) != 8 || memcmp(magic, KLD_MAGIC, 8) || fread(&kh, sizeof kh, 1, kf) != 1) {
-            fprintf(stderr, "lowbit perplexity: %s is not a lowbit KL-divergence base file\n", kld_file);
+        if (kf && fread(magic, 1, 8, kf) == 8 && !memcmp(magic, "_logits_", 8)) {
+            /* llama-perplexity's --kl-divergence-base file: n_ctx (u32), n_vocab, n_chunk, the tokens, then
+             * per scored position its scale and min (floats) and n_vocab log-probabilities (u16, padded) */
+            uint32_t nc = 0;
+            llama_fmt = fread(&nc, 4, 1, kf) == 1 && fread(&kh.n_vocab, 4, 1, kf) == 1 && fread(&kh.n_chunk, 4, 1, kf) == 1;
+            kh.n_ctx = nc > (1u << 24) ? 0 : (int32_t)nc;
+            kh.n_scored = kh.n_ctx - 1 - kh.n_ctx / 2;
+        }
+        if (!kf || (!llama_fmt && (memcmp(magic, KLD_MAGIC, 8) || fread(&kh, sizeof kh, 1, kf) != 1))) {
+            fprintf(stderr, "lowbit perplexity: %s is not a KL-divergence base file (lowbit's or llama-perplexity's)\n",
+                    kld_file);
             goto done;
         }
-        if (kh.n_vocab != V || kh.n_ctx < 8 || kh.n_chunk < 1 || kh.n_scored != kh.n_ctx - 1 - kh.n_ctx / 2) {
+        if (kh.n_vocab != V || kh.n_ctx < 8 || kh.n_chunk < 1 || kh.n_chunk > (1 << 24) / kh.n_ctx ||
+            kh.n_scored != kh.n_ctx - 1 - kh.n_ctx / 2) {
             fprintf(stderr, "lowbit perplexity: %s was made with a vocabulary of %d (this model has %d) or is damaged\n",
                     kld_file, kh.n_vocab, V);
             goto done;
@@ -170,8 +184,16 @@ int cmd_perplexity(int argc, char **argv) {
                 fwrite(qbuf, sizeof *qbuf, (size_t)V, out.f);
             } else if (kld_compare) {
                 float mn, scale;
-                if (fread(&mn, sizeof mn, 1, kf) != 1 || fread(&scale, sizeof scale, 1, kf) != 1 ||
-                    fread(qbuf, sizeof *qbuf, (size_t)V, kf) != (size_t)V) {
+                int bad;
+                if (llama_fmt) { /* scale first, then the min; the values padded to an even count */
+                    uint16_t pad;
+                    bad = fread(&scale, sizeof scale, 1, kf) != 1 || fread(&mn, sizeof mn, 1, kf) != 1 ||
+                          fread(qbuf, sizeof *qbuf, (size_t)V, kf) != (size_t)V || (V % 2 && fread(&pad, 2, 1, kf) != 1);
+                } else {
+                    bad = fread(&mn, sizeof mn, 1, kf) != 1 || fread(&scale, sizeof scale, 1, kf) != 1 ||
+                          fread(qbuf, sizeof *qbuf, (size_t)V, kf) != (size_t)V;
+                }
+                if (bad) {
                     fprintf(stderr, "\nlowbit perplexity: %s is truncated\n", kld_file);
                     goto done;
                 }
