@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
     for (int li = 0; li < 3; li++) {
         if (lb_cpu_force_level(levels[li]) != levels[li]) continue;
         lb_attn_args a = {q, out, k, v, (size_t)nh * hd, (size_t)nh * hd, n_ctx, n, 0, nh, nkv, hd, window,
-                          0.125f, 0.0f};
+                          0.125f, 0.0f, NULL};
         double dt = run(&a, scratch, threads, seconds);
         printf("%-7s prefill n=%-5d %8.3f ms %7.1f GFLOPS\n", lb_isa_name(levels[li]), n, dt * 1e3,
                useful_flops(&a) / dt / 1e9);

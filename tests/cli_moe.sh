@@ -1,7 +1,7 @@
 # Mixture-of-experts GGUF files: qwen3moe (Qwen3-30B-A3B's architecture),
 # qwen2moe (a shared expert with a sigmoid gate, q/k/v biases, weights not
-# renormalised) and Mixtral's (general.architecture "llama" with
-# llama.expert_count). The models are tests/make_arch.py's rewrites of
+# renormalised), Mixtral's (general.architecture "llama" with
+# llama.expert_count) and gpt-oss (below). The models are tests/make_arch.py's rewrites of
 # ../shared's stories260K: 4 experts, 2 used a token, 160 hidden units each.
 # Expected numbers from the peers (../shared/peers/build.sh) on the very same
 # files, measured 2026-11-30 on an AMD EPYC Zen 4 VM, 2 threads:
@@ -65,6 +65,31 @@ expect_fail "the first layout without blk.1.ffn_up.2" "blk.1.ffn_up.2.weight is 
 greedy_is "$WORK/q3m.gguf" "Once upon a time, athlas westies chmas w Lily w day to Lily wverlct, Lily w at and at alble's atear quchament. quchament."
 greedy_is "$WORK/q2m.gguf" "Once upon a time, there was a cut alnighilligherherstery. Once upon a dolly, there was alonela. She dide-\"ver,erin time,outoft time, alPu" "llama.cpp b4748"
 greedy_is "$WORK/mix.gguf" "Once upon a time there was a big bigututterfppa. He cried her aut her daddy at. Lily didn't kitty wmasing her fasheeth. Onene cononball of her" "llama.cpp b4748"
+
+# gpt-oss (make_arch.py's rewrite: q/k/v and output biases, a sink logit per
+# head, router and expert biases, swiglu_oai, a window of 48 on layers 0, 2,
+# ...; the experts chosen by biased logits and weighted by a softmax of the
+# chosen) against ik_llama.cpp 8337e4c on the same file (llama.cpp b4748
+# has no gpt-oss): PPL 4172.5928 with its f16 KV cache and flash attention
+# (the only CPU path for sinks; its f32 cache is refused there), lowbit
+# 4171.4761; KLD of lowbit's log-probabilities against ik's file
+# (perplexity --kl-divergence reads llama-perplexity's): 1.2e-5. For scale,
+# on lowbit: without the sinks 3806.6, without the down biases 4077.7, a
+# window of 47: 4297.2. The model's PPL is high because stories260K was
+# trained for llama's activation and RoPE pairs, not gpt-oss's.
+python3 "$MAKE" gpt-oss "$SRC" "$WORK/oss.gguf"
+arch_info "$WORK/oss.gguf" gpt-oss "blk.3.attn_sinks.weight *F32 *8 " "gpt-oss with attention sinks"
+near "stories260K as gpt-oss" "$(ppl_at "$WORK/oss.gguf" 128)" 4172.5928 0.002
+greedy_is "$WORK/oss.gguf" "Once upon a timeitheer and of fo a sor happingingazzzzzzzzze ad pyze do asototz upon the ar a fisxent twend sarenuenrrenref"
+if "$LOWBIT" quantize "$WORK/oss.gguf" "$WORK/oss-q8.gguf" Q8_0 > "$WORK/quant.txt" 2>&1 &&
+   "$LOWBIT" info -a "$WORK/oss-q8.gguf" 2>&1 | grep -q "blk.0.ffn_down_exps.bias *F32" &&
+   [ -n "$(ppl_at "$WORK/oss-q8.gguf" 128 2)" ]; then
+  ok "gpt-oss Q8_0: biases kept F32, and it runs"
+else
+  bad "gpt-oss Q8_0: $(tail -n 2 "$WORK/quant.txt")"
+fi
+python3 "$MAKE" gpt-oss "$SRC" "$WORK/bad.gguf" blk.2.attn_sinks.weight
+expect_fail "gpt-oss without blk.2.attn_sinks" "blk.2.attn_sinks.weight is missing" "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
 
 # 16 experts, 4 used: the same bits on 1 and 3 threads (each token's
 # expert outputs are summed in the order chosen, whatever the path)

@@ -20,7 +20,7 @@
 #          head to the embedding), a window of 48 on layers 0, 2, ..., scores
 #          soft-capped at 2 and logits at 8; the layers repeated in turn to
 #          26 (Gemma 2 2B's count: llama.cpp knows Gemma 2 by its size only).
-#   qwen3moe, qwen2moe, mixtral (mixture of experts, "llama" keys): the FFN
+#   qwen3moe, qwen2moe, mixtral, gpt-oss (mixture of experts): the FFN
 #          becomes 4 experts, 2 used a token: expert e is the layer's FFN cut
 #          to its first n_ff // 32 * 32 hidden units (160 for stories260K),
 #          with its gate and up weights perturbed and its down weights scaled by
@@ -29,7 +29,11 @@
 #          [n_embd, 4]) of fixed values. qwen3moe adds qwen3's q/k norms;
 #          qwen2moe keeps the layer's whole FFN as the shared expert with a gate
 #          vector ffn_gate_inp_shexp, and adds q/k/v biases (llama.cpp
-#          requires them there).
+#          requires them there); gpt-oss adds those biases too, the output
+#          projection's, a sink logit per head, the router's and each
+#          expert's gate / up / down biases (fixed values), names the FFN
+#          norm post_attention_norm, and a window of 48 (MAKE_ARCH_WINDOW)
+#          on layers 0, 2, ...
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
 # MAKE_ARCH_LEGACY=1 writes mixtral's experts as one 2-D tensor each (the
 # first GGUF layout). MAKE_ARCH_YARN="F,N" adds YaRN RoPE scaling keys (factor F, original
@@ -38,9 +42,9 @@ import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
-MOE = ('qwen3moe', 'qwen2moe', 'mixtral')
+MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss')
 assert target in ('llama', 'qwen3', 'phi3', 'gemma2') + MOE, \
-    'ARCH: llama, qwen3, phi3, gemma2, qwen3moe, qwen2moe or mixtral'
+    'ARCH: llama, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral or gpt-oss'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -147,6 +151,9 @@ if target in MOE:
                 kv[2] = struct.pack('<I', FF_EXP)
     if target == 'qwen2moe':
         kvs.append([prefix + '.expert_shared_feed_forward_length', 4, struct.pack('<I', n_ff)])
+    if target == 'gpt-oss':  # MAKE_ARCH_WINDOW=N: another window
+        window = int(os.environ.get('MAKE_ARCH_WINDOW', '48'))
+        kvs.append([prefix + '.attention.sliding_window', 4, struct.pack('<I', window)])
 # MAKE_ARCH_YARN="F,N": YaRN RoPE scaling, factor F, original context N
 if os.environ.get('MAKE_ARCH_YARN'):
     y_factor, y_orig = os.environ['MAKE_ARCH_YARN'].split(',')
@@ -208,14 +215,29 @@ def moe(tensors):
         if target == 'qwen2moe':
             g = [0.3 * math.sin(0.7 * j + 0.5 * il) for j in range(n_embd)]
             out.append((b + 'ffn_gate_inp_shexp.weight', (n_embd,), 0, struct.pack('<%df' % n_embd, *g)))
+        if target in ('qwen2moe', 'gpt-oss'):
             for which, rows in (('q', n_embd), ('k', by_name[b + 'attn_k.weight'][1][1]), ('v', by_name[b + 'attn_v.weight'][1][1])):
                 v = [0.05 * math.cos(0.3 * i + il) for i in range(rows)]
                 out.append((b + 'attn_%s.bias' % which, (rows,), 0, struct.pack('<%df' % rows, *v)))
+        if target == 'gpt-oss':
+            def vec(name, shape, f):
+                n = 1
+                for x in shape:
+                    n *= x
+                out.append((b + name, shape, 0, struct.pack('<%df' % n, *[f(i) for i in range(n)])))
+            vec('attn_output.bias', (n_embd,), lambda i: 0.04 * math.sin(0.5 * i + il))
+            vec('attn_sinks.weight', (n_head,), lambda h: 2.0 + 1.5 * math.sin(1.1 * h + 0.6 * il))
+            vec('ffn_gate_inp.bias', (N_EXPERT,), lambda e: 0.3 * math.cos(1.3 * e + il))
+            vec('ffn_gate_exps.bias', (FF_EXP, N_EXPERT), lambda i: 0.1 * math.sin(0.37 * i + il))
+            vec('ffn_up_exps.bias', (FF_EXP, N_EXPERT), lambda i: 0.1 * math.cos(0.29 * i + il))
+            vec('ffn_down_exps.bias', (n_embd, N_EXPERT), lambda i: 0.05 * math.sin(0.23 * i + il))
     return out
 
 
 if target in MOE:
     tensors = moe(tensors)
+if target == 'gpt-oss':  # its FFN norm is named post_attention_norm
+    tensors = [(t[0].replace('.ffn_norm.', '.post_attention_norm.'),) + t[1:] for t in tensors]
 # MAKE_ARCH_LEGACY=1 (mixtral): each 3-D expert tensor as one 2-D tensor an
 # expert, blk.N.ffn_X.E.weight: Mixtral's first GGUF layout
 if target == 'mixtral' and os.environ.get('MAKE_ARCH_LEGACY'):

@@ -2,7 +2,8 @@
  * against a plain double-precision softmax(q k^T * scale) v, on random data:
  * one and odd token counts, decode after a prefix (pos0 > 0), head_dim 8, 64,
  * 80 and 256, GQA groups 1, 4 and 8, sliding windows, soft-capped scores
- * (Gemma 2: cap tanh(s / cap)), 1 and 3 threads.
+ * (Gemma 2: cap tanh(s / cap)), sinks (gpt-oss: a logit per head in the
+ * softmax's sum only), 1 and 3 threads.
  * Unwritten cache positions hold NaN, so a kernel that reads a key it must
  * not see fails. Tolerance: |out - ref| <= 1e-4 * max|ref of the head| + 1e-6
  * (f32 sums of up to a few hundred terms, exp within ~2 ulp). Besides, every
@@ -16,7 +17,10 @@ typedef struct {
     int n, pos0, n_head, n_head_kv, head_dim, window;
     float scale_mul; /* times 1/sqrt(head_dim): large values test exp's range */
     float softcap;   /* > 0: scores cap tanh(s / cap) */
+    float sink;      /* != 0: head h's sink logit is sink + 0.37 h (gpt-oss) */
 } shape;
+
+static float sink_of(const shape *sh, int h) { return sh->sink + 0.37f * (float)h; }
 
 static void reference(const shape *sh, const float *q, const float *k, const float *v, double *out) {
     const int hd = sh->head_dim, nh = sh->n_head, nkv = sh->n_head_kv, g = nh / nkv;
@@ -38,6 +42,7 @@ static void reference(const shape *sh, const float *q, const float *k, const flo
                 if (sc[p] > mx) mx = sc[p];
             }
             for (int p = first; p <= pos; p++) sum += (sc[p] = exp(sc[p] - mx));
+            if (sh->sink != 0.0f) sum += exp((double)sink_of(sh, h) - mx);
             double *o = out + ((size_t)t * nh + h) * hd;
             for (int i = 0; i < hd; i++) o[i] = 0.0;
             for (int p = first; p <= pos; p++) {
@@ -70,6 +75,8 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
     lb_attn_store_kv(kc, vc, n_ctx, nkv, hd, k + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd,
                      v + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd, sh->n, sh->pos0);
     reference(sh, q, k, v, ref);
+    float sinks[64];
+    for (int h = 0; h < nh && h < 64; h++) sinks[h] = sink_of(sh, h);
 
     for (int nth = 1; nth <= 3; nth += 2) {
         float *scratch = lb_malloc_aligned((size_t)nth * lb_attn_scratch_floats(hd, nh / nkv) * sizeof(float));
@@ -88,6 +95,7 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
         a.window = sh->window;
         a.scale = (float)(sh->scale_mul / sqrt((double)hd));
         a.softcap = sh->softcap;
+        a.sinks = sh->sink != 0.0f ? sinks : NULL;
         for (size_t i = 0; i < qn; i++) out[i] = NAN;
         lb_attention(&a, scratch, nth);
         double worst = 0.0;
@@ -103,9 +111,10 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
             }
         }
         CHECK_MSG(bad == 0,
-                  "%s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g cap %g threads=%d: %d values off, worst %.2f x tol",
-                  lb_isa_name(level), sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, sh->softcap, nth, bad,
-                  worst);
+                  "%s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g cap %g sink %g threads=%d: %d values off, "
+                  "worst %.2f x tol",
+                  lb_isa_name(level), sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, sh->softcap, sh->sink,
+                  nth, bad, worst);
         if (level == LB_ISA_SCALAR && nth == 1) {
             scalar_out[si] = malloc(qn * sizeof(float));
             memcpy(scalar_out[si], out, qn * sizeof(float));
@@ -127,23 +136,26 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
 
 int main(void) {
     const shape shapes[] = {
-        /* n pos0 heads kv hd window scale softcap */
-        {1, 0, 4, 4, 64, 0, 1.0f, 0},       /* one token, nothing before it */
-        {1, 37, 32, 4, 64, 0, 1.0f, 0},     /* decode after a prefix, group 8 */
-        {1, 300, 8, 1, 256, 0, 1.0f, 0},    /* decode, Gemma-like head_dim 256 */
-        {1, 300, 8, 1, 256, 64, 1.0f, 0},   /* decode in a sliding window */
-        {7, 0, 8, 8, 64, 0, 1.0f, 0},       /* odd batch, group 1 */
-        {13, 21, 32, 4, 80, 0, 1.0f, 0},    /* odd head_dim, prefix not block-aligned */
-        {70, 0, 16, 2, 64, 0, 1.0f, 0},     /* prefill across key blocks, group 8 */
-        {67, 45, 8, 2, 256, 40, 1.0f, 0},   /* prefill after a prefix, window shorter than the batch */
-        {33, 0, 6, 6, 80, 0, 1.0f, 0},      /* group 1, head_dim 80 */
-        {50, 10, 8, 2, 8, 0, 1.0f, 0},      /* stories260K's head_dim 8 */
-        {1, 8, 8, 4, 8, 0, 1.0f, 0},        /* and its decode */
-        {40, 3, 8, 2, 64, 0, 40.0f, 0},     /* scores in the hundreds: the max moves, exp flushes */
-        {129, 0, 4, 1, 64, 17, 1.0f, 0},    /* group 4, short window */
-        {37, 20, 8, 4, 256, 24, 8.0f, 2.0f}, /* soft-capped at 2 (scores up to ~8 squeezed), every other layer's window */
-        {1, 90, 8, 4, 256, 0, 8.0f, 50.0f},  /* Gemma 2's cap of 50, decode */
-        {70, 0, 16, 2, 64, 0, 40.0f, 5.0f},  /* scores in the hundreds capped: tanh saturates */
+        /* n pos0 heads kv hd window scale softcap (sink) */
+        {1, 0, 4, 4, 64, 0, 1.0f, 0, 0},       /* one token, nothing before it */
+        {1, 37, 32, 4, 64, 0, 1.0f, 0, 0},     /* decode after a prefix, group 8 */
+        {1, 300, 8, 1, 256, 0, 1.0f, 0, 0},    /* decode, Gemma-like head_dim 256 */
+        {1, 300, 8, 1, 256, 64, 1.0f, 0, 0},   /* decode in a sliding window */
+        {7, 0, 8, 8, 64, 0, 1.0f, 0, 0},       /* odd batch, group 1 */
+        {13, 21, 32, 4, 80, 0, 1.0f, 0, 0},    /* odd head_dim, prefix not block-aligned */
+        {70, 0, 16, 2, 64, 0, 1.0f, 0, 0},     /* prefill across key blocks, group 8 */
+        {67, 45, 8, 2, 256, 40, 1.0f, 0, 0},   /* prefill after a prefix, window shorter than the batch */
+        {33, 0, 6, 6, 80, 0, 1.0f, 0, 0},      /* group 1, head_dim 80 */
+        {50, 10, 8, 2, 8, 0, 1.0f, 0, 0},      /* stories260K's head_dim 8 */
+        {1, 8, 8, 4, 8, 0, 1.0f, 0, 0},        /* and its decode */
+        {40, 3, 8, 2, 64, 0, 40.0f, 0, 0},     /* scores in the hundreds: the max moves, exp flushes */
+        {129, 0, 4, 1, 64, 17, 1.0f, 0, 0},    /* group 4, short window */
+        {37, 20, 8, 4, 256, 24, 8.0f, 2.0f, 0}, /* soft-capped at 2 (scores up to ~8 squeezed), every other layer's window */
+        {1, 90, 8, 4, 256, 0, 8.0f, 50.0f, 0},  /* Gemma 2's cap of 50, decode */
+        {70, 0, 16, 2, 64, 0, 40.0f, 5.0f, 0},  /* scores in the hundreds capped: tanh saturates */
+        {1, 150, 64, 8, 64, 128, 1.0f, 0, 0.5f},  /* gpt-oss: sinks, decode in its window of 128 */
+        {45, 0, 8, 2, 64, 0, 1.0f, 0, 3.0f},      /* sinks above the scores: most of the sum */
+        {70, 20, 8, 4, 64, 0, 40.0f, 0, -6.0f},   /* sinks far below scores in the hundreds */
     };
     const lb_isa levels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512};
     const lb_isa detected = lb_cpu_detected();

@@ -34,6 +34,8 @@ typedef struct {
     int window;         /* > 0: position p sees only keys p - window + 1 .. p */
     float scale;        /* applied to q . k */
     float softcap;      /* > 0: each score s becomes softcap * tanh(s / softcap) before the mask (Gemma 2) */
+    const float *sinks; /* per query head, or NULL: a logit that joins the softmax's sum but has no value
+                         * (gpt-oss): out = sum_j exp(s_j) v_j / (sum_j exp(s_j) + exp(sink)) */
 } lb_attn_args;
 
 /* n_ctx rounded up for the K layout; head_dim rounded up for V rows. */

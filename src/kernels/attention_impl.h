@@ -69,12 +69,17 @@ static inline void lb_attn_unit_keys(const lb_attn_args *a, int t0, int t1, int 
     *kend = a->pos0 + t1;
 }
 
+/* O / sum. O and the sums are relative to the row's running max m, so a
+ * sink adds exp(sink - m) to the sum (ggml's soft_max with sinks, which
+ * takes the max with the sink too: the same ratio). */
 static inline void lb_attn_end(const lb_attn_args *a, int kvh, int t0, int t1, int hdp, const lb_attn_scr *s) {
     const int g = a->n_head / a->n_head_kv, hd = a->head_dim;
     for (int t = t0; t < t1; t++)
         for (int i = 0; i < g; i++) {
             const int r = (t - t0) * g + i;
-            const float inv = 1.0f / lb_hsum16(s->lv + (size_t)r * 16), *o = s->o + (size_t)r * hdp;
+            float sum = lb_hsum16(s->lv + (size_t)r * 16);
+            if (a->sinks) sum += expf(a->sinks[kvh * g + i] - s->m[r]);
+            const float inv = 1.0f / sum, *o = s->o + (size_t)r * hdp;
             float *d = a->out + (size_t)t * a->o_stride + (size_t)(kvh * g + i) * hd;
             for (int j = 0; j < hd; j++) d[j] = o[j] * inv;
         }

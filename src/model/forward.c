@@ -309,6 +309,7 @@ static void attention(lb_context *c, int il, const lb_seg *segs, int n_segs) {
         a.window = m->layers[il].is_local ? hp->sliding_window : 0;
         a.scale = hp->query_scale;
         a.softcap = hp->attn_softcap;
+        a.sinks = m->layers[il].attn_sinks;
         lb_attention(&a, c->att_scratch, c->n_threads);
     }
 }
@@ -380,6 +381,8 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     if (c->on_attention) c->on_attention(c->on_attention_user, il, c->q, c->k, n);
     attention(c, il, segs, n_segs);
     matmul(c, &l->wo, c->att_out, n, c->xn);
+    if (l->bo)
+        for (int t = 0; t < n; t++) vo->add(c->xn + (size_t)t * d, l->bo, d);
     residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
 
     /* feed-forward: dense, or experts (into att_out, free by now) plus

@@ -10,7 +10,7 @@
 
 typedef enum {
     LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3,
-    LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE
+    LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS
 } lb_arch;
 
 typedef struct {
@@ -36,6 +36,7 @@ typedef struct {
     int n_expert, n_expert_used;
     int n_ff_exp;          /* each expert's hidden size */
     int expert_norm;       /* 1: the chosen experts' weights renormalised to sum 1 */
+    int expert_softmax_k;  /* gpt-oss: experts chosen by raw logits, their weights a softmax of the k chosen */
 } lb_hparams;
 
 typedef struct lb_moe_buffers lb_moe_buffers;
@@ -59,6 +60,10 @@ typedef struct {
     lb_matrix router;
     lb_matrix *exp_gate, *exp_up, *exp_down;
     lb_vec shexp_gate;
+    /* gpt-oss: the attention output's bias, one sink logit per query head
+     * (kernels/attention.h), the router's bias, and each expert's biases
+     * ([n_expert][n_ff_exp] gate and up, [n_expert][n_embd] down) */
+    lb_vec bo, attn_sinks, router_b, exp_gate_b, exp_up_b, exp_down_b;
 } lb_layer;
 
 struct lb_model {

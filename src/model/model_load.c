@@ -284,6 +284,25 @@ static lb_status get_vec(loader *L, const char *name, int64_t n, int optional, l
     return LB_OK;
 }
 
+/* A 2-D float parameter [n0, n1] (gpt-oss's per-expert biases), as floats. */
+static lb_status get_vec2(loader *L, const char *name, int64_t n0, int64_t n1, lb_vec *out) {
+    const gguf_tensor *t = gguf_find_tensor(L->g, name);
+    *out = NULL;
+    if (!t) return lb_fail(LB_ERR_FORMAT, "tensor %s is missing", name);
+    if (t->ne[0] != n0 || t->ne[1] != n1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld], expected [%lld, %lld]", name,
+                       (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)n0, (long long)n1);
+    const lb_type_traits *tr = lb_traits((int)t->type);
+    if (!tr || !tr->to_float || n0 % tr->blck)
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type id %u, which cannot be read as floats", name, t->type);
+    float *v = lb_model_own(L->m, lb_malloc_aligned((size_t)(n0 * n1) * sizeof(float)));
+    if (!v) return LB_ERR_NOMEM;
+    const size_t row = lb_row_size((int)t->type, n0);
+    for (int64_t r = 0; r < n1; r++) tr->to_float((const char *)t->data + (size_t)r * row, v + r * n0, n0);
+    *out = v;
+    return LB_OK;
+}
+
 /* Mixture of experts, as llama.cpp reads it: expert_count and
  * expert_used_count (Mixtral's llama files have them too), each expert's
  * hidden size (expert_feed_forward_length, else the dense one), and for
@@ -292,7 +311,7 @@ static lb_status get_vec(loader *L, const char *name, int64_t n, int optional, l
  * weights for Mixtral and qwen3moe, not for qwen2moe. */
 static lb_status load_moe_hparams(loader *L) {
     lb_hparams *hp = &L->m->hp;
-    const int moe_arch = hp->arch == LB_ARCH_QWEN2MOE || hp->arch == LB_ARCH_QWEN3MOE;
+    const int moe_arch = hp->arch == LB_ARCH_QWEN2MOE || hp->arch == LB_ARCH_QWEN3MOE || hp->arch == LB_ARCH_GPT_OSS;
     uint32_t ne = 0, nu = 0;
     const char *kc = arch_key(L, "expert_count");
     if (gguf_find_kv(L->g, kc) && !gguf_get_u32(L->g, kc, &ne)) return lb_fail(LB_ERR_FORMAT, "%s is not a count", kc);
@@ -311,7 +330,10 @@ static lb_status load_moe_hparams(loader *L) {
     hp->n_expert_used = (int)nu;
     hp->n_ff_exp = opt_u32(L, "expert_feed_forward_length", hp->n_ff);
     if (hp->arch == LB_ARCH_QWEN2MOE) hp->n_ff = opt_u32(L, "expert_shared_feed_forward_length", hp->n_ff);
-    hp->expert_norm = hp->arch != LB_ARCH_QWEN2MOE;
+    /* gpt-oss: top-k of the biased logits, then a softmax over those k
+     * (llama.cpp's LLM_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT) */
+    hp->expert_softmax_k = hp->arch == LB_ARCH_GPT_OSS;
+    hp->expert_norm = hp->arch != LB_ARCH_QWEN2MOE && !hp->expert_softmax_k;
     return LB_OK;
 }
 
@@ -327,10 +349,11 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "phi3")) hp->arch = LB_ARCH_PHI3;
     else if (!strcmp(arch, "qwen2moe")) hp->arch = LB_ARCH_QWEN2MOE;
     else if (!strcmp(arch, "qwen3moe")) hp->arch = LB_ARCH_QWEN3MOE;
+    else if (!strcmp(arch, "gpt-oss")) hp->arch = LB_ARCH_GPT_OSS;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
-                       "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gemma2, "
-                       "gemma3, phi3 are)", arch);
+                       "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, "
+                       "gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -408,6 +431,13 @@ static lb_status load_hparams(loader *L) {
         if (hp->attn_softcap < 0.0f || hp->final_logit_softcap < 0.0f)
             return lb_fail(LB_ERR_FORMAT, "gemma2 soft-capping values must not be negative");
     }
+    if (hp->arch == LB_ARCH_GPT_OSS) {
+        /* As llama.cpp (LLM_ARCH_OPENAI_MOE): layers 0, 2, ... see a window,
+         * the others everything; one RoPE base (YaRN in the file) */
+        hp->sliding_window = opt_u32(L, "attention.sliding_window", 128);
+        hp->swa_pattern = 2;
+        hp->rope_freq_base_local = hp->rope_freq_base;
+    }
     if ((s = load_moe_hparams(L))) return s;
     const gguf_tensor *emb = gguf_find_tensor(L->g, "token_embd.weight");
     if (!emb) return lb_fail(LB_ERR_FORMAT, "tensor token_embd.weight is missing");
@@ -456,7 +486,12 @@ static lb_status load_weights(loader *L) {
         if ((s = get_vec(L, BLK("attn_q.bias"), qd, 1, &l->bq))) return s;
         if ((s = get_vec(L, BLK("attn_k.bias"), kvd, 1, &l->bk))) return s;
         if ((s = get_vec(L, BLK("attn_v.bias"), kvd, 1, &l->bv))) return s;
-        if ((s = get_vec(L, BLK("ffn_norm.weight"), d, 0, &l->ffn_norm))) return s;
+        /* gpt-oss names the FFN's norm post_attention_norm */
+        const int oss = hp->arch == LB_ARCH_GPT_OSS;
+        if ((s = get_vec(L, BLK(oss ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 0, &l->ffn_norm))) return s;
+        if (oss && ((s = get_vec(L, BLK("attn_output.bias"), d, 0, &l->bo)) ||
+                    (s = get_vec(L, BLK("attn_sinks.weight"), hp->n_head, 0, &l->attn_sinks))))
+            return s;
         if (hp->n_expert) {
             const int64_t fe = hp->n_ff_exp;
             if ((s = get_matrix(L, BLK("ffn_gate_inp.weight"), d, hp->n_expert, 0, &l->router))) return s;
@@ -470,6 +505,11 @@ static lb_status load_weights(loader *L) {
             } else if ((s = get_experts(L, BLK("ffn_gate_exps.weight"), d, fe, &l->exp_gate)) ||
                        (s = get_experts(L, BLK("ffn_up_exps.weight"), d, fe, &l->exp_up)) ||
                        (s = get_experts(L, BLK("ffn_down_exps.weight"), fe, d, &l->exp_down)))
+                return s;
+            if (oss && ((s = get_vec(L, BLK("ffn_gate_inp.bias"), hp->n_expert, 0, &l->router_b)) ||
+                        (s = get_vec2(L, BLK("ffn_gate_exps.bias"), fe, hp->n_expert, &l->exp_gate_b)) ||
+                        (s = get_vec2(L, BLK("ffn_up_exps.bias"), fe, hp->n_expert, &l->exp_up_b)) ||
+                        (s = get_vec2(L, BLK("ffn_down_exps.bias"), d, hp->n_expert, &l->exp_down_b))))
                 return s;
             if (hp->arch == LB_ARCH_QWEN2MOE && gguf_find_tensor(L->g, BLK("ffn_gate_inp_shexp.weight"))) {
                 if ((s = get_vec(L, BLK("ffn_gate_inp_shexp.weight"), d, 0, &l->shexp_gate)) ||
@@ -504,6 +544,8 @@ static lb_status load_weights(loader *L) {
             if ((s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 0, &l->k_norm))) return s;
         } else if (hp->arch == LB_ARCH_PHI3) {
             l->is_local = hp->sliding_window > 0;
+        } else if (oss) {
+            l->is_local = il % 2 == 0;
         }
 #undef BLK
     }

@@ -1,8 +1,10 @@
-/* The mixture-of-experts FFN (qwen2moe, qwen3moe, Mixtral), as llama.cpp's
- * build_moe_ffn with softmax gating computes it:
+/* The mixture-of-experts FFN (qwen2moe, qwen3moe, Mixtral, gpt-oss), as
+ * llama.cpp's build_moe_ffn computes it:
  *   p = softmax(router * x);  the k largest p_e chosen, weights w_j = p_e
  *   (divided by their sum for qwen3moe and Mixtral);
  *   out = sum_j w_j * down_e(silu(gate_e(x)) * up_e(x))
+ * gpt-oss: logits router * x + b, the k largest chosen, w = softmax of those
+ * k; each expert's gate, up and down with biases and swiglu_oai for silu.
  * Each expert's gate, up and down are row views of the file's 3-D tensors
  * (model_load.c), repacked at load like any matrix.
  *
@@ -90,12 +92,41 @@ static void observe(lb_context *c, const lb_matrix *w, const float *x, int n) {
     if (c->on_matmul) c->on_matmul(c->on_matmul_user, w, x, n);
 }
 
+/* gpt-oss: each token's k largest logits (ties to the lower index), their
+ * weights a softmax over those k (llama.cpp's softmax_weight gating). */
+static void route_softmax_k(lb_moe_buffers *b, int E, int k, int n) {
+    for (int t = 0; t < n; t++) {
+        const float *p = b->logits + (size_t)t * E;
+        int *sel = b->sel + (size_t)t * k;
+        float *w = b->w + (size_t)t * k, mx = -INFINITY, sum = 0.0f;
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                int taken = 0;
+                for (int i = 0; i < j; i++) taken |= sel[i] == e;
+                if (!taken && (best < 0 || p[e] > p[best])) best = e;
+            }
+            sel[j] = best;
+            mx = LB_MAX(mx, p[best]);
+        }
+        for (int j = 0; j < k; j++) sum += w[j] = expf(p[sel[j]] - mx);
+        for (int j = 0; j < k; j++) w[j] /= sum;
+    }
+}
+
 /* Each token's k experts and their weights (ties to the lower index). */
 static void route(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const float *xn, int n) {
     const lb_hparams *hp = &c->model->hp;
     const int E = hp->n_expert, k = hp->n_expert_used;
     observe(c, &l->router, xn, n);
     lb_matmul(&l->router, xn, n, b->logits, (size_t)E, c->act_scratch, c->n_threads);
+    if (l->router_b)
+        for (int t = 0; t < n; t++)
+            for (int e = 0; e < E; e++) b->logits[(size_t)t * E + e] += l->router_b[e];
+    if (hp->expert_softmax_k) {
+        route_softmax_k(b, E, k, n);
+        return;
+    }
     for (int t = 0; t < n; t++) {
         float *p = b->logits + (size_t)t * E, mx = p[0], sum = 0.0f;
         for (int e = 1; e < E; e++) mx = LB_MAX(mx, p[e]);
@@ -117,8 +148,33 @@ static void route(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const flo
     }
 }
 
-static void silu_rows(const lb_vecops *vo, float *g, const float *u, int n, int ff) {
-    for (int t = 0; t < n; t++) vo->silu_mul(g + (size_t)t * ff, u + (size_t)t * ff, ff);
+/* gpt-oss's activation (ggml_swiglu_oai, alpha 1.702, limit 7): the gate
+ * clipped above, the linear part clipped both ways and shifted by 1 */
+static void swiglu_oai(float *g, const float *u, int ff) {
+    for (int i = 0; i < ff; i++) {
+        const float x = fminf(g[i], 7.0f), y = fminf(fmaxf(u[i], -7.0f), 7.0f);
+        g[i] = x / (1.0f + expf(1.702f * -x)) * (y + 1.0f);
+    }
+}
+
+/* n rows of expert e's hidden layer: g = act(g + bg) * (u + bu), the
+ * biases gpt-oss's */
+static void act_rows(const lb_context *c, const lb_layer *l, int e, float *g, float *u, int n, int ff) {
+    const lb_vecops *vo = lb_vecops_get();
+    for (int t = 0; t < n; t++) {
+        float *gt = g + (size_t)t * ff, *ut = u + (size_t)t * ff;
+        if (l->exp_gate_b) vo->add(gt, l->exp_gate_b + (size_t)e * ff, ff);
+        if (l->exp_up_b) vo->add(ut, l->exp_up_b + (size_t)e * ff, ff);
+        if (c->model->hp.arch == LB_ARCH_GPT_OSS) swiglu_oai(gt, ut, ff);
+        else vo->silu_mul(gt, ut, ff);
+    }
+}
+
+/* n output rows of expert e's down matrix (stride d): + its bias, if any */
+static void down_bias(const lb_layer *l, int e, float *y, size_t stride, int n, int d) {
+    if (!l->exp_down_b) return;
+    const lb_vecops *vo = lb_vecops_get();
+    for (int t = 0; t < n; t++) vo->add(y + (size_t)t * stride, l->exp_down_b + (size_t)e * d, d);
 }
 
 /* Expert e's slots [s0, s1) of order (its rows): gather, gate and up,
@@ -126,7 +182,6 @@ static void silu_rows(const lb_vecops *vo, float *g, const float *u, int n, int 
 static void run_expert(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const float *xn, int e, int s0, int s1) {
     const lb_hparams *hp = &c->model->hp;
     const int d = hp->n_embd, k = hp->n_expert_used, fe = hp->n_ff_exp;
-    const lb_vecops *vo = lb_vecops_get();
     for (int c0 = s0; c0 < s1; c0 += CHUNK) {
         const int m = LB_MIN(CHUNK, s1 - c0);
         for (int r = 0; r < m; r++)
@@ -136,9 +191,10 @@ static void run_expert(lb_context *c, lb_moe_buffers *b, const lb_layer *l, cons
         const size_t ldy[2] = {(size_t)fe, (size_t)fe};
         observe(c, gu[0], b->x, m), observe(c, gu[1], b->x, m);
         lb_matmul_multi(gu, 2, b->x, m, y, ldy, b->scratch, c->n_threads);
-        silu_rows(vo, b->g, b->u, m, fe);
+        act_rows(c, l, e, b->g, b->u, m, fe);
         observe(c, &l->exp_down[e], b->g, m);
         lb_matmul(&l->exp_down[e], b->g, m, b->y, (size_t)d, b->scratch, c->n_threads);
+        down_bias(l, e, b->y, (size_t)d, m, d);
         for (int r = 0; r < m; r++)
             memcpy(b->slots + (size_t)b->order[c0 + r] * d, b->y + (size_t)r * d, (size_t)d * sizeof(float));
     }
@@ -179,9 +235,10 @@ static void token(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const flo
         }
         for (int i = 0; i < 2 * k; i++) observe(c, w[i], xn, 1);
         lb_matmul_multi(w, 2 * k, xn, 1, y, ldy, b->scratch, c->n_threads);
-        silu_rows(lb_vecops_get(), b->g, b->u, k, fe);
+        for (int j = 0; j < k; j++) act_rows(c, l, b->sel[j0 + j], b->g + (size_t)j * fe, b->u + (size_t)j * fe, 1, fe);
         for (int j = 0; j < k; j++) observe(c, wd[j], h[j], 1);
         lb_matmul_rows(wd, k, h, yd, b->scratch, c->n_threads);
+        for (int j = 0; j < k; j++) down_bias(l, b->sel[j0 + j], yd[j], (size_t)d, 1, d);
     }
 }
 

@@ -156,10 +156,12 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
 #undef PV
             }
     }
-    /* out = O / sum */
+    /* out = O / sum (a sink's exp joins the sum: lb_attn_end) */
     for (int r = 0; r < M; r++) {
         const int t = t0 + r / g, i = r % g;
-        const float inv = 1.0f / VHSUM16(s.lv + (size_t)r * 16);
+        float sum = VHSUM16(s.lv + (size_t)r * 16);
+        if (a->sinks) sum += expf(a->sinks[kvh * g + i] - s.m[r]);
+        const float inv = 1.0f / sum;
         const VT vinv = VSET1(inv);
         const float *o = s.o + (size_t)r * hdp;
         float *d = a->out + (size_t)t * a->o_stride + (size_t)(kvh * g + i) * hd;
