@@ -57,6 +57,7 @@ typedef enum {
     LB_TYPE_I64 = 27,
     LB_TYPE_F64 = 28,
     LB_TYPE_BF16 = 30,
+    LB_TYPE_MXFP4 = 39, /* gpt-oss's experts: formats/mxfp4.h */
     LB_TYPE_COUNT_GGML = 40,
     /* lowbit-only: group-wise codebook formats (src/formats/cb.h) */
     LB_TYPE_CB2 = 1010,

@@ -88,6 +88,21 @@ if "$LOWBIT" quantize "$WORK/oss.gguf" "$WORK/oss-q8.gguf" Q8_0 > "$WORK/quant.t
 else
   bad "gpt-oss Q8_0: $(tail -n 2 "$WORK/quant.txt")"
 fi
+# MXFP4, the type of gpt-oss's released experts: lowbit's MXFP4 of the
+# interop tiny model (the bytes ik_llama.cpp's llama-quantize --pure writes:
+# test_mxfp4) scores as ik_llama.cpp on the same file: 603.7073 against
+# 603.8126 (KLD 5.8e-5 against its logits; on ik's own Q8_0 file of it
+# lowbit is 597.5715 against 597.4913, KLD 6.1e-5); a gpt-oss file with
+# MXFP4 experts runs
+if "$LOWBIT" quantize "$SHARED/interop/tiny-F32.gguf" "$WORK/tiny-mx.gguf" MXFP4 > "$WORK/quant.txt" 2>&1; then
+  near "interop tiny in MXFP4 (against ik_llama.cpp)" "$(ppl_at "$WORK/tiny-mx.gguf" 128)" 603.8126 0.001
+else
+  bad "quantize MXFP4: $(tail -n 2 "$WORK/quant.txt")"
+fi
+"$LOWBIT" quantize "$WORK/oss.gguf" "$WORK/oss-mx.gguf" MXFP4 > "$WORK/quant.txt" 2>&1 &&
+  "$LOWBIT" info "$WORK/oss-mx.gguf" 2>&1 | grep -q "converted at load to Q8_0" &&
+  [ -n "$(ppl_at "$WORK/oss-mx.gguf" 128 2)" ] && ok "gpt-oss with MXFP4 experts runs" ||
+  bad "gpt-oss MXFP4: $(tail -n 2 "$WORK/quant.txt")"
 python3 "$MAKE" gpt-oss "$SRC" "$WORK/bad.gguf" blk.2.attn_sinks.weight
 expect_fail "gpt-oss without blk.2.attn_sinks" "blk.2.attn_sinks.weight is missing" "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
 

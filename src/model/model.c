@@ -28,7 +28,7 @@ static const char *ftype_name(uint32_t ft) {
         [25] = "IQ4_NL - 4.5 bpw", [26] = "IQ3_S - 3.4375 bpw", [27] = "IQ3_S mix - 3.66 bpw",
         [28] = "IQ2_S - 2.5 bpw", [29] = "IQ2_M - 2.7 bpw", [30] = "IQ4_XS - 4.25 bpw",
         [31] = "IQ1_M - 1.75 bpw", [32] = "BF16", [36] = "TQ1_0 - 1.69 bpw ternary",
-        [37] = "TQ2_0 - 2.06 bpw ternary"};
+        [37] = "TQ2_0 - 2.06 bpw ternary", [38] = "MXFP4 - 4.25 bpw"};
     return ft < sizeof names / sizeof *names ? names[ft] : NULL;
 }
 
@@ -53,6 +53,7 @@ int lb_llama_ftype(int t, int mixed) {
     case LB_TYPE_Q6_K: return 18;
     case LB_TYPE_IQ4_NL: return 25;
     case LB_TYPE_IQ4_XS: return 30;
+    case LB_TYPE_MXFP4: return 38; /* ik_llama.cpp's name; mainline's "MXFP4 MoE" */
     default: return -1;
     }
 }

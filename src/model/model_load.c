@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formats/mxfp4.h"
 #include "model/model.h"
 #include "formats/cb_gguf.h"
 #include "formats/gc.h"
@@ -151,6 +152,25 @@ static lb_status check_plain(const char *name, const gguf_tensor *t, int64_t K, 
     return LB_OK;
 }
 
+/* An MXFP4 tensor of rows of K runs as Q8_0 (formats/mxfp4.h): its rows
+ * converted once into a buffer the model owns. */
+static lb_status mxfp4_as_q8_0(loader *L, const char *name, const gguf_tensor *t, int64_t K, int64_t rows,
+                               const void **data) {
+    if (K % QK_MXFP4) return lb_fail(LB_ERR_FORMAT, "MXFP4 tensor %s has rows of %lld", name, (long long)K);
+    const int64_t nb = K / QK_MXFP4 * rows;
+    void *q = lb_model_own(L->m, lb_malloc_aligned((size_t)nb * sizeof(block_q8_0)));
+    if (!q) return LB_ERR_NOMEM;
+    const int64_t inexact = lb_mxfp4_to_q8_0(t->data, q, nb);
+    if (inexact < 0)
+        return lb_fail(LB_ERR_FORMAT, "MXFP4 tensor %s has a block scale above 2^15 (no weight that large is real)",
+                       name);
+    if (inexact)
+        lb_log(1, "note: MXFP4 tensor %s: %lld blocks with scales below 2^-24 rounded (weights below 3e-7)\n", name,
+               (long long)inexact);
+    *data = q;
+    return LB_OK;
+}
+
 /* A 2-D weight of shape [K (row length), N rows]. */
 static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, int optional,
                             lb_matrix *out) {
@@ -168,13 +188,16 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
                        name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                        (long long)t->ne[3], (long long)K, (long long)N);
     if (lb_gc_is((int)t->type)) return get_gc(L, name, t, K, N, out);
-    lb_status s = check_plain(name, t, K, N);
+    const void *data = t->data;
+    int type = (int)t->type;
+    lb_status s = type == LB_TYPE_MXFP4 ? mxfp4_as_q8_0(L, name, t, K, N, &data) : check_plain(name, t, K, N);
     if (s) return s;
-    out->type = (int)t->type;
+    if (type == LB_TYPE_MXFP4) type = LB_TYPE_Q8_0;
+    out->type = type;
     out->K = K;
     out->N = N;
     out->row_size = lb_row_size(out->type, K);
-    out->data = t->data;
+    out->data = data;
     return LB_OK;
 }
 
@@ -239,13 +262,16 @@ static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, 
     if (t->type == LB_TYPE_MX2 || lb_gc_is((int)t->type)) /* their side tensors are per matrix */
         return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s, which holds 2-D matrices only", name,
                        lb_type_name((int)t->type));
-    lb_status s = check_plain(name, t, K, N * ne);
+    const void *data = t->data;
+    int type = (int)t->type;
+    lb_status s = type == LB_TYPE_MXFP4 ? mxfp4_as_q8_0(L, name, t, K, N * ne, &data) : check_plain(name, t, K, N * ne);
     if (s) return s;
+    if (type == LB_TYPE_MXFP4) type = LB_TYPE_Q8_0;
     lb_matrix *m = lb_model_own(L->m, lb_malloc_aligned((size_t)ne * sizeof *m));
     if (!m) return LB_ERR_NOMEM;
-    const size_t row = lb_row_size((int)t->type, K);
+    const size_t row = lb_row_size(type, K);
     for (int e = 0; e < ne; e++)
-        m[e] = (lb_matrix){(int)t->type, K, N, row, (const char *)t->data + (size_t)e * (size_t)N * row, 0};
+        m[e] = (lb_matrix){type, K, N, row, (const char *)data + (size_t)e * (size_t)N * row, 0};
     *out = m;
     return LB_OK;
 }
