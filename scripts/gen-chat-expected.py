@@ -11,7 +11,7 @@ error) that tests/test_chat_template.c compares lowbit's C formatters with.
 
 Where the templates come from: llama.cpp b4748's models/templates/ (fetched
 from the Hugging Face repositories by its scripts/get_chat_template.py; Qwen3-0.6B
-from ik_llama.cpp 8337e4c's, the same script's) and
+and gpt-oss-120b from ik_llama.cpp 8337e4c's, the same script's) and
 tests/test-chat-template.cpp; Qwen2.5-Coder from the GGUF that
 scripts/get-model.sh fetches; Llama 2, Llama 3 and Gemma 3 from the models'
 tokenizer_config.json as quoted in public code.
@@ -46,6 +46,7 @@ TEMPLATES = [
     ("gemma-2-2b-it.jinja", "gemma", "<bos>", "<eos>"),
     ("gemma-3-it.jinja", "gemma3", "<bos>", "<eos>"),
     ("microsoft-Phi-3.5-mini-instruct.jinja", "phi3", "<s>", "<|endoftext|>"),
+    ("openai-gpt-oss-120b.jinja", "gpt-oss", "<|startoftext|>", "<|return|>"),
 ]
 
 CONVERSATIONS = [
@@ -61,6 +62,9 @@ CONVERSATIONS = [
     ("think", [("user", "Hi"), ("assistant", "<think>\nhmm\n</think>\n\nHello!"), ("user", "Again")]),
     ("think_last", [("system", "S"), ("user", "Q"), ("assistant", "\n<think>\n\nr1\nr2\n\n</think>\n\nA\n")]),
     ("no_think_last", [("user", "Q"), ("assistant", "\nplain answer")]),
+    # gpt-oss refuses harmony channel tags in a message's content; an empty system message
+    ("channel_tags", [("user", "Q"), ("assistant", "<|channel|>final<|message|>A"), ("user", "R")]),
+    ("empty_system", [("system", ""), ("user", "Q")]),
 ]
 
 

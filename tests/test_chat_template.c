@@ -122,9 +122,32 @@ static void check_parse_special(void) {
     lb_model_free(m);
 }
 
+/* gpt-oss's reply split into reasoning and answer, whatever the pieces */
+static void check_harmony(void) {
+    static const struct { const char *text, *piece; lb_harmony_kind kind; } seq[] = {
+        {"<|channel|>", "", LB_HARMONY_NONE},   {"analysis", "analysis", LB_HARMONY_NONE},
+        {"<|message|>", "", LB_HARMONY_NONE},   {"Think", "Think", LB_HARMONY_REASONING},
+        {" more", " more", LB_HARMONY_REASONING}, {"<|end|>", "<|end|>", LB_HARMONY_NONE},
+        {"<|start|>", "", LB_HARMONY_NONE},     {"assistant", "assistant", LB_HARMONY_NONE},
+        {"<|channel|>", "", LB_HARMONY_NONE},   {"fin", "fin", LB_HARMONY_NONE},
+        {"al", "al", LB_HARMONY_NONE},          {"<|message|>", "", LB_HARMONY_NONE},
+        {"Hello", "Hello", LB_HARMONY_ANSWER},  {"!", "!", LB_HARMONY_ANSWER},
+        {"<|end|>", "<|end|>", LB_HARMONY_NONE}, {"<|start|>", "", LB_HARMONY_NONE},
+        {"assistant", "assistant", LB_HARMONY_NONE}, {"<|channel|>", "", LB_HARMONY_NONE},
+        {"commentary", "commentary", LB_HARMONY_NONE}, {"<|message|>", "", LB_HARMONY_NONE},
+        {"x", "x", LB_HARMONY_REASONING},
+    };
+    lb_harmony h;
+    lb_harmony_init(&h);
+    for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
+        CHECK_MSG(lb_harmony_step(&h, seq[i].text, seq[i].piece, strlen(seq[i].piece)) == seq[i].kind,
+                  "harmony token %zu ('%s')", i, seq[i].text);
+}
+
 int main(void) {
     check_templates();
     check_names();
+    check_harmony();
     check_parse_special();
     return lb_test_result("test_chat_template");
 }

@@ -461,7 +461,7 @@ static void run_split_cases(lb_tok_pre pre, const char *words_path, int n_expect
 
 /* ---- synthetic vocabularies written with the GGUF writer ---- */
 
-enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
+enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, VOCAB_END, VOCAB_HARMONY, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
        BREAK_NO_MERGES, BREAK_BAD_MODEL, BREAK_TOKENS_TYPE, BREAK_DUP_TOKEN, BREAK_BOS_TYPE };
 
 #define N_EXTRA 8
@@ -494,8 +494,11 @@ static lb_status write_vocab(const char *path, int bpe, int breakage) {
         }
         s = gguf_writer_set_str(w, "tokenizer.ggml.model", breakage == BREAK_BAD_MODEL ? "bert" : "llama");
     } else {
-        static const char *const toks[] = {"a", "b", "c", "\xC4\xA0", "ab", "\304\240a", "<|endoftext|>", "abc"};
-        for (int i = 0; i < 8; i++) strs[n] = toks[i], types[n] = i == 6 ? 3 : 1, scores[n++] = 0;
+        /* VOCAB_END: Phi-3's <|end|>; VOCAB_HARMONY: gpt-oss's o200k_harmony, which has <|return|> and <|call|> too */
+        static const char *const toks[] = {"a",   "b",          "c",          "\xC4\xA0", "ab",      "\304\240a",
+                                           "<|endoftext|>", "abc", "<|end|>", "<|return|>", "<|call|>"};
+        const int nt = breakage == VOCAB_HARMONY ? 11 : breakage == VOCAB_END ? 9 : 8;
+        for (int i = 0; i < nt; i++) strs[n] = toks[i], types[n] = i == 6 || i >= 8 ? 3 : 1, scores[n++] = 0;
         static const char *const merges_ok[] = {"a b", "\xC4\xA0 a"};
         static const char *const merges_bad[] = {"a b", "\xC4\xA0 z"};
         s = gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
@@ -640,6 +643,18 @@ static void test_synthetic(void) {
             if (named[i] == PRE_TEKKEN) CHECK(lb_tokenizer_add_bos(t) == 1);
             lb_tokenizer_free(t);
         }
+    }
+    /* <|end|> ends generation (Phi-3), except beside <|return|> and <|call|>
+     * (gpt-oss: it closes a message, not the turn), where it becomes a
+     * user-defined token, as llama.cpp does */
+    if (try_load(1, VOCAB_END, &t, msg, sizeof msg) == LB_OK) {
+        CHECK(lb_tokenizer_is_eog(t, 8));
+        lb_tokenizer_free(t);
+    }
+    if (try_load(1, VOCAB_HARMONY, &t, msg, sizeof msg) == LB_OK) {
+        CHECK(!lb_tokenizer_is_eog(t, 8) && lb_tokenizer_is_eog(t, 9) && lb_tokenizer_is_eog(t, 10));
+        CHECK(t->attr[8] == LB_ATTR_USER_DEFINED && lb_tokenizer_is_eog(t, 6));
+        lb_tokenizer_free(t);
     }
     /* no tokenizer.ggml.pre: gpt2's regex (with a note in the log) */
     if (try_load(1, PRE_MISSING, &t, msg, sizeof msg) == LB_OK) {

@@ -20,7 +20,7 @@ static void help(void) {
            "      --system TEXT    system message (default: none, or the template's own)\n"
            "      --chat-template NAME   format turns as this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
-           "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3\n"
+           "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss\n"
            "  -n, --n-predict N    most tokens per reply (default -1: until the end of the turn)\n"
            "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"
            "  -b, --batch-size N   prompt tokens per forward pass (default 512)\n"
@@ -163,12 +163,19 @@ int cmd_chat(int argc, char **argv) {
 
         size_t reply_len = 0;
         const int limit = n_predict < 0 ? n_ctx_eff - n_cached : LB_MIN(n_predict, n_ctx_eff - n_cached);
+        /* gpt-oss: its reasoning to stderr, its answer (the final channel) to stdout and the history */
+        const int harmony = tmpl.family == LB_CHAT_GPT_OSS;
+        lb_harmony hs;
+        lb_harmony_init(&hs);
         for (int n_gen = 0; n_gen < limit && !lb_cancel_requested(); n_gen++) {
             const int32_t next = lb_sampler_sample(smp, logits);
             lb_sampler_accept(smp, next);
             if (lb_token_is_eog(m, next)) break;
             size_t len;
-            const char *piece = lb_token_to_piece(m, next, &len);
+            lb_harmony_kind kind = LB_HARMONY_ANSWER;
+            const char *piece = harmony ? lb_harmony_piece(&hs, m, next, &len, &kind) : lb_token_to_piece(m, next, &len);
+            if (kind == LB_HARMONY_REASONING) fwrite(piece, 1, len, stderr);
+            if (kind != LB_HARMONY_ANSWER) len = 0;
             fwrite(piece, 1, len, stdout);
             fflush(stdout);
             if (reply_len + len + 1 > reply_cap) {

@@ -26,3 +26,9 @@ lb_status lb_chat_tokenize(const lb_model *m, const char *text, int32_t **ids, i
     }
     return lb_tokenizer_encode_special(m->tok, text, strlen(text), add_bos, 1, ids, n);
 }
+
+const char *lb_harmony_piece(lb_harmony *h, const lb_model *m, int32_t token, size_t *len, lb_harmony_kind *kind) {
+    const char *piece = lb_token_to_piece(m, token, len);
+    *kind = lb_harmony_step(h, lb_tokenizer_token_text(m->tok, token), piece, *len);
+    return piece;
+}

@@ -11,7 +11,7 @@
 
 static const char *const names[LB_CHAT_COUNT + 1] = {
     "llama2", "llama3", "llama3.1", "mistral", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-    "chatml", "gemma", "gemma3", "phi3", NULL};
+    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", NULL};
 
 const char *const *lb_chat_template_names(void) { return names; }
 const char *lb_chat_family_name(lb_chat_family f) { return f >= 0 && f < LB_CHAT_COUNT ? names[f] : "?"; }
@@ -90,6 +90,11 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         if ((*p == '\'' || *p == '"') && read_literal(p + 1, *p, t->gemma_sep, sizeof t->gemma_sep)) return LB_OK;
         return lb_fail(LB_ERR_UNSUPPORTED, "a Gemma 3 chat template with an unusual system prefix");
     }
+    /* gpt-oss's harmony format (llama.cpp's test: "<|start|>" and "<|channel|>") */
+    if (strstr(s, "<|start|>") && strstr(s, "<|channel|>")) {
+        init(t, LB_CHAT_GPT_OSS, bos, eos);
+        return LB_OK;
+    }
     /* Phi-3 and 3.5 (llama.cpp's test: "<|assistant|>" and "<|end|>"; it
      * renders Phi-4-mini's newline-free variant the same way) */
     if (strstr(s, "<|assistant|>") && strstr(s, "<|end|>")) {
@@ -127,9 +132,9 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         return LB_OK;
     }
     return lb_fail(LB_ERR_UNSUPPORTED,
-                   "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen or Gemma); name one with "
-                   "--chat-template (llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3, mistral-v3-tekken, "
-                   "mistral-v7, chatml, gemma, gemma3)");
+                   "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen, Gemma, Phi-3 or gpt-oss); name "
+                   "one with --chat-template (llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3, "
+                   "mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss)");
 }
 
 lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *t) {
@@ -474,6 +479,55 @@ static lb_status phi3(const lb_chat_msg *m, int n, sbuf *b) {
     return LB_OK;
 }
 
+/* gpt-oss (openai-gpt-oss-120b.jinja without tools, builtin_tools,
+ * model_identity or reasoning_effort: their defaults): the system preamble
+ * with today's date, a first system message as the developer's
+ * instructions, user turns, and earlier assistant turns as their final
+ * channel (reasoning is never sent back); later system messages are not
+ * written. */
+static lb_status gpt_oss(const lb_chat_msg *m, int n, const char *date, sbuf *b) {
+    char today[32];
+    if (!date) { /* strftime_now("%Y-%m-%d") */
+        time_t now = time(NULL);
+        struct tm tm;
+        localtime_r(&now, &tm);
+        strftime(today, sizeof today, "%Y-%m-%d", &tm);
+        date = today;
+    }
+    put(b, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+           "Knowledge cutoff: 2024-06\nCurrent date: ");
+    put(b, date);
+    put(b, "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for "
+           "every message.<|end|>");
+    const int off = n > 0 && (is(&m[0], "system") || is(&m[0], "developer"));
+    if (off && *content(&m[0])) {
+        put(b, "<|start|>developer<|message|># Instructions\n\n");
+        put(b, content(&m[0]));
+        put(b, "\n\n<|end|>");
+    }
+    for (int i = off; i < n; i++) {
+        const char *c = content(&m[i]);
+        if (is(&m[i], "assistant")) {
+            if (strstr(c, "<|channel|>analysis<|message|>") || strstr(c, "<|channel|>final<|message|>"))
+                return raise("You have passed a message containing <|channel|> tags in the content field. Instead of "
+                             "doing this, you should pass analysis messages (the string between '<|message|>' and "
+                             "'<|end|>') in the 'thinking' field, and final messages (the string between "
+                             "'<|message|>' and '<|end|>') in the 'content' field.");
+            put(b, "<|start|>assistant<|channel|>final<|message|>");
+            put(b, c);
+            put(b, "<|end|>");
+        } else if (is(&m[i], "user")) {
+            put(b, "<|start|>user<|message|>");
+            put(b, c);
+            put(b, "<|end|>");
+        } else if (is(&m[i], "tool")) {
+            return raise("Message has tool role, but there was no previous assistant message with a tool call!");
+        }
+    }
+    put(b, "<|start|>assistant");
+    return LB_OK;
+}
+
 static lb_status gemma(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
     const int g3 = t->family == LB_CHAT_GEMMA3, off = first_system(m, n);
     if (off && !g3) return raise("System role not supported");
@@ -513,6 +567,7 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_GEMMA:
     case LB_CHAT_GEMMA3: s = gemma(t, msgs, n, &b); break;
     case LB_CHAT_PHI3: s = phi3(msgs, n, &b); break;
+    case LB_CHAT_GPT_OSS: s = gpt_oss(msgs, n, date, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:
     case LB_CHAT_MISTRAL_V3:
@@ -528,4 +583,28 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     *out = b.p;
     if (out_len) *out_len = b.n;
     return LB_OK;
+}
+
+/* ---- gpt-oss's harmony replies ---- */
+
+void lb_harmony_init(lb_harmony *h) { memset(h, 0, sizeof *h); } /* the prompt ends in a header */
+
+lb_harmony_kind lb_harmony_step(lb_harmony *h, const char *text, const char *piece, size_t len) {
+    if (!strcmp(text, "<|channel|>")) {
+        h->state = 1, h->n_channel = 0, h->channel[0] = 0;
+    } else if (!strcmp(text, "<|message|>")) {
+        h->state = 2;
+        h->answer = !strcmp(h->channel, "final");
+    } else if (!strcmp(text, "<|end|>") || !strcmp(text, "<|start|>") || !strcmp(text, "<|return|>") ||
+               !strcmp(text, "<|call|>")) {
+        h->state = 0;
+    } else if (h->state == 1) { /* the channel's name, possibly in pieces */
+        const size_t room = sizeof h->channel - 1 - h->n_channel, k = len < room ? len : room;
+        memcpy(h->channel + h->n_channel, piece, k);
+        h->n_channel += k;
+        h->channel[h->n_channel] = 0;
+    } else if (h->state == 2) {
+        return h->answer ? LB_HARMONY_ANSWER : LB_HARMONY_REASONING;
+    }
+    return LB_HARMONY_NONE; /* control tokens, channel names, headers ("assistant") */
 }

@@ -25,6 +25,7 @@ typedef enum {
     LB_CHAT_GEMMA,             /* Gemma 1/2: <start_of_turn>user|model, no system role */
     LB_CHAT_GEMMA3,            /* Gemma 3: the same, the system message before the first user turn */
     LB_CHAT_PHI3,              /* Phi-3/3.5: <|role|>\n...<|end|>\n, an empty system message left out */
+    LB_CHAT_GPT_OSS,           /* gpt-oss's harmony: <|start|>role<|message|>...<|end|>, a fixed system preamble */
     LB_CHAT_COUNT
 } lb_chat_family;
 
@@ -47,7 +48,7 @@ typedef struct {
 
 /* Names for --chat-template: "llama2", "llama3", "llama3.1", "mistral",
  * "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "chatml",
- * "gemma", "gemma3", "phi3"; NULL-terminated. */
+ * "gemma", "gemma3", "phi3", "gpt-oss"; NULL-terminated. */
 const char *const *lb_chat_template_names(void);
 const char *lb_chat_family_name(lb_chat_family f);
 
@@ -73,5 +74,27 @@ lb_status lb_chat_template_of_model(const struct lb_model *m, const char *name, 
  * those tokens, BOS as the model adds it unless the text begins with the
  * BOS text (templates that write it). */
 lb_status lb_chat_tokenize(const struct lb_model *m, const char *text, int32_t **ids, int *n);
+
+/* gpt-oss replies in harmony messages: <|channel|>NAME<|message|>TEXT<|end|>
+ * (analysis: its reasoning), then <|start|>assistant<|channel|>final
+ * <|message|>TEXT and <|return|>. Fed the generated tokens one at a time,
+ * lb_harmony_piece gives each token's text and what it is: the answer
+ * (the final channel's text), reasoning (analysis, commentary), or nothing
+ * to show (the control tokens, channel names and headers such as
+ * "assistant"). */
+typedef enum { LB_HARMONY_NONE, LB_HARMONY_ANSWER, LB_HARMONY_REASONING } lb_harmony_kind;
+typedef struct {
+    int state;       /* 0 in a header, 1 reading a channel's name, 2 in a message */
+    int answer;      /* the current message is the final channel's */
+    char channel[16];
+    size_t n_channel;
+} lb_harmony;
+void lb_harmony_init(lb_harmony *h);
+/* One token: its text in the vocabulary (control tokens by name) and its
+ * piece (what it prints as, len bytes). */
+lb_harmony_kind lb_harmony_step(lb_harmony *h, const char *token_text, const char *piece, size_t len);
+/* The same for a model's token id (model/chat_model.c); returns its piece. */
+const char *lb_harmony_piece(lb_harmony *h, const struct lb_model *m, int32_t token, size_t *len,
+                             lb_harmony_kind *kind);
 
 #endif

@@ -391,6 +391,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
             goto fail;
         }
         if (tokenize(h, text, &ids, &n_ids, &err)) goto fail;
+        p.harmony = h->o.tmpl->family == LB_CHAT_GPT_OSS;
     } else if (p.prompt_is_ids) {
         const int V = lb_model_n_vocab(h->o.model);
         for (int i = 0; i < p.n_prompt_ids; i++)

@@ -32,7 +32,7 @@ static void help(void) {
            "      --api-key KEY    require 'Authorization: Bearer KEY' on /v1/* (also LOWBIT_API_KEY)\n"
            "      --chat-template NAME  use this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
-           "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3\n"
+           "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss\n"
            "      --alias NAME     the model's id in /v1/models (default: the file's name)\n"
            "      --max-body N     largest request body in bytes (default 8388608)\n"
            "      --max-connections N  simultaneous connections (default 256)\n");

@@ -13,11 +13,12 @@
 enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
 
 /* Token texts that end generation, as llama.cpp recognises them by name; the
- * first one present is the EOT token unless the file names one. llama.cpp
- * also lists a few that need model-specific exceptions (gpt-oss, gemma4);
- * those are left out. */
+ * first one present is the EOT token unless the file names one. gpt-oss's
+ * <|return|> and <|call|> are here; with them <|end|> is not (load_specials).
+ * llama.cpp lists a few more that need model-specific exceptions (gemma4,
+ * solar-open); those are left out. */
 static const char *const k_eot_names[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>", "<|endoftext|>",
     "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]", "<end_of_utterance>",
     /* DeepSeek's "<｜end▁of▁sentence｜>", in octal escapes */
     "<\357\275\234end\342\226\201of\342\226\201sentence\357\275\234>",
@@ -225,6 +226,15 @@ static lb_status load_specials(lb_tokenizer *t, const gguf_file *g) {
     if (t->eos >= 0) t->eog[t->eos] = 1;
     if (t->eot >= 0) t->eog[t->eot] = 1;
     if (t->eom >= 0) t->eog[t->eom] = 1;
+    /* o200k_harmony (gpt-oss): <|end|> closes a message inside a turn, which
+     * <|return|> or <|call|> end; llama.cpp then drops <|end|> from the end
+     * tokens and makes it a user-defined token (printed as text) */
+    const int32_t end = lb_tok_lookup(t, "<|end|>", 7), ret = lb_tok_lookup(t, "<|return|>", 10),
+                  call = lb_tok_lookup(t, "<|call|>", 8);
+    if (end >= 0 && ret >= 0 && call >= 0 && t->eog[end] && t->eog[ret] && t->eog[call]) {
+        t->eog[end] = 0;
+        t->attr[end] = LB_ATTR_USER_DEFINED;
+    }
     return LB_OK;
 }
 
