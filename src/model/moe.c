@@ -159,14 +159,23 @@ static void swiglu_oai(float *g, const float *u, int ff) {
 
 /* n rows of expert e's hidden layer: g = act(g + bg) * (u + bu), the
  * biases gpt-oss's */
+static void act_row(const lb_context *c, const lb_vecops *vo, const lb_layer *l, int e, float *gt, float *ut, int ff) {
+    if (l->exp_gate_b) vo->add(gt, l->exp_gate_b + (size_t)e * ff, ff);
+    if (l->exp_up_b) vo->add(ut, l->exp_up_b + (size_t)e * ff, ff);
+    if (c->model->hp.arch == LB_ARCH_GPT_OSS) swiglu_oai(gt, ut, ff);
+    else vo->silu_mul(gt, ut, ff);
+}
+
+/* rows in parallel once they are worth waking the threads for (an exp
+ * each: a chunk of gpt-oss-20b's rows is 512 x 2880 of them) */
 static void act_rows(const lb_context *c, const lb_layer *l, int e, float *g, float *u, int n, int ff) {
     const lb_vecops *vo = lb_vecops_get();
-    for (int t = 0; t < n; t++) {
-        float *gt = g + (size_t)t * ff, *ut = u + (size_t)t * ff;
-        if (l->exp_gate_b) vo->add(gt, l->exp_gate_b + (size_t)e * ff, ff);
-        if (l->exp_up_b) vo->add(ut, l->exp_up_b + (size_t)e * ff, ff);
-        if (c->model->hp.arch == LB_ARCH_GPT_OSS) swiglu_oai(gt, ut, ff);
-        else vo->silu_mul(gt, ut, ff);
+    const int nth = (int64_t)n * ff < 65536 ? 1 : c->n_threads;
+    if (nth > 1) {
+#pragma omp parallel for num_threads(nth)
+        for (int t = 0; t < n; t++) act_row(c, vo, l, e, g + (size_t)t * ff, u + (size_t)t * ff, ff);
+    } else {
+        for (int t = 0; t < n; t++) act_row(c, vo, l, e, g + (size_t)t * ff, u + (size_t)t * ff, ff);
     }
 }
 
