@@ -9,6 +9,9 @@ hide the experts). SHAPE:
                     of 768 hidden units, 8 used a token (of 48 layers)
   mixtral-8x7b      llama, d 4096, 32 / 8 heads of 128, 8 experts of 14336, 2 used
                     (of 32 layers)
+  gpt-oss-20b       gpt-oss, d 2880, 64 / 8 heads of 64, 32 experts of 2880, 4 used
+                    (of 24 layers), q/k/v/output and expert biases, sinks, a window
+                    of 128 on even layers, YaRN (factor 32 over 4096)
 
   PYTHONPATH=~/.cache/lowbit-peers/llama.cpp/gguf-py python3 bench/synth_moe.py OUT.gguf [LAYERS [SHAPE]]
   ~/.cache/lowbit-peers/ik_llama.cpp/build/bin/llama-quantize OUT.gguf OUT-Q4_K_M.gguf Q4_K_M
@@ -24,6 +27,7 @@ import numpy as np
 SHAPES = {  # arch, dim, heads, kv heads, head dim, experts, used, expert ff, rope base
     "qwen3moe-30b-a3b": ("qwen3moe", 2048, 32, 4, 128, 128, 8, 768, 1000000.0),
     "mixtral-8x7b": ("llama", 4096, 32, 8, 128, 8, 2, 14336, 1000000.0),
+    "gpt-oss-20b": ("gpt-oss", 2880, 64, 8, 64, 32, 4, 2880, 150000.0),
 }
 
 
@@ -53,6 +57,12 @@ def main():
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(BASE)
     w.add_file_type(1)  # MOSTLY_F16
+    oss = ARCH == "gpt-oss"
+    if oss:
+        w.add_uint32(ARCH + ".attention.sliding_window", 128)
+        w.add_string(ARCH + ".rope.scaling.type", "yarn")
+        w.add_float32(ARCH + ".rope.scaling.factor", 32.0)
+        w.add_uint32(ARCH + ".rope.scaling.original_context_length", 4096)
     f = voc.fields
     toks = [bytes(f["tokenizer.ggml.tokens"].parts[i]).decode("utf-8", "replace") for i in f["tokenizer.ggml.tokens"].data]
     w.add_tokenizer_model("llama")
@@ -76,10 +86,17 @@ def main():
         w.add_tensor(p + "attn_k.weight", mat(kvd, DIM))
         w.add_tensor(p + "attn_v.weight", mat(kvd, DIM))
         w.add_tensor(p + "attn_output.weight", mat(DIM, qd))
+        if oss:
+            for name, n in (("attn_q", qd), ("attn_k", kvd), ("attn_v", kvd), ("attn_output", DIM)):
+                w.add_tensor(p + name + ".bias", rng.standard_normal(n, dtype=np.float32) * 0.02)
+            w.add_tensor(p + "attn_sinks.weight", rng.standard_normal(N_HEAD, dtype=np.float32))
+            w.add_tensor(p + "ffn_gate_inp.bias", rng.standard_normal(N_EXPERT, dtype=np.float32) * 0.05)
+            for name, n in (("ffn_gate_exps", FF_EXP), ("ffn_up_exps", FF_EXP), ("ffn_down_exps", DIM)):
+                w.add_tensor(p + name + ".bias", rng.standard_normal((N_EXPERT, n), dtype=np.float32) * 0.02)
         if ARCH == "qwen3moe":
             w.add_tensor(p + "attn_q_norm.weight", np.ones(HEAD_DIM, np.float32))
             w.add_tensor(p + "attn_k_norm.weight", np.ones(HEAD_DIM, np.float32))
-        w.add_tensor(p + "ffn_norm.weight", np.ones(DIM, np.float32))
+        w.add_tensor(p + ("post_attention_norm.weight" if oss else "ffn_norm.weight"), np.ones(DIM, np.float32))
         w.add_tensor(p + "ffn_gate_inp.weight", rng.standard_normal((N_EXPERT, DIM), dtype=np.float32) * 0.05)
         w.add_tensor(p + "ffn_gate_exps.weight", mat(N_EXPERT, FF_EXP, DIM))
         w.add_tensor(p + "ffn_up_exps.weight", mat(N_EXPERT, FF_EXP, DIM))

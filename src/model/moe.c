@@ -92,23 +92,28 @@ static void observe(lb_context *c, const lb_matrix *w, const float *x, int n) {
     if (c->on_matmul) c->on_matmul(c->on_matmul_user, w, x, n);
 }
 
-/* gpt-oss: each token's k largest logits (ties to the lower index), their
- * weights a softmax over those k (llama.cpp's softmax_weight gating). */
+/* The k largest of p[0..E) in sel, largest first (ties to the lower index). */
+static void top_k(const float *p, int E, int k, int *sel) {
+    for (int j = 0; j < k; j++) {
+        int best = -1;
+        for (int e = 0; e < E; e++) {
+            int taken = 0;
+            for (int i = 0; i < j; i++) taken |= sel[i] == e;
+            if (!taken && (best < 0 || p[e] > p[best])) best = e;
+        }
+        sel[j] = best;
+    }
+}
+
+/* gpt-oss: each token's k largest logits, their weights a softmax over
+ * those k (llama.cpp's softmax_weight gating). */
 static void route_softmax_k(lb_moe_buffers *b, int E, int k, int n) {
     for (int t = 0; t < n; t++) {
         const float *p = b->logits + (size_t)t * E;
         int *sel = b->sel + (size_t)t * k;
         float *w = b->w + (size_t)t * k, mx = -INFINITY, sum = 0.0f;
-        for (int j = 0; j < k; j++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                int taken = 0;
-                for (int i = 0; i < j; i++) taken |= sel[i] == e;
-                if (!taken && (best < 0 || p[e] > p[best])) best = e;
-            }
-            sel[j] = best;
-            mx = LB_MAX(mx, p[best]);
-        }
+        top_k(p, E, k, sel);
+        for (int j = 0; j < k; j++) mx = LB_MAX(mx, p[sel[j]]);
         for (int j = 0; j < k; j++) sum += w[j] = expf(p[sel[j]] - mx);
         for (int j = 0; j < k; j++) w[j] /= sum;
     }
@@ -133,16 +138,8 @@ static void route(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const flo
         for (int e = 0; e < E; e++) sum += p[e] = expf(p[e] - mx);
         int *sel = b->sel + (size_t)t * k;
         float *w = b->w + (size_t)t * k, wsum = 0.0f;
-        for (int j = 0; j < k; j++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                int taken = 0;
-                for (int i = 0; i < j; i++) taken |= sel[i] == e;
-                if (!taken && (best < 0 || p[e] > p[best])) best = e;
-            }
-            sel[j] = best;
-            wsum += w[j] = p[best] / sum;
-        }
+        top_k(p, E, k, sel);
+        for (int j = 0; j < k; j++) wsum += w[j] = p[sel[j]] / sum;
         if (hp->expert_norm)
             for (int j = 0; j < k; j++) w[j] /= wsum;
     }

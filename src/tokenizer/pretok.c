@@ -57,6 +57,24 @@ static size_t contraction(const scanner *s, size_t pos, int any_case) {
 /* [^\s\p{L}\p{N}] for a real code point; NONE (past the end) never matches. */
 static int is_other(int cls) { return cls == LB_UCLASS_OTHER; }
 
+/* Llama 3's and o200k's whitespace alternatives at pos (the code point
+ * there is whitespace, or the scan found nothing else): \s*[\r\n]+ up to
+ * the run's last newline, else \s+(?!\S) (all but the last before a
+ * non-space), else \s+. Emits the word; returns where the next starts. */
+static size_t whitespace_word(scanner *s, size_t pos) {
+    size_t n_ws = 0, last_newline_end = 0;
+    while (cls_at(s, pos + n_ws) == LB_UCLASS_SPACE) {
+        const uint32_t c2 = cpt_at(s, pos + n_ws);
+        if (c2 == '\r' || c2 == '\n') last_newline_end = pos + n_ws + 1;
+        n_ws++;
+    }
+    if (last_newline_end > 0) pos = last_newline_end;
+    else if (n_ws > 1 && pos + n_ws < s->n) pos += n_ws - 1;
+    else pos += n_ws ? n_ws : 1; /* 1: unreachable for real text; kept as in llama.cpp */
+    add_word(s, pos);
+    return pos;
+}
+
 static void split_gpt2(scanner *s) {
     for (size_t pos = 0; pos < s->n;) {
         uint32_t c = cpt_at(s, pos);
@@ -136,28 +154,7 @@ static void split_llama3(scanner *s, size_t max_digits) {
             add_word(s, pos);
             continue;
         }
-        size_t n_ws = 0, last_newline_end = 0;
-        while (cls_at(s, pos + n_ws) == LB_UCLASS_SPACE) {
-            uint32_t c2 = cpt_at(s, pos + n_ws);
-            if (c2 == '\r' || c2 == '\n') last_newline_end = pos + n_ws + 1;
-            n_ws++;
-        }
-        if (last_newline_end > 0) { /* \s*[\r\n]+ */
-            pos = last_newline_end;
-            add_word(s, pos);
-            continue;
-        }
-        if (n_ws > 1 && pos + n_ws < s->n) { /* \s+(?!\S) */
-            pos += n_ws - 1;
-            add_word(s, pos);
-            continue;
-        }
-        if (n_ws > 0) {
-            pos += n_ws;
-            add_word(s, pos);
-            continue;
-        }
-        add_word(s, ++pos);
+        pos = whitespace_word(s, pos);
     }
 }
 
@@ -229,18 +226,7 @@ static void split_gpt4o(scanner *s, size_t max_digits, int contractions) {
             pos = q;
             continue;
         }
-        /* whitespace: \s*[\r\n]+ (up to the run's last newline), then
-         * \s+(?!\S) (all but the last before a non-space), then \s+ */
-        size_t n_ws = 0, last_newline_end = 0;
-        while (cls_at(s, pos + n_ws) == LB_UCLASS_SPACE) {
-            uint32_t c2 = cpt_at(s, pos + n_ws);
-            if (c2 == '\r' || c2 == '\n') last_newline_end = pos + n_ws + 1;
-            n_ws++;
-        }
-        if (last_newline_end > 0) pos = last_newline_end;
-        else if (n_ws > 1 && pos + n_ws < s->n) pos += n_ws - 1;
-        else pos += n_ws ? n_ws : 1; /* 1: unreachable, every class is matched above */
-        add_word(s, pos);
+        pos = whitespace_word(s, pos);
     }
 }
 
