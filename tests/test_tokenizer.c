@@ -302,6 +302,20 @@ static void test_gpt2_details(void) {
         free(ids);
     }
     random_utf8_roundtrips(t, 4242, 0);
+    /* the o200k and tekken scanners on random code points and random bytes:
+     * words that cover the text, in order, and texts that round-trip */
+    for (int pre = LB_PRE_GPT4O; pre <= LB_PRE_TEKKEN; pre++) {
+        t->pre = (lb_tok_pre)pre;
+        random_utf8_roundtrips(t, 4243 + (uint64_t)pre, 0);
+        for (int k = 0; k < 300; k++) {
+            char buf[64];
+            size_t m = (size_t)(lb_test_rand(&seed) % sizeof buf);
+            for (size_t i = 0; i < m; i++) buf[i] = (char)(lb_test_rand(&seed) >> 16);
+            n = encode(t, buf, m, 0, &ids);
+            CHECK(n >= 0);
+            free(ids);
+        }
+    }
     lb_tokenizer_free(t);
 }
 
