@@ -47,6 +47,16 @@ else
   bad "quantize MX: $(tail -n 2 "$WORK/qmx.txt")"
 fi
 
+# MXFP4 (converted to Q8_0 at load): the fused attn_qkv's pieces each get
+# their own copy of the converted rows, which repacking may free apart; 91.56
+# when written, and the same without repacking
+if "$LOWBIT" quantize "$WORK/p3.gguf" "$WORK/p3-mxfp4.gguf" MXFP4 > "$WORK/qmx.txt" 2>&1; then
+  near "MXFP4" "$(ppl_at "$WORK/p3-mxfp4.gguf" 128)" 91.5614 0.001
+  near "MXFP4 without repacking" "$(LOWBIT_REPACK=off ppl_at "$WORK/p3-mxfp4.gguf" 128)" 91.5614 0.001
+else
+  bad "quantize MXFP4: $(tail -n 2 "$WORK/qmx.txt")"
+fi
+
 # imatrix and calibration name the fused tensors' inputs by the tensors, so
 # quantize --imatrix / --gptq find them (GPTQ's IQ4_NL: 70.80 when written)
 if "$LOWBIT" imatrix -m "$WORK/p3.gguf" -f "$TEXT" -c 128 --chunks 8 -o "$WORK/p3.imatrix" -t 2 > "$WORK/im.txt" 2>&1; then
