@@ -42,6 +42,8 @@ struct srv_req {
     int state, cancelled, refs;
     char *text; /* released text, valid UTF-8 */
     size_t text_len, text_cap;
+    char *think; /* gpt-oss: released reasoning (its analysis channel), valid UTF-8 */
+    size_t think_len, think_cap, think_taken;
     size_t *marks; /* text_len after each step that released text: one stream event each */
     int n_marks, cap_marks;
     int n_gen;
@@ -62,6 +64,8 @@ typedef struct {
     size_t gen_len, gen_cap, released, published;
     uint64_t order;     /* admission order (prefill goes first come, first served) */
     lb_harmony hs;      /* the reply's harmony state (r->harmony) */
+    char *think;        /* its reasoning bytes, and how many the request has */
+    size_t think_len, think_cap, think_published;
 } slot;
 
 /* The tokens whose k and v a slot's cache region holds, positions 0..n-1;
@@ -143,6 +147,7 @@ static void req_free(srv_req *r) {
     free(r->prompt);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->text);
+    free(r->think);
     free(r->marks);
     pthread_cond_destroy(&r->cv);
     free(r);
@@ -211,9 +216,16 @@ int srv_req_take(srv_engine *e, srv_req *r, size_t *have, int timeout_ms, srv_ta
         dl.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&e->mu);
-    while (r->text_len == *have && r->state != REQ_DONE)
+    while (r->text_len == *have && r->think_len == r->think_taken && r->state != REQ_DONE)
         if (pthread_cond_timedwait(&r->cv, &e->mu, &dl) == ETIMEDOUT) break;
     int changed = 0;
+    if (r->think_len > r->think_taken && (out->reasoning = malloc(r->think_len - r->think_taken + 1))) {
+        out->reasoning_len = r->think_len - r->think_taken;
+        memcpy(out->reasoning, r->think + r->think_taken, out->reasoning_len);
+        out->reasoning[out->reasoning_len] = 0;
+        r->think_taken = r->think_len;
+        changed = 1;
+    }
     if (r->text_len > *have) {
         out->delta_len = r->text_len - *have;
         out->delta = malloc(out->delta_len + 1);
@@ -335,6 +347,7 @@ static void slot_free(srv_engine *e, slot *s) {
     (void)e;
     lb_sampler_free(s->smp);
     free(s->gen);
+    free(s->think);
     unref(s->r);
     memset(s, 0, sizeof *s);
 }
@@ -437,6 +450,22 @@ static void admit(srv_engine *e) {
     }
 }
 
+/* Appends n bytes to a growable buffer (NUL kept after them); -1 out of memory. */
+static int buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + n + 1) c *= 2;
+        char *b = realloc(*buf, c);
+        if (!b) return -1;
+        *buf = b;
+        *cap = c;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 0;
+}
+
 static int gen_append(slot *s, const char *p, size_t n) {
     if (s->gen_len + n + 1 > s->gen_cap) {
         size_t cap = s->gen_cap ? s->gen_cap : 256;
@@ -466,6 +495,7 @@ static void on_token(srv_engine *e, slot *s, int32_t t) {
     size_t len;
     lb_harmony_kind kind = LB_HARMONY_ANSWER;
     const char *piece = r->harmony ? lb_harmony_piece(&s->hs, e->m, t, &len, &kind) : lb_token_to_piece(e->m, t, &len);
+    if (kind == LB_HARMONY_REASONING) buf_append(&s->think, &s->think_len, &s->think_cap, piece, len);
     if (kind != LB_HARMONY_ANSWER) len = 0; /* gpt-oss's reasoning and headers are not the reply */
     const size_t before = s->gen_len;
     if (gen_append(s, piece, len)) {
@@ -595,6 +625,16 @@ static void publish(srv_engine *e, int failed) {
             if (clean) append_text(r, clean, n);
             free(clean);
             s->published = s->released;
+            pthread_cond_broadcast(&r->cv);
+        }
+        /* the reasoning: whole UTF-8 characters, the rest once it is done */
+        const size_t think_rel = s->finish ? s->think_len : srv_utf8_complete(s->think, s->think_len);
+        if (think_rel > s->think_published) {
+            size_t n;
+            char *clean = srv_utf8_clean(s->think + s->think_published, think_rel - s->think_published, &n);
+            if (clean) buf_append(&r->think, &r->think_len, &r->think_cap, clean, n);
+            free(clean);
+            s->think_published = think_rel;
             pthread_cond_broadcast(&r->cv);
         }
         e->generated_tokens += s->n_gen - r->n_gen;

@@ -270,15 +270,17 @@ static cJSON *envelope(srv_http *h, srv_kind kind, int chunk, const char *id, lo
     return o;
 }
 
-/* One streamed choice: text (may be NULL) and finish (NULL while running). */
-static void chunk_event(stream_state *st, const char *text, const char *finish, int role) {
+/* One streamed choice: text (may be NULL) and finish (NULL while running);
+ * a chat delta's field is "content", or "reasoning_content" for gpt-oss's
+ * reasoning (as llama.cpp's server sends it). */
+static void chunk_event_as(stream_state *st, const char *field, const char *text, const char *finish, int role) {
     cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
     cJSON *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", 0);
     if (st->kind == SRV_CHAT) {
         cJSON *d = cJSON_AddObjectToObject(ch, "delta");
         if (role) cJSON_AddStringToObject(d, "role", "assistant");
-        if (text) cJSON_AddStringToObject(d, "content", text);
+        if (text) cJSON_AddStringToObject(d, field, text);
     } else {
         cJSON_AddStringToObject(ch, "text", text ? text : "");
     }
@@ -287,6 +289,9 @@ static void chunk_event(stream_state *st, const char *text, const char *finish, 
     else cJSON_AddNullToObject(ch, "finish_reason");
     cJSON_AddItemToArray(choices, ch);
     out_event(st, o);
+}
+static void chunk_event(stream_state *st, const char *text, const char *finish, int role) {
+    chunk_event_as(st, "content", text, finish, role);
 }
 
 static void log_done(srv_http *h, const char *what, int status, int n_prompt, int n_gen, double t0) {
@@ -307,6 +312,8 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         srv_take tk;
         srv_req_take(st->h->o.engine, st->r, &st->have, 100, &tk);
+        if (tk.reasoning_len) chunk_event_as(st, "reasoning_content", tk.reasoning, NULL, 0);
+        free(tk.reasoning);
         size_t from = 0;
         for (int i = 0; i <= tk.n_cuts && from < tk.delta_len; i++) { /* an event per step's text */
             const size_t to = i < tk.n_cuts && tk.cuts[i] <= tk.delta_len ? tk.cuts[i] : tk.delta_len;
@@ -342,7 +349,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
                      tk.err.status ? tk.err.status : 200, tk.n_prompt, tk.n_gen, st->t0);
             continue;
         }
-        if (!tk.delta_len && client_gone(st->conn)) {
+        if (!tk.delta_len && !tk.reasoning_len && client_gone(st->conn)) {
             srv_req_cancel(st->h->o.engine, st->r);
             if (st->h->o.verbose) fprintf(stderr, "lowbit serve: stream client disconnected\n");
             return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -459,8 +466,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         goto done;
     }
     /* the whole answer, watching the client meanwhile */
-    char *answer = NULL;
-    size_t answer_len = 0, have = 0;
+    char *answer = NULL, *thought = NULL;
+    size_t answer_len = 0, have = 0, thought_len = 0, thought_cap = 0;
     srv_take tk;
     double checked = lb_time_s();
     for (;;) {
@@ -474,6 +481,17 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
                 answer = a;
             }
         }
+        if (tk.reasoning_len) {
+            const size_t need = thought_len + tk.reasoning_len + 1;
+            char *t = need > thought_cap ? realloc(thought, 2 * need) : thought;
+            if (t) {
+                thought_cap = need > thought_cap ? 2 * need : thought_cap;
+                memcpy(t + thought_len, tk.reasoning, tk.reasoning_len + 1);
+                thought_len += tk.reasoning_len;
+                thought = t;
+            }
+        }
+        free(tk.reasoning);
         free(tk.delta);
         free(tk.cuts);
         if (tk.done) break;
@@ -483,11 +501,13 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
             srv_req_cancel(h->o.engine, r);
             if (h->o.verbose) fprintf(stderr, "lowbit serve: client disconnected\n");
             free(answer);
+            free(thought);
             goto done; /* MHD_NO: drop the connection */
         }
     }
     if (tk.err.status) {
         free(answer);
+        free(thought);
         err = tk.err;
         goto fail;
     }
@@ -498,6 +518,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         cJSON *m = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
         cJSON_AddStringToObject(m, "content", answer ? answer : "");
+        if (thought) cJSON_AddStringToObject(m, "reasoning_content", thought);
     } else {
         cJSON_AddStringToObject(ch, "text", answer ? answer : "");
     }
@@ -506,6 +527,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddItemToObject(o, "usage", usage_object(&tk));
     free(answer);
+    free(thought);
     log_done(h, kind == SRV_CHAT ? "chat" : "completion", 200, tk.n_prompt, tk.n_gen, cs->t0);
     ok = send_json(c, 200, o);
     goto done;

@@ -114,6 +114,8 @@ void srv_req_release(srv_engine *e, srv_req *r);
 typedef struct {
     char *delta;          /* new text since the last take (malloc'ed, may be NULL) */
     size_t delta_len;
+    char *reasoning;      /* gpt-oss: new reasoning text since the last take (malloc'ed, may be NULL) */
+    size_t reasoning_len;
     size_t *cuts;         /* where the steps that produced it end in delta (malloc'ed): */
     int n_cuts;           /* a stream sends one event per step, i.e. per token */
     int done;             /* finished (or failed) */
