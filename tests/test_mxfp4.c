@@ -5,7 +5,7 @@
  *    all 16 matrices of ik_llama.cpp's llama-quantize --pure MXFP4 file
  *    (SHA-256 each, tests/data/mxfp4, scripts/make-mxfp4-fixture.sh), and
  *    lb_quantize_file writes those bytes too;
- *  - the conversion the kernels run it through (Q8_0) dequantizes to the same
+ *  - the conversion the kernels run it through (Q5_0) dequantizes to the same
  *    floats and gives the reference dot product's bits, on random blocks with
  *    every scale fp16 holds; scales beyond are refused or counted;
  *  - the file lowbit writes loads and runs. (Its perplexity against
@@ -13,6 +13,7 @@
 #include <math.h>
 
 #include "core/common.h"
+#include "formats/legacy.h"
 #include "formats/mxfp4.h"
 #include "gguf/gguf.h"
 #include "test_sha256.h"
@@ -56,13 +57,14 @@ static void test_scale_and_block(void) {
     CHECK(b.e == 0 && b.qs[0] == 0 && b.qs[15] == 0);
 }
 
-/* Random blocks with scales e in [104, 143]: the Q8_0 conversion holds the
- * same values, and the Q8_0 reference dot gives the MXFP4 one's bits. */
+/* Random blocks with scales e in [104, 143]: the Q5_0 conversion holds the
+ * same values, and the Q5_0 reference dot gives the MXFP4 one's bits. */
 static void test_conversion(void) {
     enum { NB = 64 };
     uint64_t rng = 0x5eed;
     block_mxfp4 w[NB];
-    block_q8_0 q[NB], a[NB];
+    block_q5_0 q[NB];
+    block_q8_0 a[NB];
     float xa[NB * 32];
     for (int i = 0; i < NB * 32; i++) xa[i] = lb_test_randf(&rng);
     lb_quantize_row_q8_0_ref(xa, a, NB * 32);
@@ -72,24 +74,24 @@ static void test_conversion(void) {
             w[b].e = (uint8_t)(104 + lb_test_rand(&rng) % 40);
             for (int j = 0; j < 16; j++) w[b].qs[j] = (uint8_t)lb_test_rand(&rng);
         }
-        CHECK(lb_mxfp4_to_q8_0(w, q, NB) == 0);
-        float yw[NB * 32], yq[NB * 32], s_ref, s_q8;
+        CHECK(lb_mxfp4_to_q5_0(w, q, NB) == 0);
+        float yw[NB * 32], yq[NB * 32], s_ref, s_q5;
         lb_dequantize_row_mxfp4(w, yw, NB * 32);
-        lb_dequantize_row_q8_0(q, yq, NB * 32);
+        lb_traits(LB_TYPE_Q5_0)->to_float(q, yq, NB * 32);
         n_bad += memcmp(yw, yq, sizeof yw) != 0;
         lb_vec_dot_mxfp4_q8_0_ref(NB * 32, &s_ref, w, a);
-        lb_vec_dot_q8_0_q8_0_ref(NB * 32, &s_q8, q, a);
-        n_bad += memcmp(&s_ref, &s_q8, sizeof s_ref) != 0;
+        lb_traits(LB_TYPE_Q5_0)->vec_dot(NB * 32, &s_q5, q, a);
+        n_bad += memcmp(&s_ref, &s_q5, sizeof s_ref) != 0;
     }
     CHECK_MSG(n_bad == 0, "%d of 400 conversions or dots differ", n_bad);
     /* beyond fp16: a scale of 2^16 is refused, one of 2^-30 counted (codes nonzero) */
     w[0].e = 144;
-    CHECK(lb_mxfp4_to_q8_0(w, q, 1) == -1);
+    CHECK(lb_mxfp4_to_q5_0(w, q, 1) == -1);
     w[0].e = 98;
     memset(w[0].qs, 0x11, sizeof w[0].qs);
-    CHECK(lb_mxfp4_to_q8_0(w, q, 1) == 1);
+    CHECK(lb_mxfp4_to_q5_0(w, q, 1) == 1);
     memset(w[0].qs, 0, sizeof w[0].qs);
-    CHECK(lb_mxfp4_to_q8_0(w, q, 1) == 0);
+    CHECK(lb_mxfp4_to_q5_0(w, q, 1) == 0);
 }
 
 static int64_t n_elements(const gguf_tensor *t) {
@@ -132,7 +134,7 @@ static void test_requantize(void) {
     gguf_close(g);
 
     /* lowbit quantize writes them too; the file then loads (its matrices
-     * converted to Q8_0 at load) and runs */
+     * converted to Q5_0 at load) and runs */
     char out[4200];
     snprintf(out, sizeof out, "%s", lb_test_tmp("tiny-lowbit-MXFP4.gguf"));
     lb_quantize_params qp = {LB_TYPE_MXFP4, 2, NULL, NULL};

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "formats/legacy.h"
 #include "formats/mxfp4.h"
 
 /* no FMA contraction: bit-exactness with ggml (see kquants.c) */
@@ -71,18 +72,21 @@ void lb_vec_dot_mxfp4_q8_0_ref(int64_t n, float *s, const void *vw, const void *
     *s = sumf;
 }
 
-int64_t lb_mxfp4_to_q8_0(const void *src, void *dst, int64_t nb) {
+int64_t lb_mxfp4_to_q5_0(const void *src, void *dst, int64_t nb) {
     const block_mxfp4 *x = src;
-    block_q8_0 *y = dst;
+    block_q5_0 *y = dst;
     int64_t inexact = 0;
     for (int64_t b = 0; b < nb; b++) {
         if (x[b].e > 143) return -1;
+        uint32_t qh = 0;
         int any = 0;
         for (int j = 0; j < QK_MXFP4 / 2; j++) {
-            y[b].qs[j] = lb_kvalues_mxfp4[x[b].qs[j] & 0xF];
-            y[b].qs[j + QK_MXFP4 / 2] = lb_kvalues_mxfp4[x[b].qs[j] >> 4];
-            any |= y[b].qs[j] | y[b].qs[j + QK_MXFP4 / 2];
+            const int lo = lb_kvalues_mxfp4[x[b].qs[j] & 0xF] + 16, hi = lb_kvalues_mxfp4[x[b].qs[j] >> 4] + 16;
+            y[b].qs[j] = (uint8_t)((lo & 0xF) | (hi & 0xF) << 4);
+            qh |= (uint32_t)(lo >> 4) << j | (uint32_t)(hi >> 4) << (j + 16);
+            any |= (lo != 16) | (hi != 16);
         }
+        memcpy(y[b].qh, &qh, sizeof qh);
         y[b].d = lb_f32_to_fp16(lb_e8m0_to_f32_half(x[b].e));
         inexact += any && x[b].e < 104;
     }

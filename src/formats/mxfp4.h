@@ -6,11 +6,12 @@
  * and the scale is halved: value = kv[code] * 2^(e - 128). Low nibbles hold
  * weights 0..15, high nibbles 16..31 (as Q4_0). 4.25 bits per weight.
  *
- * The kernels run it as Q8_0 (lb_mxfp4_to_q8_0, done once at load): each
- * block's codes become their int8 table values and 2^(e - 128) its fp16
- * scale, which fp16 holds exactly for e in [104, 143], so every product and
- * sum is the one the MXFP4 reference dot product forms. That costs 8.5 bits
- * per weight of memory where the file has 4.25. */
+ * The kernels run it as Q5_0 (lb_mxfp4_to_q5_0, done once at load): each
+ * block's table values kv (-12..12) are Q5_0's q - 16 (q in 0..31) and
+ * 2^(e - 128) its fp16 scale, which fp16 holds exactly for e in [104, 143],
+ * so every product and sum is the one the MXFP4 reference dot product forms.
+ * That costs 5.5 bits per weight of memory where the file has 4.25 (Q8_0,
+ * the first choice, cost 8.5). */
 #ifndef LB_MXFP4_H
 #define LB_MXFP4_H
 
@@ -35,10 +36,10 @@ void lb_dequantize_row_mxfp4(const void *x, float *y, int64_t k);
 /* ggml's vec_dot_mxfp4_q8_0: per block 2^(e-128) * d_a * sum kv[code] a_j */
 void lb_vec_dot_mxfp4_q8_0_ref(int64_t n, float *s, const void *w, const void *a);
 
-/* nb MXFP4 blocks as Q8_0 blocks (above). Returns how many blocks lost
+/* nb MXFP4 blocks as Q5_0 blocks (above). Returns how many blocks lost
  * exactness (a scale below 2^-24 rounded to fp16; such weights are below
  * 3e-7), or -1 if a scale is above 2^15 (no such weight fits fp16). */
-int64_t lb_mxfp4_to_q8_0(const void *src, void *dst, int64_t nb);
+int64_t lb_mxfp4_to_q5_0(const void *src, void *dst, int64_t nb);
 
 const lb_type_traits *lb_mxfp4_traits(void);
 
