@@ -261,6 +261,15 @@ static void llama3_turn(sbuf *b, const char *role, const char *text) {
     put(b, "<|eot_id|>");
 }
 
+/* strftime_now(fmt) for today, into buf (32 bytes); returns buf */
+static const char *today_as(char buf[32], const char *fmt) {
+    const time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(buf, 32, fmt, &tm);
+    return buf;
+}
+
 static lb_status llama3(const lb_chat_template *t, const lb_chat_msg *m, int n, const char *date, sbuf *b) {
     if (t->family == LB_CHAT_LLAMA3) {
         for (int i = 0; i < n; i++) {
@@ -271,13 +280,7 @@ static lb_status llama3(const lb_chat_template *t, const lb_chat_msg *m, int n, 
         /* 3.1+: {{- bos_token }} ... the system header always, with the dates and the trimmed system message */
         const int off = first_system(m, n);
         char today[32];
-        if (!date && t->date_now) {
-            time_t now = time(NULL);
-            struct tm tm;
-            localtime_r(&now, &tm);
-            strftime(today, sizeof today, "%d %b %Y", &tm);
-            date = today;
-        }
+        if (!date && t->date_now) date = today_as(today, "%d %b %Y");
         put(b, t->bos);
         put(b, "<|start_header_id|>system<|end_header_id|>\n\n");
         put(b, "Cutting Knowledge Date: December 2023\n");
@@ -487,13 +490,7 @@ static lb_status phi3(const lb_chat_msg *m, int n, sbuf *b) {
  * written. */
 static lb_status gpt_oss(const lb_chat_msg *m, int n, const char *date, sbuf *b) {
     char today[32];
-    if (!date) { /* strftime_now("%Y-%m-%d") */
-        time_t now = time(NULL);
-        struct tm tm;
-        localtime_r(&now, &tm);
-        strftime(today, sizeof today, "%Y-%m-%d", &tm);
-        date = today;
-    }
+    if (!date) date = today_as(today, "%Y-%m-%d"); /* strftime_now("%Y-%m-%d") */
     put(b, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
            "Knowledge cutoff: 2024-06\nCurrent date: ");
     put(b, date);

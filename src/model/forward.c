@@ -56,8 +56,6 @@ void lb_context_free(lb_context *c) {
 
 static float *alloc_f(size_t n) { return lb_malloc_aligned(n * sizeof(float)); }
 
-/* factors: per-pair divisors of the frequencies (llama 3's rope_freqs,
- * phi3's long or short factors), or NULL */
 /* YaRN's ramp over rotation pairs (ggml_rope_yarn_corr_dims): pairs below
  * lo turn more than beta_fast (32) times in the original context and keep
  * their frequency; pairs above hi turn less than beta_slow (1) time and are
@@ -65,6 +63,9 @@ static float *alloc_f(size_t n) { return lb_malloc_aligned(n * sizeof(float)); }
 static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) {
     return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2.0f * (float)M_PI)) / (2.0f * logf(base));
 }
+
+/* factors: per-pair divisors of the frequencies (llama 3's rope_freqs,
+ * phi3's long or short factors), or NULL */
 
 static void rope_inv_freq(const lb_model *m, float base, float scale, const float *factors, float *out) {
     const lb_hparams *hp = &m->hp;
@@ -200,29 +201,13 @@ int lb_context_n_ctx(const lb_context *c) { return c->n_ctx; }
 int lb_context_threads(const lb_context *c) { return c->n_threads; }
 void lb_context_reset(lb_context *c) { (void)c; /* positions drive the cache: nothing to clear */ }
 
-/* Threads for a row-wise stage of `work` floats: waking them costs a few
- * microseconds, more than a decode step's rows take on one core. */
-static int stage_threads(const lb_context *c, int64_t work) { return work < 65536 ? 1 : c->n_threads; }
-
-/* Runs the statement (the variadic part) for i in [0, n) on nth threads (the
- * variable named nth); no OpenMP region for one thread. */
-#define FOR_ROWS(nth, n, i, ...)                         \
-    do {                                                 \
-        if ((nth) > 1) {                                 \
-            _Pragma("omp parallel for num_threads(nth)") \
-            for (int i = 0; i < (n); i++) __VA_ARGS__    \
-        } else {                                         \
-            for (int i = 0; i < (n); i++) __VA_ARGS__    \
-        }                                                \
-    } while (0)
-
 /* Per row: y = norm(x) * w, after (when a is given) a = post_norm(a) * post
  * (Gemma 3) and x += a. w NULL: the add only. */
 static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, float *a, const float *post, float *y,
                           const float *w, int n, int d) {
     const float eps = c->model->hp.norm_eps;
-    const int nth = stage_threads(c, (int64_t)n * d);
-    FOR_ROWS(nth, n, i, {
+    const int nth = lb_stage_threads(c, (int64_t)n * d);
+    LB_FOR_ROWS(nth, n, i, {
         float *xi = x + (size_t)i * d;
         if (a) {
             float *ai = a + (size_t)i * d;
@@ -237,8 +222,8 @@ static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, fl
 void lb_rope_tables(lb_context *c, int n) {
     const lb_hparams *hp = &c->model->hp;
     const int rd = hp->rope_dim, local = hp->arch == LB_ARCH_GEMMA3;
-    const int nth = stage_threads(c, (int64_t)n * rd * 16); /* cosf + sinf: ~16 adds' worth each */
-    FOR_ROWS(nth, n, t, {
+    const int nth = lb_stage_threads(c, (int64_t)n * rd * 16); /* cosf + sinf: ~16 adds' worth each */
+    LB_FOR_ROWS(nth, n, t, {
         const size_t o = (size_t)t * rd;
         lb_rope_table(c->rope_cs + o, c->rope_sn + o, (float)c->tok_pos[t], c->inv_freq, rd, hp->rope_neox);
         if (local)
@@ -268,8 +253,8 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
     const float eps = hp->norm_eps;
     const float *cs = l->is_local && hp->arch == LB_ARCH_GEMMA3 ? c->rope_cs_local : c->rope_cs;
     const float *sn = l->is_local && hp->arch == LB_ARCH_GEMMA3 ? c->rope_sn_local : c->rope_sn;
-    const int nth = stage_threads(c, (int64_t)n * (qd + 2 * kvd));
-    FOR_ROWS(nth, n, t, {
+    const int nth = lb_stage_threads(c, (int64_t)n * (qd + 2 * kvd));
+    LB_FOR_ROWS(nth, n, t, {
         float *q = c->q + (size_t)t * qd, *k = c->k + (size_t)t * kvd, *v = c->v + (size_t)t * kvd;
         const float *cst = cs + (size_t)t * hp->rope_dim, *snt = sn + (size_t)t * hp->rope_dim;
         if (l->bq) vo->add(q, l->bq, qd);
@@ -346,9 +331,9 @@ void lb_embed_tokens(const lb_model *m, const int32_t *tokens, int n, float *x) 
 
 /* g = act(g) * u over n rows of ff: SiLU, or GELU for Gemma */
 static void glu_rows(const lb_context *c, const lb_vecops *vo, float *g, const float *u, int n, int ff) {
-    const int nth = stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
+    const int nth = lb_stage_threads(c, (int64_t)n * ff * 8); /* exp: ~8 adds' worth */
     const int gelu = c->model->hp.arch == LB_ARCH_GEMMA2 || c->model->hp.arch == LB_ARCH_GEMMA3;
-    FOR_ROWS(nth, n, t, {
+    LB_FOR_ROWS(nth, n, t, {
         if (gelu) vo->gelu_mul(g + (size_t)t * ff, u + (size_t)t * ff, ff);
         else vo->silu_mul(g + (size_t)t * ff, u + (size_t)t * ff, ff);
     });

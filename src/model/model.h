@@ -172,6 +172,9 @@ int lb_layer_matrices(const lb_hparams *hp, lb_layer *l, lb_matrix **out);
 /* Register a buffer (from lb_malloc_aligned) to be freed with the model.
  * Returns p (NULL on OOM). */
 void *lb_model_own(lb_model *m, void *p);
+/* Index of p in the model's owned buffers (made at load, not the file's
+ * mapping), -1 if it is not one. */
+int lb_model_owned_index(const lb_model *m, const void *p);
 
 /* llama.cpp's general.file_type for a file of type t (model.c); -1 if none. */
 int lb_llama_ftype(int t, int mixed);
@@ -183,6 +186,23 @@ void lb_model_set_act_bits(lb_model *m, int all, int down);
 /* RoPE tables (c->rope_cs, ...) of the batch's first n tokens at positions
  * c->tok_pos (forward.c; the device backend copies them up). */
 void lb_rope_tables(lb_context *c, int n);
+
+/* Threads for a row-wise stage of `work` floats (forward.c, moe.c): waking
+ * them costs a few microseconds, more than a decode step's rows take on one
+ * core. */
+static inline int lb_stage_threads(const lb_context *c, int64_t work) { return work < 65536 ? 1 : c->n_threads; }
+
+/* Runs the statement (the variadic part) for i in [0, n) on nth threads (the
+ * variable named nth); no OpenMP region for one thread. */
+#define LB_FOR_ROWS(nth, n, i, ...)                      \
+    do {                                                 \
+        if ((nth) > 1) {                                 \
+            _Pragma("omp parallel for num_threads(nth)") \
+            for (int i = 0; i < (n); i++) __VA_ARGS__    \
+        } else {                                         \
+            for (int i = 0; i < (n); i++) __VA_ARGS__    \
+        }                                                \
+    } while (0)
 /* Token embeddings (n x n_embd floats; Gemma 3's sqrt(n_embd) scale
  * applied): what the first layer reads (forward.c). */
 void lb_embed_tokens(const lb_model *m, const int32_t *tokens, int n, float *x);

@@ -31,6 +31,12 @@ void *lb_model_own(lb_model *m, void *p) {
     return p;
 }
 
+int lb_model_owned_index(const lb_model *m, const void *p) {
+    for (int i = 0; i < m->n_owned; i++)
+        if (m->owned[i] == p) return i;
+    return -1;
+}
+
 void lb_model_free(lb_model *m) {
     if (!m) return;
     if (m->dev_weights && m->dev_weights_free) m->dev_weights_free(m->dev_weights);
@@ -179,13 +185,6 @@ static lb_status mxfp4_as_q5_0(loader *L, const char *name, const gguf_tensor *t
     return LB_OK;
 }
 
-/* Whether p is a buffer the model owns (made at load, not the file's). */
-static int owned(const lb_model *m, const void *p) {
-    for (int i = 0; i < m->n_owned; i++)
-        if (m->owned[i] == p) return 1;
-    return 0;
-}
-
 /* A 2-D weight of shape [K (row length), N rows]. */
 static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, int optional,
                             lb_matrix *out) {
@@ -261,7 +260,7 @@ static lb_status split_rows(loader *L, const lb_matrix *whole, const char *name,
     lb_status s = lb_matrix_rows(whole, r0, n, out, &alloc);
     if (s) return lb_fail_prefix(s, "tensor %s holds several matrices", name);
     if (alloc && !lb_model_own(L->m, alloc)) return LB_ERR_NOMEM;
-    if (!alloc && owned(L->m, whole->data)) { /* converted at load (MXFP4): a copy of its own (mxfp4_as_q5_0) */
+    if (!alloc && lb_model_owned_index(L->m, whole->data) >= 0) { /* converted at load (MXFP4): a copy of its own (mxfp4_as_q5_0) */
         const size_t bytes = out->row_size * (size_t)n;
         void *copy = lb_model_own(L->m, lb_malloc_aligned(bytes));
         if (!copy) return LB_ERR_NOMEM;

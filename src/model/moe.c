@@ -5,8 +5,9 @@
  *   out = sum_j w_j * down_e(silu(gate_e(x)) * up_e(x))
  * gpt-oss: logits router * x + b, the k largest chosen, w = softmax of those
  * k; each expert's gate, up and down with biases and swiglu_oai for silu.
- * Each expert's gate, up and down are row views of the file's 3-D tensors
- * (model_load.c), repacked at load like any matrix.
+ * Each expert's gate, up and down are row views of the file's 3-D tensors,
+ * or its own 2-D tensors (Mixtral's first layout), or converted rows
+ * (MXFP4: model_load.c), repacked at load like any matrix.
  *
  * Two ways through, one result: every chosen expert writes its output row
  * into a slot of its own (token t's j-th choice), and the slots are summed in
@@ -167,13 +168,8 @@ static void act_row(const lb_context *c, const lb_vecops *vo, const lb_layer *l,
  * each: a chunk of gpt-oss-20b's rows is 512 x 2880 of them) */
 static void act_rows(const lb_context *c, const lb_layer *l, int e, float *g, float *u, int n, int ff) {
     const lb_vecops *vo = lb_vecops_get();
-    const int nth = (int64_t)n * ff < 65536 ? 1 : c->n_threads;
-    if (nth > 1) {
-#pragma omp parallel for num_threads(nth)
-        for (int t = 0; t < n; t++) act_row(c, vo, l, e, g + (size_t)t * ff, u + (size_t)t * ff, ff);
-    } else {
-        for (int t = 0; t < n; t++) act_row(c, vo, l, e, g + (size_t)t * ff, u + (size_t)t * ff, ff);
-    }
+    const int nth = lb_stage_threads(c, (int64_t)n * ff);
+    LB_FOR_ROWS(nth, n, t, { act_row(c, vo, l, e, g + (size_t)t * ff, u + (size_t)t * ff, ff); });
 }
 
 /* n output rows of expert e's down matrix (stride d): + its bias, if any */

@@ -131,13 +131,6 @@ int lb_repack_target_matrix(int type, int64_t N, int act_bits) {
     return t;
 }
 
-/* Index of p in the model's owned buffers, -1 if not owned (mapped file). */
-static int owned_index(const lb_model *m, const void *p) {
-    for (int i = 0; i < m->n_owned; i++)
-        if (m->owned[i] == p) return i;
-    return -1;
-}
-
 typedef struct {
     int n;
     uint64_t bytes;
@@ -181,7 +174,7 @@ static lb_status repack_matrix(lb_model *m, lb_matrix *w, int type, int replace,
     } else {
         lb_repack_tensor(type, w->data, dst, w->K, w->N);
     }
-    const int i = replace ? owned_index(m, w->data) : -1;
+    const int i = replace ? lb_model_owned_index(m, w->data) : -1;
     if (i >= 0) {
         lb_free_aligned(m->owned[i]);
         m->owned[i] = NULL;

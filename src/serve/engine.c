@@ -182,18 +182,23 @@ static void finish_req(srv_req *r, const char *finish, const srv_error *err) {
     pthread_cond_broadcast(&r->cv);
 }
 
-static int append_text(srv_req *r, const char *s, size_t n) {
-    if (r->text_len + n + 1 > r->text_cap) {
-        size_t cap = r->text_cap ? r->text_cap : 256;
-        while (cap < r->text_len + n + 1) cap *= 2;
-        char *t = realloc(r->text, cap);
-        if (!t) return -1;
-        r->text = t;
-        r->text_cap = cap;
+int srv_buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + n + 1) c *= 2;
+        char *b = realloc(*buf, c);
+        if (!b) return -1;
+        *buf = b;
+        *cap = c;
     }
-    memcpy(r->text + r->text_len, s, n);
-    r->text_len += n;
-    r->text[r->text_len] = 0;
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 0;
+}
+
+static int append_text(srv_req *r, const char *s, size_t n) {
+    if (srv_buf_append(&r->text, &r->text_len, &r->text_cap, s, n)) return -1;
     if (r->n_marks == r->cap_marks) {
         int cap = r->cap_marks ? 2 * r->cap_marks : 64;
         size_t *m = realloc(r->marks, (size_t)cap * sizeof *m);
@@ -450,36 +455,6 @@ static void admit(srv_engine *e) {
     }
 }
 
-/* Appends n bytes to a growable buffer (NUL kept after them); -1 out of memory. */
-static int buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n) {
-    if (*len + n + 1 > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *len + n + 1) c *= 2;
-        char *b = realloc(*buf, c);
-        if (!b) return -1;
-        *buf = b;
-        *cap = c;
-    }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    (*buf)[*len] = 0;
-    return 0;
-}
-
-static int gen_append(slot *s, const char *p, size_t n) {
-    if (s->gen_len + n + 1 > s->gen_cap) {
-        size_t cap = s->gen_cap ? s->gen_cap : 256;
-        while (cap < s->gen_len + n + 1) cap *= 2;
-        char *g = realloc(s->gen, cap);
-        if (!g) return -1;
-        s->gen = g;
-        s->gen_cap = cap;
-    }
-    memcpy(s->gen + s->gen_len, p, n);
-    s->gen_len += n;
-    return 0;
-}
-
 /* A sampled token: the text grows, stop strings end it, and what can be
  * shown is released (not a possible start of a stop string, not half a
  * UTF-8 character). */
@@ -495,10 +470,10 @@ static void on_token(srv_engine *e, slot *s, int32_t t) {
     size_t len;
     lb_harmony_kind kind = LB_HARMONY_ANSWER;
     const char *piece = r->harmony ? lb_harmony_piece(&s->hs, e->m, t, &len, &kind) : lb_token_to_piece(e->m, t, &len);
-    if (kind == LB_HARMONY_REASONING) buf_append(&s->think, &s->think_len, &s->think_cap, piece, len);
+    if (kind == LB_HARMONY_REASONING) srv_buf_append(&s->think, &s->think_len, &s->think_cap, piece, len);
     if (kind != LB_HARMONY_ANSWER) len = 0; /* gpt-oss's reasoning and headers are not the reply */
     const size_t before = s->gen_len;
-    if (gen_append(s, piece, len)) {
+    if (srv_buf_append(&s->gen, &s->gen_len, &s->gen_cap, piece, len)) {
         s->finish = "length";
         s->released = s->gen_len;
         return;
@@ -632,7 +607,7 @@ static void publish(srv_engine *e, int failed) {
         if (think_rel > s->think_published) {
             size_t n;
             char *clean = srv_utf8_clean(s->think + s->think_published, think_rel - s->think_published, &n);
-            if (clean) buf_append(&r->think, &r->think_len, &r->think_cap, clean, n);
+            if (clean) srv_buf_append(&r->think, &r->think_len, &r->think_cap, clean, n);
             free(clean);
             s->think_published = think_rel;
             pthread_cond_broadcast(&r->cv);

@@ -467,30 +467,13 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
     }
     /* the whole answer, watching the client meanwhile */
     char *answer = NULL, *thought = NULL;
-    size_t answer_len = 0, have = 0, thought_len = 0, thought_cap = 0;
+    size_t answer_len = 0, answer_cap = 0, have = 0, thought_len = 0, thought_cap = 0;
     srv_take tk;
     double checked = lb_time_s();
     for (;;) {
         srv_req_take(h->o.engine, r, &have, 100, &tk);
-        if (tk.delta_len) {
-            char *a = realloc(answer, answer_len + tk.delta_len + 1);
-            if (a) {
-                memcpy(a + answer_len, tk.delta, tk.delta_len);
-                answer_len += tk.delta_len;
-                a[answer_len] = 0;
-                answer = a;
-            }
-        }
-        if (tk.reasoning_len) {
-            const size_t need = thought_len + tk.reasoning_len + 1;
-            char *t = need > thought_cap ? realloc(thought, 2 * need) : thought;
-            if (t) {
-                thought_cap = need > thought_cap ? 2 * need : thought_cap;
-                memcpy(t + thought_len, tk.reasoning, tk.reasoning_len + 1);
-                thought_len += tk.reasoning_len;
-                thought = t;
-            }
-        }
+        if (tk.delta_len) srv_buf_append(&answer, &answer_len, &answer_cap, tk.delta, tk.delta_len);
+        if (tk.reasoning_len) srv_buf_append(&thought, &thought_len, &thought_cap, tk.reasoning, tk.reasoning_len);
         free(tk.reasoning);
         free(tk.delta);
         free(tk.cuts);

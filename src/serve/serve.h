@@ -110,6 +110,10 @@ int srv_engine_submit(srv_engine *e, srv_req *r, srv_error *err);
 void srv_req_cancel(srv_engine *e, srv_req *r);
 void srv_req_release(srv_engine *e, srv_req *r);
 
+/* Appends n bytes to a growable buffer (*len bytes in *cap, a NUL kept
+ * after them); -1 out of memory, the buffer as it was. */
+int srv_buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n);
+
 /* What a waiter takes out of a request. */
 typedef struct {
     char *delta;          /* new text since the last take (malloc'ed, may be NULL) */
