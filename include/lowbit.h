@@ -171,6 +171,11 @@ typedef enum {
     LB_TYPE_ABQ_W1_C2X16 = 1115, LB_TYPE_ABQ_W2_C2X16 = 1116, LB_TYPE_ABQ_W3_C4X16 = 1117,
     LB_TYPE_ABQ_W4_C4X16 = 1118, LB_TYPE_ABQ_W2S_C4X16 = 1119,
     LB_TYPE_ABQ_W3_C3X16 = 1120, LB_TYPE_ABQ_W2S_C3X16 = 1121,
+    /* MXFP4's codes in IQ4_NL's block (an fp16 scale, 16 nibble bytes),
+     * made from a file's MXFP4 at load, never in a file (formats/mxfp4.h),
+     * and its interleaved layouts as IQ4_NL's (formats/repack.h) */
+    LB_TYPE_MXFP4_NL = 1122,
+    LB_TYPE_MXFP4_NL_4X4 = 1123, LB_TYPE_MXFP4_NL_4X8 = 1124, LB_TYPE_MXFP4_NL_8X8 = 1125,
 } lb_type;
 
 const char *lb_type_name(int type);           /* "Q4_0", or NULL if unknown */

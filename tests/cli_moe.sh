@@ -103,7 +103,7 @@ fi
 # its copy is made; a shared one was read after free, which the ASan build
 # caught; LOWBIT_REPACK=off keeps the converted rows and must agree)
 "$LOWBIT" quantize "$WORK/oss.gguf" "$WORK/oss-mx.gguf" MXFP4 > "$WORK/quant.txt" 2>&1 &&
-  "$LOWBIT" info "$WORK/oss-mx.gguf" 2>&1 | grep -q "converted at load to Q5_0" &&
+  "$LOWBIT" info "$WORK/oss-mx.gguf" 2>&1 | grep -q "converted at load to MXFP4_NL" &&
   p_on=$(ppl_at "$WORK/oss-mx.gguf" 128 2) && p_off=$(LOWBIT_REPACK=off ppl_at "$WORK/oss-mx.gguf" 128 2) &&
   [ -n "$p_on" ] && [ "$p_on" = "$p_off" ] && ok "gpt-oss with MXFP4 experts runs (PPL $p_on, repacked or not)" ||
   bad "gpt-oss MXFP4: '${p_on:-}' / '${p_off:-}' $(tail -n 2 "$WORK/quant.txt")"

@@ -47,7 +47,7 @@ else
   bad "quantize MX: $(tail -n 2 "$WORK/qmx.txt")"
 fi
 
-# MXFP4 (converted to Q5_0 at load): the fused attn_qkv's pieces each get
+# MXFP4 (converted to MXFP4_NL at load): the fused attn_qkv's pieces each get
 # their own copy of the converted rows, which repacking may free apart; 91.56
 # when written, and the same without repacking
 if "$LOWBIT" quantize "$WORK/p3.gguf" "$WORK/p3-mxfp4.gguf" MXFP4 > "$WORK/qmx.txt" 2>&1; then

@@ -62,7 +62,7 @@ static void test_geometry(void) {
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W4, 256) == LB_TYPE_ABQ_W4);
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W4, 96) == LB_TYPE_Q8_0);
     CHECK(lb_type_fallback(LB_TYPE_ABQ_W2S, 100) == LB_TYPE_F16);
-    CHECK(!lb_traits(1122) && !lb_traits(1099));
+    CHECK(!lb_traits(LB_TYPE_ABQ_W2S_C3X16 + 5) && !lb_traits(1099)); /* past the last type ids */
 }
 
 /* ---- bit balance ---- */

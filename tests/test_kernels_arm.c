@@ -71,6 +71,7 @@ static lb_isa top_level(int type) {
     switch (type) {
     case LB_TYPE_Q4_0_4X8: case LB_TYPE_Q4_0_8X8: case LB_TYPE_IQ4_NL_4X8:
     case LB_TYPE_IQ4_NL_8X8: case LB_TYPE_Q8_0_4X8: case LB_TYPE_Q8_0_8X8:
+    case LB_TYPE_MXFP4_NL_4X8: case LB_TYPE_MXFP4_NL_8X8:
         return LB_ISA_I8MM;
     case LB_TYPE_F32: case LB_TYPE_F16: case LB_TYPE_BF16:
         return LB_ISA_NEON;
@@ -92,7 +93,8 @@ static void test_dispatch(void) {
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_IQ4_NL,
                          LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0_8X8, LB_TYPE_IQ4_NL_4X4,
                          LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8, LB_TYPE_Q8_0_4X4, LB_TYPE_Q8_0_4X8,
-                         LB_TYPE_Q8_0_8X8};
+                         LB_TYPE_Q8_0_8X8, LB_TYPE_MXFP4_NL, LB_TYPE_MXFP4_NL_4X4, LB_TYPE_MXFP4_NL_4X8,
+                         LB_TYPE_MXFP4_NL_8X8};
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         for (int l = 0; l < n_levels; l++) {
             const lb_kernel *k = lb_kernel_get_at(types[t], kArmLevels[l]);
@@ -199,9 +201,9 @@ static void test_vec_dot(void) {
     static float wf[MAXN], af[MAXN], wd[MAXN], ad[MAXN];
     static _Alignas(16) uint8_t wq[MAXN * 4], aq[MAXN * 4];
     uint64_t s = 11;
-    const int qtypes[] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0};
+    const int qtypes[] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_TYPE_MXFP4_NL};
     const int64_t qsizes[] = {32, 64, 96, 128, 160, 224, 4128};
-    for (int ti = 0; ti < 3; ti++) {
+    for (int ti = 0; ti < 4; ti++) {
         const lb_type_traits *t = lb_traits(qtypes[ti]);
         for (int si = 0; si < 7; si++) {
             const int64_t n = qsizes[si];
@@ -360,10 +362,11 @@ static void check_call(const weights *w, const acts *a, int gemm, const lb_kerne
 static void test_interleaved(void) {
     static const int types[] = {LB_TYPE_Q4_0_4X4,   LB_TYPE_Q4_0_4X8,   LB_TYPE_Q4_0_8X8,
                                 LB_TYPE_IQ4_NL_4X4, LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8,
-                                LB_TYPE_Q8_0_4X4,   LB_TYPE_Q8_0_4X8,   LB_TYPE_Q8_0_8X8};
+                                LB_TYPE_Q8_0_4X4,   LB_TYPE_Q8_0_4X8,   LB_TYPE_Q8_0_8X8,
+                                LB_TYPE_MXFP4_NL_4X4, LB_TYPE_MXFP4_NL_4X8, LB_TYPE_MXFP4_NL_8X8};
     const int64_t Ks[] = {32, 96, 288, 2080};
     uint64_t s = 0x51ed270b;
-    for (int ti = 0; ti < 9; ti++) {
+    for (int ti = 0; ti < (int)(sizeof types / sizeof types[0]); ti++) {
         const int R = lb_type_rows(types[ti]);
         for (int ki = 0; ki < 4; ki++) {
             const int64_t K = Ks[ki];

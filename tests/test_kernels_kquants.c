@@ -1,4 +1,4 @@
-/* The K-quant and IQ4_NL dot-product kernels at every ISA level this CPU has,
+/* The K-quant, IQ4_NL and MXFP4_NL dot-product kernels at every ISA level this CPU has,
  * against the scalar reference vec_dot (formats/q*_k.c, iq4_nl.c).
  *
  * Tolerance: |kernel - reference| <= 1e-5 * sum_i |w_i * a_i| (dequantized
@@ -15,7 +15,9 @@
 #include "kernels/x86/kquants_x86.h"
 
 static const int kTypes[] = {LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K,
-                             LB_TYPE_Q5_K, LB_TYPE_Q6_K, LB_TYPE_IQ4_NL};
+                             LB_TYPE_Q5_K, LB_TYPE_Q6_K, LB_TYPE_IQ4_NL, LB_TYPE_MXFP4_NL};
+/* the blocks of 32 with an fp16 scale and a 16-entry codebook against Q8_0 */
+#define IS_NL(t) ((t) == LB_TYPE_IQ4_NL || (t) == LB_TYPE_MXFP4_NL)
 #define TOL 1e-5
 #define MAX_N 11008
 
@@ -90,7 +92,7 @@ static void test_quantized_data(void) {
     for (size_t ti = 0; ti < sizeof kTypes / sizeof kTypes[0]; ti++) {
         const int type = kTypes[ti];
         const lb_type_traits *t = lb_traits(type), *at = lb_traits(t->vec_dot_type);
-        const int is_nl = type == LB_TYPE_IQ4_NL;
+        const int is_nl = IS_NL(type);
         const int64_t *sizes = is_nl ? sizes_nl : sizes_k;
         const size_t nsizes = is_nl ? 8 : 4;
         for (size_t si = 0; si < nsizes; si++) {
@@ -152,13 +154,13 @@ static void test_random_blocks(void) {
                 case LB_TYPE_Q4_K: dp = &((block_q4_K *)blk)->d, dminp = &((block_q4_K *)blk)->dmin; break;
                 case LB_TYPE_Q5_K: dp = &((block_q5_K *)blk)->d, dminp = &((block_q5_K *)blk)->dmin; break;
                 case LB_TYPE_Q6_K: dp = &((block_q6_K *)blk)->d; break;
-                case LB_TYPE_IQ4_NL: dp = &((block_iq4_nl *)blk)->d; break;
+                case LB_TYPE_IQ4_NL: case LB_TYPE_MXFP4_NL: dp = &((block_iq4_nl *)blk)->d; break;
                 }
                 *dp = d;
                 if (dminp) *dminp = dmin;
             }
             /* extreme activations on some reps: all +127 or alternating -127 */
-            if (type == LB_TYPE_IQ4_NL) {
+            if (IS_NL(type)) {
                 block_q8_0 *a = (block_q8_0 *)aq;
                 for (int64_t b = 0; b < n / QK8_0; b++) {
                     a[b].d = rand_scale(&seed, 0.05f);
@@ -247,7 +249,7 @@ static void test_dispatch(void) {
                   "%s has no AVX2 kernel", lb_traits(type)->name);
         k = lb_kernel_get_at(type, LB_ISA_AVX512);
         const int has512 = type == LB_TYPE_Q4_K || type == LB_TYPE_Q5_K || type == LB_TYPE_Q6_K ||
-                           type == LB_TYPE_IQ4_NL;
+                           IS_NL(type);
         CHECK_MSG(k && k->isa == (has512 ? LB_ISA_AVX512 : LB_ISA_AVX2), "%s: wrong AVX-512 entry",
                   lb_traits(type)->name);
 #endif

@@ -5,15 +5,18 @@
  *    all 16 matrices of ik_llama.cpp's llama-quantize --pure MXFP4 file
  *    (SHA-256 each, tests/data/mxfp4, scripts/make-mxfp4-fixture.sh), and
  *    lb_quantize_file writes those bytes too;
- *  - the conversion the kernels run it through (Q5_0) dequantizes to the same
+ *  - the conversion the kernels run it through (MXFP4_NL) dequantizes to the same
  *    floats and gives the reference dot product's bits, on random blocks with
  *    every scale fp16 holds; scales beyond are refused or counted;
  *  - the file lowbit writes loads and runs. (Its perplexity against
  *    ik_llama.cpp's on the same file: tests/cli_moe.sh.) */
 #include <math.h>
+#include <unistd.h>
 
 #include "core/common.h"
 #include "formats/legacy.h"
+#include "kernels/cpu.h"
+#include "kernels/dispatch.h"
 #include "formats/mxfp4.h"
 #include "gguf/gguf.h"
 #include "test_sha256.h"
@@ -57,41 +60,60 @@ static void test_scale_and_block(void) {
     CHECK(b.e == 0 && b.qs[0] == 0 && b.qs[15] == 0);
 }
 
-/* Random blocks with scales e in [104, 143]: the Q5_0 conversion holds the
- * same values, and the Q5_0 reference dot gives the MXFP4 one's bits. */
+/* Random blocks with scales e in [104, 143]: the MXFP4_NL conversion holds
+ * the same values, its reference dot gives the MXFP4 one's bits, and its
+ * dot at every level this CPU has agrees within float rounding. */
+static const lb_isa kLevels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_AMX, LB_ISA_NEON, LB_ISA_DOTPROD, LB_ISA_I8MM};
+enum { N_LEVELS = sizeof kLevels / sizeof kLevels[0] };
+
 static void test_conversion(void) {
     enum { NB = 64 };
     uint64_t rng = 0x5eed;
     block_mxfp4 w[NB];
-    block_q5_0 q[NB];
+    block_mxfp4_nl q[NB];
     block_q8_0 a[NB];
     float xa[NB * 32];
     for (int i = 0; i < NB * 32; i++) xa[i] = lb_test_randf(&rng);
     lb_quantize_row_q8_0_ref(xa, a, NB * 32);
-    int n_bad = 0;
+    int n_bad = 0, n_level_dots = 0;
     for (int trial = 0; trial < 200; trial++) {
         for (int b = 0; b < NB; b++) {
             w[b].e = (uint8_t)(104 + lb_test_rand(&rng) % 40);
             for (int j = 0; j < 16; j++) w[b].qs[j] = (uint8_t)lb_test_rand(&rng);
         }
-        CHECK(lb_mxfp4_to_q5_0(w, q, NB) == 0);
+        CHECK(lb_mxfp4_to_nl(w, q, NB) == 0);
         float yw[NB * 32], yq[NB * 32], s_ref, s_q5;
         lb_dequantize_row_mxfp4(w, yw, NB * 32);
-        lb_traits(LB_TYPE_Q5_0)->to_float(q, yq, NB * 32);
+        lb_traits(LB_TYPE_MXFP4_NL)->to_float(q, yq, NB * 32);
         n_bad += memcmp(yw, yq, sizeof yw) != 0;
         lb_vec_dot_mxfp4_q8_0_ref(NB * 32, &s_ref, w, a);
-        lb_traits(LB_TYPE_Q5_0)->vec_dot(NB * 32, &s_q5, q, a);
+        lb_traits(LB_TYPE_MXFP4_NL)->vec_dot(NB * 32, &s_q5, q, a);
         n_bad += memcmp(&s_ref, &s_q5, sizeof s_ref) != 0;
+        /* the SIMD dots sum the same exact integer block sums in another
+         * float order: within 1e-5 of sum |w_i a_i| */
+        float ya[NB * 32];
+        lb_dequantize_row_q8_0(a, ya, NB * 32);
+        double mag = 0.0;
+        for (int i = 0; i < NB * 32; i++) mag += fabs((double)yq[i] * ya[i]);
+        for (int l = 0; l < N_LEVELS; l++) {
+            const lb_kernel *k = lb_kernel_get_at(LB_TYPE_MXFP4_NL, kLevels[l]);
+            if (!k || !lb_cpu_runs(kLevels[l])) continue;
+            float s_k;
+            k->vec_dot(NB * 32, &s_k, q, a);
+            n_bad += !(fabs((double)s_k - s_ref) <= 1e-5 * mag);
+            n_level_dots++;
+        }
     }
-    CHECK_MSG(n_bad == 0, "%d of 400 conversions or dots differ", n_bad);
+    CHECK_MSG(n_bad == 0, "%d of the conversions or dots differ", n_bad);
+    CHECK(n_level_dots >= 200);
     /* beyond fp16: a scale of 2^16 is refused, one of 2^-30 counted (codes nonzero) */
     w[0].e = 144;
-    CHECK(lb_mxfp4_to_q5_0(w, q, 1) == -1);
+    CHECK(lb_mxfp4_to_nl(w, q, 1) == -1);
     w[0].e = 98;
     memset(w[0].qs, 0x11, sizeof w[0].qs);
-    CHECK(lb_mxfp4_to_q5_0(w, q, 1) == 1);
+    CHECK(lb_mxfp4_to_nl(w, q, 1) == 1);
     memset(w[0].qs, 0, sizeof w[0].qs);
-    CHECK(lb_mxfp4_to_q5_0(w, q, 1) == 0);
+    CHECK(lb_mxfp4_to_nl(w, q, 1) == 0);
 }
 
 static int64_t n_elements(const gguf_tensor *t) {
@@ -134,13 +156,22 @@ static void test_requantize(void) {
     gguf_close(g);
 
     /* lowbit quantize writes them too; the file then loads (its matrices
-     * converted to Q5_0 at load) and runs */
+     * converted to MXFP4_NL at load) and runs */
     char out[4200];
     snprintf(out, sizeof out, "%s", lb_test_tmp("tiny-lowbit-MXFP4.gguf"));
     lb_quantize_params qp = {LB_TYPE_MXFP4, 2, NULL, NULL};
     lb_quantize_stats st;
     CHECK_OK(lb_quantize_file(path, out, &qp, &st));
     CHECK(st.n_quantized == 16 && st.n_fallback == 0);
+    /* MXFP4_NL and its layouts are what loading makes, not file types */
+    char bad[4200];
+    snprintf(bad, sizeof bad, "%s", lb_test_tmp("tiny-lowbit-MXFP4_NL.gguf"));
+    const int nl_types[] = {LB_TYPE_MXFP4_NL, LB_TYPE_MXFP4_NL_8X8};
+    for (int i = 0; i < 2; i++) {
+        lb_quantize_params qn = {nl_types[i], 2, NULL, NULL};
+        CHECK(lb_quantize_file(path, bad, &qn, NULL) == LB_ERR_UNSUPPORTED);
+        CHECK(access(bad, F_OK) != 0);
+    }
     gguf_file *o = NULL;
     CHECK_OK(gguf_open(out, &o));
     int n_same = 0;

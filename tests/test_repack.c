@@ -15,7 +15,8 @@
 
 static const int kTypes[] = {LB_TYPE_Q4_0_4X4,   LB_TYPE_Q4_0_4X8,   LB_TYPE_Q4_0_8X8,
                              LB_TYPE_IQ4_NL_4X4, LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8,
-                             LB_TYPE_Q8_0_4X4,   LB_TYPE_Q8_0_4X8,   LB_TYPE_Q8_0_8X8};
+                             LB_TYPE_Q8_0_4X4,   LB_TYPE_Q8_0_4X8,   LB_TYPE_Q8_0_8X8,
+                             LB_TYPE_MXFP4_NL_4X4, LB_TYPE_MXFP4_NL_4X8, LB_TYPE_MXFP4_NL_8X8};
 enum { N_TYPES = sizeof kTypes / sizeof kTypes[0] };
 
 /* Random but valid plain rows: scales from real quantization of t5-ish data. */
@@ -34,14 +35,15 @@ static void *make_plain(int base, int64_t K, int64_t N, uint64_t *seed) {
 
 static void test_traits(void) {
     const char *names[] = {"Q4_0_4X4",   "Q4_0_4X8",   "Q4_0_8X8", "IQ4_NL_4X4", "IQ4_NL_4X8",
-                           "IQ4_NL_8X8", "Q8_0_4X4",   "Q8_0_4X8", "Q8_0_8X8"};
+                           "IQ4_NL_8X8", "Q8_0_4X4",   "Q8_0_4X8", "Q8_0_8X8", "MXFP4_NL_4X4",
+                           "MXFP4_NL_4X8", "MXFP4_NL_8X8"};
     for (int i = 0; i < N_TYPES; i++) {
         const int T = kTypes[i];
         const lb_type_traits *t = lb_traits(T);
         const lb_repack_layout *L = lb_repack_layout_of(T);
         CHECK(t && L);
         if (!t || !L) continue;
-        CHECK(T == 1000 + i);
+        CHECK(T == (i < 9 ? 1000 + i : LB_TYPE_MXFP4_NL_4X4 + i - 9));
         CHECK(!strcmp(t->name, names[i]));
         CHECK(lb_type_from_name(names[i]) == T);
         CHECK(t->blck == 32 && t->type_size == lb_traits(L->base)->type_size);

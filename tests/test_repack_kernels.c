@@ -30,7 +30,8 @@
 
 static const int kTypes[] = {LB_TYPE_Q4_0_4X4,   LB_TYPE_Q4_0_4X8,   LB_TYPE_Q4_0_8X8,
                              LB_TYPE_IQ4_NL_4X4, LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8,
-                             LB_TYPE_Q8_0_4X4,   LB_TYPE_Q8_0_4X8,   LB_TYPE_Q8_0_8X8};
+                             LB_TYPE_Q8_0_4X4,   LB_TYPE_Q8_0_4X8,   LB_TYPE_Q8_0_8X8,
+                             LB_TYPE_MXFP4_NL_4X4, LB_TYPE_MXFP4_NL_4X8, LB_TYPE_MXFP4_NL_8X8};
 enum { N_TYPES = sizeof kTypes / sizeof kTypes[0] };
 #define TOL 1e-5
 

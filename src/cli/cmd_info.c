@@ -241,7 +241,7 @@ int cmd_info(int argc, char **argv) {
         const lb_kernel *k = !lb_traits(t) ? NULL
                              : lb_abq_bits(t) ? lb_kernel_get_act(t, (int)abits, lb_cpu_level())
                                               : lb_kernel_get(t);
-        const char *kname = t == LB_TYPE_MXFP4 ? "as Q5_0 (below)" : k ? k->name : "none (cannot compute)";
+        const char *kname = t == LB_TYPE_MXFP4 ? "as MXFP4_NL (below)" : k ? k->name : "none (cannot compute)";
         printf("  %-8s %4d tensors %14lld weights %10.2f MiB  %6.3f bpw  kernel: %s\n", lb_type_name(t) ? lb_type_name(t) : "?",
                count_by_type[t], (long long)params_by_type[t], bytes_by_type[t] / 1048576.0,
                params_by_type[t] ? 8.0 * bytes_by_type[t] / params_by_type[t] : 0.0, kname);
@@ -264,10 +264,10 @@ int cmd_info(int argc, char **argv) {
                             "ffn_down's distribution correction W + gamma a b^T per layer, gamma");
             print_abq_search(g);
         }
-        if (t == LB_TYPE_MXFP4) { /* model_load.c: converted, exactly, then as Q5_0 */
-            const int rq = lb_repack_target_matrix(LB_TYPE_Q5_0, 16, 0);
-            printf("  %-8s converted at load to Q5_0 (exact: the same products; 5.5 bits per weight in memory), "
-                   "then to %s, kernel: %s\n", "", lb_type_name(rq), lb_kernel_get(rq)->name);
+        if (t == LB_TYPE_MXFP4) { /* model_load.c: converted, exactly, then as MXFP4_NL */
+            const int rq = lb_repack_target_matrix(LB_TYPE_MXFP4_NL, 16, 0);
+            printf("  %-8s converted at load to MXFP4_NL (exact: the same codes, the scale as fp16; 4.5 bits per "
+                   "weight in memory), then to %s, kernel: %s\n", "", lb_type_name(rq), lb_kernel_get(rq)->name);
             continue;
         }
         /* what loading does with a matrix of whole 16-row blocks (LOWBIT_REPACK; ABQ: at the file's bits) */

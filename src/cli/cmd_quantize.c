@@ -82,7 +82,7 @@ static void help(void) {
            "(--act-bits), the matmul a sum of plane popcounts; --imatrix weights the clipping search.\n\n"
            "types: MX (2/4/16-bit mixed, ~2.9-3.1 bpw)");
     const int types[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_BF16, LB_TYPE_Q8_0, LB_TYPE_Q4_0, LB_TYPE_Q4_1,
-                         LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS,
+                         LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_IQ4_NL, LB_TYPE_IQ4_XS, LB_TYPE_MXFP4,
                          LB_TYPE_Q2_K, LB_TYPE_Q3_K, LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K,
                          LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0_8X8, LB_TYPE_IQ4_NL_4X4,
                          LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8, LB_TYPE_Q8_0_4X4, LB_TYPE_Q8_0_4X8,

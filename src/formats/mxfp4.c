@@ -4,7 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "formats/legacy.h"
 #include "formats/mxfp4.h"
 
 /* no FMA contraction: bit-exactness with ggml (see kquants.c) */
@@ -72,29 +71,67 @@ void lb_vec_dot_mxfp4_q8_0_ref(int64_t n, float *s, const void *vw, const void *
     *s = sumf;
 }
 
-int64_t lb_mxfp4_to_q5_0(const void *src, void *dst, int64_t nb) {
+int64_t lb_mxfp4_to_nl(const void *src, void *dst, int64_t nb) {
     const block_mxfp4 *x = src;
-    block_q5_0 *y = dst;
+    block_mxfp4_nl *y = dst;
     int64_t inexact = 0;
     for (int64_t b = 0; b < nb; b++) {
         if (x[b].e > 143) return -1;
-        uint32_t qh = 0;
         int any = 0;
-        for (int j = 0; j < QK_MXFP4 / 2; j++) {
-            const int lo = lb_kvalues_mxfp4[x[b].qs[j] & 0xF] + 16, hi = lb_kvalues_mxfp4[x[b].qs[j] >> 4] + 16;
-            y[b].qs[j] = (uint8_t)((lo & 0xF) | (hi & 0xF) << 4);
-            qh |= (uint32_t)(lo >> 4) << j | (uint32_t)(hi >> 4) << (j + 16);
-            any |= (lo != 16) | (hi != 16);
-        }
-        memcpy(y[b].qh, &qh, sizeof qh);
+        for (int j = 0; j < QK_MXFP4 / 2; j++) any |= (x[b].qs[j] & 0x77) != 0; /* codes 0 and 8 are zeros */
+        memcpy(y[b].qs, x[b].qs, sizeof y[b].qs);
         y[b].d = lb_f32_to_fp16(lb_e8m0_to_f32_half(x[b].e));
         inexact += any && x[b].e < 104;
     }
     return inexact;
 }
 
+void lb_dequantize_row_mxfp4_nl(const void *vx, float *y, int64_t k) {
+    const block_mxfp4_nl *x = vx;
+    for (int64_t b = 0; b < k / QK_MXFP4; b++, y += QK_MXFP4) {
+        const float d = lb_fp16_to_f32(x[b].d);
+        for (int j = 0; j < QK_MXFP4 / 2; j++) {
+            y[j] = d * (float)lb_kvalues_mxfp4[x[b].qs[j] & 0xF];
+            y[j + QK_MXFP4 / 2] = d * (float)lb_kvalues_mxfp4[x[b].qs[j] >> 4];
+        }
+    }
+}
+
+/* A reference quantizer for the tests and `quantize`'s round trips: MXFP4's,
+ * then the conversion (values whose scale fp16 cannot hold come out rounded) */
+static void quantize_row_mxfp4_nl_ref(const float *x, void *vy, int64_t k) {
+    block_mxfp4_nl *y = vy;
+    for (int64_t b = 0; b < k / QK_MXFP4; b++) {
+        block_mxfp4 t;
+        lb_quantize_row_mxfp4_ref(x + b * QK_MXFP4, &t, QK_MXFP4);
+        if (t.e > 143) t.e = 143; /* only for |x| >= 2^18: outside fp16 either way */
+        lb_mxfp4_to_nl(&t, &y[b], 1);
+    }
+}
+
+/* The same expressions as lb_vec_dot_iq4_nl_q8_0_ref, so IQ4_NL's kernels
+ * with this table reproduce it */
+void lb_vec_dot_mxfp4_nl_q8_0_ref(int64_t n, float *s, const void *vw, const void *va) {
+    const block_mxfp4_nl *x = vw;
+    const block_q8_0 *y = va;
+    float sumf = 0.0f;
+    for (int64_t b = 0; b < n / QK_MXFP4; b++) {
+        const float d = lb_fp16_to_f32(y[b].d) * lb_fp16_to_f32(x[b].d);
+        int sumi1 = 0, sumi2 = 0;
+        for (int j = 0; j < QK_MXFP4 / 2; j++) {
+            sumi1 += y[b].qs[j] * lb_kvalues_mxfp4[x[b].qs[j] & 0xF];
+            sumi2 += y[b].qs[j + QK_MXFP4 / 2] * lb_kvalues_mxfp4[x[b].qs[j] >> 4];
+        }
+        sumf += d * (float)(sumi1 + sumi2);
+    }
+    *s = sumf;
+}
+
 static const lb_type_traits traits_mxfp4 = {"MXFP4", QK_MXFP4, sizeof(block_mxfp4), 1, LB_TYPE_Q8_0,
                                             lb_dequantize_row_mxfp4, lb_quantize_row_mxfp4_ref,
                                             lb_vec_dot_mxfp4_q8_0_ref};
+static const lb_type_traits traits_mxfp4_nl = {"MXFP4_NL", QK_MXFP4, sizeof(block_mxfp4_nl), 1, LB_TYPE_Q8_0,
+                                               lb_dequantize_row_mxfp4_nl, quantize_row_mxfp4_nl_ref,
+                                               lb_vec_dot_mxfp4_nl_q8_0_ref};
 
-const lb_type_traits *lb_mxfp4_traits(void) { return &traits_mxfp4; }
+const lb_type_traits *lb_mxfp4_traits(int type) { return type == LB_TYPE_MXFP4_NL ? &traits_mxfp4_nl : &traits_mxfp4; }

@@ -6,12 +6,12 @@
  * and the scale is halved: value = kv[code] * 2^(e - 128). Low nibbles hold
  * weights 0..15, high nibbles 16..31 (as Q4_0). 4.25 bits per weight.
  *
- * The kernels run it as Q5_0 (lb_mxfp4_to_q5_0, done once at load): each
- * block's table values kv (-12..12) are Q5_0's q - 16 (q in 0..31) and
- * 2^(e - 128) its fp16 scale, which fp16 holds exactly for e in [104, 143],
- * so every product and sum is the one the MXFP4 reference dot product forms.
- * That costs 5.5 bits per weight of memory where the file has 4.25 (Q8_0,
- * the first choice, cost 8.5). */
+ * The kernels run it as MXFP4_NL (lb_mxfp4_to_nl, done once at load): the
+ * same codes in IQ4_NL's block, 2^(e - 128) as its fp16 scale, which fp16
+ * holds exactly for e in [104, 143]; IQ4_NL's kernels with this table in
+ * place of IQ4_NL's run it, so every product and sum is the one the MXFP4
+ * reference dot product forms, at 4.5 bits per weight of memory where the
+ * file has 4.25 (Q5_0, the conversion before, cost 5.5; Q8_0 8.5). */
 #ifndef LB_MXFP4_H
 #define LB_MXFP4_H
 
@@ -36,11 +36,22 @@ void lb_dequantize_row_mxfp4(const void *x, float *y, int64_t k);
 /* ggml's vec_dot_mxfp4_q8_0: per block 2^(e-128) * d_a * sum kv[code] a_j */
 void lb_vec_dot_mxfp4_q8_0_ref(int64_t n, float *s, const void *w, const void *a);
 
-/* nb MXFP4 blocks as Q5_0 blocks (above). Returns how many blocks lost
+/* MXFP4_NL: the codes of an MXFP4 block as they are, its scale as fp16 */
+typedef struct {
+    lb_fp16 d;                 /* 2^(e - 128) */
+    uint8_t qs[QK_MXFP4 / 2]; /* MXFP4's codes, as in block_mxfp4 */
+} block_mxfp4_nl;
+static_assert(sizeof(block_mxfp4_nl) == 18, "block_mxfp4_nl size");
+
+/* nb MXFP4 blocks as MXFP4_NL blocks. Returns how many blocks lost
  * exactness (a scale below 2^-24 rounded to fp16; such weights are below
  * 3e-7), or -1 if a scale is above 2^15 (no such weight fits fp16). */
-int64_t lb_mxfp4_to_q5_0(const void *src, void *dst, int64_t nb);
+int64_t lb_mxfp4_to_nl(const void *src, void *dst, int64_t nb);
+void lb_dequantize_row_mxfp4_nl(const void *x, float *y, int64_t k);
+/* d_w * d_a * sum kv[code] a_j per block, IQ4_NL's reference order */
+void lb_vec_dot_mxfp4_nl_q8_0_ref(int64_t n, float *s, const void *w, const void *a);
 
-const lb_type_traits *lb_mxfp4_traits(void);
+/* LB_TYPE_MXFP4 and LB_TYPE_MXFP4_NL */
+const lb_type_traits *lb_mxfp4_traits(int type);
 
 #endif

@@ -11,6 +11,7 @@
 #include "formats/repack_qg.h"
 #include "formats/abq.h"
 #include "formats/bcq.h"
+#include "formats/mxfp4.h"
 
 static const lb_repack_layout layouts[] = {
     {LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0, 4, 4},     {LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0, 4, 8},
@@ -18,6 +19,9 @@ static const lb_repack_layout layouts[] = {
     {LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL, 4, 8}, {LB_TYPE_IQ4_NL_8X8, LB_TYPE_IQ4_NL, 8, 8},
     {LB_TYPE_Q8_0_4X4, LB_TYPE_Q8_0, 4, 4},     {LB_TYPE_Q8_0_4X8, LB_TYPE_Q8_0, 4, 8},
     {LB_TYPE_Q8_0_8X8, LB_TYPE_Q8_0, 8, 8},
+    /* gpt-oss's MXFP4 as loaded (formats/mxfp4.h): IQ4_NL's layouts */
+    {LB_TYPE_MXFP4_NL_4X4, LB_TYPE_MXFP4_NL, 4, 4}, {LB_TYPE_MXFP4_NL_4X8, LB_TYPE_MXFP4_NL, 4, 8},
+    {LB_TYPE_MXFP4_NL_8X8, LB_TYPE_MXFP4_NL, 8, 8},
     /* super-block formats, 16 rows (formats/repack_kq.c); keep these last */
     {LB_TYPE_Q2_K_16X4, LB_TYPE_Q2_K, 16, 4},   {LB_TYPE_CB2_16X4, LB_TYPE_CB2, 16, 4},
     {LB_TYPE_CB3_16X4, LB_TYPE_CB3, 16, 4},
@@ -78,7 +82,7 @@ static inline int qs_index(const lb_repack_layout *L, int r, int i) {
     return ((i / L->chunk) * L->rows + r) * L->chunk + i % L->chunk;
 }
 
-/* Every base block (Q4_0, IQ4_NL, Q8_0) is an fp16 scale then Q quant bytes. */
+/* Every base block (Q4_0, IQ4_NL, MXFP4_NL, Q8_0) is an fp16 scale then Q quant bytes. */
 static void repack_group(const lb_repack_layout *L, const uint8_t *plain, size_t row_size, uint8_t *out,
                          int64_t nb) {
     const int R = L->rows, Q = quant_bytes(L);
@@ -215,6 +219,9 @@ TO_FLOAT_FN(iq4_nl_8x8, 5)
 TO_FLOAT_FN(q8_0_4x4, 6)
 TO_FLOAT_FN(q8_0_4x8, 7)
 TO_FLOAT_FN(q8_0_8x8, 8)
+TO_FLOAT_FN(mxfp4_nl_4x4, 9)
+TO_FLOAT_FN(mxfp4_nl_4x8, 10)
+TO_FLOAT_FN(mxfp4_nl_8x8, 11)
 
 #define TRAITS(NAME, T, SZ) {NAME, 32, SZ, 1, LB_TYPE_Q8_0, to_float_##T, NULL, NULL}
 static const lb_type_traits repack_traits[N_LAYOUTS] = {
@@ -222,7 +229,8 @@ static const lb_type_traits repack_traits[N_LAYOUTS] = {
     TRAITS("Q4_0_8X8", q4_0_8x8, 18),     TRAITS("IQ4_NL_4X4", iq4_nl_4x4, 18),
     TRAITS("IQ4_NL_4X8", iq4_nl_4x8, 18), TRAITS("IQ4_NL_8X8", iq4_nl_8x8, 18),
     TRAITS("Q8_0_4X4", q8_0_4x4, 34),     TRAITS("Q8_0_4X8", q8_0_4x8, 34),
-    TRAITS("Q8_0_8X8", q8_0_8x8, 34),
+    TRAITS("Q8_0_8X8", q8_0_8x8, 34),     TRAITS("MXFP4_NL_4X4", mxfp4_nl_4x4, 18),
+    TRAITS("MXFP4_NL_4X8", mxfp4_nl_4x8, 18), TRAITS("MXFP4_NL_8X8", mxfp4_nl_8x8, 18),
 };
 
 const lb_type_traits *lb_repack_traits(int type) {
@@ -303,12 +311,13 @@ void lb_pack_bf16x16_ref(const float *x, size_t ldx, void *vy, int64_t k) {
 
 /* Weight k (0..31) of row r in an x-block's qs, as the integer the base
  * reference multiplies with: Q4_0 gives 16*(q-8) (the toggled-bit decode),
- * IQ4_NL the codebook value, Q8_0 the quant. */
+ * IQ4_NL and MXFP4_NL the codebook value, Q8_0 the quant. */
 static inline int weight_at(const lb_repack_layout *L, const uint8_t *qs, int r, int k) {
     if (L->base == LB_TYPE_Q8_0) return (int8_t)qs[qs_index(L, r, k)];
     const uint8_t byte = qs[qs_index(L, r, k % 16)];
     if (L->base == LB_TYPE_Q4_0) return k < 16 ? (int8_t)(uint8_t)(byte << 4) : (int8_t)(byte & 0xF0);
-    return lb_kvalues_iq4nl[k < 16 ? byte & 0x0F : byte >> 4];
+    const int8_t *book = L->base == LB_TYPE_MXFP4_NL ? lb_kvalues_mxfp4 : lb_kvalues_iq4nl;
+    return book[k < 16 ? byte & 0x0F : byte >> 4];
 }
 
 /* One output: row r of the group at xg against an activation row given by
@@ -345,7 +354,7 @@ static float dot_ref(const lb_repack_layout *L, const uint8_t *xg, int r, int64_
         /* same expressions as the plain references (q4_0.c, iq4_nl.c, q8_0.c);
          * Q4_0's x16 goes into the scale, which is exact (power of two) */
         if (L->base == LB_TYPE_Q4_0) sum += (float)isum * ((dw * da) * 0.0625f);
-        else if (L->base == LB_TYPE_IQ4_NL) sum += (da * dw) * (float)isum;
+        else if (L->base == LB_TYPE_IQ4_NL || L->base == LB_TYPE_MXFP4_NL) sum += (da * dw) * (float)isum;
         else sum += (float)isum * (dw * da);
     }
     return sum;
@@ -393,3 +402,6 @@ REF_FNS(iq4_nl, 8, 8, 5)
 REF_FNS(q8_0, 4, 4, 6)
 REF_FNS(q8_0, 4, 8, 7)
 REF_FNS(q8_0, 8, 8, 8)
+REF_FNS(mxfp4_nl, 4, 4, 9)
+REF_FNS(mxfp4_nl, 4, 8, 10)
+REF_FNS(mxfp4_nl, 8, 8, 11)

@@ -17,7 +17,8 @@
  *   Q4_0 only: every byte is XORed with 0x88 (top bit of each nibble
  *   toggled), so (int8)(byte << 4) = 16*(q_lo - 8) and (int8)(byte & 0xF0) =
  *   16*(q_hi - 8): signed weights x16 with one shift or one mask; kernels
- *   fold the 1/16 into the float scale. IQ4_NL keeps its codebook indices.
+ *   fold the 1/16 into the float scale. IQ4_NL and MXFP4_NL keep their
+ *   codebook indices.
  * The bytes per weight are the base type's, so a repacked type keeps blck 32
  * and type_size 18 (34 for Q8_0) per row, and GGUF sizes stay consistent.
  *
@@ -33,13 +34,13 @@
 typedef struct {
     lb_fp16 d[4];
     uint8_t qs[64];
-} lb_block_q4_0x4; /* also IQ4_NL x4 */
+} lb_block_q4_0x4; /* also IQ4_NL and MXFP4_NL x4 */
 static_assert(sizeof(lb_block_q4_0x4) == 4 * sizeof(block_q4_0), "lb_block_q4_0x4 size");
 
 typedef struct {
     lb_fp16 d[8];
     uint8_t qs[128];
-} lb_block_q4_0x8; /* also IQ4_NL x8 */
+} lb_block_q4_0x8; /* also IQ4_NL and MXFP4_NL x8 */
 static_assert(sizeof(lb_block_q4_0x8) == 8 * sizeof(block_q4_0), "lb_block_q4_0x8 size");
 
 typedef struct {
@@ -162,7 +163,7 @@ static_assert(sizeof(lb_block_q8_Kx16) == 5184, "lb_block_q8_Kx16 size");
 
 typedef struct {
     int type;  /* repacked type id (LB_TYPE_Q4_0_4X4 ...) */
-    int base;  /* LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0; Q2_K, CB2, CB3 (16 rows, chunk 4) */
+    int base;  /* LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_MXFP4_NL, LB_TYPE_Q8_0; Q2_K, CB2, CB3 (16 rows, chunk 4) */
     int rows;  /* R */
     int chunk; /* C, bytes */
 } lb_repack_layout;
@@ -247,5 +248,8 @@ LB_REPACK_REF_DECL(iq4_nl, 8, 8)
 LB_REPACK_REF_DECL(q8_0, 4, 4)
 LB_REPACK_REF_DECL(q8_0, 4, 8)
 LB_REPACK_REF_DECL(q8_0, 8, 8)
+LB_REPACK_REF_DECL(mxfp4_nl, 4, 4)
+LB_REPACK_REF_DECL(mxfp4_nl, 4, 8)
+LB_REPACK_REF_DECL(mxfp4_nl, 8, 8)
 
 #endif

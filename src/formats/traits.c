@@ -32,7 +32,7 @@ const lb_type_traits *lb_traits(int type) {
     case LB_TYPE_BF16: return &traits_bf16;
     case LB_TYPE_Q8_0: return &traits_q8_0;
     case LB_TYPE_Q4_0: return &traits_q4_0;
-    case LB_TYPE_MXFP4: return lb_mxfp4_traits();
+    case LB_TYPE_MXFP4: case LB_TYPE_MXFP4_NL: return lb_mxfp4_traits(type);
     case LB_TYPE_Q4_1:
     case LB_TYPE_Q5_0:
     case LB_TYPE_Q5_1:

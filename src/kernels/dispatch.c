@@ -110,13 +110,14 @@ static const lb_kernel lb_kernel_list[] = {
     LB_FGEMM_X86_KERNELS /* F32 / F16 / BF16: vec_dot, and the packed fp32 GEMM (kernels/x86/fgemm_x86.h) */
     {LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q8_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q8_0_q8_0_avx2, NULL},
     {LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_AVX2, "q4_0_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_q4_0_q8_0_avx2, NULL},
-    /* K-quants and IQ4_NL (kernels/kquants_x86.c) */
+    /* K-quants, IQ4_NL and MXFP4_NL (kernels/kquants_x86.c) */
     {LB_TYPE_Q2_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q2_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q2_K_q8_K_avx2, NULL},
     {LB_TYPE_Q3_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q3_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q3_K_q8_K_avx2, NULL},
     {LB_TYPE_Q4_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q4_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q4_K_q8_K_avx2, NULL},
     {LB_TYPE_Q5_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q5_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q5_K_q8_K_avx2, NULL},
     {LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_ISA_AVX2, "q6_K_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_q6_K_q8_K_avx2, NULL},
     {LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_AVX2, "iq4_nl_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_iq4_nl_q8_0_avx2, NULL},
+    {LB_TYPE_MXFP4_NL, LB_TYPE_Q8_0, LB_ISA_AVX2, "mxfp4_nl_q8_0_avx2", lb_quantize_row_q8_0_avx2, lb_vec_dot_mxfp4_nl_q8_0_avx2, NULL},
     /* codebook formats (kernels/cb_x86.c) */
     {LB_TYPE_CB2, LB_TYPE_Q8_K, LB_ISA_AVX2, "cb2_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_cb2_q8_K_avx2, lb_gemm_cb2_q8_K_avx2},
     {LB_TYPE_CB3, LB_TYPE_Q8_K, LB_ISA_AVX2, "cb3_q8_K_avx2", lb_quantize_row_q8_K_avx2, lb_vec_dot_cb3_q8_K_avx2, lb_gemm_cb3_q8_K_avx2},
@@ -128,6 +129,7 @@ static const lb_kernel lb_kernel_list[] = {
     {LB_TYPE_Q5_K, LB_TYPE_Q8_K, LB_ISA_AVX512, "q5_K_q8_K_avx512", lb_quantize_row_q8_K_avx2, lb_vec_dot_q5_K_q8_K_avx512, NULL},
     {LB_TYPE_Q6_K, LB_TYPE_Q8_K, LB_ISA_AVX512, "q6_K_q8_K_avx512", lb_quantize_row_q8_K_avx2, lb_vec_dot_q6_K_q8_K_avx512, NULL},
     {LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_AVX512, "iq4_nl_q8_0_avx512", lb_quantize_row_q8_0_avx2, lb_vec_dot_iq4_nl_q8_0_avx512, NULL},
+    {LB_TYPE_MXFP4_NL, LB_TYPE_Q8_0, LB_ISA_AVX512, "mxfp4_nl_q8_0_avx512", lb_quantize_row_q8_0_avx2, lb_vec_dot_mxfp4_nl_q8_0_avx512, NULL},
 #endif
 };
 

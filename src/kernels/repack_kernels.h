@@ -22,6 +22,9 @@
     LB_REPACK_REF_ENTRY(LB_TYPE_IQ4_NL_8X8, iq4_nl, 8, 8, lb_quantize_q8_0x4_c8_ref),      \
     LB_REPACK_REF_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4, lb_quantize_q8_0x4_c4_ref),          \
     LB_REPACK_REF_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8, lb_quantize_q8_0x4_c8_ref),          \
-    LB_REPACK_REF_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8, lb_quantize_q8_0x4_c8_ref)
+    LB_REPACK_REF_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8, lb_quantize_q8_0x4_c8_ref),          \
+    LB_REPACK_REF_ENTRY(LB_TYPE_MXFP4_NL_4X4, mxfp4_nl, 4, 4, lb_quantize_q8_0x4_c4_ref),  \
+    LB_REPACK_REF_ENTRY(LB_TYPE_MXFP4_NL_4X8, mxfp4_nl, 4, 8, lb_quantize_q8_0x4_c8_ref),  \
+    LB_REPACK_REF_ENTRY(LB_TYPE_MXFP4_NL_8X8, mxfp4_nl, 8, 8, lb_quantize_q8_0x4_c8_ref)
 
 #endif

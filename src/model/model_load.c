@@ -159,20 +159,20 @@ static lb_status check_plain(const char *name, const gguf_tensor *t, int64_t K, 
     return LB_OK;
 }
 
-/* An MXFP4 tensor of rows of K runs as Q5_0 (formats/mxfp4.h): its rows
+/* An MXFP4 tensor of rows of K runs as MXFP4_NL (formats/mxfp4.h): its rows
  * converted once into buffers the model owns, one for each of `parts`
  * equal row ranges (a 3-D tensor's experts), data[0..parts). Separate
  * buffers, because repacking frees a matrix's own buffer once its copy is
  * made (model/repack.c), which must not pull rows from under another. */
-static lb_status mxfp4_as_q5_0(loader *L, const char *name, const gguf_tensor *t, int64_t K, int64_t rows,
+static lb_status mxfp4_as_nl(loader *L, const char *name, const gguf_tensor *t, int64_t K, int64_t rows,
                                int parts, const void **data) {
     if (K % QK_MXFP4) return lb_fail(LB_ERR_FORMAT, "MXFP4 tensor %s has rows of %lld", name, (long long)K);
     const int64_t nb = K / QK_MXFP4 * (rows / parts);
     int64_t inexact = 0;
     for (int p = 0; p < parts; p++) {
-        void *q = lb_model_own(L->m, lb_malloc_aligned((size_t)nb * sizeof(block_q5_0)));
+        void *q = lb_model_own(L->m, lb_malloc_aligned((size_t)nb * sizeof(block_mxfp4_nl)));
         if (!q) return LB_ERR_NOMEM;
-        const int64_t k = lb_mxfp4_to_q5_0((const block_mxfp4 *)t->data + (size_t)(p * nb), q, nb);
+        const int64_t k = lb_mxfp4_to_nl((const block_mxfp4 *)t->data + (size_t)(p * nb), q, nb);
         if (k < 0)
             return lb_fail(LB_ERR_FORMAT,
                            "MXFP4 tensor %s has a block scale above 2^15 (no weight that large is real)", name);
@@ -204,9 +204,9 @@ static lb_status get_matrix(loader *L, const char *name, int64_t K, int64_t N, i
     if (lb_gc_is((int)t->type)) return get_gc(L, name, t, K, N, out);
     const void *data = t->data;
     int type = (int)t->type;
-    lb_status s = type == LB_TYPE_MXFP4 ? mxfp4_as_q5_0(L, name, t, K, N, 1, &data) : check_plain(name, t, K, N);
+    lb_status s = type == LB_TYPE_MXFP4 ? mxfp4_as_nl(L, name, t, K, N, 1, &data) : check_plain(name, t, K, N);
     if (s) return s;
-    if (type == LB_TYPE_MXFP4) type = LB_TYPE_Q5_0;
+    if (type == LB_TYPE_MXFP4) type = LB_TYPE_MXFP4_NL;
     out->type = type;
     out->K = K;
     out->N = N;
@@ -260,7 +260,7 @@ static lb_status split_rows(loader *L, const lb_matrix *whole, const char *name,
     lb_status s = lb_matrix_rows(whole, r0, n, out, &alloc);
     if (s) return lb_fail_prefix(s, "tensor %s holds several matrices", name);
     if (alloc && !lb_model_own(L->m, alloc)) return LB_ERR_NOMEM;
-    if (!alloc && lb_model_owned_index(L->m, whole->data) >= 0) { /* converted at load (MXFP4): a copy of its own (mxfp4_as_q5_0) */
+    if (!alloc && lb_model_owned_index(L->m, whole->data) >= 0) { /* converted at load (MXFP4): a copy of its own (mxfp4_as_nl) */
         const size_t bytes = out->row_size * (size_t)n;
         void *copy = lb_model_own(L->m, lb_malloc_aligned(bytes));
         if (!copy) return LB_ERR_NOMEM;
@@ -286,8 +286,8 @@ static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, 
     int type = (int)t->type;
     const void **conv = type == LB_TYPE_MXFP4 ? calloc((size_t)ne, sizeof *conv) : NULL;
     if (type == LB_TYPE_MXFP4 && !conv) return LB_ERR_NOMEM;
-    lb_status s = conv ? mxfp4_as_q5_0(L, name, t, K, N * ne, ne, conv) : check_plain(name, t, K, N * ne);
-    if (conv) type = LB_TYPE_Q5_0;
+    lb_status s = conv ? mxfp4_as_nl(L, name, t, K, N * ne, ne, conv) : check_plain(name, t, K, N * ne);
+    if (conv) type = LB_TYPE_MXFP4_NL;
     lb_matrix *m = s ? NULL : lb_model_own(L->m, lb_malloc_aligned((size_t)ne * sizeof *m));
     if (!s && !m) s = LB_ERR_NOMEM;
     const size_t row = lb_row_size(type, K);

@@ -304,6 +304,9 @@ lb_status lb_quantize_file_ex(const char *in_path, const char *out_path, const l
         return lb_fail(LB_ERR_UNSUPPORTED, "%s is the layout loading makes of %s, not a file type: quantize to %s",
                        tt->name, lb_type_name(file_type), lb_type_name(file_type));
     }
+    if (target_base == LB_TYPE_MXFP4_NL) /* formats/mxfp4.h */
+        return lb_fail(LB_ERR_UNSUPPORTED, "%s is the layout loading makes of MXFP4, not a file type: quantize to MXFP4",
+                       tt->name);
     if (!tt || (!mx && !lb_traits(target_base)->from_float && !lb_gc_is(target_base)))
         return lb_fail(LB_ERR_UNSUPPORTED, "cannot quantize to type id %d", p->type);
     if ((o->token_embd_type_set && (!lb_traits(o->token_embd_type) ||

@@ -1,4 +1,4 @@
-/* Repack at load: the matrices of a Q4_0 / IQ4_NL / Q8_0 (and Q2_K / CB2 /
+/* Repack at load: the matrices of a Q4_0 / IQ4_NL / Q8_0 (MXFP4 as MXFP4_NL; and Q2_K / CB2 /
  * CB3: formats/repack.h's 16-row super-block layouts) model are
  * rewritten once into the interleaved layout the kernels of this CPU read
  * fastest, so every matmul afterwards streams R rows per load. Costs one
@@ -93,7 +93,8 @@ int lb_repack_target(int type) {
         return k && k->isa != LB_ISA_SCALAR ? t : type;
     }
     const int kq = lb_repack_is_kq(type) || lb_repack_is_kx(type) || lb_repack_is_qg(type);
-    if (type != LB_TYPE_Q4_0 && type != LB_TYPE_IQ4_NL && type != LB_TYPE_Q8_0 && !kq) return type;
+    if (type != LB_TYPE_Q4_0 && type != LB_TYPE_IQ4_NL && type != LB_TYPE_MXFP4_NL && type != LB_TYPE_Q8_0 && !kq)
+        return type;
     const int mode = mode_in_force();
     if (mode == MODE_OFF) return type;
     if (kq) {
@@ -218,7 +219,7 @@ lb_status lb_model_repack(lb_model *m) {
     if (s) return s;
     /* mode off: only Q6_K_16X4_V1 changes (lb_repack_target) */
     const double t0 = lb_time_s();
-    static const int bases[] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_TYPE_Q2_K, LB_TYPE_CB2,
+    static const int bases[] = {LB_TYPE_Q4_0, LB_TYPE_IQ4_NL, LB_TYPE_MXFP4_NL, LB_TYPE_Q8_0, LB_TYPE_Q2_K, LB_TYPE_CB2,
                                 LB_TYPE_CB3,  LB_TYPE_Q3_K,   LB_TYPE_Q4_K, LB_TYPE_Q5_K, LB_TYPE_Q6_K,
                                 LB_TYPE_IQ4_XS, LB_TYPE_Q4_1, LB_TYPE_Q5_0, LB_TYPE_Q5_1, LB_TYPE_Q6_K_16X4_V1,
                                 LB_TYPE_GQ4_G128, LB_TYPE_GQ4_G64, LB_TYPE_GQ4_G32, LB_TYPE_GQ4_G16,

@@ -21,6 +21,7 @@
 #endif
 
 #include "formats/kquants.h"
+#include "formats/mxfp4.h"
 #include "formats/repack.h"
 
 #define LB_ARM_INLINE static inline __attribute__((always_inline))
@@ -29,7 +30,7 @@
 #define LB_ARM_UNROLL _Pragma("GCC unroll 16")
 
 /* Weight formats the int8 kernels share code for. */
-enum { LB_ARM_Q4_0, LB_ARM_IQ4_NL, LB_ARM_Q8_0 };
+enum { LB_ARM_Q4_0, LB_ARM_IQ4_NL, LB_ARM_Q8_0, LB_ARM_MXFP4_NL /* IQ4_NL's blocks, MXFP4's table */ };
 
 /* Four fp16 scales -> fp32 (exact). */
 LB_ARM_INLINE float32x4_t lb_arm_fp16x4(const lb_fp16 *p) {
@@ -38,13 +39,17 @@ LB_ARM_INLINE float32x4_t lb_arm_fp16x4(const lb_fp16 *p) {
 
 /* The IQ4_NL codebook, one register: vqtbl1q_s8 decodes 16 indices at once. */
 LB_ARM_INLINE int8x16_t lb_arm_iq4nl_table(void) { return vld1q_s8(lb_kvalues_iq4nl); }
+/* The codebook of a kind that has one (IQ4_NL, MXFP4_NL); unused by the others. */
+LB_ARM_INLINE int8x16_t lb_arm_table(int kind) {
+    return vld1q_s8(kind == LB_ARM_MXFP4_NL ? lb_kvalues_mxfp4 : lb_kvalues_iq4nl);
+}
 
 /* 16 bytes of an x-block's qs at `off` -> the two int8 weight vectors they
  * hold: `first` multiplies activation values 0..15 of the block, `second`
  * values 16..31 (same lanes, 16 weights later).
  *   Q4_0 (top nibble bits toggled at repack): low nibble << 4 and
  *        high nibble & 0xF0 give 16 * (q - 8), the 1/16 goes into the scale;
- *   IQ4_NL: both nibbles through the codebook;
+ *   IQ4_NL, MXFP4_NL: both nibbles through the codebook;
  *   Q8_0: the bytes themselves; the second half of a row lies 16*R bytes on. */
 LB_ARM_INLINE void lb_arm_weights(int kind, const uint8_t *qs, int off, int rows, int8x16_t codebook,
                                   int8x16_t *first, int8x16_t *second) {

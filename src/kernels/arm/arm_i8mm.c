@@ -20,7 +20,7 @@
 LB_ARM_INLINE LB_ARM_I8MM void mmla_tile(int kind, int R, int NP, int64_t nb, const uint8_t *xg, size_t gstride,
                                          const lb_block_q8_0x4a *ab, float *Y, size_t ldy) {
     const size_t xbs = (size_t)R * (kind == LB_ARM_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    const int8x16_t cb = lb_arm_iq4nl_table();
+    const int8x16_t cb = lb_arm_table(kind);
     float32x4_t sum01[4], sum23[4]; /* lanes: [m0 n0, m0 n1, m1 n0, m1 n1] of pair P */
     LB_ARM_UNROLL
     for (int P = 0; P < 4; P++) sum01[P] = sum23[P] = vdupq_n_f32(0.0f);
@@ -93,6 +93,7 @@ LB_ARM_INLINE LB_ARM_I8MM void gemm_mmla(int kind, int R, int64_t K, const void 
     LB_ARM_I8MM void lb_gemm_##w##x8_q8_0x4_8x8_i8mm(LB_ARM_ARGS) { gemm_mmla(KIND, 8, LB_ARM_PASS); }
 LB_ARM_MMLA(q4_0, LB_ARM_Q4_0)
 LB_ARM_MMLA(iq4_nl, LB_ARM_IQ4_NL)
+LB_ARM_MMLA(mxfp4_nl, LB_ARM_MXFP4_NL)
 LB_ARM_MMLA(q8_0, LB_ARM_Q8_0)
 
 #endif

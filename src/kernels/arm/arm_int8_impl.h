@@ -38,7 +38,7 @@ LB_ARM_KERNEL float LB_ARM_FN(vec_dot_plain)(int kind, int64_t n, const void *vw
     const size_t bs = kind == LB_ARM_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0);
     const uint8_t *w = vw;
     const block_q8_0 *a = va;
-    const int8x16_t cb = lb_arm_iq4nl_table();
+    const int8x16_t cb = lb_arm_table(kind);
     const int64_t nb = n / 32;
     float32x4_t acc = vdupq_n_f32(0.0f);
     int64_t b = 0;
@@ -85,7 +85,7 @@ LB_ARM_KERNEL void LB_ARM_FN(gemv_c4)(int kind, int64_t K, const void *W, size_t
                                       const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
     const int64_t nb = K / 32;
     const size_t xbs = 4 * (kind == LB_ARM_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    const int8x16_t cb = lb_arm_iq4nl_table();
+    const int8x16_t cb = lb_arm_table(kind);
     for (int m = 0; m < M; m++) {
         const block_q8_0 *a = (const block_q8_0 *)((const char *)A + (size_t)m * a_row_size);
         for (int n = n0; n < n1; n += 4) {
@@ -135,7 +135,7 @@ LB_ARM_KERNEL void LB_ARM_FN(gemv_c8)(int kind, int R, int64_t K, const void *W,
                                       int n1, const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
     const int64_t nb = K / 32;
     const size_t xbs = (size_t)R * (kind == LB_ARM_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    const int8x16_t cb = lb_arm_iq4nl_table();
+    const int8x16_t cb = lb_arm_table(kind);
     for (int m = 0; m < M; m++) {
         const block_q8_0 *a = (const block_q8_0 *)((const char *)A + (size_t)m * a_row_size);
         for (int n = n0; n < n1; n += R) {
@@ -171,7 +171,7 @@ LB_ARM_KERNEL void LB_ARM_FN(gemv_c8)(int kind, int R, int64_t K, const void *W,
 LB_ARM_KERNEL void LB_ARM_FN(gemm_c4_tile)(int kind, int G, int64_t nb, const uint8_t *xg, size_t gstride,
                                            const lb_block_q8_0x4a *ab, float *Y, size_t ldy) {
     const size_t xbs = 4 * (kind == LB_ARM_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    const int8x16_t cb = lb_arm_iq4nl_table();
+    const int8x16_t cb = lb_arm_table(kind);
     float32x4_t sum[2][4];
     LB_ARM_UNROLL
     for (int g = 0; g < G; g++)
@@ -241,7 +241,7 @@ LB_ARM_KERNEL void LB_ARM_FN(gemm_c4)(int kind, int64_t K, const void *W, size_t
 LB_ARM_KERNEL void LB_ARM_FN(gemm_c8_tile)(int kind, int R, int p0, int64_t nb, const uint8_t *xg,
                                            const lb_block_q8_0x4a *ab, float *Y, size_t ldy) {
     const size_t xbs = (size_t)R * (kind == LB_ARM_Q8_0 ? sizeof(block_q8_0) : sizeof(block_q4_0));
-    const int8x16_t cb = lb_arm_iq4nl_table();
+    const int8x16_t cb = lb_arm_table(kind);
     float32x4_t sum[4];
     LB_ARM_UNROLL
     for (int m = 0; m < 4; m++) sum[m] = vdupq_n_f32(0.0f);
@@ -303,6 +303,7 @@ LB_ARM_KERNEL void LB_ARM_FN(gemm_c8)(int kind, int R, int64_t K, const void *W,
     }
 LB_ARM_PLAIN(q4_0, LB_ARM_Q4_0)
 LB_ARM_PLAIN(iq4_nl, LB_ARM_IQ4_NL)
+LB_ARM_PLAIN(mxfp4_nl, LB_ARM_MXFP4_NL)
 LB_ARM_PLAIN(q8_0, LB_ARM_Q8_0)
 #undef LB_ARM_PLAIN
 
@@ -331,6 +332,7 @@ LB_ARM_PLAIN(q8_0, LB_ARM_Q8_0)
     }
 LB_ARM_REPACKED(q4_0, LB_ARM_Q4_0)
 LB_ARM_REPACKED(iq4_nl, LB_ARM_IQ4_NL)
+LB_ARM_REPACKED(mxfp4_nl, LB_ARM_MXFP4_NL)
 LB_ARM_REPACKED(q8_0, LB_ARM_Q8_0)
 #undef LB_ARM_REPACKED
 #undef LB_ARM_ARGS

@@ -37,9 +37,11 @@ void lb_pack_q8_0x4_c4_to_c8_neon(const void *src, size_t row_size, int rows, in
 #define LB_ARM_INT8_DECL(sfx)                                                            \
     void lb_vec_dot_q4_0_q8_0_##sfx(int64_t n, float *s, const void *w, const void *a);   \
     void lb_vec_dot_iq4_nl_q8_0_##sfx(int64_t n, float *s, const void *w, const void *a); \
+    void lb_vec_dot_mxfp4_nl_q8_0_##sfx(int64_t n, float *s, const void *w, const void *a); \
     void lb_vec_dot_q8_0_q8_0_##sfx(int64_t n, float *s, const void *w, const void *a);   \
     LB_ARM_REPACKED_DECL(q4_0, sfx)                                                       \
     LB_ARM_REPACKED_DECL(iq4_nl, sfx)                                                     \
+    LB_ARM_REPACKED_DECL(mxfp4_nl, sfx)                                                   \
     LB_ARM_REPACKED_DECL(q8_0, sfx)
 #define LB_ARM_REPACKED_DECL(w, sfx)                                \
     void lb_gemv_##w##x4_q8_0_4x4_##sfx(LB_ARM_GEMM_ARGS);         \
@@ -60,6 +62,7 @@ void lb_gemm_bf16_f32_neon(LB_ARM_GEMM_ARGS);
     void lb_gemm_##w##x8_q8_0x4_8x8_i8mm(LB_ARM_GEMM_ARGS);
 LB_ARM_MMLA_DECL(q4_0)
 LB_ARM_MMLA_DECL(iq4_nl)
+LB_ARM_MMLA_DECL(mxfp4_nl)
 LB_ARM_MMLA_DECL(q8_0)
 
 /* ---- lb_kernel_list entries (kernels/dispatch.c; field order as in
@@ -92,11 +95,14 @@ LB_ARM_MMLA_DECL(q8_0)
     LB_ARM_PLAIN_ENTRY(LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_NEON, q8_0_q8_0, neon, lb_quantize_row_q8_0_neon), \
     LB_ARM_PLAIN_ENTRY(LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_NEON, q4_0_q8_0, neon, lb_quantize_row_q8_0_neon), \
     LB_ARM_PLAIN_ENTRY(LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_NEON, iq4_nl_q8_0, neon, lb_quantize_row_q8_0_neon), \
+    LB_ARM_PLAIN_ENTRY(LB_TYPE_MXFP4_NL, LB_TYPE_Q8_0, LB_ISA_NEON, mxfp4_nl_q8_0, neon, lb_quantize_row_q8_0_neon), \
     LB_ARM_PLAIN_ENTRY(LB_TYPE_Q8_0, LB_TYPE_Q8_0, LB_ISA_DOTPROD, q8_0_q8_0, dotprod, lb_quantize_row_q8_0_neon), \
     LB_ARM_PLAIN_ENTRY(LB_TYPE_Q4_0, LB_TYPE_Q8_0, LB_ISA_DOTPROD, q4_0_q8_0, dotprod, lb_quantize_row_q8_0_neon), \
     LB_ARM_PLAIN_ENTRY(LB_TYPE_IQ4_NL, LB_TYPE_Q8_0, LB_ISA_DOTPROD, iq4_nl_q8_0, dotprod, lb_quantize_row_q8_0_neon), \
+    LB_ARM_PLAIN_ENTRY(LB_TYPE_MXFP4_NL, LB_TYPE_Q8_0, LB_ISA_DOTPROD, mxfp4_nl_q8_0, dotprod, lb_quantize_row_q8_0_neon), \
     LB_ARM_REPACK_LEVELS(LB_TYPE_Q4_0_4X4, LB_TYPE_Q4_0_4X8, LB_TYPE_Q4_0_8X8, q4_0),                  \
     LB_ARM_REPACK_LEVELS(LB_TYPE_IQ4_NL_4X4, LB_TYPE_IQ4_NL_4X8, LB_TYPE_IQ4_NL_8X8, iq4_nl),          \
+    LB_ARM_REPACK_LEVELS(LB_TYPE_MXFP4_NL_4X4, LB_TYPE_MXFP4_NL_4X8, LB_TYPE_MXFP4_NL_8X8, mxfp4_nl),  \
     LB_ARM_REPACK_LEVELS(LB_TYPE_Q8_0_4X4, LB_TYPE_Q8_0_4X8, LB_TYPE_Q8_0_8X8, q8_0)
 
 #else

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "formats/kquants.h"
+#include "formats/mxfp4.h"
 #include "formats/repack.h"
 
 #define LB_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -345,14 +346,15 @@ LB_AVX2 void lb_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *vw, cons
     *s = hsum256_ps(acc);
 }
 
-/* The IQ4_NL codebook in both 128-bit lanes, for a 16-entry byte lookup. */
-LB_AVX2 static inline __m256i iq4nl_table(void) {
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)lb_kvalues_iq4nl));
+/* A 16-entry codebook (IQ4_NL's, or MXFP4's for MXFP4_NL: the same blocks)
+ * in both 128-bit lanes, for a byte lookup. */
+LB_AVX2 static inline __m256i nl_table(const int8_t *kv) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)kv));
 }
 
 /* One IQ4_NL block against one Q8_0 block: 8 int32 partial sums.
  * Signed x signed bytes via the sign trick: |w| (unsigned) times a*sign(w);
- * the codebook has no zero, so no activation is lost. */
+ * a zero weight (MXFP4's table has two) zeroes its product, as it should. */
 LB_AVX2 static inline __m256i iq4nl_block_avx2(__m256i table, const block_iq4_nl *x, const block_q8_0 *y) {
     const __m128i q = _mm_loadu_si128((const __m128i *)x->qs);
     const __m256i idx = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
@@ -362,15 +364,15 @@ LB_AVX2 static inline __m256i iq4nl_block_avx2(__m256i table, const block_iq4_nl
     return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
 
-LB_AVX2 static inline float iq4nl_tail_avx2(const block_iq4_nl *x, const block_q8_0 *y) {
-    const __m256 p = _mm256_cvtepi32_ps(iq4nl_block_avx2(iq4nl_table(), x, y));
+LB_AVX2 static inline float iq4nl_tail_avx2(__m256i table, const block_iq4_nl *x, const block_q8_0 *y) {
+    const __m256 p = _mm256_cvtepi32_ps(iq4nl_block_avx2(table, x, y));
     return FP16(x->d) * FP16(y->d) * hsum256_ps(p);
 }
 
-LB_AVX2 void lb_vec_dot_iq4_nl_q8_0_avx2(int64_t n, float *s, const void *vw, const void *va) {
+LB_AVX2 static inline void nl_dot_avx2(const int8_t *kv, int64_t n, float *s, const void *vw, const void *va) {
     const block_iq4_nl *x = vw;
     const block_q8_0 *y = va;
-    const __m256i table = iq4nl_table();
+    const __m256i table = nl_table(kv);
     const int64_t nb = n / QK4_NL;
     __m256 acc = _mm256_setzero_ps();
     int64_t b = 0;
@@ -392,8 +394,15 @@ LB_AVX2 void lb_vec_dot_iq4_nl_q8_0_avx2(int64_t n, float *s, const void *vw, co
         acc = _mm256_fmadd_ps(_mm256_set_m128(d4, d4), _mm256_cvtepi32_ps(sums), acc);
     }
     float sum = hsum256_ps(acc);
-    for (; b < nb; b++) sum += iq4nl_tail_avx2(&x[b], &y[b]);
+    for (; b < nb; b++) sum += iq4nl_tail_avx2(table, &x[b], &y[b]);
     *s = sum;
+}
+
+LB_AVX2 void lb_vec_dot_iq4_nl_q8_0_avx2(int64_t n, float *s, const void *w, const void *a) {
+    nl_dot_avx2(lb_kvalues_iq4nl, n, s, w, a);
+}
+LB_AVX2 void lb_vec_dot_mxfp4_nl_q8_0_avx2(int64_t n, float *s, const void *w, const void *a) {
+    nl_dot_avx2(lb_kvalues_mxfp4, n, s, w, a);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -538,10 +547,10 @@ LB_AVX512 static inline __m512i iq4nl_pair_avx512(__m512i table_u, const block_i
                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), bias, a));
 }
 
-LB_AVX512 void lb_vec_dot_iq4_nl_q8_0_avx512(int64_t n, float *s, const void *vw, const void *va) {
+LB_AVX512 static inline void nl_dot_avx512(const int8_t *kv, int64_t n, float *s, const void *vw, const void *va) {
     const block_iq4_nl *x = vw;
     const block_q8_0 *y = va;
-    const __m512i table_u = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lb_kvalues_iq4nl)),
+    const __m512i table_u = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)kv)),
                                              _mm512_set1_epi8((char)0x80));
     /* lanes 0..7 of a pair belong to its first block, 8..15 to its second */
     const __m512i spread_lo = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -562,8 +571,15 @@ LB_AVX512 void lb_vec_dot_iq4_nl_q8_0_avx512(int64_t n, float *s, const void *vw
         acc = _mm512_fmadd_ps(_mm512_permutexvar_ps(spread_hi, d4), _mm512_cvtepi32_ps(p23), acc);
     }
     float sum = hsum512_ps(acc);
-    for (; b < nb; b++) sum += iq4nl_tail_avx2(&x[b], &y[b]);
+    for (; b < nb; b++) sum += iq4nl_tail_avx2(nl_table(kv), &x[b], &y[b]);
     *s = sum;
+}
+
+LB_AVX512 void lb_vec_dot_iq4_nl_q8_0_avx512(int64_t n, float *s, const void *w, const void *a) {
+    nl_dot_avx512(lb_kvalues_iq4nl, n, s, w, a);
+}
+LB_AVX512 void lb_vec_dot_mxfp4_nl_q8_0_avx512(int64_t n, float *s, const void *w, const void *a) {
+    nl_dot_avx512(lb_kvalues_mxfp4, n, s, w, a);
 }
 LB_AVX2 void lb_quantize_q8_Kx4_avx2(const float *x, size_t ldx, void *vy, int64_t k) {
     lb_block_q8_Kx4 *y = vy;

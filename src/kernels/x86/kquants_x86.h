@@ -24,11 +24,13 @@ void lb_vec_dot_q4_K_q8_K_avx2(int64_t n, float *s, const void *w, const void *a
 void lb_vec_dot_q5_K_q8_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void lb_vec_dot_q6_K_q8_K_avx2(int64_t n, float *s, const void *w, const void *a);
 void lb_vec_dot_iq4_nl_q8_0_avx2(int64_t n, float *s, const void *w, const void *a);
+void lb_vec_dot_mxfp4_nl_q8_0_avx2(int64_t n, float *s, const void *w, const void *a); /* formats/mxfp4.h */
 
 /* AVX-512 F/BW/VL + VNNI */
 void lb_vec_dot_q4_K_q8_K_avx512(int64_t n, float *s, const void *w, const void *a);
 void lb_vec_dot_q5_K_q8_K_avx512(int64_t n, float *s, const void *w, const void *a);
 void lb_vec_dot_q6_K_q8_K_avx512(int64_t n, float *s, const void *w, const void *a);
 void lb_vec_dot_iq4_nl_q8_0_avx512(int64_t n, float *s, const void *w, const void *a);
+void lb_vec_dot_mxfp4_nl_q8_0_avx512(int64_t n, float *s, const void *w, const void *a);
 #endif
 #endif

@@ -1,5 +1,5 @@
 /* AVX2 (+FMA, F16C) GEMV / GEMM on the interleaved layouts of
- * formats/repack.h, for Q4_0, IQ4_NL and Q8_0 weights against Q8_0
+ * formats/repack.h, for Q4_0, IQ4_NL (MXFP4_NL) and Q8_0 weights against Q8_0
  * activations.
  *
  * Unit of work: 8 output rows, as two "quads" of 4 rows (the two halves of
@@ -28,7 +28,8 @@
  *    most 2 * 31 * 127 = 7874 and the four of a block 31496, so the int16
  *    stage is exact; each quad is widened before the two are added (two
  *    quads' worth would not fit).
- *  - IQ4_NL: vpshufb looks the 16-entry codebook up in a register; IQ4_NL
+ *  - IQ4_NL: vpshufb looks the 16-entry codebook up in a register (MXFP4_NL:
+ *    the same with MXFP4's table, formats/mxfp4.h); IQ4_NL
  *    and Q8_0 multiply with the sign trick (|w| x sign(a, w)), widening each
  *    product to int32.
  * Float scaling: one FMA per block and row of activations.
@@ -48,7 +49,9 @@
 #define LB_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define INLINE LB_AVX2 static inline __attribute__((always_inline))
 
-enum { WQ4, WIQ4, WQ8, WU5 };  /* weight kind (WU5: Q8_0 quants in [-16, 15], stored + 16) */
+/* weight kind (WU5: Q8_0 quants in [-16, 15], stored + 16; WMX: MXFP4's table in IQ4_NL's place) */
+enum { WQ4, WIQ4, WQ8, WU5, WMX };
+#define NL(wt) ((wt) == WIQ4 || (wt) == WMX) /* a 16-entry codebook of signed bytes */
 
 /* Software prefetch distance of the decode GEMV, in blocks (0: off). The
  * hardware prefetcher alone leaves the GEMV at ~80% of the read bandwidth;
@@ -153,7 +156,7 @@ INLINE __m256i load_act(int lay, const act_src *a, int64_t b, int m, int c) {
 }
 
 /* Weight vector for activation chunk c (weights 8c..8c+7) of quad q:
- * Q4_0 unsigned nibbles 0..15, IQ4_NL codebook values, Q8_0 quants. */
+ * Q4_0 unsigned nibbles 0..15, IQ4_NL / MXFP4 codebook values, Q8_0 quants. */
 INLINE __m256i weight_vec(int wt, int lay, const w_src *w, int64_t b, int q, int c) {
     if (wt == WQ8 || wt == WU5) return load_wvec(lay, w, b, q, c);
     const __m256i raw = load_wvec(lay, w, b, q, c & 1);
@@ -161,9 +164,12 @@ INLINE __m256i weight_vec(int wt, int lay, const w_src *w, int64_t b, int q, int
     __m256i x = wt == WQ4 ? _mm256_xor_si256(raw, _mm256_set1_epi8((char)0x88)) : raw;
     x = _mm256_and_si256(c < 2 ? x : _mm256_srli_epi16(x, 4), m4);
     if (wt == WQ4) return x;
-    /* lb_kvalues_iq4nl, in both 128-bit lanes (checked by the tests) */
-    const __m256i book = _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,
-                                          -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+    /* lb_kvalues_iq4nl or lb_kvalues_mxfp4, in both 128-bit lanes (checked by the tests) */
+    const __m256i book = wt == WMX ? _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
+                                                      0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12)
+                                   : _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69,
+                                                      89, 113, -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38,
+                                                      53, 69, 89, 113);
     return _mm256_shuffle_epi8(book, x);
 }
 
@@ -208,7 +214,7 @@ INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_sr
                     __m256i u0, s0, u1, s1;
                     if (wt == WQ4 || wt == WU5) {
                         u0 = wv[0][c], s0 = av, u1 = wv[1][c], s1 = av;
-                    } else if (wt == WIQ4) {
+                    } else if (NL(wt)) {
                         u0 = u1 = _mm256_sign_epi8(av, av);
                         s0 = _mm256_sign_epi8(wv[0][c], av), s1 = _mm256_sign_epi8(wv[1][c], av);
                     } else {
@@ -225,7 +231,7 @@ INLINE void tile(int wt, int lay, int mr, int vnni, const w_src *w, const act_sr
                     p[1] = c ? _mm256_add_epi16(p[1], t1) : t1;
                 } else {
                     __m256i t0, t1;
-                    if (wt == WIQ4) {
+                    if (NL(wt)) {
                         /* |a| x sign(w, a): |a| is shared by both quads (codebook >= -127) */
                         const __m256i aa = _mm256_sign_epi8(av, av);
                         t0 = _mm256_maddubs_epi16(aa, _mm256_sign_epi8(wv[0][c], av));
@@ -396,6 +402,9 @@ KERNELS(iq4_nl, 8, 8, WIQ4, L88)
 KERNELS(q8_0, 4, 4, WQ8, L44)
 KERNELS(q8_0, 4, 8, WQ8, L48)
 KERNELS(q8_0, 8, 8, WQ8, L88)
+KERNELS(mxfp4_nl, 4, 4, WMX, L44)
+KERNELS(mxfp4_nl, 4, 8, WMX, L48)
+KERNELS(mxfp4_nl, 8, 8, WMX, L88)
 
 /* Q8_0_4X4 rows (quants in [-16, 15]) to the 8x8 layout with u = w + 16:
  * per 8 rows and block, the two 4-row x-blocks' scales side by side, then

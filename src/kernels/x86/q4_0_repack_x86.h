@@ -34,6 +34,9 @@ LB_REPACK_X86_DECL(iq4_nl, 8, 8)
 LB_REPACK_X86_DECL(q8_0, 4, 4)
 LB_REPACK_X86_DECL(q8_0, 4, 8)
 LB_REPACK_X86_DECL(q8_0, 8, 8)
+LB_REPACK_X86_DECL(mxfp4_nl, 4, 4)
+LB_REPACK_X86_DECL(mxfp4_nl, 4, 8)
+LB_REPACK_X86_DECL(mxfp4_nl, 8, 8)
 /* Q8_0 weights whose quants lie in [-16, 15] (QIGen's GQ tiles converted to
  * Q8_0_4X4, d = s, quants q - z: kernels/qigen.c): the pack rewrites rows
  * [0, rows) (a multiple of 8) of such a Q8_0_4X4 tile into the 8x8 layout
@@ -60,7 +63,10 @@ void lb_gemm_q8_0u5x8_q8_0x4_8x8_avx2(int64_t K, const void *W, size_t w_row_siz
     LB_REPACK_X86_ENTRY(LB_TYPE_IQ4_NL_8X8, iq4_nl, 8, 8),           \
     LB_REPACK_X86_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4),               \
     LB_REPACK_X86_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8),               \
-    LB_REPACK_X86_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8)
+    LB_REPACK_X86_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8),               \
+    LB_REPACK_X86_ENTRY(LB_TYPE_MXFP4_NL_4X4, mxfp4_nl, 4, 4),       \
+    LB_REPACK_X86_ENTRY(LB_TYPE_MXFP4_NL_4X8, mxfp4_nl, 4, 8),       \
+    LB_REPACK_X86_ENTRY(LB_TYPE_MXFP4_NL_8X8, mxfp4_nl, 8, 8)
 #define LB_REPACK_AVXVNNI_KERNELS                                    \
     LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_Q4_0_4X4, q4_0, 4, 4),           \
     LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_Q4_0_4X8, q4_0, 4, 8),           \
@@ -70,7 +76,10 @@ void lb_gemm_q8_0u5x8_q8_0x4_8x8_avx2(int64_t K, const void *W, size_t w_row_siz
     LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_IQ4_NL_8X8, iq4_nl, 8, 8),       \
     LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4),           \
     LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8),           \
-    LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8)
+    LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8),           \
+    LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_MXFP4_NL_4X4, mxfp4_nl, 4, 4),   \
+    LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_MXFP4_NL_4X8, mxfp4_nl, 4, 8),   \
+    LB_REPACK_AVXVNNI_ENTRY(LB_TYPE_MXFP4_NL_8X8, mxfp4_nl, 8, 8)
 #endif
 
 #endif

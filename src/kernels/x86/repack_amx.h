@@ -28,6 +28,9 @@ LB_REPACK_AMX_DECL(iq4_nl, 8, 8)
 LB_REPACK_AMX_DECL(q8_0, 4, 4)
 LB_REPACK_AMX_DECL(q8_0, 4, 8)
 LB_REPACK_AMX_DECL(q8_0, 8, 8)
+LB_REPACK_AMX_DECL(mxfp4_nl, 4, 4)
+LB_REPACK_AMX_DECL(mxfp4_nl, 4, 8)
+LB_REPACK_AMX_DECL(mxfp4_nl, 8, 8)
 
 /* The AMX-BF16 GEMM (repack_amx_bf16.c): bf16 activation groups
  * (lb_block_bf16x16), written by lb_pack_bf16x16_avx512 (bit-identical to
@@ -46,6 +49,9 @@ LB_REPACK_AMXBF16_DECL(iq4_nl, 8, 8)
 LB_REPACK_AMXBF16_DECL(q8_0, 4, 4)
 LB_REPACK_AMXBF16_DECL(q8_0, 4, 8)
 LB_REPACK_AMXBF16_DECL(q8_0, 8, 8)
+LB_REPACK_AMXBF16_DECL(mxfp4_nl, 4, 4)
+LB_REPACK_AMXBF16_DECL(mxfp4_nl, 4, 8)
+LB_REPACK_AMXBF16_DECL(mxfp4_nl, 8, 8)
 
 /* lb_kernel_list entries (field order: see kernels/repack_kernels.h) */
 #define LB_REPACK_AMX_ENTRY(T, w, R, C)                                                                  \
@@ -71,6 +77,9 @@ LB_REPACK_AMXBF16_DECL(q8_0, 8, 8)
     LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4),         \
     LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8),         \
     LB_REPACK_AMX_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8),         \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_MXFP4_NL_4X4, mxfp4_nl, 4, 4), \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_MXFP4_NL_4X8, mxfp4_nl, 4, 8), \
+    LB_REPACK_AMX_ENTRY(LB_TYPE_MXFP4_NL_8X8, mxfp4_nl, 8, 8), \
     LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q4_0_4X4, q4_0, 4, 4),     \
     LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q4_0_4X8, q4_0, 4, 8),     \
     LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q4_0_8X8, q4_0, 8, 8),     \
@@ -79,7 +88,10 @@ LB_REPACK_AMXBF16_DECL(q8_0, 8, 8)
     LB_REPACK_AMXBF16_ENTRY(LB_TYPE_IQ4_NL_8X8, iq4_nl, 8, 8), \
     LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4),     \
     LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8),     \
-    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8)
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8),     \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_MXFP4_NL_4X4, mxfp4_nl, 4, 4), \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_MXFP4_NL_4X8, mxfp4_nl, 4, 8), \
+    LB_REPACK_AMXBF16_ENTRY(LB_TYPE_MXFP4_NL_8X8, mxfp4_nl, 8, 8)
 #endif
 
 #endif

@@ -32,6 +32,9 @@ LB_REPACK_AVX512_DECL(iq4_nl, 8, 8)
 LB_REPACK_AVX512_DECL(q8_0, 4, 4)
 LB_REPACK_AVX512_DECL(q8_0, 4, 8)
 LB_REPACK_AVX512_DECL(q8_0, 8, 8)
+LB_REPACK_AVX512_DECL(mxfp4_nl, 4, 4)
+LB_REPACK_AVX512_DECL(mxfp4_nl, 4, 8)
+LB_REPACK_AVX512_DECL(mxfp4_nl, 8, 8)
 
 /* lb_kernel_list entries (field order: see kernels/repack_kernels.h) */
 #define LB_REPACK_AVX512_ENTRY(T, w, R, C)                                                                 \
@@ -49,7 +52,10 @@ LB_REPACK_AVX512_DECL(q8_0, 8, 8)
     LB_REPACK_AVX512_ENTRY(LB_TYPE_IQ4_NL_8X8, iq4_nl, 8, 8),     \
     LB_REPACK_AVX512_ENTRY(LB_TYPE_Q8_0_4X4, q8_0, 4, 4),         \
     LB_REPACK_AVX512_ENTRY(LB_TYPE_Q8_0_4X8, q8_0, 4, 8),         \
-    LB_REPACK_AVX512_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8)
+    LB_REPACK_AVX512_ENTRY(LB_TYPE_Q8_0_8X8, q8_0, 8, 8),         \
+    LB_REPACK_AVX512_ENTRY(LB_TYPE_MXFP4_NL_4X4, mxfp4_nl, 4, 4), \
+    LB_REPACK_AVX512_ENTRY(LB_TYPE_MXFP4_NL_4X8, mxfp4_nl, 4, 8), \
+    LB_REPACK_AVX512_ENTRY(LB_TYPE_MXFP4_NL_8X8, mxfp4_nl, 8, 8)
 #endif
 
 #endif

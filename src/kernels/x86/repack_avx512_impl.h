@@ -11,19 +11,21 @@
 #include <string.h>
 
 #include "formats/kquants.h"
+#include "formats/mxfp4.h"
 #include "formats/repack.h"
 
 #define LB_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE LB_AVX512 static inline __attribute__((always_inline))
 
-enum { WQ4, WIQ4, WQ8 }; /* weight kind */
+enum { WQ4, WIQ4, WQ8, WMX }; /* weight kind (WMX: MXFP4_NL, IQ4_NL's layout with MXFP4's table) */
 
 /* Every interleaved layout these kernels serve, as X(name, R, C, kind): each
  * kernel file instantiates its entry points from this one list. */
 #define LB_REPACK_LAYOUTS(X)                                                          \
     X(q4_0, 4, 4, WQ4) X(q4_0, 4, 8, WQ4) X(q4_0, 8, 8, WQ4)                          \
     X(iq4_nl, 4, 4, WIQ4) X(iq4_nl, 4, 8, WIQ4) X(iq4_nl, 8, 8, WIQ4)                 \
-    X(q8_0, 4, 4, WQ8) X(q8_0, 4, 8, WQ8) X(q8_0, 8, 8, WQ8)
+    X(q8_0, 4, 4, WQ8) X(q8_0, 4, 8, WQ8) X(q8_0, 8, 8, WQ8)                          \
+    X(mxfp4_nl, 4, 4, WMX) X(mxfp4_nl, 4, 8, WMX) X(mxfp4_nl, 8, 8, WMX)
 
 /* ---- layout geometry ---- */
 
@@ -100,9 +102,10 @@ INLINE void decode16(int wt, int sgn, const geom *G, const __m512i *idx, const r
                 w[t + 4] = _mm512_sub_epi8(w[t + 4], _mm512_set1_epi8(8));
             }
         } else {
-            /* lb_kvalues_iq4nl (+ 128 unless sgn) in every 128-bit lane */
+            /* lb_kvalues_iq4nl or lb_kvalues_mxfp4 (+ 128 unless sgn) in every 128-bit lane */
+            const int8_t *kv = wt == WMX ? lb_kvalues_mxfp4 : lb_kvalues_iq4nl;
             const __m512i book = _mm512_xor_si512(
-                _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)lb_kvalues_iq4nl)),
+                _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)kv)),
                 _mm512_set1_epi8(sgn ? 0 : (char)0x80));
             w[t] = _mm512_shuffle_epi8(book, _mm512_and_si512(v, m4));
             w[t + 4] = _mm512_shuffle_epi8(book, _mm512_and_si512(h, m4));
