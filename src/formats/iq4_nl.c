@@ -87,18 +87,20 @@ void lb_quantize_row_iq4_nl_ref(const float *x, void *vy, int64_t k) {
     for (int64_t b = 0; b < k / QK4_NL; b++) quantize_block_iq4_nl(x + b * QK4_NL, &y[b]);
 }
 
-void lb_dequantize_row_iq4_nl(const void *vx, float *y, int64_t k) {
+/* Blocks of an fp16 scale and 32 4-bit indices into a 16-entry table kv:
+ * IQ4_NL's (lb_kvalues_iq4nl) and MXFP4_NL's (formats/mxfp4.h) */
+void lb_dequantize_row_nl(const int8_t *kv, const void *vx, float *y, int64_t k) {
     const block_iq4_nl *x = vx;
     for (int64_t b = 0; b < k / QK4_NL; b++, y += QK4_NL) {
         const float d = lb_fp16_to_f32(x[b].d);
         for (int j = 0; j < QK4_NL / 2; j++) {
-            y[j] = d * (float)lb_kvalues_iq4nl[x[b].qs[j] & 0xF];
-            y[j + QK4_NL / 2] = d * (float)lb_kvalues_iq4nl[x[b].qs[j] >> 4];
+            y[j] = d * (float)kv[x[b].qs[j] & 0xF];
+            y[j + QK4_NL / 2] = d * (float)kv[x[b].qs[j] >> 4];
         }
     }
 }
 
-void lb_vec_dot_iq4_nl_q8_0_ref(int64_t n, float *s, const void *vw, const void *va) {
+void lb_vec_dot_nl_q8_0_ref(const int8_t *kv, int64_t n, float *s, const void *vw, const void *va) {
     const block_iq4_nl *x = vw;
     const block_q8_0 *y = va;
     float sumf = 0.0f;
@@ -106,10 +108,16 @@ void lb_vec_dot_iq4_nl_q8_0_ref(int64_t n, float *s, const void *vw, const void 
         const float d = lb_fp16_to_f32(y[b].d) * lb_fp16_to_f32(x[b].d);
         int sumi1 = 0, sumi2 = 0;
         for (int j = 0; j < QK4_NL / 2; j++) {
-            sumi1 += y[b].qs[j] * lb_kvalues_iq4nl[x[b].qs[j] & 0xF];
-            sumi2 += y[b].qs[j + QK4_NL / 2] * lb_kvalues_iq4nl[x[b].qs[j] >> 4];
+            sumi1 += y[b].qs[j] * kv[x[b].qs[j] & 0xF];
+            sumi2 += y[b].qs[j + QK4_NL / 2] * kv[x[b].qs[j] >> 4];
         }
         sumf += d * (float)(sumi1 + sumi2);
     }
     *s = sumf;
+}
+
+void lb_dequantize_row_iq4_nl(const void *x, float *y, int64_t k) { lb_dequantize_row_nl(lb_kvalues_iq4nl, x, y, k); }
+
+void lb_vec_dot_iq4_nl_q8_0_ref(int64_t n, float *s, const void *w, const void *a) {
+    lb_vec_dot_nl_q8_0_ref(lb_kvalues_iq4nl, n, s, w, a);
 }

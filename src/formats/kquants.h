@@ -114,6 +114,9 @@ void lb_vec_dot_q8_K_q8_K_ref(int64_t n, float *s, const void *w, const void *a)
  * importance matrix: weights x^2, scale search over 15 candidates). */
 void lb_quantize_row_iq4_nl_ref(const float *x, void *y, int64_t k);
 void lb_dequantize_row_iq4_nl(const void *x, float *y, int64_t k);
+/* the same blocks with any 16-entry table kv (MXFP4_NL: formats/mxfp4.h) */
+void lb_dequantize_row_nl(const int8_t *kv, const void *x, float *y, int64_t k);
+void lb_vec_dot_nl_q8_0_ref(const int8_t *kv, int64_t n, float *s, const void *w, const void *a);
 void lb_vec_dot_iq4_nl_q8_0_ref(int64_t n, float *s, const void *w, const void *a);
 
 /* 4.25 bits per weight: IQ4_NL's codebook in super-blocks of 256, with one

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "formats/kquants.h"
 #include "formats/mxfp4.h"
 
 /* no FMA contraction: bit-exactness with ggml (see kquants.c) */
@@ -86,18 +87,9 @@ int64_t lb_mxfp4_to_nl(const void *src, void *dst, int64_t nb) {
     return inexact;
 }
 
-void lb_dequantize_row_mxfp4_nl(const void *vx, float *y, int64_t k) {
-    const block_mxfp4_nl *x = vx;
-    for (int64_t b = 0; b < k / QK_MXFP4; b++, y += QK_MXFP4) {
-        const float d = lb_fp16_to_f32(x[b].d);
-        for (int j = 0; j < QK_MXFP4 / 2; j++) {
-            y[j] = d * (float)lb_kvalues_mxfp4[x[b].qs[j] & 0xF];
-            y[j + QK_MXFP4 / 2] = d * (float)lb_kvalues_mxfp4[x[b].qs[j] >> 4];
-        }
-    }
-}
+void lb_dequantize_row_mxfp4_nl(const void *x, float *y, int64_t k) { lb_dequantize_row_nl(lb_kvalues_mxfp4, x, y, k); }
 
-/* A reference quantizer for the tests and `quantize`'s round trips: MXFP4's,
+/* A reference quantizer for the kernel tests (random rows through from_float): MXFP4's,
  * then the conversion (values whose scale fp16 cannot hold come out rounded) */
 static void quantize_row_mxfp4_nl_ref(const float *x, void *vy, int64_t k) {
     block_mxfp4_nl *y = vy;
@@ -109,22 +101,9 @@ static void quantize_row_mxfp4_nl_ref(const float *x, void *vy, int64_t k) {
     }
 }
 
-/* The same expressions as lb_vec_dot_iq4_nl_q8_0_ref, so IQ4_NL's kernels
- * with this table reproduce it */
-void lb_vec_dot_mxfp4_nl_q8_0_ref(int64_t n, float *s, const void *vw, const void *va) {
-    const block_mxfp4_nl *x = vw;
-    const block_q8_0 *y = va;
-    float sumf = 0.0f;
-    for (int64_t b = 0; b < n / QK_MXFP4; b++) {
-        const float d = lb_fp16_to_f32(y[b].d) * lb_fp16_to_f32(x[b].d);
-        int sumi1 = 0, sumi2 = 0;
-        for (int j = 0; j < QK_MXFP4 / 2; j++) {
-            sumi1 += y[b].qs[j] * lb_kvalues_mxfp4[x[b].qs[j] & 0xF];
-            sumi2 += y[b].qs[j + QK_MXFP4 / 2] * lb_kvalues_mxfp4[x[b].qs[j] >> 4];
-        }
-        sumf += d * (float)(sumi1 + sumi2);
-    }
-    *s = sumf;
+/* IQ4_NL's reference with this table, so IQ4_NL's kernels with it reproduce it */
+void lb_vec_dot_mxfp4_nl_q8_0_ref(int64_t n, float *s, const void *w, const void *a) {
+    lb_vec_dot_nl_q8_0_ref(lb_kvalues_mxfp4, n, s, w, a);
 }
 
 static const lb_type_traits traits_mxfp4 = {"MXFP4", QK_MXFP4, sizeof(block_mxfp4), 1, LB_TYPE_Q8_0,
