@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Writes the oracle of test_tokenizer's gpt-4o and tekken cases: for every
+"""Writes the oracle of test_tokenizer's gpt-4o, tekken and smollm cases: for every
 case of tests/data/pretok/cases.inp, the words llama.cpp's pre-tokenizer cuts
 (PRE.words) and the token ids it then gives (PRE.out).
 
-Usage: python3 scripts/make-pretok-fixture.py PEER_SRC LLAMA_TOKENIZE
+Usage: [PRETOK_ONLY=NAME] python3 scripts/make-pretok-fixture.py PEER_SRC LLAMA_TOKENIZE
   PEER_SRC        an ik_llama.cpp (or llama.cpp) source tree, e.g. the one
                   ../shared/peers/build.sh unpacks into ~/.cache/lowbit-peers
   LLAMA_TOKENIZE  its llama-tokenize binary (cmake --build BUILD --target
                   llama-tokenize in the tree build.sh made)
 
 Words: a small C++ program compiled against PEER_SRC/src/unicode.cpp calls
-its unicode_regex_split with the regex llama-vocab.cpp uses for the
-pre-tokenizer (checked to appear there verbatim) and prints each word as the
+its unicode_regex_split with the regexes llama-vocab.cpp uses for the
+pre-tokenizer, in its order (each checked to appear there verbatim; smollm's
+are two: every digit apart, then GPT-2's on what is left) and prints each word as the
 hex of its UTF-8 bytes, one line per case. With GPT-2's merges most words
 come out as the same ids under any regex, so the words are what tells the
 pre-tokenizers apart; the ids check the whole path (tekken's ignore_merges).
@@ -32,17 +33,20 @@ VOCAB = os.path.join(HERE, "..", "..", "shared", "tokenizer-tests", "ggml-vocab-
 DATA = os.path.join(HERE, "..", "tests", "data", "pretok")
 SEP = "\n__ggml_vocab_test__\n"
 
-# llama-vocab.cpp's regex_exprs for LLAMA_VOCAB_PRE_TYPE_GPT4O and _TEKKEN,
-# as C++ source text (o200k's \p{Lu}... classes written with ASCII lookaheads)
+# llama-vocab.cpp's regex_exprs for LLAMA_VOCAB_PRE_TYPE_GPT4O, _TEKKEN and
+# _SMOLLM, as C++ source text (o200k's \p{Lu}... classes written with ASCII
+# lookaheads); each a list, applied in turn
 REGEX = {
-    "gpt-4o": r'"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+'
+    "gpt-4o": [r'"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+'
               r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|[^\\r\\n\\p{L}\\p{N}]?"
               r"((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|"
               r"'[lL][lL]|'[dD])?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
-              r'"',
-    "tekken": r'"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?'
+              r'"'],
+    "tekken": [r'"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?'
               r"((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
-              r'\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"',
+              r'\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"'],
+    "smollm": [r'"\\p{N}"',
+               r'''"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"'''],
 }
 
 HARNESS = r"""
@@ -50,8 +54,9 @@ HARNESS = r"""
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 int main(int argc, char **argv) {
-    const std::string re = %s;
+    const std::vector<std::string> re = {%s};
     std::ifstream f(argv[1], std::ios::binary);
     std::stringstream ss;
     ss << f.rdbuf();
@@ -61,7 +66,7 @@ int main(int argc, char **argv) {
         const std::string text = all.substr(pos, end - pos);
         pos = end + sep.size();
         const char *gap = "";
-        for (const std::string &w : unicode_regex_split(text, {re})) {
+        for (const std::string &w : unicode_regex_split(text, re)) {
             printf("%%s", gap);
             gap = " ";
             for (uint32_t c : unicode_cpts_from_utf8(w)) printf("%%02x", unicode_utf8_to_byte(unicode_cpt_to_utf8(c)));
@@ -134,11 +139,15 @@ def main():
     cases = cases[:-1]
     vocab_src = open(os.path.join(peer, "src", "llama-vocab.cpp")).read()
     with tempfile.TemporaryDirectory() as tmp:
-        for pre, regex in REGEX.items():
-            if regex not in vocab_src:
-                sys.exit("%s: the %s regex is not in %s/src/llama-vocab.cpp" % (sys.argv[0], pre, peer))
+        only = os.environ.get("PRETOK_ONLY")  # one pre-tokenizer (its files only)
+        for pre, regexes in REGEX.items():
+            if only and pre != only:
+                continue
+            for regex in regexes:
+                if regex not in vocab_src:
+                    sys.exit("%s: a %s regex is not in %s/src/llama-vocab.cpp" % (sys.argv[0], pre, peer))
             src, exe = os.path.join(tmp, "split.cpp"), os.path.join(tmp, "split")
-            open(src, "w").write(HARNESS % regex)
+            open(src, "w").write(HARNESS % ", ".join(regexes))
             subprocess.run(["g++", "-O1", "-std=c++17", "-I", os.path.join(peer, "src"), src,
                             os.path.join(peer, "src", "unicode.cpp"), os.path.join(peer, "src", "unicode-data.cpp"),
                             "-o", exe], check=True)

@@ -6,6 +6,11 @@
 #   python3 tests/make_arch.py ARCH IN.gguf OUT.gguf [OMIT]
 # ARCH:
 #   llama  the input as it is (with MAKE_ARCH_YARN below: YaRN on llama's RoPE);
+#   smollm3 keys -> "smollm3." (llama's layer; llama.cpp skips RoPE on every
+#          4th layer of it);
+#   mistral3 keys -> "mistral3." (llama's layer) and an attention temperature
+#          scale (MAKE_ARCH_TEMP, default 0.5), which llama.cpp applies to q
+#          past the original context (MAKE_ARCH_YARN's N);
 #   qwen3  keys "ARCH." -> "qwen3.", q/k/v biases dropped (Qwen 3 has none;
 #          llama.cpp refuses unused tensors), and per layer the two per-head
 #          RMS norms Qwen 3 applies to q and k before RoPE (attn_q_norm /
@@ -36,15 +41,15 @@
 #          on layers 0, 2, ...
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
 # MAKE_ARCH_LEGACY=1 writes mixtral's experts as one 2-D tensor each (the
-# first GGUF layout). MAKE_ARCH_YARN="F,N" adds YaRN RoPE scaling keys (factor F, original
-# context N) to any target.
+# first GGUF layout). MAKE_ARCH_YARN="F,N[,M]" adds YaRN RoPE scaling keys (factor F, original
+# context N, and yarn_log_multiplier M) to any target.
 import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
 MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss')
-assert target in ('llama', 'qwen3', 'phi3', 'gemma2') + MOE, \
-    'ARCH: llama, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral or gpt-oss'
+assert target in ('llama', 'smollm3', 'mistral3', 'qwen3', 'phi3', 'gemma2') + MOE, \
+    'ARCH: llama, smollm3, mistral3, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral or gpt-oss'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -156,10 +161,15 @@ if target in MOE:
         kvs.append([prefix + '.attention.sliding_window', 4, struct.pack('<I', window)])
 # MAKE_ARCH_YARN="F,N": YaRN RoPE scaling, factor F, original context N
 if os.environ.get('MAKE_ARCH_YARN'):
-    y_factor, y_orig = os.environ['MAKE_ARCH_YARN'].split(',')
+    y = os.environ['MAKE_ARCH_YARN'].split(',')
     kvs.append([prefix + '.rope.scaling.type', 8, sstr('yarn')])
-    kvs.append([prefix + '.rope.scaling.factor', 6, struct.pack('<f', float(y_factor))])
-    kvs.append([prefix + '.rope.scaling.original_context_length', 4, struct.pack('<I', int(y_orig))])
+    kvs.append([prefix + '.rope.scaling.factor', 6, struct.pack('<f', float(y[0]))])
+    kvs.append([prefix + '.rope.scaling.original_context_length', 4, struct.pack('<I', int(y[1]))])
+    if len(y) > 2:
+        kvs.append([prefix + '.rope.scaling.yarn_log_multiplier', 6, struct.pack('<f', float(y[2]))])
+if target == 'mistral3':
+    temp = float(os.environ.get('MAKE_ARCH_TEMP', '0.5'))
+    kvs.append(['mistral3.attention.temperature_scale', 6, struct.pack('<f', temp)])
 if target == 'gemma2':
     kvs.append(['gemma2.attention.sliding_window', 4, struct.pack('<I', 48)])
     kvs.append(['gemma2.attn_logit_softcapping', 6, struct.pack('<f', 2.0)])

@@ -66,7 +66,7 @@ static void print_ids(const char *what, const int32_t *ids, int n) {
  * has one line of space-separated ids per case. vocab names the GGUF in
  * ../shared/tokenizer-tests; inp and out are paths, or NULL for the
  * vocabulary's own files there. pre >= 0 replaces the file's pre-tokenizer
- * with what the loader sets for that name (the gpt-4o and tekken oracles
+ * with what the loader sets for that name (the gpt-4o, tekken and smollm oracles
  * run the GPT-2 vocabulary under those regexes). */
 static void run_vocab_cases(const char *vocab, const char *inp_path, const char *out_path, int pre, int n_expect) {
     char gpath[512], ipath[512], opath[512], label[600];
@@ -307,9 +307,9 @@ static void test_gpt2_details(void) {
     uint64_t seed = 777;
     random_bytes_encode(t, &seed);
     random_utf8_roundtrips(t, 4242, 0);
-    /* the o200k and tekken scanners on random code points (texts that
+    /* the o200k, tekken and smollm scanners on random code points (texts that
      * round-trip) and random bytes */
-    for (int pre = LB_PRE_GPT4O; pre <= LB_PRE_TEKKEN; pre++) {
+    for (int pre = LB_PRE_GPT4O; pre <= LB_PRE_SMOLLM; pre++) {
         t->pre = (lb_tok_pre)pre;
         random_utf8_roundtrips(t, 4243 + (uint64_t)pre, 0);
         random_bytes_encode(t, &seed);
@@ -368,7 +368,7 @@ static void check_split(lb_tok_pre pre, const char *text, const char *const *wan
         ok = wl == strlen(want[w]) && memcmp(word, want[w], wl) == 0;
         start = (size_t)ends.v[w];
     }
-    static const char *const names[] = {"gpt2", "llama3", "qwen2", "gpt-4o", "tekken"};
+    static const char *const names[] = {"gpt2", "llama3", "qwen2", "gpt-4o", "tekken", "smollm"};
     CHECK_MSG(ok, "%s split of '%s' (got %zu words)", names[pre], text, ends.n);
     free(ends.v);
 }
@@ -411,6 +411,10 @@ static void test_pretokenizers(void) {
     SPLIT(LB_PRE_GPT4O, "\xC3\xA9t\xC3\xA9 \xC3\x89T\xC3\x89", "\xC3\xA9t\xC3\xA9", " \xC3\x89T\xC3\x89"); /* été ÉTÉ */
     SPLIT(LB_PRE_GPT4O, "\xC3\xA9" "ABC", "\xC3\xA9", "ABC"); /* éABC */
     SPLIT(LB_PRE_TEKKEN, "DON'T 12", "DON", "'T", " ", "1", "2");
+    /* smollm: digits apart first, so gpt2's space run ends where they start
+     * (gpt2 alone: "a", " ", " 12", "b") */
+    SPLIT(LB_PRE_SMOLLM, "a  12b", "a", "  ", "1", "2", "b");
+    SPLIT(LB_PRE_SMOLLM, "x's 7'd", "x", "'s", " ", "7", "'d");
 }
 
 /* The words llama.cpp's unicode_regex_split cuts each case of cases.inp
@@ -473,7 +477,7 @@ static void run_split_cases(lb_tok_pre pre, const char *words_path, int n_expect
 
 /* ---- synthetic vocabularies written with the GGUF writer ---- */
 
-enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, VOCAB_END, VOCAB_HARMONY, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
+enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, PRE_SMOLLM, VOCAB_END, VOCAB_HARMONY, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
        BREAK_NO_MERGES, BREAK_BAD_MODEL, BREAK_TOKENS_TYPE, BREAK_DUP_TOKEN, BREAK_BOS_TYPE };
 
 #define N_EXTRA 8
@@ -520,6 +524,7 @@ static lb_status write_vocab(const char *path, int bpe, int breakage) {
                                     : breakage == PRE_GPT4O  ? "gpt-4o"
                                     : breakage == PRE_LLAMA4 ? "llama4"
                                     : breakage == PRE_TEKKEN ? "tekken"
+                                    : breakage == PRE_SMOLLM ? "smollm"
                                                              : "gpt-2");
         if (!s && breakage != BREAK_NO_MERGES)
             s = gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
@@ -643,14 +648,14 @@ static void test_synthetic(void) {
         free(ids);
         lb_tokenizer_free(t);
     }
-    /* the o200k and tekken names: their regexes, and tekken's llama.cpp
+    /* the o200k, tekken and smollm names: their regexes, and tekken's llama.cpp
      * settings (ignore_merges, BOS) */
-    const int named[3] = {PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN};
-    for (int i = 0; i < 3; i++) {
+    const int named[4] = {PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, PRE_SMOLLM};
+    for (int i = 0; i < 4; i++) {
         const lb_status ls = try_load(1, named[i], &t, msg, sizeof msg);
         CHECK_MSG(ls == LB_OK, "%s", msg);
         if (ls == LB_OK) {
-            CHECK(t->pre == (named[i] == PRE_TEKKEN ? LB_PRE_TEKKEN : LB_PRE_GPT4O));
+            CHECK(t->pre == (named[i] == PRE_TEKKEN ? LB_PRE_TEKKEN : named[i] == PRE_SMOLLM ? LB_PRE_SMOLLM : LB_PRE_GPT4O));
             CHECK(t->ignore_merges == (named[i] == PRE_TEKKEN));
             if (named[i] == PRE_TEKKEN) CHECK(lb_tokenizer_add_bos(t) == 1);
             lb_tokenizer_free(t);
@@ -712,10 +717,13 @@ int main(void) {
     /* words and ids from ik_llama.cpp (scripts/make-pretok-fixture.py) */
     run_split_cases(LB_PRE_GPT4O, LB_TEST_DATA_DIR "/pretok/gpt-4o.words", 40);
     run_split_cases(LB_PRE_TEKKEN, LB_TEST_DATA_DIR "/pretok/tekken.words", 40);
+    run_split_cases(LB_PRE_SMOLLM, LB_TEST_DATA_DIR "/pretok/smollm.words", 40);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
                     LB_TEST_DATA_DIR "/pretok/gpt-4o.out", LB_PRE_GPT4O, 40);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
                     LB_TEST_DATA_DIR "/pretok/tekken.out", LB_PRE_TEKKEN, 40);
+    run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
+                    LB_TEST_DATA_DIR "/pretok/smollm.out", LB_PRE_SMOLLM, 40);
     test_spm_details();
     test_gpt2_details();
     test_stories();

@@ -71,8 +71,8 @@ static void rope_inv_freq(const lb_model *m, float base, float scale, const floa
     const lb_hparams *hp = &m->hp;
     float lo = 0.0f, hi = 0.0f;
     if (hp->rope_yarn) {
-        lo = LB_MAX(0.0f, floorf(yarn_corr_dim(hp->rope_dim, hp->n_ctx_orig, 32.0f, base)));
-        hi = LB_MIN((float)(hp->rope_dim - 1), ceilf(yarn_corr_dim(hp->rope_dim, hp->n_ctx_orig, 1.0f, base)));
+        lo = LB_MAX(0.0f, floorf(yarn_corr_dim(hp->rope_dim, hp->n_ctx_orig, hp->yarn_beta_fast, base)));
+        hi = LB_MIN((float)(hp->rope_dim - 1), ceilf(yarn_corr_dim(hp->rope_dim, hp->n_ctx_orig, hp->yarn_beta_slow, base)));
     }
     for (int i = 0; i < hp->rope_dim / 2; i++) {
         /* same expression as llama2.c, so its greedy output is reproduced exactly */
@@ -262,11 +262,17 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
         if (l->bv) vo->add(v, l->bv, kvd);
         for (int h = 0; h < nh; h++) {
             if (l->q_norm) vo->rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, l->q_norm, hd, eps);
-            vo->rope(q + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
+            if (!l->no_rope) vo->rope(q + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
+        }
+        if (hp->attn_temp_scale != 0.0f) { /* as llama.cpp computes it, in float */
+            const float ts = logf(floorf(((float)c->tok_pos[t] + 1.0f) / (float)hp->attn_temp_floor) + 1.0f) *
+                                 hp->attn_temp_scale + 1.0f;
+            if (ts != 1.0f)
+                for (int i = 0; i < qd; i++) q[i] *= ts;
         }
         for (int h = 0; h < nkv; h++) {
             if (l->k_norm) vo->rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, l->k_norm, hd, eps);
-            vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
+            if (!l->no_rope) vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
         }
         lb_attn_store_kv(k_cache_of(c, c->tok_seq[t], il), v_cache_of(c, c->tok_seq[t], il), c->n_ctx_pad, nkv, hd, k,
                          kvd, v, kvd, 1, c->tok_pos[t]);

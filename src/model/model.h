@@ -10,7 +10,7 @@
 
 typedef enum {
     LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3,
-    LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS
+    LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS, LB_ARCH_SMOLLM3, LB_ARCH_MISTRAL3
 } lb_arch;
 
 typedef struct {
@@ -22,6 +22,7 @@ typedef struct {
     float rope_freq_base;
     float rope_freq_scale; /* linear scaling: position multiplier (YaRN: its interpolated part) */
     int rope_yarn;         /* YaRN: per-dimension mix of scaled and plain frequencies (rope_inv_freq) */
+    float yarn_beta_fast, yarn_beta_slow; /* YaRN's ramp ends, in turns within the original context (32, 1) */
     float norm_eps;
     float rope_attn_factor; /* RoPE's cos and sin times this (phi3 long-context models, YaRN's mscale; else 1) */
     int n_ctx_orig;         /* rope.scaling.original_context_length: beyond it, phi3's long factors; YaRN's ramp */
@@ -37,6 +38,10 @@ typedef struct {
     int n_ff_exp;          /* each expert's hidden size */
     int expert_norm;       /* 1: the chosen experts' weights renormalised to sum 1 */
     int expert_softmax_k;  /* gpt-oss: experts chosen by raw logits, their weights a softmax of the k chosen */
+    /* mistral3 (Llama 4's attention temperature): q times
+     * 1 + attn_temp_scale * ln(floor((pos + 1) / attn_temp_floor) + 1) after RoPE; 0: off */
+    float attn_temp_scale;
+    int attn_temp_floor;
 } lb_hparams;
 
 typedef struct lb_moe_buffers lb_moe_buffers;
@@ -53,6 +58,7 @@ typedef struct {
      * before RoPE, and of the attention and FFN outputs */
     lb_vec attn_post_norm, ffn_post_norm, q_norm, k_norm;
     int is_local; /* sliding-window layer */
+    int no_rope;  /* smollm3: every 4th layer attends without positions (NoPE) */
     /* MoE (hp.n_expert > 0): the router (n_expert rows) and each expert's
      * gate, up and down, row views of the file's 3-D tensors; w_gate, w_up,
      * w_down then hold the shared expert (qwen2moe), if any, whose output is

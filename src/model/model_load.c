@@ -368,7 +368,7 @@ static lb_status load_moe_hparams(loader *L) {
         if (moe_arch) return lb_fail(LB_ERR_FORMAT, "%s is missing (a %s model has experts)", kc, hp->arch_name);
         return LB_OK;
     }
-    if (hp->arch != LB_ARCH_LLAMA && !moe_arch)
+    if (hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_MISTRAL3 && !moe_arch)
         return lb_fail(LB_ERR_UNSUPPORTED, "%s models with experts are not supported", hp->arch_name);
     const char *ku = arch_key(L, "expert_used_count");
     if (!gguf_get_u32(L->g, ku, &nu)) return lb_fail(LB_ERR_FORMAT, "%s is missing or not a count", ku);
@@ -399,10 +399,12 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "qwen2moe")) hp->arch = LB_ARCH_QWEN2MOE;
     else if (!strcmp(arch, "qwen3moe")) hp->arch = LB_ARCH_QWEN3MOE;
     else if (!strcmp(arch, "gpt-oss")) hp->arch = LB_ARCH_GPT_OSS;
+    else if (!strcmp(arch, "smollm3")) hp->arch = LB_ARCH_SMOLLM3;
+    else if (!strcmp(arch, "mistral3")) hp->arch = LB_ARCH_MISTRAL3;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
-                       "architecture '%s' is not supported (llama, mistral, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, "
-                       "gemma2, gemma3, phi3 are)", arch);
+                       "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, qwen2, qwen3, qwen2moe, "
+                       "qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -420,7 +422,8 @@ static lb_status load_hparams(loader *L) {
     hp->rope_dim = opt_u32(L, "rope.dimension_count", hp->head_dim);
     if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
-    hp->rope_neox = hp->arch != LB_ARCH_LLAMA; /* ggml: llama uses normal rope, the others neox */
+    /* ggml: llama and its descendants use normal rope, the others neox */
+    hp->rope_neox = hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_SMOLLM3 && hp->arch != LB_ARCH_MISTRAL3;
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -438,6 +441,23 @@ static lb_status load_hparams(loader *L) {
         return lb_fail(LB_ERR_FORMAT, "rope.scaling.attn_factor %g is not in (0, 16]", hp->rope_attn_factor);
     /* YaRN's magnitude correction (ggml rope_yarn's mscale, ext_factor 1) */
     if (yarn && factor > 0) hp->rope_attn_factor *= 1.0f + 0.1f * logf(factor);
+    hp->yarn_beta_fast = opt_f32(L, "rope.scaling.yarn_beta_fast", 32.0f);
+    hp->yarn_beta_slow = opt_f32(L, "rope.scaling.yarn_beta_slow", 1.0f);
+    if (!(hp->yarn_beta_fast > 0.0f && hp->yarn_beta_fast <= 1e4f) || !(hp->yarn_beta_slow > 0.0f && hp->yarn_beta_slow <= 1e4f))
+        return lb_fail(LB_ERR_FORMAT, "rope.scaling.yarn_beta_fast / _slow %g / %g are not in (0, 1e4]",
+                       hp->yarn_beta_fast, hp->yarn_beta_slow);
+    if (hp->arch == LB_ARCH_MISTRAL3) {
+        /* As llama.cpp (LLM_ARCH_MISTRAL3): YaRN's attention factor divided
+         * by its mscale at yarn_log_multiplier (mscale_all_dim; 1 cancels),
+         * and Llama 4's attention temperature past the original context */
+        const float log_mul = opt_f32(L, "rope.scaling.yarn_log_multiplier", 0.0f);
+        if (log_mul != 0.0f && factor > 1.0f) hp->rope_attn_factor *= (1.0f + 0.1f * logf(factor)) /
+                                                                      (1.0f + 0.1f * log_mul * logf(factor));
+        hp->attn_temp_scale = opt_f32(L, "attention.temperature_scale", 0.0f);
+        hp->attn_temp_floor = hp->n_ctx_orig;
+        if (hp->attn_temp_scale != 0.0f && hp->attn_temp_floor < 1)
+            return lb_fail(LB_ERR_FORMAT, "attention.temperature_scale needs rope.scaling.original_context_length");
+    }
     if (hp->arch == LB_ARCH_PHI3) {
         /* As llama.cpp (LLM_ARCH_PHI3): the file's sliding window (0: none,
          * Phi-4), else the defaults of the Phi-3 models that predate the key */
@@ -544,7 +564,7 @@ static lb_status load_weights(loader *L) {
         if (hp->n_expert) {
             const int64_t fe = hp->n_ff_exp;
             if ((s = get_matrix(L, BLK("ffn_gate_inp.weight"), d, hp->n_expert, 0, &l->router))) return s;
-            const int legacy = hp->arch == LB_ARCH_LLAMA && !gguf_find_tensor(L->g, BLK("ffn_gate_exps.weight")) &&
+            const int legacy = (hp->arch == LB_ARCH_LLAMA || hp->arch == LB_ARCH_MISTRAL3) && !gguf_find_tensor(L->g, BLK("ffn_gate_exps.weight")) &&
                                gguf_find_tensor(L->g, BLK("ffn_gate.0.weight"));
             if (legacy) {
                 if ((s = get_expert_list(L, il, "gate", d, fe, &l->exp_gate)) ||
@@ -595,6 +615,8 @@ static lb_status load_weights(loader *L) {
             l->is_local = hp->sliding_window > 0;
         } else if (oss) {
             l->is_local = il % 2 == 0;
+        } else if (hp->arch == LB_ARCH_SMOLLM3) {
+            l->no_rope = (il + 1) % 4 == 0; /* llama.cpp's n_no_rope_layer_step, fixed at 4 */
         }
 #undef BLK
     }

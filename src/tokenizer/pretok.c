@@ -9,6 +9,8 @@
  * gpt-4o: [^\r\n\p{L}\p{N}]?U*L+C?|[^\r\n\p{L}\p{N}]?U+L*C?|\p{N}{1,3}|
  *         ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
  *         (C: (?i:'s|'t|'re|'ve|'m|'ll|'d); tekken: no C and \p{N} alone)
+ * smollm: \p{N}, then gpt2 on each stretch between digits (llama.cpp runs
+ *         the two regexes in turn: gpt2's lookahead ends at a digit)
  * o200k's U and L are [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}];
  * llama.cpp runs them through std::regex on text where every non-ASCII code
  * point stands for its class, as (?=\p{L})[^a-z] and (?=\p{L})[^A-Z]: a
@@ -22,6 +24,7 @@ typedef struct {
     const uint8_t *cls;
     size_t n;
     size_t prev_end; /* end of the last word emitted */
+    size_t base;     /* where cpt[0] is in the text (ends are pushed from there) */
     lb_ivec *ends;
     lb_status status;
 } scanner;
@@ -34,7 +37,7 @@ static int cls_at(const scanner *s, size_t pos) { return pos < s->n ? s->cls[pos
 /* Ends the current word at `end`; returns its length (0: nothing emitted). */
 static size_t add_word(scanner *s, size_t end) {
     size_t len = end - s->prev_end;
-    if (len > 0 && s->status == LB_OK) s->status = lb_ivec_push(s->ends, (int32_t)end);
+    if (len > 0 && s->status == LB_OK) s->status = lb_ivec_push(s->ends, (int32_t)(s->base + end));
     s->prev_end = end;
     return len;
 }
@@ -230,13 +233,31 @@ static void split_gpt4o(scanner *s, size_t max_digits, int contractions) {
     }
 }
 
+/* SmolLM's two regexes: every number code point a word of its own, and
+ * gpt2's split on each stretch between them, as a text of its own. */
+static void split_smollm(scanner *s) {
+    for (size_t pos = 0; pos < s->n;) {
+        if (cls_at(s, pos) == LB_UCLASS_NUMBER) {
+            add_word(s, ++pos);
+            continue;
+        }
+        size_t end = pos;
+        while (end < s->n && cls_at(s, end) != LB_UCLASS_NUMBER) end++;
+        scanner piece = {s->cpt + pos, s->cls + pos, end - pos, 0, s->base + pos, s->ends, s->status};
+        split_gpt2(&piece);
+        s->status = piece.status;
+        s->prev_end = pos = end;
+    }
+}
+
 lb_status lb_pretokenize(lb_tok_pre pre, const uint32_t *cpt, const uint8_t *cls, size_t n,
                          lb_ivec *ends) {
-    scanner s = {cpt, cls, n, 0, ends, LB_OK};
+    scanner s = {cpt, cls, n, 0, 0, ends, LB_OK};
     if (pre == LB_PRE_LLAMA3) split_llama3(&s, 3);
     else if (pre == LB_PRE_QWEN2) split_llama3(&s, 1);
     else if (pre == LB_PRE_GPT4O) split_gpt4o(&s, 3, 1);
     else if (pre == LB_PRE_TEKKEN) split_gpt4o(&s, 1, 0);
+    else if (pre == LB_PRE_SMOLLM) split_smollm(&s);
     else split_gpt2(&s);
     return s.status;
 }

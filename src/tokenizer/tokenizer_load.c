@@ -438,6 +438,8 @@ static void choose_pre(lb_tokenizer *t, const gguf_file *g) {
         t->pre = LB_PRE_QWEN2;
     } else if (pre && IN_LIST(pre, k_pre_gpt4o)) {
         t->pre = LB_PRE_GPT4O;
+    } else if (pre && !strcmp(pre, "smollm")) {
+        t->pre = LB_PRE_SMOLLM; /* SmolLM / SmolLM2 */
     } else if (pre && !strcmp(pre, "tekken")) {
         t->pre = LB_PRE_TEKKEN;
         t->ignore_merges = 1;
