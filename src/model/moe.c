@@ -147,12 +147,16 @@ static void route(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const flo
 }
 
 /* gpt-oss's activation (ggml_swiglu_oai, alpha 1.702, limit 7): the gate
- * clipped above, the linear part clipped both ways and shifted by 1 */
-static void swiglu_oai(float *g, const float *u, int ff) {
+ * clipped above, the linear part clipped both ways and shifted by 1,
+ * x sigmoid(1.702 x) (y + 1) = silu(1.702 x) (y + 1) / 1.702, so the
+ * vector SiLU does the exp (a NaN clips to the limit, as fminf / fmaxf did) */
+static void swiglu_oai(const lb_vecops *vo, float *g, float *u, int ff) {
     for (int i = 0; i < ff; i++) {
-        const float x = fminf(g[i], 7.0f), y = fminf(fmaxf(u[i], -7.0f), 7.0f);
-        g[i] = x / (1.0f + expf(1.702f * -x)) * (y + 1.0f);
+        const float x = g[i] < 7.0f ? g[i] : 7.0f, y0 = u[i] > -7.0f ? u[i] : -7.0f, y = y0 < 7.0f ? y0 : 7.0f;
+        g[i] = 1.702f * x;
+        u[i] = (y + 1.0f) * (1.0f / 1.702f);
     }
+    vo->silu_mul(g, u, ff);
 }
 
 /* n rows of expert e's hidden layer: g = act(g + bg) * (u + bu), the
@@ -160,7 +164,7 @@ static void swiglu_oai(float *g, const float *u, int ff) {
 static void act_row(const lb_context *c, const lb_vecops *vo, const lb_layer *l, int e, float *gt, float *ut, int ff) {
     if (l->exp_gate_b) vo->add(gt, l->exp_gate_b + (size_t)e * ff, ff);
     if (l->exp_up_b) vo->add(ut, l->exp_up_b + (size_t)e * ff, ff);
-    if (c->model->hp.arch == LB_ARCH_GPT_OSS) swiglu_oai(gt, ut, ff);
+    if (c->model->hp.arch == LB_ARCH_GPT_OSS) swiglu_oai(vo, gt, ut, ff);
     else vo->silu_mul(gt, ut, ff);
 }
 
