@@ -5,7 +5,8 @@ jinja2, the way Hugging Face transformers' apply_chat_template does
 strftime_now, add_generation_prompt=True, tools=None), for a few fixed
 conversations, and writes tests/data/chat-templates/expected.inc: the
 templates, the conversations and the expected strings (or the template's
-error) that tests/test_chat_template.c compares lowbit's C formatters with.
+error) that tests/test_chat_template.c compares lowbit's C formatters with (and
+gpt-oss's first conversation at each reasoning_effort).
 
     pip install jinja2 && python3 scripts/gen-chat-expected.py
 
@@ -76,7 +77,7 @@ def raise_exception(message):
     raise TemplateError(message)
 
 
-def render(text, msgs, bos, eos):
+def render(text, msgs, bos, eos, **kwargs):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False)
     env.globals["raise_exception"] = raise_exception
@@ -85,7 +86,7 @@ def render(text, msgs, bos, eos):
     messages = [{"role": r, "content": c} for r, c in msgs]
     try:
         return tmpl.render(messages=messages, add_generation_prompt=True, tools=None, documents=None,
-                           bos_token=bos, eos_token=eos), None
+                           bos_token=bos, eos_token=eos, **kwargs), None
     except TemplateError as e:
         return None, str(e)
     except jinja2.exceptions.UndefinedError as e:  # not a raise_exception: the C side has no equivalent
@@ -145,6 +146,14 @@ def main():
         lines.append("     %s," % c_string(text))
         lines.append("     {" + ",\n      ".join(c_string(o) for o in exp) + "},")
         lines.append("     {" + ",\n      ".join(c_string(e) for e in err) + "}},")
+    lines.append("};")
+    # gpt-oss with each reasoning_effort (a chat_template_kwargs entry) on the first conversation
+    text = open(os.path.join(HERE, "openai-gpt-oss-120b.jinja"), encoding="utf-8").read()
+    lines.append("static const struct { const char *effort, *expected; } gpt_oss_effort[] = {")
+    for effort in ("low", "medium", "high"):
+        o, e = render(text, CONVERSATIONS[0][1], "<|startoftext|>", "<|return|>", reasoning_effort=effort)
+        assert e is None, e
+        lines.append("    {%s, %s}," % (c_string(effort), c_string(o)))
     lines.append("};")
     out = os.path.join(HERE, "expected.inc")
     with open(out, "w", encoding="utf-8", newline="\n") as f:

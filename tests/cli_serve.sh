@@ -62,6 +62,12 @@ expect 400 invalid_value "no messages" "${C[@]}" "$URL/v1/chat/completions" -d '
 expect 400 unsupported_value "unknown role" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"wizard","content":"x"}]}'
 expect 400 missing_required_parameter "no prompt" "${C[@]}" "$URL/v1/completions" -d '{"max_tokens":3}'
 expect 400 invalid_type "cache_prompt not a boolean" "${C[@]}" "$URL/v1/completions" -d '{"prompt":"x","cache_prompt":"yes"}'
+expect 400 invalid_value "reasoning_effort not low, medium or high" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"extreme"}'
+expect 400 invalid_value "chat_template_kwargs.reasoning_effort unknown" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"reasoning_effort":"max"}}'
+expect 400 invalid_type "chat_template_kwargs not an object" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":5}'
+out=$(curl -s -w '\n%{http_code}' "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"reasoning_effort":"low"}')
+[ "${out##*$'\n'}" = 200 ] && ok "a valid reasoning_effort is accepted (llama2's template has no such setting)" ||
+  bad "reasoning_effort low: $out"
 expect 400 unsupported_parameter "tools" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}'
 expect 404 model_not_found "unknown model" "${C[@]}" "$URL/v1/completions" -d '{"model":"gpt-4o","prompt":"x"}'
 expect 404 model_not_found "unknown model (chat)" "${C[@]}" "$URL/v1/chat/completions" -d '{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}'

@@ -144,8 +144,41 @@ static void check_harmony(void) {
                   "harmony token %zu ('%s')", i, seq[i].text);
 }
 
+/* gpt-oss's reasoning_effort: each of low, medium, high as jinja2 renders it
+ * (expected.inc), anything else refused, and the setting ignored elsewhere */
+static void check_reasoning_effort(void) {
+    int t = 0;
+    while (t < N_TEMPLATES && strcmp(templates[t].family, "gpt-oss")) t++;
+    CHECK(t < N_TEMPLATES);
+    if (t == N_TEMPLATES) return;
+    for (size_t i = 0; i < sizeof gpt_oss_effort / sizeof gpt_oss_effort[0]; i++) {
+        lb_chat_template ct;
+        CHECK_OK(lb_chat_template_detect(templates[t].jinja, templates[t].bos, templates[t].eos, &ct));
+        CHECK_OK(lb_chat_set_reasoning_effort(&ct, gpt_oss_effort[i].effort));
+        char *out = NULL;
+        CHECK_OK(lb_chat_apply(&ct, conversations[0].msgs, conversations[0].n, fixed_date, &out, NULL));
+        const int same = out && !strcmp(out, gpt_oss_effort[i].expected);
+        CHECK_MSG(same, "gpt-oss at reasoning_effort %s: output differs from jinja2's", gpt_oss_effort[i].effort);
+        if (out && !same) show_diff(gpt_oss_effort[i].expected, out);
+        free(out);
+    }
+    lb_chat_template ct;
+    CHECK_OK(lb_chat_template_named("gpt-oss", "", "", &ct));
+    CHECK(lb_chat_set_reasoning_effort(&ct, "extreme") == LB_ERR_ARG && !strcmp(ct.reasoning_effort, "medium"));
+    CHECK(lb_chat_set_reasoning_effort(&ct, NULL) == LB_ERR_ARG && lb_chat_set_reasoning_effort(&ct, "") == LB_ERR_ARG);
+    /* a family without the setting renders as before */
+    CHECK_OK(lb_chat_template_named("chatml", "", "", &ct));
+    char *a = NULL, *b = NULL;
+    CHECK_OK(lb_chat_apply(&ct, conversations[0].msgs, conversations[0].n, fixed_date, &a, NULL));
+    CHECK_OK(lb_chat_set_reasoning_effort(&ct, "high"));
+    CHECK_OK(lb_chat_apply(&ct, conversations[0].msgs, conversations[0].n, fixed_date, &b, NULL));
+    CHECK(a && b && !strcmp(a, b));
+    free(a), free(b);
+}
+
 int main(void) {
     check_templates();
+    check_reasoning_effort();
     check_names();
     check_harmony();
     check_parse_special();

@@ -21,6 +21,7 @@ static void help(void) {
            "      --chat-template NAME   format turns as this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
            "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss\n"
+           "      --reasoning-effort E  gpt-oss: low, medium (default) or high: how long it reasons\n"
            "  -n, --n-predict N    most tokens per reply (default -1: until the end of the turn)\n"
            "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"
            "  -b, --batch-size N   prompt tokens per forward pass (default 512)\n"
@@ -54,7 +55,7 @@ static void drop_from(conversation *c, int n) {
 int cmd_chat(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "chat", 0};
-    const char *system = NULL, *tmpl_name = NULL, *device = NULL;
+    const char *system = NULL, *tmpl_name = NULL, *device = NULL, *effort = NULL;
     int n_predict = -1, n_ctx = 0, n_batch = 512, seed_set = 0;
     lb_sampler_params sp = lb_sampler_default_params();
     for (; a.i < argc && !a.bad; a.i++) {
@@ -63,6 +64,7 @@ int cmd_chat(int argc, char **argv) {
         else if (cli_device_flag(&a, &device)) {}
         else if (cli_flag(&a, "--system", NULL)) system = cli_value(&a);
         else if (cli_flag(&a, "--chat-template", NULL)) tmpl_name = cli_value(&a);
+        else if (cli_flag(&a, "--reasoning-effort", NULL)) effort = cli_value(&a);
         else if (cli_flag(&a, "-n", "--n-predict")) n_predict = cli_int(&a, -1, 1 << 24);
         else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 1, 1 << 22);
         else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 16);
@@ -71,6 +73,11 @@ int cmd_chat(int argc, char **argv) {
     }
     if (a.bad) return CLI_USAGE;
     if (!co.model) { fprintf(stderr, "lowbit chat: -m MODEL is required (see --help)\n"); return CLI_USAGE; }
+    lb_chat_template tmpl;
+    if (effort && lb_chat_set_reasoning_effort(&tmpl, effort)) { /* checked before the model loads */
+        fprintf(stderr, "lowbit chat: --reasoning-effort: %s\n", lb_last_error());
+        return CLI_USAGE;
+    }
     if (cli_common_apply(&co)) return CLI_USAGE;
     const int dev = cli_device_apply("chat", device);
     if (dev < 0) return CLI_FAIL;
@@ -85,7 +92,6 @@ int cmd_chat(int argc, char **argv) {
     size_t line_cap = 0, reply_cap = 0;
     conversation conv = {0};
     int rc = CLI_FAIL;
-    lb_chat_template tmpl;
     lb_status s = cli_load_model(&co, &m);
     if (s) { cli_error("chat", s); goto done; }
     if (!lb_model_has_vocab(m)) { fprintf(stderr, "lowbit chat: %s has no vocabulary\n", co.model); goto done; }
@@ -95,6 +101,7 @@ int cmd_chat(int argc, char **argv) {
         rc = tmpl_name ? CLI_USAGE : CLI_FAIL;
         goto done;
     }
+    if (effort) lb_chat_set_reasoning_effort(&tmpl, effort);
     lb_context_params cp = lb_context_default_params();
     cp.n_ctx = n_ctx ? n_ctx : LB_CTX_DEFAULT(lb_model_n_ctx_train(m));
     cp.n_batch = n_batch;

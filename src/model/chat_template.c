@@ -27,6 +27,14 @@ static void init(lb_chat_template *t, lb_chat_family f, const char *bos, const c
     set_str(t->eos, sizeof t->eos, eos);
     set_str(t->date, sizeof t->date, "26 Jul 2024");
     set_str(t->gemma_sep, sizeof t->gemma_sep, "\n\n");
+    set_str(t->reasoning_effort, sizeof t->reasoning_effort, "medium");
+}
+
+lb_status lb_chat_set_reasoning_effort(lb_chat_template *t, const char *effort) {
+    if (!effort || (strcmp(effort, "low") && strcmp(effort, "medium") && strcmp(effort, "high")))
+        return lb_fail(LB_ERR_ARG, "reasoning effort '%s': expected low, medium or high", effort ? effort : "(null)");
+    set_str(t->reasoning_effort, sizeof t->reasoning_effort, effort);
+    return LB_OK;
 }
 
 /* A Jinja string literal's text: n bytes at p, escapes resolved; 0 if it
@@ -482,20 +490,21 @@ static lb_status phi3(const lb_chat_msg *m, int n, sbuf *b) {
     return LB_OK;
 }
 
-/* gpt-oss (openai-gpt-oss-120b.jinja without tools, builtin_tools,
- * model_identity or reasoning_effort: their defaults): the system preamble
+/* gpt-oss (openai-gpt-oss-120b.jinja without tools, builtin_tools or
+ * model_identity: their defaults; reasoning_effort from t): the system preamble
  * with today's date, a first system message as the developer's
  * instructions, user turns, and earlier assistant turns as their final
  * channel (reasoning is never sent back); later system messages are not
  * written. */
-static lb_status gpt_oss(const lb_chat_msg *m, int n, const char *date, sbuf *b) {
+static lb_status gpt_oss(const lb_chat_template *t, const lb_chat_msg *m, int n, const char *date, sbuf *b) {
     char today[32];
     if (!date) date = today_as(today, "%Y-%m-%d"); /* strftime_now("%Y-%m-%d") */
     put(b, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
            "Knowledge cutoff: 2024-06\nCurrent date: ");
     put(b, date);
-    put(b, "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be included for "
-           "every message.<|end|>");
+    put(b, "\n\nReasoning: "); /* "Reasoning: " + reasoning_effort */
+    put(b, t->reasoning_effort[0] ? t->reasoning_effort : "medium");
+    put(b, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>");
     const int off = n > 0 && (is(&m[0], "system") || is(&m[0], "developer"));
     if (off && *content(&m[0])) {
         put(b, "<|start|>developer<|message|># Instructions\n\n");
@@ -564,7 +573,7 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_GEMMA:
     case LB_CHAT_GEMMA3: s = gemma(t, msgs, n, &b); break;
     case LB_CHAT_PHI3: s = phi3(msgs, n, &b); break;
-    case LB_CHAT_GPT_OSS: s = gpt_oss(msgs, n, date, &b); break;
+    case LB_CHAT_GPT_OSS: s = gpt_oss(t, msgs, n, date, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:
     case LB_CHAT_MISTRAL_V3:

@@ -39,6 +39,7 @@ typedef struct {
     int date_now;             /* Llama 3.2+: strftime_now("%d %b %Y") (today), else `date` */
     char gemma_sep[8];        /* Gemma 3: after the system text in the first user turn ("\n\n") */
     char bos[64], eos[64];    /* the model's BOS and EOS token texts */
+    char reasoning_effort[8]; /* gpt-oss: "low", "medium" (the template's default) or "high" */
 } lb_chat_template;
 
 typedef struct {
@@ -57,6 +58,11 @@ const char *lb_chat_family_name(lb_chat_family f);
 lb_status lb_chat_template_detect(const char *jinja, const char *bos, const char *eos, lb_chat_template *out);
 /* A family by name (lb_chat_template_names); LB_ERR_ARG if unknown. */
 lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *out);
+
+/* gpt-oss's reasoning_effort: "low", "medium" or "high" (the names its
+ * harmony format knows); LB_ERR_ARG for anything else. Other families have
+ * no such setting and ignore it. */
+lb_status lb_chat_set_reasoning_effort(lb_chat_template *t, const char *effort);
 
 /* Formats the conversation as the template does, with the generation prompt
  * (the assistant's turn opened). date: Llama 3.2's strftime_now text, NULL for

@@ -392,7 +392,9 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
                           h->o.tmpl_error ? h->o.tmpl_error : "none");
             goto fail;
         }
-        if (lb_chat_apply(h->o.tmpl, p.msgs, p.n_msgs, NULL, &text, NULL)) {
+        lb_chat_template t = *h->o.tmpl; /* the request's reasoning effort, else the server's */
+        if (p.reasoning_effort[0]) lb_chat_set_reasoning_effort(&t, p.reasoning_effort);
+        if (lb_chat_apply(&t, p.msgs, p.n_msgs, NULL, &text, NULL)) {
             srv_error_set(&err, 400, "invalid_request_error", "invalid_value", "messages",
                           "The chat template refused the conversation: %s", lb_last_error());
             goto fail;

@@ -156,6 +156,24 @@ static int get_float(const cJSON *o, const char *name, double lo, double hi, flo
     return 0;
 }
 
+/* gpt-oss's reasoning effort: "reasoning_effort" (OpenAI's chat field), or
+ * llama-server's "chat_template_kwargs": {"reasoning_effort": ...}; the
+ * top-level one wins. low, medium or high. */
+static int get_effort(const cJSON *root, srv_params *p, srv_error *err) {
+    const cJSON *v = field(root, "reasoning_effort");
+    const char *name = "reasoning_effort";
+    const cJSON *kw = field(root, "chat_template_kwargs");
+    if (kw && !cJSON_IsObject(kw)) return bad_type(err, "chat_template_kwargs", "an object", kw);
+    if (!v && kw) v = field(kw, "reasoning_effort"), name = "chat_template_kwargs.reasoning_effort";
+    if (!v) return 0;
+    if (!cJSON_IsString(v)) return bad_type(err, name, "a string", v);
+    const char *e = v->valuestring;
+    if (strcmp(e, "low") && strcmp(e, "medium") && strcmp(e, "high"))
+        return bad_value(err, name, "expected 'low', 'medium' or 'high', but got '%.40s' instead.", e);
+    snprintf(p->reasoning_effort, sizeof p->reasoning_effort, "%s", e);
+    return 0;
+}
+
 /* An integer (a JSON number with no fraction) in [lo, hi]. */
 static int get_int(const cJSON *o, const char *name, double lo, double hi, double *out, srv_error *err) {
     const cJSON *v = field(o, name);
@@ -351,6 +369,7 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
         if (!(p->model = dup_str(v->valuestring))) return oom(err);
     }
     if (kind == SRV_CHAT ? get_messages(root, p, err) : get_prompt(root, p, err)) return -1;
+    if (kind == SRV_CHAT && get_effort(root, p, err)) return -1;
     if (get_bool(root, "stream", &p->stream, err)) return -1;
     if (get_bool(root, "cache_prompt", &p->cache_prompt, err)) return -1; /* llama-server's */
     if ((v = field(root, "stream_options"))) {

@@ -56,6 +56,8 @@ typedef struct {
     char *stop[SRV_MAX_STOP];
     int n_stop;
     int cache_prompt;          /* llama-server's field: reuse the slot's cached prefix (default 1) */
+    char reasoning_effort[8];  /* chat: "reasoning_effort" (or chat_template_kwargs'): low, medium, high; "": the
+                                * server's (model/chat_template.h) */
     int harmony;               /* set by the server, not the client: a gpt-oss chat reply, of which only the
                                 * final channel is the content (model/chat_template.h, lb_harmony) */
 } srv_params;
