@@ -610,6 +610,31 @@ static void test_llama_sharded(const char *dir) {
         check_runs(out, "ab c", ids, 4);
     }
 
+    /* SmolLM3: llama's conversion (q/k permuted) as arch smollm3; its NoPE
+     * step must be llama.cpp's 4 */
+    write_text(dir, "config.json",
+               "{\"architectures\": [\"SmolLM3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+               " \"max_position_embeddings\": 64, \"rope_theta\": 500000.0, \"no_rope_layer_interval\": 4}");
+    CHECK_OK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL));
+    g = NULL;
+    CHECK_OK(gguf_open(out, &g));
+    if (g) {
+        check_weights(g, &m, 1, LB_TYPE_F32);
+        CHECK(str_is(g, "general.architecture", "smollm3") && u32_is(g, "smollm3.block_count", NL));
+        CHECK(u32_is(g, "smollm3.attention.head_count_kv", NKV) && f32_is(g, "smollm3.rope.freq_base", 500000.0f));
+        gguf_close(g);
+        const int32_t ids[] = {8, 4, 3, 2};
+        check_runs(out, "ab c", ids, 4);
+    }
+    write_text(dir, "config.json",
+               "{\"architectures\": [\"SmolLM3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"max_position_embeddings\": 64,"
+               " \"no_rope_layer_interval\": 3}");
+    CHECK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL) == LB_ERR_UNSUPPORTED &&
+          has(lb_last_error(), "no_rope_layer_interval"));
+    write_text(dir, "config.json", LLAMA_CONFIG); /* valid again for the index checks */
+
     /* broken index files */
     write_text(dir, "model.safetensors.index.json",
                "{\"weight_map\": {\"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}");

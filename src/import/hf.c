@@ -1,7 +1,8 @@
 /* Hugging Face Llama-family checkpoint (config.json + safetensors, single or
  * sharded) -> GGUF, following llama.cpp's convert_hf_to_gguf.py:
  *  - llama/mistral: GGUF arch "llama"; q_proj/k_proj rows are permuted from
- *    HF's rotate-half RoPE layout back to Meta's interleaved pairs;
+ *    HF's rotate-half RoPE layout back to Meta's interleaved pairs; SmolLM3
+ *    the same as arch "smollm3" (its layers 3, 7, ... without RoPE);
  *  - qwen2: GGUF arch "qwen2" (NeoX RoPE, so nothing is permuted), with
  *    q/k/v biases;
  *  - qwen3: GGUF arch "qwen3", as qwen2 without the biases, with per-head
@@ -111,6 +112,7 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
     static const struct { const char *hf, *model_type, *arch; int permute, bias, qk_norm, gemma, moe; } known[] = {
         {"LlamaForCausalLM", "llama", "llama", 1, 0, 0, 0, 0},
         {"MistralForCausalLM", "mistral", "llama", 1, 0, 0, 0, 0},
+        {"SmolLM3ForCausalLM", "smollm3", "smollm3", 1, 0, 0, 0, 0},
         {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1, 0, 0, 0},
         {"Qwen3ForCausalLM", "qwen3", "qwen3", 0, 0, 1, 0, 0},
         {"Gemma2ForCausalLM", "gemma2", "gemma2", 0, 0, 0, 2, 0},
@@ -143,7 +145,7 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
         }
     }
     return lb_fail(LB_ERR_UNSUPPORTED, "config.json: architecture \"%s\" is not supported "
-                   "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+                   "(LlamaForCausalLM, MistralForCausalLM, SmolLM3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
                    "Gemma3ForCausalLM, Phi3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                    "MixtralForCausalLM are)", seen);
 }
@@ -253,6 +255,14 @@ static lb_status parse_config(const json_value *cfg, hf_config *c) {
         (s = opt_int(cfg, "vocab_size", &c->n_vocab_cfg)) != LB_OK ||
         (s = opt_num(cfg, "rms_norm_eps", &c->eps)) != LB_OK || (s = opt_num(cfg, "rope_theta", &c->theta)) != LB_OK)
         return s;
+    if (!strcmp(c->arch, "smollm3")) {
+        /* llama.cpp (and so the GGUF format) fixes the NoPE layers at every 4th */
+        int64_t step = 4;
+        if ((s = opt_int(cfg, "no_rope_layer_interval", &step)) != LB_OK) return s;
+        if (step != 4)
+            return lb_fail(LB_ERR_UNSUPPORTED, "config.json: \"no_rope_layer_interval\" %lld: a smollm3 GGUF has "
+                           "every 4th layer without RoPE, no other step", (long long)step);
+    }
     if (c->gemma) {
         /* transformers' defaults: Gemma 2's window 4096, caps 50 and 30,
          * RoPE 10000; Gemma 3's window 4096, RoPE 1e6 (local 10000), no caps */
