@@ -1,9 +1,12 @@
-# Two architectures that are llama's layer with one switch each:
+# Architectures that are llama's layer with a switch or two:
 #   smollm3   (SmolLM3) no RoPE on every 4th layer (layers 3, 7, ...: NoPE);
 #   mistral3  (Ministral 3, Mistral Small / Devstral of that line) YaRN, its
 #             attention factor divided by the mscale at yarn_log_multiplier,
 #             and Llama 4's attention temperature: past the original context
-#             q is scaled by 1 + s ln(floor((pos + 1) / n_orig) + 1).
+#             q is scaled by 1 + s ln(floor((pos + 1) / n_orig) + 1);
+#   granite, granitemoe (IBM Granite 3.x): the embedding, each branch's output
+#             before it joins the stream, and the logits scaled, the attention
+#             scale given (make_arch.py: 1.5, 0.8, 1 / 1.25, 0.25).
 # The models are tests/make_arch.py's rewrites of ../shared's stories260K
 # (mistral3 with MAKE_ARCH_YARN=4,64[,0.5] and a temperature scale of 0.5, so
 # every switch acts within a context of 128); the expected numbers are
@@ -12,7 +15,12 @@
 #   llama-perplexity -m F -f TinyStories-valid.head31195.txt -c 128 --chunks 8 -t 2
 #     smollm3 4.9134, mistral3 5.4436, mistral3 without the log multiplier 5.2270
 #   llama-cli -m F -p "Once upon a time" -n 60 --temp 0 -c 128 -t 2   -> the texts below
-# (lowbit then: 4.9132, 5.4443, 5.2279 and the same texts. One switch wrong:
+# and llama.cpp b4748's for granite (ik_llama.cpp 8337e4c scales the stream
+# after the residual sum, not the branch before it as transformers'
+# GraniteDecoderLayer and llama.cpp do: 9.9645 and 58.7134 there):
+#   llama-perplexity (as above)  granite 6.6854, granitemoe 32.4060
+#   llama-cli ... -no-cnv        -> the texts below
+# (lowbit then: 4.9132, 5.4443, 5.2279, 6.6851, 32.4158 and the same texts. One switch wrong:
 # smollm3 with RoPE on every layer is the llama file, 3.6781; mistral3 without
 # the temperature 5.0332.)
 . "$(dirname "$0")/lib_cli.sh"
@@ -22,6 +30,7 @@ SRC="$SHARED/models/stories260K-f32.gguf"
 python3 "$MAKE" smollm3 "$SRC" "$WORK/smol.gguf" &&
   MAKE_ARCH_YARN=4,64,0.5 python3 "$MAKE" mistral3 "$SRC" "$WORK/m3.gguf" &&
   MAKE_ARCH_YARN=4,64 python3 "$MAKE" mistral3 "$SRC" "$WORK/m3b.gguf" &&
+  python3 "$MAKE" granite "$SRC" "$WORK/gr.gguf" && python3 "$MAKE" granitemoe "$SRC" "$WORK/grm.gguf" &&
   ok "make_arch.py wrote the files" || { bad "make_arch.py"; finish; exit; }
 
 arch_info "$WORK/smol.gguf" smollm3 "smollm3.block_count" "smollm3"
@@ -31,6 +40,17 @@ near "stories260K as smollm3" "$(ppl_at "$WORK/smol.gguf" 128)" 4.9134 0.001
 near "stories260K as mistral3" "$(ppl_at "$WORK/m3.gguf" 128)" 5.4436 0.001
 near "stories260K as mistral3, yarn_log_multiplier absent" "$(ppl_at "$WORK/m3b.gguf" 128)" 5.2270 0.001
 
+near "stories260K as granite (against llama.cpp b4748)" "$(ppl_at "$WORK/gr.gguf" 128)" 6.6854 0.001
+near "stories260K as granitemoe (against llama.cpp b4748)" "$(ppl_at "$WORK/grm.gguf" 128)" 32.4060 0.002
+greedy_is "$WORK/gr.gguf" "Once upon a time, there was a little girl named Lily. She loved to play with her toys and seeps. One day, she went to the park and her mommy went to the park. She saw a big box. She" "llama.cpp b4748"
+greedy_is "$WORK/grm.gguf" "Once upon a time, there was a little boolff. He cried to the buzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" "llama.cpp b4748"
+# a granite file without one of its multipliers is refused by name
+python3 "$MAKE" granite "$SRC" "$WORK/gr-bad.gguf" && python3 -c '
+import sys
+p = sys.argv[1]; d = bytearray(open(p, "rb").read())
+k = b"granite.logit_scale"; i = d.index(k); d[i:i + len(k)] = b"granite.logit_scalX"
+open(p, "wb").write(d)' "$WORK/gr-bad.gguf"
+expect_fail "granite without its logit_scale" "granite.logit_scale is missing" "$LOWBIT" run -m "$WORK/gr-bad.gguf" -p hi -n 2
 greedy_is "$WORK/smol.gguf" "Once upon a time, there was a little girl named Lily. She loved to play with her toys in the sunshine. One day, she went to the park with her mommy to play with her toys. They were very happy to s"
 greedy_is "$WORK/m3.gguf" "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. One day, she went to the park with her mommy and saw a big box with a big box."
 

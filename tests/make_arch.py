@@ -8,6 +8,9 @@
 #   llama  the input as it is (with MAKE_ARCH_YARN below: YaRN on llama's RoPE);
 #   smollm3 keys -> "smollm3." (llama's layer; llama.cpp skips RoPE on every
 #          4th layer of it);
+#   granite keys -> "granite." (llama's layer) and its four multipliers:
+#          embedding 1.5, residual 0.8, logit 1.25, attention 0.25 (for
+#          1/sqrt(8)); granitemoe the same with experts (as mixtral's);
 #   mistral3 keys -> "mistral3." (llama's layer) and an attention temperature
 #          scale (MAKE_ARCH_TEMP, default 0.5), which llama.cpp applies to q
 #          past the original context (MAKE_ARCH_YARN's N);
@@ -47,9 +50,9 @@ import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
-MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss')
-assert target in ('llama', 'smollm3', 'mistral3', 'qwen3', 'phi3', 'gemma2') + MOE, \
-    'ARCH: llama, smollm3, mistral3, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral or gpt-oss'
+MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe')
+assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'qwen3', 'phi3', 'gemma2') + MOE, \
+    'ARCH: llama, smollm3, mistral3, granite, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, gpt-oss or granitemoe'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -150,7 +153,7 @@ if target in MOE:
     kvs.append([prefix + '.expert_count', 4, struct.pack('<I', N_EXPERT)])
     kvs.append([prefix + '.expert_used_count', 4, struct.pack('<I', N_USED)])
     kvs.append([prefix + '.expert_feed_forward_length', 4, struct.pack('<I', FF_EXP)])
-    if target == 'mixtral':  # llama.cpp takes a llama file's expert size from feed_forward_length
+    if target in ('mixtral', 'granitemoe'):  # llama.cpp takes their expert size from feed_forward_length
         for kv in kvs:
             if kv[0] == prefix + '.feed_forward_length':
                 kv[2] = struct.pack('<I', FF_EXP)
@@ -167,6 +170,10 @@ if os.environ.get('MAKE_ARCH_YARN'):
     kvs.append([prefix + '.rope.scaling.original_context_length', 4, struct.pack('<I', int(y[1]))])
     if len(y) > 2:
         kvs.append([prefix + '.rope.scaling.yarn_log_multiplier', 6, struct.pack('<f', float(y[2]))])
+if target in ('granite', 'granitemoe'):
+    for key, val in (('embedding_scale', 1.5), ('residual_scale', 0.8), ('logit_scale', 1.25),
+                     ('attention.scale', 0.25)):
+        kvs.append([prefix + '.' + key, 6, struct.pack('<f', val)])
 if target == 'mistral3':
     temp = float(os.environ.get('MAKE_ARCH_TEMP', '0.5'))
     kvs.append(['mistral3.attention.temperature_scale', 6, struct.pack('<f', temp)])

@@ -514,6 +514,17 @@ static void count_progress(void *user, const char *what, int done, int total) {
     progress_n++;
 }
 
+/* config.json replaced by cfg, converted to F32 at out: the file open (its
+ * weights checked against m, llama's q/k permutation), NULL if it failed */
+static gguf_file *convert_with(const char *dir, const char *out, const char *cfg, const model *m) {
+    write_text(dir, "config.json", cfg);
+    gguf_file *g = NULL;
+    CHECK_OK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL));
+    CHECK_OK(gguf_open(out, &g));
+    if (g) check_weights(g, m, 1, LB_TYPE_F32);
+    return g;
+}
+
 static void test_llama_sharded(const char *dir) {
     model m;
     make_dir(dir);
@@ -612,20 +623,16 @@ static void test_llama_sharded(const char *dir) {
 
     /* SmolLM3: llama's conversion (q/k permuted) as arch smollm3; its NoPE
      * step must be llama.cpp's 4 */
-    write_text(dir, "config.json",
-               "{\"architectures\": [\"SmolLM3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
-               " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
-               " \"max_position_embeddings\": 64, \"rope_theta\": 500000.0, \"no_rope_layer_interval\": 4}");
-    CHECK_OK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL));
-    g = NULL;
-    CHECK_OK(gguf_open(out, &g));
+    g = convert_with(dir, out,
+                     "{\"architectures\": [\"SmolLM3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+                     " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                     " \"max_position_embeddings\": 64, \"rope_theta\": 500000.0, \"no_rope_layer_interval\": 4}",
+                     &m);
     if (g) {
-        check_weights(g, &m, 1, LB_TYPE_F32);
         CHECK(str_is(g, "general.architecture", "smollm3") && u32_is(g, "smollm3.block_count", NL));
         CHECK(u32_is(g, "smollm3.attention.head_count_kv", NKV) && f32_is(g, "smollm3.rope.freq_base", 500000.0f));
         gguf_close(g);
-        const int32_t ids[] = {8, 4, 3, 2};
-        check_runs(out, "ab c", ids, 4);
+        check_runs(out, "ab c", (const int32_t[]){8, 4, 3, 2}, 4);
     }
     write_text(dir, "config.json",
                "{\"architectures\": [\"SmolLM3ForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
@@ -633,6 +640,25 @@ static void test_llama_sharded(const char *dir) {
                " \"no_rope_layer_interval\": 3}");
     CHECK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL) == LB_ERR_UNSUPPORTED &&
           has(lb_last_error(), "no_rope_layer_interval"));
+    /* Granite: llama's conversion as arch granite, with its four multipliers */
+    g = convert_with(dir, out,
+                     "{\"architectures\": [\"GraniteForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+                     " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+                     " \"max_position_embeddings\": 64, \"embedding_multiplier\": 12.0, \"residual_multiplier\": 0.22,"
+                     " \"logits_scaling\": 8.0, \"attention_multiplier\": 0.015625}",
+                     &m);
+    if (g) {
+        CHECK(str_is(g, "general.architecture", "granite") && f32_is(g, "granite.embedding_scale", 12.0f));
+        CHECK(f32_is(g, "granite.residual_scale", 0.22f) && f32_is(g, "granite.logit_scale", 8.0f));
+        CHECK(f32_is(g, "granite.attention.scale", 0.015625f));
+        gguf_close(g);
+        check_runs(out, "ab c", (const int32_t[]){8, 4, 3, 2}, 4);
+    }
+    write_text(dir, "config.json",
+               "{\"architectures\": [\"GraniteForCausalLM\"], \"hidden_size\": 32, \"intermediate_size\": 64,"
+               " \"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"max_position_embeddings\": 64,"
+               " \"embedding_multiplier\": 12.0, \"residual_multiplier\": 0.22, \"logits_scaling\": 8.0}");
+    CHECK(lb_convert_hf(dir, out, LB_TYPE_F32, NULL, NULL) == LB_ERR_FORMAT && has(lb_last_error(), "attention_multiplier"));
     write_text(dir, "config.json", LLAMA_CONFIG); /* valid again for the index checks */
 
     /* broken index files */

@@ -2,7 +2,8 @@
  * sharded) -> GGUF, following llama.cpp's convert_hf_to_gguf.py:
  *  - llama/mistral: GGUF arch "llama"; q_proj/k_proj rows are permuted from
  *    HF's rotate-half RoPE layout back to Meta's interleaved pairs; SmolLM3
- *    the same as arch "smollm3" (its layers 3, 7, ... without RoPE);
+ *    the same as arch "smollm3" (its layers 3, 7, ... without RoPE), and
+ *    Granite as arch "granite" with its four multipliers;
  *  - qwen2: GGUF arch "qwen2" (NeoX RoPE, so nothing is permuted), with
  *    q/k/v biases;
  *  - qwen3: GGUF arch "qwen3", as qwen2 without the biases, with per-head
@@ -45,6 +46,8 @@ typedef struct {
     int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp; /* n_ff_shexp > 0: qwen2moe's shared expert */
     int64_t rope_dims;       /* phi3: partial_rotary_factor x head_dim */
     double attn_factor;      /* phi3 LongRoPE: sqrt(1 + ln(scale) / ln(original context)) */
+    int granite;             /* its four multipliers: embedding, residual, logits (divisor), attention */
+    double g_embd, g_resid, g_logits, g_attn;
     const json_value *long_f, *short_f; /* phi3 LongRoPE factors (config.json's arrays) */
     int64_t n_embd, n_ff, n_layer, n_head, n_head_kv, head_dim, n_ctx, n_vocab_cfg;
     double eps, theta;
@@ -113,6 +116,7 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
         {"LlamaForCausalLM", "llama", "llama", 1, 0, 0, 0, 0},
         {"MistralForCausalLM", "mistral", "llama", 1, 0, 0, 0, 0},
         {"SmolLM3ForCausalLM", "smollm3", "smollm3", 1, 0, 0, 0, 0},
+        {"GraniteForCausalLM", "granite", "granite", 1, 0, 0, 0, 0},
         {"Qwen2ForCausalLM", "qwen2", "qwen2", 0, 1, 0, 0, 0},
         {"Qwen3ForCausalLM", "qwen3", "qwen3", 0, 0, 1, 0, 0},
         {"Gemma2ForCausalLM", "gemma2", "gemma2", 0, 0, 0, 2, 0},
@@ -145,7 +149,7 @@ static lb_status detect_arch(const json_value *cfg, hf_config *c) {
         }
     }
     return lb_fail(LB_ERR_UNSUPPORTED, "config.json: architecture \"%s\" is not supported "
-                   "(LlamaForCausalLM, MistralForCausalLM, SmolLM3ForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
+                   "(LlamaForCausalLM, MistralForCausalLM, SmolLM3ForCausalLM, GraniteForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, "
                    "Gemma3ForCausalLM, Phi3ForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
                    "MixtralForCausalLM are)", seen);
 }
@@ -255,6 +259,18 @@ static lb_status parse_config(const json_value *cfg, hf_config *c) {
         (s = opt_int(cfg, "vocab_size", &c->n_vocab_cfg)) != LB_OK ||
         (s = opt_num(cfg, "rms_norm_eps", &c->eps)) != LB_OK || (s = opt_num(cfg, "rope_theta", &c->theta)) != LB_OK)
         return s;
+    if (!strcmp(c->arch, "granite")) {
+        /* llama.cpp's GraniteModel: transformers' multipliers, all four required */
+        c->granite = 1;
+        static const char *const keys[4] = {"embedding_multiplier", "residual_multiplier", "logits_scaling",
+                                            "attention_multiplier"};
+        double *vals[4] = {&c->g_embd, &c->g_resid, &c->g_logits, &c->g_attn};
+        for (int i = 0; i < 4; i++) {
+            if (!json_get(cfg, keys[i]))
+                return lb_fail(LB_ERR_FORMAT, "config.json: \"%s\" is missing (a Granite model needs it)", keys[i]);
+            if ((s = opt_num(cfg, keys[i], vals[i])) != LB_OK) return s;
+        }
+    }
     if (!strcmp(c->arch, "smollm3")) {
         /* llama.cpp (and so the GGUF format) fixes the NoPE layers at every 4th */
         int64_t step = 4;
@@ -889,6 +905,12 @@ static lb_status set_hparams(gguf_writer *w, const hf_config *c, const char *nam
         if (c->attn_softcap > 0) TRY(gguf_writer_set_f32(w, KEY("attn_logit_softcapping"), (float)c->attn_softcap));
         if (c->final_softcap > 0) TRY(gguf_writer_set_f32(w, KEY("final_logit_softcapping"), (float)c->final_softcap));
         if (c->gemma == 3) TRY(gguf_writer_set_f32(w, KEY("rope.freq_base_swa"), (float)c->theta_local));
+    }
+    if (c->granite) {
+        TRY(gguf_writer_set_f32(w, KEY("embedding_scale"), (float)c->g_embd));
+        TRY(gguf_writer_set_f32(w, KEY("residual_scale"), (float)c->g_resid));
+        TRY(gguf_writer_set_f32(w, KEY("logit_scale"), (float)c->g_logits));
+        TRY(gguf_writer_set_f32(w, KEY("attention.scale"), (float)c->g_attn));
     }
     if (c->moe) { /* llama.cpp's keys (a Mixtral file's expert size is its feed_forward_length) */
         TRY(gguf_writer_set_u32(w, KEY("expert_count"), (uint32_t)c->n_expert));

@@ -331,6 +331,8 @@ void lb_embed_tokens(const lb_model *m, const int32_t *tokens, int n, float *x) 
         if (hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GEMMA3) {
             const float s = sqrtf((float)d);
             for (int j = 0; j < d; j++) xt[j] *= s;
+        } else if (hp->embedding_scale > 0.0f) { /* granite */
+            for (int j = 0; j < d; j++) xt[j] *= hp->embedding_scale;
         }
     }
 }
@@ -354,6 +356,13 @@ static void ffn_rows(lb_context *c, const lb_vecops *vo, const lb_layer *l, int 
     matmul(c, &l->w_down, c->ff_gate, n, c->xn);
 }
 
+/* granite: a branch's output (attention, FFN) times residual_scale before
+ * it joins the stream, as llama.cpp scales it */
+static void scale_branch(const lb_hparams *hp, float *y, int n, int d) {
+    if (hp->residual_scale > 0.0f)
+        for (size_t i = 0; i < (size_t)n * d; i++) y[i] *= hp->residual_scale;
+}
+
 /* Layer il for the batch: c->x the residual stream before it and c->xn its
  * attn_norm(x); after it, c->x the stream after the layer and c->xn the next
  * layer's attn_norm(x) (nothing after the last). */
@@ -374,6 +383,7 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     matmul(c, &l->wo, c->att_out, n, c->xn);
     if (l->bo)
         for (int t = 0; t < n; t++) vo->add(c->xn + (size_t)t * d, l->bo, d);
+    scale_branch(hp, c->xn, n, d);
     residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
 
     /* feed-forward: dense, or experts (into att_out, free by now) plus
@@ -397,6 +407,7 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     /* the next layer's norm rides along; after the last, only the rows
      * that give logits are normalized (forward_batch) */
     const float *next = il + 1 < hp->n_layer ? m->layers[il + 1].attn_norm : NULL;
+    scale_branch(hp, ffn_out, n, d);
     residual_rows(c, vo, c->x, ffn_out, l->ffn_post_norm, c->xn, next, n, d);
 }
 
@@ -433,6 +444,10 @@ static lb_status forward_batch(lb_context *c, const int32_t *tokens, int n, cons
     else
         residual_rows(c, vo, c->x + (size_t)first * d, NULL, NULL, c->xn, m->output_norm, rows, d);
     matmul(c, &m->output, c->xn, rows, logits);
+    if (hp->logit_scale > 0.0f) { /* granite: times 1 / logit_scale, as llama.cpp */
+        const float s = 1.0f / hp->logit_scale;
+        for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] *= s;
+    }
     if (hp->final_logit_softcap > 0.0f) {
         const float cap = hp->final_logit_softcap;
         for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] = cap * tanhf(logits[i] / cap);

@@ -10,7 +10,7 @@
 
 typedef enum {
     LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3,
-    LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS, LB_ARCH_SMOLLM3, LB_ARCH_MISTRAL3
+    LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS, LB_ARCH_SMOLLM3, LB_ARCH_MISTRAL3, LB_ARCH_GRANITE
 } lb_arch;
 
 typedef struct {
@@ -42,6 +42,10 @@ typedef struct {
      * 1 + attn_temp_scale * ln(floor((pos + 1) / attn_temp_floor) + 1) after RoPE; 0: off */
     float attn_temp_scale;
     int attn_temp_floor;
+    /* granite (0: none): the embedding times embedding_scale, each layer's
+     * attention and FFN outputs times residual_scale before they join the
+     * stream, the logits divided by logit_scale */
+    float embedding_scale, residual_scale, logit_scale;
 } lb_hparams;
 
 typedef struct lb_moe_buffers lb_moe_buffers;

@@ -368,7 +368,7 @@ static lb_status load_moe_hparams(loader *L) {
         if (moe_arch) return lb_fail(LB_ERR_FORMAT, "%s is missing (a %s model has experts)", kc, hp->arch_name);
         return LB_OK;
     }
-    if (hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_MISTRAL3 && !moe_arch)
+    if (hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_MISTRAL3 && hp->arch != LB_ARCH_GRANITE && !moe_arch)
         return lb_fail(LB_ERR_UNSUPPORTED, "%s models with experts are not supported", hp->arch_name);
     const char *ku = arch_key(L, "expert_used_count");
     if (!gguf_get_u32(L->g, ku, &nu)) return lb_fail(LB_ERR_FORMAT, "%s is missing or not a count", ku);
@@ -401,10 +401,11 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "gpt-oss")) hp->arch = LB_ARCH_GPT_OSS;
     else if (!strcmp(arch, "smollm3")) hp->arch = LB_ARCH_SMOLLM3;
     else if (!strcmp(arch, "mistral3")) hp->arch = LB_ARCH_MISTRAL3;
+    else if (!strcmp(arch, "granite") || !strcmp(arch, "granitemoe")) hp->arch = LB_ARCH_GRANITE;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
-                       "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, qwen2, qwen3, qwen2moe, "
-                       "qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
+                       "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, granite, granitemoe, "
+                       "qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -423,7 +424,8 @@ static lb_status load_hparams(loader *L) {
     if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
     /* ggml: llama and its descendants use normal rope, the others neox */
-    hp->rope_neox = hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_SMOLLM3 && hp->arch != LB_ARCH_MISTRAL3;
+    hp->rope_neox = hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_SMOLLM3 && hp->arch != LB_ARCH_MISTRAL3 &&
+                    hp->arch != LB_ARCH_GRANITE;
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -499,6 +501,17 @@ static lb_status load_hparams(loader *L) {
         hp->final_logit_softcap = opt_f32(L, "final_logit_softcapping", 0.0f);
         if (hp->attn_softcap < 0.0f || hp->final_logit_softcap < 0.0f)
             return lb_fail(LB_ERR_FORMAT, "gemma2 soft-capping values must not be negative");
+    }
+    if (hp->arch == LB_ARCH_GRANITE) {
+        /* As llama.cpp (LLM_ARCH_GRANITE, _MOE): llama's layer with four
+         * multipliers, all required; the attention one replaces 1/sqrt(head_dim) */
+        static const char *const keys[4] = {"embedding_scale", "residual_scale", "logit_scale", "attention.scale"};
+        float *vals[4] = {&hp->embedding_scale, &hp->residual_scale, &hp->logit_scale, &hp->query_scale};
+        for (int i = 0; i < 4; i++) {
+            const char *key = arch_key(L, keys[i]);
+            if (!gguf_get_f32(L->g, key, vals[i]) || !isfinite(*vals[i]) || *vals[i] <= 0.0f)
+                return lb_fail(LB_ERR_FORMAT, "%s is missing or not a positive number (a granite model needs it)", key);
+        }
     }
     if (hp->arch == LB_ARCH_GPT_OSS) {
         /* As llama.cpp (LLM_ARCH_OPENAI_MOE): layers 0, 2, ... see a window,
