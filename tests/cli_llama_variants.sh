@@ -6,14 +6,19 @@
 #             q is scaled by 1 + s ln(floor((pos + 1) / n_orig) + 1);
 #   granite, granitemoe (IBM Granite 3.x): the embedding, each branch's output
 #             before it joins the stream, and the logits scaled, the attention
-#             scale given (make_arch.py: 1.5, 0.8, 1 / 1.25, 0.25).
+#             scale given (make_arch.py: 1.5, 0.8, 1 / 1.25, 0.25);
+#   glm4      (GLM-4-0414, GLM-Z1): gate and up in one tensor, norms after the
+#             attention and the FFN outputs as well as before, half of each
+#             head rotated, q/k/v biases.
 # The models are tests/make_arch.py's rewrites of ../shared's stories260K
 # (mistral3 with MAKE_ARCH_YARN=4,64[,0.5] and a temperature scale of 0.5, so
 # every switch acts within a context of 128); the expected numbers are
 # ik_llama.cpp's (8337e4c, built by ../shared/peers/build.sh) on the very same
 # files, measured 2026-12-01 on an AMD EPYC Zen 4 VM:
 #   llama-perplexity -m F -f TinyStories-valid.head31195.txt -c 128 --chunks 8 -t 2
-#     smollm3 4.9134, mistral3 5.4436, mistral3 without the log multiplier 5.2270
+#     smollm3 4.9134, mistral3 5.4436, mistral3 without the log multiplier 5.2270,
+#     glm4 2570.8591 (its f16 KV cache: its CPU flash attention refuses f32;
+#     lowbit 2568.6714, keeping f32, is 0.09 % from it on this peaked model)
 #   llama-cli -m F -p "Once upon a time" -n 60 --temp 0 -c 128 -t 2   -> the texts below
 # and llama.cpp b4748's for granite (ik_llama.cpp 8337e4c scales the stream
 # after the residual sum, not the branch before it as transformers'
@@ -31,6 +36,7 @@ python3 "$MAKE" smollm3 "$SRC" "$WORK/smol.gguf" &&
   MAKE_ARCH_YARN=4,64,0.5 python3 "$MAKE" mistral3 "$SRC" "$WORK/m3.gguf" &&
   MAKE_ARCH_YARN=4,64 python3 "$MAKE" mistral3 "$SRC" "$WORK/m3b.gguf" &&
   python3 "$MAKE" granite "$SRC" "$WORK/gr.gguf" && python3 "$MAKE" granitemoe "$SRC" "$WORK/grm.gguf" &&
+  python3 "$MAKE" glm4 "$SRC" "$WORK/glm.gguf" &&
   ok "make_arch.py wrote the files" || { bad "make_arch.py"; finish; exit; }
 
 arch_info "$WORK/smol.gguf" smollm3 "smollm3.block_count" "smollm3"
@@ -44,6 +50,8 @@ near "stories260K as granite (against llama.cpp b4748)" "$(ppl_at "$WORK/gr.gguf
 near "stories260K as granitemoe (against llama.cpp b4748)" "$(ppl_at "$WORK/grm.gguf" 128)" 32.4060 0.002
 greedy_is "$WORK/gr.gguf" "Once upon a time, there was a little girl named Lily. She loved to play with her toys and seeps. One day, she went to the park and her mommy went to the park. She saw a big box. She" "llama.cpp b4748"
 greedy_is "$WORK/grm.gguf" "Once upon a time, there was a little boolff. He cried to the buzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" "llama.cpp b4748"
+near "stories260K as glm4" "$(ppl_at "$WORK/glm.gguf" 128)" 2570.8591 0.002
+greedy_is "$WORK/glm.gguf" "Once upon a timeuttcecece day, onttchtcetttch we dayce dayt, a a.t timece, momt timet time  ncen.t         Wce a  Au as"
 # a granite file without one of its multipliers is refused by name
 python3 "$MAKE" granite "$SRC" "$WORK/gr-bad.gguf" && python3 -c '
 import sys

@@ -11,6 +11,10 @@
 #   granite keys -> "granite." (llama's layer) and its four multipliers:
 #          embedding 1.5, residual 0.8, logit 1.25, attention 0.25 (for
 #          1/sqrt(8)); granitemoe the same with experts (as mixtral's);
+#   glm4   keys -> "glm4.", q/k/v biases (fixed values), phi3's fused
+#          ffn_up (gate rows then up rows; Q, K, V stay apart, as llama.cpp
+#          reads GLM-4), gemma2's post norms (post_attention_norm,
+#          post_ffw_norm) and half of each head rotated;
 #   mistral3 keys -> "mistral3." (llama's layer) and an attention temperature
 #          scale (MAKE_ARCH_TEMP, default 0.5), which llama.cpp applies to q
 #          past the original context (MAKE_ARCH_YARN's N);
@@ -51,8 +55,8 @@ import math, os, struct, sys
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
 MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe')
-assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'qwen3', 'phi3', 'gemma2') + MOE, \
-    'ARCH: llama, smollm3, mistral3, granite, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, gpt-oss or granitemoe'
+assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'qwen3', 'phi3', 'gemma2') + MOE, \
+    'ARCH: llama, smollm3, mistral3, granite, glm4, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, gpt-oss or granitemoe'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -174,6 +178,9 @@ if target in ('granite', 'granitemoe'):
     for key, val in (('embedding_scale', 1.5), ('residual_scale', 0.8), ('logit_scale', 1.25),
                      ('attention.scale', 0.25)):
         kvs.append([prefix + '.' + key, 6, struct.pack('<f', val)])
+if target == 'glm4':  # half of each head rotated
+    kvs = [kv for kv in kvs if kv[0] != 'glm4.rope.dimension_count']
+    kvs.append(['glm4.rope.dimension_count', 4, struct.pack('<I', head_dim // 2)])
 if target == 'mistral3':
     temp = float(os.environ.get('MAKE_ARCH_TEMP', '0.5'))
     kvs.append(['mistral3.attention.temperature_scale', 6, struct.pack('<f', temp)])
@@ -292,21 +299,32 @@ elif target == 'gemma2':
         for which, phase in (('post_attention_norm', 0.5), ('post_ffw_norm', 1.5)):
             w = [1.0 + 0.5 * math.sin(0.37 * i + 0.9 * il + phase) for i in range(n_embd)]
             tensors.append(('blk.%d.%s.weight' % (il, which), (n_embd,), 0, struct.pack('<%df' % n_embd, *w)))
-elif target == 'phi3':
+elif target in ('phi3', 'glm4'):
     by_name = {t[0]: t for t in tensors}
 
     def fuse(parts, name):
         ts = [by_name.pop(p) for p in parts]
-        assert all(t[2] == 0 for t in ts), 'phi3: F32 input expected'
+        assert all(t[2] == 0 for t in ts), 'phi3, glm4: F32 input expected'
         rows = sum(t[1][1] for t in ts)
         by_name[name] = (name, (ts[0][1][0], rows), 0, b''.join(t[3][:4 * t[1][0] * t[1][1]] for t in ts))
 
     for il in range(n_layer):
         b = 'blk.%d.' % il
-        fuse([b + 'attn_q.weight', b + 'attn_k.weight', b + 'attn_v.weight'], b + 'attn_qkv.weight')
+        if target == 'phi3':
+            fuse([b + 'attn_q.weight', b + 'attn_k.weight', b + 'attn_v.weight'], b + 'attn_qkv.weight')
         fuse([b + 'ffn_gate.weight', b + 'ffn_up.weight'], b + 'ffn_up.weight')
     tensors = list(by_name.values())
-    half = rope_dim // 2
+    if target == 'glm4':
+        for il in range(n_layer):
+            for which in ('q', 'k', 'v'):
+                rows = by_name['blk.%d.attn_%s.weight' % (il, which)][1][1]
+                bias = [0.05 * math.cos(0.3 * i + il + ord(which)) for i in range(rows)]
+                tensors.append(('blk.%d.attn_%s.bias' % (il, which), (rows,), 0, struct.pack('<%df' % rows, *bias)))
+            for which, phase in (('post_attention_norm', 0.5), ('post_ffw_norm', 1.5)):
+                w = [1.0 + 0.5 * math.sin(0.37 * i + 0.9 * il + phase) for i in range(n_embd)]
+                tensors.append(('blk.%d.%s.weight' % (il, which), (n_embd,), 0, struct.pack('<%df' % n_embd, *w)))
+half = rope_dim // 2
+if target == 'phi3':
     for which, base in (('long', 1.0), ('short', 0.5)):
         f = [1.0 + base * (1 + math.cos(0.9 * i)) * (i + 1) / half for i in range(half)]
         tensors.append(('rope_factors_%s.weight' % which, (half,), 0, struct.pack('<%df' % half, *f)))

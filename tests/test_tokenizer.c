@@ -477,7 +477,7 @@ static void run_split_cases(lb_tok_pre pre, const char *words_path, int n_expect
 
 /* ---- synthetic vocabularies written with the GGUF writer ---- */
 
-enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, PRE_SMOLLM, VOCAB_END, VOCAB_HARMONY, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
+enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, PRE_SMOLLM, PRE_GLM4, VOCAB_END, VOCAB_HARMONY, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
        BREAK_NO_MERGES, BREAK_BAD_MODEL, BREAK_TOKENS_TYPE, BREAK_DUP_TOKEN, BREAK_BOS_TYPE };
 
 #define N_EXTRA 8
@@ -525,6 +525,7 @@ static lb_status write_vocab(const char *path, int bpe, int breakage) {
                                     : breakage == PRE_LLAMA4 ? "llama4"
                                     : breakage == PRE_TEKKEN ? "tekken"
                                     : breakage == PRE_SMOLLM ? "smollm"
+                                    : breakage == PRE_GLM4   ? "glm4"
                                                              : "gpt-2");
         if (!s && breakage != BREAK_NO_MERGES)
             s = gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
@@ -650,12 +651,15 @@ static void test_synthetic(void) {
     }
     /* the o200k, tekken and smollm names: their regexes, and tekken's llama.cpp
      * settings (ignore_merges, BOS) */
-    const int named[4] = {PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, PRE_SMOLLM};
-    for (int i = 0; i < 4; i++) {
+    const int named[5] = {PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, PRE_SMOLLM, PRE_GLM4};
+    for (int i = 0; i < 5; i++) {
         const lb_status ls = try_load(1, named[i], &t, msg, sizeof msg);
         CHECK_MSG(ls == LB_OK, "%s", msg);
         if (ls == LB_OK) {
-            CHECK(t->pre == (named[i] == PRE_TEKKEN ? LB_PRE_TEKKEN : named[i] == PRE_SMOLLM ? LB_PRE_SMOLLM : LB_PRE_GPT4O));
+            CHECK(t->pre == (named[i] == PRE_TEKKEN   ? LB_PRE_TEKKEN
+                             : named[i] == PRE_SMOLLM ? LB_PRE_SMOLLM
+                             : named[i] == PRE_GLM4   ? LB_PRE_LLAMA3
+                                                      : LB_PRE_GPT4O));
             CHECK(t->ignore_merges == (named[i] == PRE_TEKKEN));
             if (named[i] == PRE_TEKKEN) CHECK(lb_tokenizer_add_bos(t) == 1);
             lb_tokenizer_free(t);

@@ -402,10 +402,11 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "smollm3")) hp->arch = LB_ARCH_SMOLLM3;
     else if (!strcmp(arch, "mistral3")) hp->arch = LB_ARCH_MISTRAL3;
     else if (!strcmp(arch, "granite") || !strcmp(arch, "granitemoe")) hp->arch = LB_ARCH_GRANITE;
+    else if (!strcmp(arch, "glm4")) hp->arch = LB_ARCH_GLM4;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
                        "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, granite, granitemoe, "
-                       "qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
+                       "glm4, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -425,7 +426,7 @@ static lb_status load_hparams(loader *L) {
         return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
     /* ggml: llama and its descendants use normal rope, the others neox */
     hp->rope_neox = hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_SMOLLM3 && hp->arch != LB_ARCH_MISTRAL3 &&
-                    hp->arch != LB_ARCH_GRANITE;
+                    hp->arch != LB_ARCH_GRANITE && hp->arch != LB_ARCH_GLM4;
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -600,7 +601,8 @@ static lb_status load_weights(loader *L) {
                     (s = get_matrix(L, BLK("ffn_down_shexp.weight"), ff, d, 0, &l->w_down)))
                     return s;
             }
-        } else if (hp->arch == LB_ARCH_PHI3) { /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
+        } else if (hp->arch == LB_ARCH_PHI3 || hp->arch == LB_ARCH_GLM4) {
+            /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, 2 * ff, 0, &fused))) return s;
             if ((s = split_rows(L, &fused, n, 0, ff, &l->w_gate)) || (s = split_rows(L, &fused, n, ff, ff, &l->w_up)))
                 return s;
@@ -609,10 +611,10 @@ static lb_status load_weights(loader *L) {
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, ff, 0, &l->w_up))) return s;
         }
         if (!hp->n_expert && (s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
-        if (hp->arch == LB_ARCH_GEMMA2) {
+        if (hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GLM4) { /* glm4: the norms, no window */
             if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
             if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;
-            l->is_local = il % 2 == 0;
+            l->is_local = hp->arch == LB_ARCH_GEMMA2 && il % 2 == 0;
         } else if (hp->arch == LB_ARCH_GEMMA3) {
             if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
             if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;

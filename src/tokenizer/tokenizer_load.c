@@ -434,6 +434,9 @@ static void choose_pre(lb_tokenizer *t, const gguf_file *g) {
         t->add_bos = 1;
     } else if (pre && IN_LIST(pre, k_pre_llama3_plain)) {
         t->pre = LB_PRE_LLAMA3;
+    } else if (pre && (!strcmp(pre, "glm4") || !strcmp(pre, "chatglm-bpe"))) {
+        t->pre = LB_PRE_LLAMA3; /* GLM-4: Llama 3's regex, and no BOS unless the file names one (llama.cpp) */
+        t->bos = -1;
     } else if (pre && (!strcmp(pre, "qwen2") || !strcmp(pre, "deepseek-r1-qwen"))) {
         t->pre = LB_PRE_QWEN2;
     } else if (pre && IN_LIST(pre, k_pre_gpt4o)) {
