@@ -9,7 +9,8 @@
 #             scale given (make_arch.py: 1.5, 0.8, 1 / 1.25, 0.25);
 #   glm4      (GLM-4-0414, GLM-Z1): gate and up in one tensor, norms after the
 #             attention and the FFN outputs as well as before, half of each
-#             head rotated, q/k/v biases.
+#             head rotated, q/k/v biases;
+#   exaone    (EXAONE 3.0 / 3.5): llama's tensors with NeoX RoPE pairs.
 # The models are tests/make_arch.py's rewrites of ../shared's stories260K
 # (mistral3 with MAKE_ARCH_YARN=4,64[,0.5] and a temperature scale of 0.5, so
 # every switch acts within a context of 128); the expected numbers are
@@ -23,7 +24,8 @@
 # and llama.cpp b4748's for granite (ik_llama.cpp 8337e4c scales the stream
 # after the residual sum, not the branch before it as transformers'
 # GraniteDecoderLayer and llama.cpp do: 9.9645 and 58.7134 there):
-#   llama-perplexity (as above)  granite 6.6854, granitemoe 32.4060
+#   llama-perplexity (as above)  granite 6.6854, granitemoe 32.4060, exaone
+#                                104.7549 (ik_llama.cpp has no exaone)
 #   llama-cli ... -no-cnv        -> the texts below
 # (lowbit then: 4.9132, 5.4443, 5.2279, 6.6851, 32.4158 and the same texts. One switch wrong:
 # smollm3 with RoPE on every layer is the llama file, 3.6781; mistral3 without
@@ -36,7 +38,7 @@ python3 "$MAKE" smollm3 "$SRC" "$WORK/smol.gguf" &&
   MAKE_ARCH_YARN=4,64,0.5 python3 "$MAKE" mistral3 "$SRC" "$WORK/m3.gguf" &&
   MAKE_ARCH_YARN=4,64 python3 "$MAKE" mistral3 "$SRC" "$WORK/m3b.gguf" &&
   python3 "$MAKE" granite "$SRC" "$WORK/gr.gguf" && python3 "$MAKE" granitemoe "$SRC" "$WORK/grm.gguf" &&
-  python3 "$MAKE" glm4 "$SRC" "$WORK/glm.gguf" &&
+  python3 "$MAKE" glm4 "$SRC" "$WORK/glm.gguf" && python3 "$MAKE" exaone "$SRC" "$WORK/ex.gguf" &&
   ok "make_arch.py wrote the files" || { bad "make_arch.py"; finish; exit; }
 
 arch_info "$WORK/smol.gguf" smollm3 "smollm3.block_count" "smollm3"
@@ -52,6 +54,9 @@ greedy_is "$WORK/gr.gguf" "Once upon a time, there was a little girl named Lily.
 greedy_is "$WORK/grm.gguf" "Once upon a time, there was a little boolff. He cried to the buzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz" "llama.cpp b4748"
 near "stories260K as glm4" "$(ppl_at "$WORK/glm.gguf" 128)" 2570.8591 0.002
 greedy_is "$WORK/glm.gguf" "Once upon a timeuttcecece day, onttchtcetttch we dayce dayt, a a.t timece, momt timet time  ncen.t         Wce a  Au as"
+near "stories260K as exaone (against llama.cpp b4748)" "$(ppl_at "$WORK/ex.gguf" 128)" 104.7549 0.002
+greedy_is "$WORK/ex.gguf" "Once upon a time, there was a little goth mist fearddownely thing was in the shank.
+Their lourownand thenandrianthant the an as wind" "llama.cpp b4748"
 # a granite file without one of its multipliers is refused by name
 python3 "$MAKE" granite "$SRC" "$WORK/gr-bad.gguf" && python3 -c '
 import sys

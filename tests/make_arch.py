@@ -11,6 +11,8 @@
 #   granite keys -> "granite." (llama's layer) and its four multipliers:
 #          embedding 1.5, residual 0.8, logit 1.25, attention 0.25 (for
 #          1/sqrt(8)); granitemoe the same with experts (as mixtral's);
+#   exaone keys -> "exaone." (llama's tensors, which llama.cpp runs with NeoX
+#          RoPE pairs);
 #   glm4   keys -> "glm4.", q/k/v biases (fixed values), phi3's fused
 #          ffn_up (gate rows then up rows; Q, K, V stay apart, as llama.cpp
 #          reads GLM-4), gemma2's post norms (post_attention_norm,
@@ -55,8 +57,9 @@ import math, os, struct, sys
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
 MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe')
-assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'qwen3', 'phi3', 'gemma2') + MOE, \
-    'ARCH: llama, smollm3, mistral3, granite, glm4, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, gpt-oss or granitemoe'
+assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'exaone', 'qwen3', 'phi3', 'gemma2') + MOE, \
+    'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, gpt-oss ' \
+    'or granitemoe'
 data = open(src, 'rb').read()
 pos = 0
 

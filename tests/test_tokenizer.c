@@ -477,7 +477,9 @@ static void run_split_cases(lb_tok_pre pre, const char *words_path, int n_expect
 
 /* ---- synthetic vocabularies written with the GGUF writer ---- */
 
-enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, PRE_SMOLLM, PRE_GLM4, VOCAB_END, VOCAB_HARMONY, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
+static const char *named_pre = "gpt-2"; /* tokenizer.ggml.pre of a PRE_NAMED vocabulary */
+
+enum { BREAK_NONE, PRE_LLAMA_BPE, PRE_MISSING, PRE_GPT4O, PRE_LLAMA4, PRE_TEKKEN, PRE_SMOLLM, PRE_GLM4, PRE_NAMED, VOCAB_END, VOCAB_HARMONY, BREAK_NO_TOKENS, BREAK_SHORT_SCORES, BREAK_BOS_RANGE, BREAK_BAD_MERGE,
        BREAK_NO_MERGES, BREAK_BAD_MODEL, BREAK_TOKENS_TYPE, BREAK_DUP_TOKEN, BREAK_BOS_TYPE };
 
 #define N_EXTRA 8
@@ -526,6 +528,7 @@ static lb_status write_vocab(const char *path, int bpe, int breakage) {
                                     : breakage == PRE_TEKKEN ? "tekken"
                                     : breakage == PRE_SMOLLM ? "smollm"
                                     : breakage == PRE_GLM4   ? "glm4"
+                                    : breakage == PRE_NAMED  ? named_pre
                                                              : "gpt-2");
         if (!s && breakage != BREAK_NO_MERGES)
             s = gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
@@ -664,6 +667,15 @@ static void test_synthetic(void) {
             if (named[i] == PRE_TEKKEN) CHECK(lb_tokenizer_add_bos(t) == 1);
             lb_tokenizer_free(t);
         }
+    }
+    /* the other names llama.cpp gives SmolLM's regex pair */
+    static const char *const digits_first[] = {"starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"};
+    for (size_t i = 0; i < sizeof digits_first / sizeof digits_first[0]; i++) {
+        named_pre = digits_first[i];
+        const lb_status ls = try_load(1, PRE_NAMED, &t, msg, sizeof msg);
+        CHECK_MSG(ls == LB_OK && t && t->pre == LB_PRE_SMOLLM, "pre '%s': %s", digits_first[i], msg);
+        lb_tokenizer_free(t);
+        t = NULL;
     }
     /* <|end|> ends generation (Phi-3), except beside <|return|> and <|call|>
      * (gpt-oss: it closes a message, not the turn), where it becomes a

@@ -391,7 +391,8 @@ static lb_status load_hparams(loader *L) {
     const char *arch = gguf_get_str(L->g, "general.architecture");
     if (!arch) return lb_fail(LB_ERR_FORMAT, "missing general.architecture");
     if (!strcmp(arch, "llama") || !strcmp(arch, "mistral")) hp->arch = LB_ARCH_LLAMA;
-    else if (!strcmp(arch, "qwen2")) hp->arch = LB_ARCH_QWEN2;
+    /* exaone (EXAONE 3.x): qwen2's layer, biases optional, as llama.cpp's build_exaone */
+    else if (!strcmp(arch, "qwen2") || !strcmp(arch, "exaone")) hp->arch = LB_ARCH_QWEN2;
     else if (!strcmp(arch, "qwen3")) hp->arch = LB_ARCH_QWEN3;
     else if (!strcmp(arch, "gemma2")) hp->arch = LB_ARCH_GEMMA2;
     else if (!strcmp(arch, "gemma3")) hp->arch = LB_ARCH_GEMMA3;
@@ -406,7 +407,7 @@ static lb_status load_hparams(loader *L) {
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
                        "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, granite, granitemoe, "
-                       "glm4, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
+                       "glm4, exaone, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;

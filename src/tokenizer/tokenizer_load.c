@@ -33,6 +33,10 @@ static const char *const k_pre_llama3[] = {
 };
 static const char *const k_pre_llama3_plain[] = {"dbrx", "smaug-bpe"};
 static const char *const k_pre_gpt4o[] = {"gpt-4o", "llama4", "kanana2"};
+/* every digit a word, then GPT-2's regex (llama.cpp's STARCODER, REFACT, COMMAND_R, SMOLLM, CODESHELL,
+ * EXAONE, MINERVA group) */
+static const char *const k_pre_digits_gpt2[] = {"smollm", "starcoder", "refact", "command-r", "cohere2_moe",
+                                                "codeshell", "exaone", "minerva-7b"};
 static const char *const k_pre_gpt2[] = {
     "gpt2", "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de",
     "a.x-4.0", "mellum", "modern-bert", "mpt", "olmo", "jais", "trillion", "granite-docling",
@@ -441,8 +445,8 @@ static void choose_pre(lb_tokenizer *t, const gguf_file *g) {
         t->pre = LB_PRE_QWEN2;
     } else if (pre && IN_LIST(pre, k_pre_gpt4o)) {
         t->pre = LB_PRE_GPT4O;
-    } else if (pre && !strcmp(pre, "smollm")) {
-        t->pre = LB_PRE_SMOLLM; /* SmolLM / SmolLM2 */
+    } else if (pre && IN_LIST(pre, k_pre_digits_gpt2)) {
+        t->pre = LB_PRE_SMOLLM; /* SmolLM / SmolLM2, EXAONE 3, Command R, StarCoder's */
     } else if (pre && !strcmp(pre, "tekken")) {
         t->pre = LB_PRE_TEKKEN;
         t->ignore_merges = 1;
