@@ -10,7 +10,9 @@
 #   glm4      (GLM-4-0414, GLM-Z1): gate and up in one tensor, norms after the
 #             attention and the FFN outputs as well as before, half of each
 #             head rotated, q/k/v biases;
-#   exaone    (EXAONE 3.0 / 3.5): llama's tensors with NeoX RoPE pairs.
+#   exaone    (EXAONE 3.0 / 3.5): llama's tensors with NeoX RoPE pairs;
+#   olmo2     (OLMo 2): no norms before attention and FFN, norms after them,
+#             RMS norms of the whole q and k, NeoX pairs.
 # The models are tests/make_arch.py's rewrites of ../shared's stories260K
 # (mistral3 with MAKE_ARCH_YARN=4,64[,0.5] and a temperature scale of 0.5, so
 # every switch acts within a context of 128); the expected numbers are
@@ -25,7 +27,8 @@
 # after the residual sum, not the branch before it as transformers'
 # GraniteDecoderLayer and llama.cpp do: 9.9645 and 58.7134 there):
 #   llama-perplexity (as above)  granite 6.6854, granitemoe 32.4060, exaone
-#                                104.7549 (ik_llama.cpp has no exaone)
+#                                104.7549, olmo2 7778.4481 (ik_llama.cpp has
+#                                neither)
 #   llama-cli ... -no-cnv        -> the texts below
 # (lowbit then: 4.9132, 5.4443, 5.2279, 6.6851, 32.4158 and the same texts. One switch wrong:
 # smollm3 with RoPE on every layer is the llama file, 3.6781; mistral3 without
@@ -39,6 +42,7 @@ python3 "$MAKE" smollm3 "$SRC" "$WORK/smol.gguf" &&
   MAKE_ARCH_YARN=4,64 python3 "$MAKE" mistral3 "$SRC" "$WORK/m3b.gguf" &&
   python3 "$MAKE" granite "$SRC" "$WORK/gr.gguf" && python3 "$MAKE" granitemoe "$SRC" "$WORK/grm.gguf" &&
   python3 "$MAKE" glm4 "$SRC" "$WORK/glm.gguf" && python3 "$MAKE" exaone "$SRC" "$WORK/ex.gguf" &&
+  python3 "$MAKE" olmo2 "$SRC" "$WORK/ol.gguf" &&
   ok "make_arch.py wrote the files" || { bad "make_arch.py"; finish; exit; }
 
 arch_info "$WORK/smol.gguf" smollm3 "smollm3.block_count" "smollm3"
@@ -57,6 +61,8 @@ greedy_is "$WORK/glm.gguf" "Once upon a timeuttcecece day, onttchtcetttch we day
 near "stories260K as exaone (against llama.cpp b4748)" "$(ppl_at "$WORK/ex.gguf" 128)" 104.7549 0.002
 greedy_is "$WORK/ex.gguf" "Once upon a time, there was a little goth mist fearddownely thing was in the shank.
 Their lourownand thenandrianthant the an as wind" "llama.cpp b4748"
+near "stories260K as olmo2 (against llama.cpp b4748)" "$(ppl_at "$WORK/ol.gguf" 128)" 7778.4481 0.002
+greedy_is "$WORK/ol.gguf" "Once upon a time O O O O O   ed do do do doed play do sa sa sa sa sa sa we play play play play play play playgggggggggg play play play play play play play play play play play play playar playar play play playar" "llama.cpp b4748"
 # a granite file without one of its multipliers is refused by name
 python3 "$MAKE" granite "$SRC" "$WORK/gr-bad.gguf" && python3 -c '
 import sys

@@ -13,6 +13,10 @@
 #          1/sqrt(8)); granitemoe the same with experts (as mixtral's);
 #   exaone keys -> "exaone." (llama's tensors, which llama.cpp runs with NeoX
 #          RoPE pairs);
+#   olmo2  keys -> "olmo2.", the norms before attention and FFN dropped,
+#          norms after them added (post_attention_norm, post_ffw_norm) and
+#          RMS norms of the whole q and k (attn_q_norm, attn_k_norm), fixed
+#          values around 1; K and V heads repeated to one per query head;
 #   glm4   keys -> "glm4.", q/k/v biases (fixed values), phi3's fused
 #          ffn_up (gate rows then up rows; Q, K, V stay apart, as llama.cpp
 #          reads GLM-4), gemma2's post norms (post_attention_norm,
@@ -57,9 +61,10 @@ import math, os, struct, sys
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
 MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe')
-assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'exaone', 'qwen3', 'phi3', 'gemma2') + MOE, \
-    'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, gpt-oss ' \
-    'or granitemoe'
+assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'exaone', 'olmo2', 'qwen3', 'phi3',
+                  'gemma2') + MOE, \
+    'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, olmo2, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, ' \
+    'gpt-oss or granitemoe'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -283,6 +288,31 @@ if target in ('qwen3', 'qwen3moe'):
         for which, phase in (('q', 0.0), ('k', 2.0)):
             w = [1.0 + 0.9 * math.sin(1.3 * i + 0.7 * il + phase) for i in range(head_dim)]
             tensors.append(('blk.%d.attn_%s_norm.weight' % (il, which), (head_dim,), 0, struct.pack('<%df' % head_dim, *w)))
+elif target == 'olmo2':
+    # llama.cpp b4748 sizes attn_k_norm by n_embd (OLMo 2 1B-13B have no GQA):
+    # each K/V head repeated for the query heads it serves, which computes the same attention
+    n_kv = kv_u32('olmo2.attention.head_count_kv')
+    group = n_head // n_kv
+
+    def widen(t):
+        name, ne, typ, blob = t
+        if not name.endswith(('attn_k.weight', 'attn_v.weight')) or group == 1:
+            return t
+        assert typ == 0, 'olmo2: F32 input expected'
+        row = 4 * ne[0]
+        heads = [blob[h * head_dim * row:(h + 1) * head_dim * row] for h in range(n_kv)]
+        return (name, (ne[0], ne[1] * group), 0, b''.join(heads[h // group] for h in range(n_head)))
+
+    tensors = [widen(t) for t in tensors if not t[0].endswith(('.attn_norm.weight', '.ffn_norm.weight'))]
+    for kv in kvs:
+        if kv[0] == 'olmo2.attention.head_count_kv':
+            kv[2] = struct.pack('<I', n_head)
+    for il in range(n_layer):
+        sizes = (('post_attention_norm', n_embd, 0.5), ('post_ffw_norm', n_embd, 1.5), ('attn_q_norm', n_embd, 2.5),
+                 ('attn_k_norm', n_embd, 3.5))
+        for which, n, phase in sizes:
+            w = [1.0 + 0.5 * math.sin(0.37 * i + 0.9 * il + phase) for i in range(n)]
+            tensors.append(('blk.%d.%s.weight' % (il, which), (n,), 0, struct.pack('<%df' % n, *w)))
 elif target == 'gemma2':
     tensors = [t for t in tensors if t[0] != 'output.weight']
     per_layer = {}

@@ -206,7 +206,7 @@ void lb_context_reset(lb_context *c) { (void)c; /* positions drive the cache: no
 static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, float *a, const float *post, float *y,
                           const float *w, int n, int d) {
     const float eps = c->model->hp.norm_eps;
-    const int nth = lb_stage_threads(c, (int64_t)n * d);
+    const int nth = lb_stage_threads(c, (int64_t)n * d), no_norm = c->model->hp.no_pre_norm;
     LB_FOR_ROWS(nth, n, i, {
         float *xi = x + (size_t)i * d;
         if (a) {
@@ -215,6 +215,7 @@ static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, fl
             vo->add(xi, ai, d);
         }
         if (w) vo->rmsnorm(y + (size_t)i * d, xi, w, d, eps);
+        else if (no_norm && y) memcpy(y + (size_t)i * d, xi, (size_t)d * sizeof *xi); /* olmo2: the stream itself */
     });
 }
 
@@ -260,8 +261,13 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
         if (l->bq) vo->add(q, l->bq, qd);
         if (l->bk) vo->add(k, l->bk, kvd);
         if (l->bv) vo->add(v, l->bv, kvd);
+        if (l->qk_norm_full) { /* olmo2 */
+            vo->rmsnorm(q, q, l->q_norm, qd, eps);
+            vo->rmsnorm(k, k, l->k_norm, kvd, eps);
+        }
+        const float *qn = l->qk_norm_full ? NULL : l->q_norm, *kn = l->qk_norm_full ? NULL : l->k_norm;
         for (int h = 0; h < nh; h++) {
-            if (l->q_norm) vo->rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, l->q_norm, hd, eps);
+            if (qn) vo->rmsnorm(q + (size_t)h * hd, q + (size_t)h * hd, qn, hd, eps);
             if (!l->no_rope) vo->rope(q + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
         }
         if (hp->attn_temp_scale != 0.0f) { /* as llama.cpp computes it, in float */
@@ -271,7 +277,7 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
                 for (int i = 0; i < qd; i++) q[i] *= ts;
         }
         for (int h = 0; h < nkv; h++) {
-            if (l->k_norm) vo->rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, l->k_norm, hd, eps);
+            if (kn) vo->rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, kn, hd, eps);
             if (!l->no_rope) vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
         }
         lb_attn_store_kv(k_cache_of(c, c->tok_seq[t], il), v_cache_of(c, c->tok_seq[t], il), c->n_ctx_pad, nkv, hd, k,

@@ -273,11 +273,12 @@ static lb_status attach(lb_context *c) {
         return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run mixture-of-experts models (%s) yet: run "
                                            "this one on the CPU", hp->arch_name);
     if (hp->attn_temp_scale != 0.0f || hp->arch == LB_ARCH_SMOLLM3 || hp->arch == LB_ARCH_GRANITE ||
-        hp->arch == LB_ARCH_GLM4)
+        hp->arch == LB_ARCH_GLM4 || hp->arch == LB_ARCH_OLMO2)
         return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run %s's %s yet: run this one on the CPU",
                        hp->arch_name, hp->arch == LB_ARCH_SMOLLM3 ? "layers without RoPE"
                                       : hp->arch == LB_ARCH_GRANITE ? "multipliers"
-                                      : hp->arch == LB_ARCH_GLM4 ? "post-norms" : "attention temperature");
+                                      : hp->arch == LB_ARCH_GLM4 || hp->arch == LB_ARCH_OLMO2 ? "post-norms"
+                                                                                             : "attention temperature");
     if (lb_cuda_device_count() < 1) return lb_fail(LB_ERR_UNSUPPORTED, "no CUDA device: %s", lb_cuda_last_error());
     if (!m->dev_weights) {
         dev_weights *w = NULL;

@@ -11,7 +11,7 @@
 typedef enum {
     LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3,
     LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS, LB_ARCH_SMOLLM3, LB_ARCH_MISTRAL3, LB_ARCH_GRANITE,
-    LB_ARCH_GLM4
+    LB_ARCH_GLM4, LB_ARCH_OLMO2
 } lb_arch;
 
 typedef struct {
@@ -47,6 +47,7 @@ typedef struct {
      * attention and FFN outputs times residual_scale before they join the
      * stream, the logits divided by logit_scale */
     float embedding_scale, residual_scale, logit_scale;
+    int no_pre_norm; /* olmo2: attention and FFN read the stream itself (norms after them only) */
 } lb_hparams;
 
 typedef struct lb_moe_buffers lb_moe_buffers;
@@ -64,6 +65,7 @@ typedef struct {
     lb_vec attn_post_norm, ffn_post_norm, q_norm, k_norm;
     int is_local; /* sliding-window layer */
     int no_rope;  /* smollm3: every 4th layer attends without positions (NoPE) */
+    int qk_norm_full; /* olmo2: q_norm / k_norm over all of q and k, not per head */
     /* MoE (hp.n_expert > 0): the router (n_expert rows) and each expert's
      * gate, up and down, row views of the file's 3-D tensors; w_gate, w_up,
      * w_down then hold the shared expert (qwen2moe), if any, whose output is

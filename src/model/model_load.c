@@ -404,10 +404,11 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "mistral3")) hp->arch = LB_ARCH_MISTRAL3;
     else if (!strcmp(arch, "granite") || !strcmp(arch, "granitemoe")) hp->arch = LB_ARCH_GRANITE;
     else if (!strcmp(arch, "glm4")) hp->arch = LB_ARCH_GLM4;
+    else if (!strcmp(arch, "olmo2")) hp->arch = LB_ARCH_OLMO2;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
                        "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, granite, granitemoe, "
-                       "glm4, exaone, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
+                       "glm4, exaone, olmo2, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -504,6 +505,7 @@ static lb_status load_hparams(loader *L) {
         if (hp->attn_softcap < 0.0f || hp->final_logit_softcap < 0.0f)
             return lb_fail(LB_ERR_FORMAT, "gemma2 soft-capping values must not be negative");
     }
+    hp->no_pre_norm = hp->arch == LB_ARCH_OLMO2;
     if (hp->arch == LB_ARCH_GRANITE) {
         /* As llama.cpp (LLM_ARCH_GRANITE, _MOE): llama's layer with four
          * multipliers, all required; the attention one replaces 1/sqrt(head_dim) */
@@ -552,7 +554,8 @@ static lb_status load_weights(loader *L) {
         lb_layer *l = &m->layers[il];
         char n[96];
 #define BLK(suffix) (snprintf(n, sizeof n, "blk.%d.%s", il, suffix), n)
-        if ((s = get_vec(L, BLK("attn_norm.weight"), d, 0, &l->attn_norm))) return s;
+        const int olmo2 = hp->arch == LB_ARCH_OLMO2; /* no norms before attention and FFN */
+        if (!olmo2 && (s = get_vec(L, BLK("attn_norm.weight"), d, 0, &l->attn_norm))) return s;
         lb_matrix fused;
         if ((s = get_matrix(L, BLK("attn_qkv.weight"), d, qd + 2 * kvd, 1, &fused))) return s;
         if (fused.data) { /* phi3: Q, K and V in one tensor, split into row ranges */
@@ -572,7 +575,8 @@ static lb_status load_weights(loader *L) {
         if ((s = get_vec(L, BLK("attn_v.bias"), kvd, 1, &l->bv))) return s;
         /* gpt-oss names the FFN's norm post_attention_norm */
         const int oss = hp->arch == LB_ARCH_GPT_OSS;
-        if ((s = get_vec(L, BLK(oss ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 0, &l->ffn_norm))) return s;
+        if (!olmo2 && (s = get_vec(L, BLK(oss ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 0, &l->ffn_norm)))
+            return s;
         if (oss && ((s = get_vec(L, BLK("attn_output.bias"), d, 0, &l->bo)) ||
                     (s = get_vec(L, BLK("attn_sinks.weight"), hp->n_head, 0, &l->attn_sinks))))
             return s;
@@ -612,10 +616,15 @@ static lb_status load_weights(loader *L) {
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, ff, 0, &l->w_up))) return s;
         }
         if (!hp->n_expert && (s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
-        if (hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GLM4) { /* glm4: the norms, no window */
+        if (hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GLM4 || olmo2) { /* glm4, olmo2: no window */
             if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
             if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;
             l->is_local = hp->arch == LB_ARCH_GEMMA2 && il % 2 == 0;
+            /* olmo2: RMS norms of the whole q and k (llama.cpp's build_olmo2) */
+            if (olmo2 && ((s = get_vec(L, BLK("attn_q_norm.weight"), qd, 0, &l->q_norm)) ||
+                          (s = get_vec(L, BLK("attn_k_norm.weight"), kvd, 0, &l->k_norm))))
+                return s;
+            l->qk_norm_full = olmo2;
         } else if (hp->arch == LB_ARCH_GEMMA3) {
             if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
             if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;
