@@ -73,9 +73,8 @@ int cmd_chat(int argc, char **argv) {
     }
     if (a.bad) return CLI_USAGE;
     if (!co.model) { fprintf(stderr, "lowbit chat: -m MODEL is required (see --help)\n"); return CLI_USAGE; }
-    lb_chat_template tmpl;
-    if (effort && lb_chat_set_reasoning_effort(&tmpl, effort)) { /* checked before the model loads */
-        fprintf(stderr, "lowbit chat: --reasoning-effort: %s\n", lb_last_error());
+    if (effort && !lb_chat_reasoning_effort_known(effort)) { /* checked before the model loads */
+        fprintf(stderr, "lowbit chat: --reasoning-effort '%s': expected low, medium or high\n", effort);
         return CLI_USAGE;
     }
     if (cli_common_apply(&co)) return CLI_USAGE;
@@ -92,6 +91,7 @@ int cmd_chat(int argc, char **argv) {
     size_t line_cap = 0, reply_cap = 0;
     conversation conv = {0};
     int rc = CLI_FAIL;
+    lb_chat_template tmpl;
     lb_status s = cli_load_model(&co, &m);
     if (s) { cli_error("chat", s); goto done; }
     if (!lb_model_has_vocab(m)) { fprintf(stderr, "lowbit chat: %s has no vocabulary\n", co.model); goto done; }

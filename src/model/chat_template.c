@@ -30,8 +30,12 @@ static void init(lb_chat_template *t, lb_chat_family f, const char *bos, const c
     set_str(t->reasoning_effort, sizeof t->reasoning_effort, "medium");
 }
 
+int lb_chat_reasoning_effort_known(const char *effort) {
+    return effort && (!strcmp(effort, "low") || !strcmp(effort, "medium") || !strcmp(effort, "high"));
+}
+
 lb_status lb_chat_set_reasoning_effort(lb_chat_template *t, const char *effort) {
-    if (!effort || (strcmp(effort, "low") && strcmp(effort, "medium") && strcmp(effort, "high")))
+    if (!lb_chat_reasoning_effort_known(effort))
         return lb_fail(LB_ERR_ARG, "reasoning effort '%s': expected low, medium or high", effort ? effort : "(null)");
     set_str(t->reasoning_effort, sizeof t->reasoning_effort, effort);
     return LB_OK;

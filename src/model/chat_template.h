@@ -61,7 +61,8 @@ lb_status lb_chat_template_named(const char *name, const char *bos, const char *
 
 /* gpt-oss's reasoning_effort: "low", "medium" or "high" (the names its
  * harmony format knows); LB_ERR_ARG for anything else. Other families have
- * no such setting and ignore it. */
+ * no such setting and ignore it. _known: whether effort is one of them. */
+int lb_chat_reasoning_effort_known(const char *effort);
 lb_status lb_chat_set_reasoning_effort(lb_chat_template *t, const char *effort);
 
 /* Formats the conversation as the template does, with the generation prompt

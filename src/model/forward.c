@@ -66,7 +66,6 @@ static float yarn_corr_dim(int n_dims, int n_ctx_orig, float n_rot, float base) 
 
 /* factors: per-pair divisors of the frequencies (llama 3's rope_freqs,
  * phi3's long or short factors), or NULL */
-
 static void rope_inv_freq(const lb_model *m, float base, float scale, const float *factors, float *out) {
     const lb_hparams *hp = &m->hp;
     float lo = 0.0f, hi = 0.0f;

@@ -168,7 +168,7 @@ static int get_effort(const cJSON *root, srv_params *p, srv_error *err) {
     if (!v) return 0;
     if (!cJSON_IsString(v)) return bad_type(err, name, "a string", v);
     const char *e = v->valuestring;
-    if (strcmp(e, "low") && strcmp(e, "medium") && strcmp(e, "high"))
+    if (!lb_chat_reasoning_effort_known(e))
         return bad_value(err, name, "expected 'low', 'medium' or 'high', but got '%.40s' instead.", e);
     snprintf(p->reasoning_effort, sizeof p->reasoning_effort, "%s", e);
     return 0;

@@ -74,9 +74,8 @@ int srv_main(int argc, char **argv) {
         return CLI_USAGE;
     }
     if (api_key && !api_key[0]) api_key = NULL;
-    lb_chat_template tmpl;
-    if (effort && lb_chat_set_reasoning_effort(&tmpl, effort)) { /* checked before the model loads */
-        fprintf(stderr, "lowbit serve: --reasoning-effort: %s\n", lb_last_error());
+    if (effort && !lb_chat_reasoning_effort_known(effort)) { /* checked before the model loads */
+        fprintf(stderr, "lowbit serve: --reasoning-effort '%s': expected low, medium or high\n", effort);
         return CLI_USAGE;
     }
     if (cli_common_apply(&co)) return CLI_USAGE;
@@ -98,6 +97,7 @@ int srv_main(int argc, char **argv) {
     }
 
     /* the chat template: named, else the model's, else none (chat requests get a 400) */
+    lb_chat_template tmpl;
     const lb_chat_template *tp = NULL;
     const char *tmpl_error = NULL;
     {
