@@ -52,6 +52,22 @@
 #          expert's gate / up / down biases (fixed values), names the FFN
 #          norm post_attention_norm, and a window of 48 (MAKE_ARCH_WINDOW)
 #          on layers 0, 2, ...
+#   deepseek2 keys -> "deepseek2.", multi-head latent attention made from
+#          the layer's own: the compressed KV c = [Wk x, Wv x] (64 floats, an
+#          RMS norm of fixed values around 1) and a RoPE key from Wk's first
+#          head; per head q = [0.5 q_h (no RoPE), q_h (RoPE)], its key and value
+#          the rows of c its KV head had (attn_kv_b: one-hot rows plus a fixed
+#          perturbation); layer 0 dense, the others 4 experts, 2 used, as
+#          qwen3moe's (weights the softmax's, times expert_weights_scale 1) plus
+#          one shared expert (the layer's FFN cut to the experts' width); the
+#          layers repeated in turn to 27 (llama.cpp knows DeepSeek-V2-Lite, whose
+#          q is one matrix, by that count).
+#          MAKE_ARCH_DS3=1 makes it DeepSeek-V3-like: q through a low-rank
+#          pair (attn_q_a, its norm, attn_q_b; rank 64), sigmoid gating, a
+#          selection bias exp_probs_b, the weights renormalised and times 2.5.
+#          MAKE_ARCH_GROUPS="G,U" puts the experts in G groups, U of them open.
+#          MAKE_ARCH_MLA=1 writes attn_k_b / attn_v_b (per head, 3-D) instead of
+#          attn_kv_b, with the keys llama.cpp's MLA conversion writes.
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
 # MAKE_ARCH_LEGACY=1 writes mixtral's experts as one 2-D tensor each (the
 # first GGUF layout). MAKE_ARCH_YARN="F,N[,M]" adds YaRN RoPE scaling keys (factor F, original
@@ -60,11 +76,11 @@ import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
-MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe')
+MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe', 'deepseek2')
 assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'exaone', 'olmo2', 'qwen3', 'phi3',
                   'gemma2') + MOE, \
     'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, olmo2, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, ' \
-    'gpt-oss or granitemoe'
+    'gpt-oss, granitemoe or deepseek2'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -182,6 +198,38 @@ if os.environ.get('MAKE_ARCH_YARN'):
     kvs.append([prefix + '.rope.scaling.original_context_length', 4, struct.pack('<I', int(y[1]))])
     if len(y) > 2:
         kvs.append([prefix + '.rope.scaling.yarn_log_multiplier', 6, struct.pack('<f', float(y[2]))])
+DS3, MLA = os.environ.get('MAKE_ARCH_DS3'), os.environ.get('MAKE_ARCH_MLA')
+if target == 'deepseek2':
+    KV_RANK, Q_RANK = 64, 64
+    def setk(key, t, raw):
+        global kvs
+        kvs = [kv for kv in kvs if kv[0] != 'deepseek2.' + key] + [['deepseek2.' + key, t, raw]]
+    u32 = lambda v: struct.pack('<I', v)
+    f32 = lambda v: struct.pack('<f', v)
+    setk('attention.kv_lora_rank', 4, u32(KV_RANK))
+    setk('leading_dense_block_count', 4, u32(1))
+    setk('expert_shared_count', 4, u32(1))
+    setk('expert_weights_scale', 6, f32(2.5 if DS3 else 1.0))
+    if not any(kv[0] == 'deepseek2.rope.scaling.yarn_log_multiplier' for kv in kvs):  # llama.cpp b4748 needs it
+        setk('rope.scaling.yarn_log_multiplier', 6, f32(0.0707))
+    if DS3:
+        setk('attention.q_lora_rank', 4, u32(Q_RANK))
+        setk('expert_gating_func', 4, u32(2))
+        setk('expert_weights_norm', 7, b'\x01')
+    if os.environ.get('MAKE_ARCH_GROUPS'):  # "G,U": the experts in G groups, the best U of them open
+        g, u = (int(v) for v in os.environ['MAKE_ARCH_GROUPS'].split(','))
+        setk('expert_group_count', 4, u32(g))
+        setk('expert_group_used_count', 4, u32(u))
+    if MLA:  # llama.cpp's MLA conversion: one KV head of the compressed vector and the RoPE key
+        setk('attention.head_count_kv', 4, u32(1))
+        setk('attention.key_length', 4, u32(KV_RANK + rope_dim))
+        setk('attention.value_length', 4, u32(KV_RANK))
+        setk('attention.key_length_mla', 4, u32(head_dim + rope_dim))
+        setk('attention.value_length_mla', 4, u32(head_dim))
+    else:
+        setk('attention.head_count_kv', 4, u32(n_head))
+        setk('attention.key_length', 4, u32(head_dim + rope_dim))
+        setk('attention.value_length', 4, u32(head_dim))
 if target in ('granite', 'granitemoe'):
     for key, val in (('embedding_scale', 1.5), ('residual_scale', 0.8), ('logit_scale', 1.25),
                      ('attention.scale', 0.25)):
@@ -216,11 +264,12 @@ def f32s(blob):
     return list(struct.unpack('<%df' % (len(blob) // 4), blob))
 
 
-def moe(tensors):
-    """the FFN of each layer as N_EXPERT experts (3-D tensors) and a router"""
+def moe(tensors, first=0):
+    """the FFN of each layer from `first` on as N_EXPERT experts (3-D tensors) and a router"""
     by_name = {t[0]: t for t in tensors}
-    out = [t for t in tensors if not (t[0].startswith('blk.') and '.ffn_' in t[0] and 'norm' not in t[0])]
-    for il in range(n_layer):
+    out = [t for t in tensors if not (t[0].startswith('blk.') and '.ffn_' in t[0] and 'norm' not in t[0] and
+                                      int(t[0].split('.')[1]) >= first)]
+    for il in range(first, n_layer):
         b = 'blk.%d.' % il
         for kind in ('gate', 'up', 'down'):
             name, ne, typ, blob = by_name[b + 'ffn_%s.weight' % kind]
@@ -240,6 +289,8 @@ def moe(tensors):
                 experts += [x * scale * (1 + 0.4 * math.sin(1.7 * i + 2.3 * e + 0.4 * il)) for i, x in enumerate(w)]
             out.append((b + 'ffn_%s_exps.weight' % kind, (ne[0], ne[1], N_EXPERT), 0,
                         struct.pack('<%df' % len(experts), *experts)))
+            if target == 'deepseek2':  # one shared expert: the cut FFN as it is
+                out.append((b + 'ffn_%s_shexp.weight' % kind, ne, 0, struct.pack('<%df' % len(w), *w)))
             if target == 'qwen2moe':
                 out.append((b + 'ffn_%s_shexp.weight' % kind, by_name[b + 'ffn_%s.weight' % kind][1], 0, blob))
         r = [0.5 * math.sin(0.9 * j + 1.7 * e + 0.3 * il) for e in range(N_EXPERT) for j in range(n_embd)]
@@ -266,8 +317,25 @@ def moe(tensors):
     return out
 
 
+def repeat_layers(tensors, count, source):
+    """count layers, layer il a copy of layer source(il); block_count set to count"""
+    per_layer = {}
+    for t in tensors:
+        if t[0].startswith('blk.'):
+            il, rest = t[0][4:].split('.', 1)
+            per_layer.setdefault(int(il), []).append((rest, t))
+    out = [t for t in tensors if not t[0].startswith('blk.')]
+    for il in range(count):
+        for rest, t in per_layer[source(il)]:
+            out.append(('blk.%d.%s' % (il, rest), t[1], t[2], t[3]))
+    for kv in kvs:
+        if kv[0] == prefix + '.block_count':
+            kv[2] = struct.pack('<I', count)
+    return out
+
+
 if target in MOE:
-    tensors = moe(tensors)
+    tensors = moe(tensors, 1 if target == 'deepseek2' else 0)
 if target == 'gpt-oss':  # its FFN norm is named post_attention_norm
     tensors = [(t[0].replace('.ffn_norm.', '.post_attention_norm.'),) + t[1:] for t in tensors]
 # MAKE_ARCH_LEGACY=1 (mixtral): each 3-D expert tensor as one 2-D tensor an
@@ -314,19 +382,7 @@ elif target == 'olmo2':
             w = [1.0 + 0.5 * math.sin(0.37 * i + 0.9 * il + phase) for i in range(n)]
             tensors.append(('blk.%d.%s.weight' % (il, which), (n,), 0, struct.pack('<%df' % n, *w)))
 elif target == 'gemma2':
-    tensors = [t for t in tensors if t[0] != 'output.weight']
-    per_layer = {}
-    for t in tensors:
-        if t[0].startswith('blk.'):
-            il, rest = t[0][4:].split('.', 1)
-            per_layer.setdefault(int(il), []).append((rest, t))
-    tensors = [t for t in tensors if not t[0].startswith('blk.')]
-    for il in range(26):
-        for rest, t in per_layer[il % n_layer]:
-            tensors.append(('blk.%d.%s' % (il, rest), t[1], t[2], t[3]))
-    for kv in kvs:
-        if kv[0] == 'gemma2.block_count':
-            kv[2] = struct.pack('<I', 26)
+    tensors = repeat_layers([t for t in tensors if t[0] != 'output.weight'], 26, lambda il: il % n_layer)
     n_layer = 26
     for il in range(n_layer):
         for which, phase in (('post_attention_norm', 0.5), ('post_ffw_norm', 1.5)):
@@ -356,6 +412,58 @@ elif target in ('phi3', 'glm4'):
             for which, phase in (('post_attention_norm', 0.5), ('post_ffw_norm', 1.5)):
                 w = [1.0 + 0.5 * math.sin(0.37 * i + 0.9 * il + phase) for i in range(n_embd)]
                 tensors.append(('blk.%d.%s.weight' % (il, which), (n_embd,), 0, struct.pack('<%df' % n_embd, *w)))
+if target == 'deepseek2':
+    by_name = {t[0]: t for t in tensors}
+    n_kv = 4  # stories260K's
+    nope = head_dim
+    def tensor(name, ne, vals):
+        tensors.append((name, ne, 0, struct.pack('<%df' % len(vals), *vals)))
+    def rows(name):
+        t = by_name[name]
+        assert t[2] == 0, 'deepseek2: F32 input expected'
+        w = f32s(t[3][:4 * t[1][0] * t[1][1]])
+        return [w[r * t[1][0]:(r + 1) * t[1][0]] for r in range(t[1][1])]
+    def onehot(col, n, il, r, amp=0.05):
+        return [(1.0 if j == col else 0.0) + amp * math.sin(0.7 * j + 1.3 * r + 0.5 * il) for j in range(n)]
+    tensors = [t for t in tensors if not t[0].endswith(('attn_q.weight', 'attn_k.weight', 'attn_v.weight'))]
+    for il in range(n_layer):
+        b = 'blk.%d.' % il
+        wq, wk, wv = rows(b + 'attn_q.weight'), rows(b + 'attn_k.weight'), rows(b + 'attn_v.weight')
+        # q: per head [0.5 q_h, q_h] (the second part rotated)
+        if DS3:  # q_a = Wq x (64), normed; q_b picks each head's rows back out of it
+            tensor(b + 'attn_q_a.weight', (n_embd, Q_RANK), [x for r in wq for x in r])
+            tensor(b + 'attn_q_a_norm.weight', (Q_RANK,), [1.0 + 0.2 * math.sin(0.3 * i + il) for i in range(Q_RANK)])
+            qb = []
+            for h in range(n_head):
+                qb += [0.5 * x for i in range(nope) for x in onehot(h * head_dim + i, Q_RANK, il, i)]
+                qb += [x for i in range(rope_dim) for x in onehot(h * head_dim + i, Q_RANK, il, i + 50)]
+            tensor(b + 'attn_q_b.weight', (Q_RANK, n_head * (nope + rope_dim)), qb)
+        else:
+            q = []
+            for h in range(n_head):
+                q += [0.5 * x for r in wq[h * head_dim:(h + 1) * head_dim] for x in r]
+                q += [x for r in wq[h * head_dim:h * head_dim + rope_dim] for x in r]
+            tensor(b + 'attn_q.weight', (n_embd, n_head * (nope + rope_dim)), q)
+        # c = [Wk x, Wv x], then k_r from Wk's first head
+        tensor(b + 'attn_kv_a_mqa.weight', (n_embd, KV_RANK + rope_dim),
+               [x for r in wk + wv + wk[:rope_dim] for x in r])
+        tensor(b + 'attn_kv_a_norm.weight', (KV_RANK,), [1.0 + 0.3 * math.sin(0.41 * i + 0.7 * il) for i in range(KV_RANK)])
+        kb, vb = [], []  # per head: k rows (nope of KV_RANK), v rows (head_dim of KV_RANK)
+        for h in range(n_head):
+            g = h // (n_head // n_kv)
+            kb.append([onehot(g * head_dim + i, KV_RANK, il, i) for i in range(nope)])
+            vb.append([onehot(32 + g * head_dim + i, KV_RANK, il, i + 20) for i in range(head_dim)])
+        if MLA:  # k_b[h]: KV_RANK rows of nope (the transpose); v_b[h]: head_dim rows of KV_RANK
+            tensor(b + 'attn_k_b.weight', (nope, KV_RANK, n_head),
+                   [kb[h][i][j] for h in range(n_head) for j in range(KV_RANK) for i in range(nope)])
+            tensor(b + 'attn_v_b.weight', (KV_RANK, head_dim, n_head), [x for h in range(n_head) for r in vb[h] for x in r])
+        else:
+            tensor(b + 'attn_kv_b.weight', (KV_RANK, n_head * (nope + head_dim)),
+                   [x for h in range(n_head) for r in kb[h] + vb[h] for x in r])
+        if DS3 and il >= 1:
+            tensor(b + 'exp_probs_b.bias', (N_EXPERT,), [0.2 * math.cos(1.1 * e + il) for e in range(N_EXPERT)])
+    if not DS3:  # llama.cpp knows DeepSeek-V2-Lite (q in one matrix) by its 27 layers: the layers repeated
+        tensors = repeat_layers(tensors, 27, lambda il: 0 if il == 0 else 1 + (il - 1) % (n_layer - 1))
 half = rope_dim // 2
 if target == 'phi3':
     for which, base in (('long', 1.0), ('short', 0.5)):

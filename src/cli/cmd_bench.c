@@ -86,12 +86,17 @@ static double per_token(const lb_model *m, int macs, double head_share) {
     double v = head_share * (macs ? (double)out->K * (double)out->N : (double)lb_matrix_bytes(out));
     for (int il = 0; il < m->hp.n_layer; il++) {
         const lb_layer *l = &m->layers[il];
-        const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down, &l->router};
-        for (int i = 0; i < 8; i++)
+        const lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down, &l->router,
+                                 &l->wq_a, &l->wq_b, &l->wkv_a};
+        for (int i = 0; i < 11; i++)
             if (ws[i]->data) v += macs ? (double)ws[i]->K * (double)ws[i]->N : (double)lb_matrix_bytes(ws[i]);
+        for (int h = 0; l->wk_b && h < m->hp.n_head; h++) { /* deepseek2: each head's absorbed K and V */
+            const lb_matrix *kv[2] = {&l->wk_b[h], &l->wv_b[h]};
+            for (int i = 0; i < 2; i++) v += macs ? (double)kv[i]->K * (double)kv[i]->N : (double)lb_matrix_bytes(kv[i]);
+        }
         /* MoE: a token runs n_expert_used of the experts, so the average of
          * their matrices times that many (experts of one type and shape) */
-        for (int e = 0; e < m->hp.n_expert; e++) {
+        for (int e = 0; l->exp_gate && e < m->hp.n_expert; e++) {
             const lb_matrix *xs[] = {&l->exp_gate[e], &l->exp_up[e], &l->exp_down[e]};
             for (int i = 0; i < 3; i++)
                 v += (double)m->hp.n_expert_used / m->hp.n_expert *
@@ -105,7 +110,8 @@ static double per_token(const lb_model *m, int macs, double head_share) {
  * ones: the int8 peak is no roofline for them). */
 static int int8_weights(const lb_model *m) {
     if (m->hp.n_layer < 1) return 0;
-    const int t = m->hp.n_expert ? m->layers[0].exp_up[0].type : m->layers[0].w_up.type;
+    const lb_layer *l = &m->layers[m->hp.n_layer - 1]; /* deepseek2's first layers are dense */
+    const int t = l->exp_up ? l->exp_up[0].type : l->w_up.type;
     return t != LB_TYPE_F32 && t != LB_TYPE_F16 && t != LB_TYPE_BF16;
 }
 

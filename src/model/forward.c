@@ -43,7 +43,7 @@ void lb_context_free(lb_context *c) {
     if (!c) return;
     if (c->dev && c->dev_state) c->dev->detach(c);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xn, c->q, c->k, c->v, c->att_out, c->ff_gate,
-                    c->ff_up, c->logits_tmp, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
+                    c->ff_up, c->logits_tmp, c->mla_a, c->mla_g, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
                     c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) lb_free_aligned(bufs[i]);
     free(c->tok_pos);
@@ -147,6 +147,13 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->ff_gate = alloc_f(B * ffm);
     c->ff_up = alloc_f(B * ffm);
     c->logits_tmp = alloc_f((size_t)hp->n_vocab);
+    int mla_oom = 0;
+    if (hp->arch == LB_ARCH_DEEPSEEK2) { /* model/mla.c's buffers */
+        const size_t nh = (size_t)hp->n_head;
+        c->mla_a = alloc_f(B * LB_MAX(nh * (size_t)(hp->mla_nope + hp->rope_dim), nh * (size_t)hp->mla_v));
+        c->mla_g = alloc_f(B * (size_t)LB_MAX(LB_MAX(hp->mla_q_rank, hp->mla_nope), hp->mla_kv_rank));
+        mla_oom = !c->mla_a || !c->mla_g;
+    }
     c->att_scratch = alloc_f((size_t)c->n_threads * lb_attn_scratch_floats(hp->head_dim, hp->n_head / hp->n_head_kv));
     c->rope_cs = alloc_f(B * hp->rope_dim + 1);
     c->rope_sn = alloc_f(B * hp->rope_dim + 1);
@@ -161,6 +168,12 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     for (int il = 0; ws && il < hp->n_layer; il++) {
         const int nw = lb_layer_matrices(hp, &m->layers[il], ws);
         for (int i = 0; i < nw; i++) act = LB_MAX(act, lb_matmul_scratch_size(ws[i], c->n_batch));
+        if (m->layers[il].wk_b) /* model/mla.c decodes up to 16 heads a region */
+            for (int i = 0; i < 2; i++) {
+                const lb_matrix *w = i ? &m->layers[il].wv_b[0] : &m->layers[il].wk_b[0];
+                act = LB_MAX(act, lb_matmul_rows_scratch_size(w, LB_MIN(16, hp->n_head)) +
+                                      lb_matmul_scratch_size(w, 1) * (size_t)LB_MIN(16, hp->n_head));
+            }
     }
     if (!ws) moe_oom = 1;
     free(ws);
@@ -170,7 +183,7 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     if ((!c->dev && (!c->k_cache || !c->v_cache)) || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
         !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
         !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local ||
-        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf || moe_oom) {
+        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf || moe_oom || mla_oom) {
         const double mib = (double)c->n_seq * hp->n_layer * (c->k_layer + c->v_layer) * 4 / 1048576.0;
         lb_context_free(c);
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
@@ -236,10 +249,10 @@ void lb_rope_tables(lb_context *c, int n) {
 }
 
 /* The cache of one sequence's layer. */
-static float *k_cache_of(const lb_context *c, int seq, int il) {
+float *lb_k_cache_of(const lb_context *c, int seq, int il) {
     return c->k_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->k_layer;
 }
-static float *v_cache_of(const lb_context *c, int seq, int il) {
+float *lb_v_cache_of(const lb_context *c, int seq, int il) {
     return c->v_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->v_layer;
 }
 
@@ -279,13 +292,13 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
             if (kn) vo->rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, kn, hd, eps);
             if (!l->no_rope) vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
         }
-        lb_attn_store_kv(k_cache_of(c, c->tok_seq[t], il), v_cache_of(c, c->tok_seq[t], il), c->n_ctx_pad, nkv, hd, k,
+        lb_attn_store_kv(lb_k_cache_of(c, c->tok_seq[t], il), lb_v_cache_of(c, c->tok_seq[t], il), c->n_ctx_pad, nkv, hd, k,
                          kvd, v, kvd, 1, c->tok_pos[t]);
     });
 }
 
 /* Each run attends to its own sequence's cache. */
-static void attention(lb_context *c, int il, const lb_seg *segs, int n_segs) {
+void lb_attention_segs(lb_context *c, int il, const lb_seg *segs, int n_segs) {
     const lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
     const int qd = hp->n_head * hp->head_dim;
@@ -293,8 +306,8 @@ static void attention(lb_context *c, int il, const lb_seg *segs, int n_segs) {
         lb_attn_args a = {0};
         a.q = c->q + (size_t)segs[s].t0 * qd;
         a.out = c->att_out + (size_t)segs[s].t0 * qd;
-        a.k = k_cache_of(c, segs[s].seq, il);
-        a.v = v_cache_of(c, segs[s].seq, il);
+        a.k = lb_k_cache_of(c, segs[s].seq, il);
+        a.v = lb_v_cache_of(c, segs[s].seq, il);
         a.q_stride = a.o_stride = (size_t)qd;
         a.n_ctx = c->n_ctx_pad;
         a.n = segs[s].n;
@@ -377,15 +390,17 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     const int d = hp->n_embd;
     const lb_layer *l = &m->layers[il];
     /* attention; xn = attn_norm(x) */
-    {
+    if (hp->arch == LB_ARCH_DEEPSEEK2) {
+        lb_mla_attention(c, il, n, segs, n_segs); /* model/mla.c */
+    } else {
         const lb_matrix *w[3] = {&l->wq, &l->wk, &l->wv};
         float *y[3] = {c->q, c->k, c->v};
         matmul_same_x(c, 3, w, c->xn, n, y);
+        qkv_rows(c, vo, il, n);
+        if (c->on_attention) c->on_attention(c->on_attention_user, il, c->q, c->k, n);
+        lb_attention_segs(c, il, segs, n_segs);
+        matmul(c, &l->wo, c->att_out, n, c->xn);
     }
-    qkv_rows(c, vo, il, n);
-    if (c->on_attention) c->on_attention(c->on_attention_user, il, c->q, c->k, n);
-    attention(c, il, segs, n_segs);
-    matmul(c, &l->wo, c->att_out, n, c->xn);
     if (l->bo)
         for (int t = 0; t < n; t++) vo->add(c->xn + (size_t)t * d, l->bo, d);
     scale_branch(hp, c->xn, n, d);
@@ -394,7 +409,7 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     /* feed-forward: dense, or experts (into att_out, free by now) plus
      * the shared expert, if any, scaled by its sigmoid gate */
     float *ffn_out = c->xn;
-    if (hp->n_expert) {
+    if (l->router.data) {
         lb_moe_ffn(c, l, c->xn, n, c->att_out);
         ffn_out = c->att_out;
         if (l->w_down.data) {
@@ -527,7 +542,7 @@ lb_status lb_seq_copy(lb_context *c, int src, int dst, int n) {
     if (c->dev) return c->dev->seq_copy(c, src, dst, n);
     const lb_hparams *hp = &c->model->hp;
     for (int il = 0; il < hp->n_layer; il++)
-        lb_attn_copy_kv(k_cache_of(c, dst, il), v_cache_of(c, dst, il), k_cache_of(c, src, il), v_cache_of(c, src, il),
+        lb_attn_copy_kv(lb_k_cache_of(c, dst, il), lb_v_cache_of(c, dst, il), lb_k_cache_of(c, src, il), lb_v_cache_of(c, src, il),
                         c->n_ctx_pad, hp->n_head_kv, hp->head_dim, n);
     return LB_OK;
 }

@@ -269,6 +269,9 @@ static void detach(lb_context *c) {
 static lb_status attach(lb_context *c) {
     lb_model *m = c->model;
     const lb_hparams *hp = &m->hp;
+    if (hp->arch == LB_ARCH_DEEPSEEK2)
+        return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run deepseek2's latent attention yet: run this "
+                                           "one on the CPU");
     if (hp->n_expert)
         return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run mixture-of-experts models (%s) yet: run "
                                            "this one on the CPU", hp->arch_name);

@@ -202,7 +202,7 @@ lb_status lb_imatrix_collector_new(lb_context *ctx, lb_imatrix_collector **out) 
         /* MoE: one entry per kind, a row of sums per expert, as llama-imatrix writes them */
         static const char *const xnames[3] = {"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"};
         const lb_matrix *xs[3] = {l->exp_gate, l->exp_up, l->exp_down};
-        for (int i = 0; i < 3 && m->hp.n_expert && s == LB_OK; i++) {
+        for (int i = 0; i < 3 && m->hp.n_expert && l->exp_gate && s == LB_OK; i++) {
             char name[96];
             snprintf(name, sizeof name, "blk.%d.%s.weight", il, xnames[i]);
             s = add_entry(col, xs[i], m->hp.n_expert, name);

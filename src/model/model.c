@@ -100,7 +100,9 @@ static lb_status from_file(lb_model *m, const gguf_file *g) {
     return LB_OK;
 }
 
-int lb_layer_n_matrices(const lb_hparams *hp) { return 7 + (hp->n_expert ? 1 + 3 * hp->n_expert : 0); }
+int lb_layer_n_matrices(const lb_hparams *hp) {
+    return 7 + (hp->n_expert ? 1 + 3 * hp->n_expert : 0) + (hp->arch == LB_ARCH_DEEPSEEK2 ? 3 + 2 * hp->n_head : 0);
+}
 
 int lb_legacy_expert_name(const char *name, size_t len, int *il, char part[16], int *e) {
     char buf[96];
@@ -123,6 +125,11 @@ int lb_layer_matrices(const lb_hparams *hp, lb_layer *l, lb_matrix **out) {
         for (int e = 0; e < hp->n_expert; e++) out[n++] = &l->exp_up[e];
         for (int e = 0; e < hp->n_expert; e++) out[n++] = &l->exp_down[e];
     }
+    lb_matrix *mla[] = {&l->wq_a, &l->wq_b, &l->wkv_a};
+    for (int i = 0; i < 3; i++)
+        if (mla[i]->data) out[n++] = mla[i];
+    for (int h = 0; l->wk_b && h < hp->n_head; h++) out[n++] = &l->wk_b[h];
+    for (int h = 0; l->wv_b && h < hp->n_head; h++) out[n++] = &l->wv_b[h];
     return n;
 }
 
@@ -196,7 +203,7 @@ void lb_model_set_act_bits(lb_model *m, int all, int down) {
         lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up};
         for (int i = 0; i < 6; i++) ws[i]->act_bits = lb_abq_bits(ws[i]->type) ? all : 0;
         l->w_down.act_bits = lb_abq_bits(l->w_down.type) ? down : 0;
-        for (int e = 0; e < m->hp.n_expert; e++) { /* the experts' inputs are the FFN's */
+        for (int e = 0; l->exp_gate && e < m->hp.n_expert; e++) { /* the experts' inputs are the FFN's */
             lb_matrix *xs[3] = {&l->exp_gate[e], &l->exp_up[e], &l->exp_down[e]};
             for (int i = 0; i < 3; i++) xs[i]->act_bits = lb_abq_bits(xs[i]->type) ? (i == 2 ? down : all) : 0;
         }

@@ -11,7 +11,7 @@
 typedef enum {
     LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3,
     LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS, LB_ARCH_SMOLLM3, LB_ARCH_MISTRAL3, LB_ARCH_GRANITE,
-    LB_ARCH_GLM4, LB_ARCH_OLMO2
+    LB_ARCH_GLM4, LB_ARCH_OLMO2, LB_ARCH_DEEPSEEK2
 } lb_arch;
 
 typedef struct {
@@ -48,6 +48,16 @@ typedef struct {
      * stream, the logits divided by logit_scale */
     float embedding_scale, residual_scale, logit_scale;
     int no_pre_norm; /* olmo2: attention and FFN read the stream itself (norms after them only) */
+    /* deepseek2 (multi-head latent attention, model/mla.c): q's low rank (0:
+     * one matrix), the compressed KV's rank, each head's q/k part without
+     * RoPE and its value size; the cache then holds one "head" of
+     * head_dim = mla_kv_rank + rope_dim floats a token (n_head_kv 1) */
+    int mla_q_rank, mla_kv_rank, mla_nope, mla_v;
+    int n_dense_lead;      /* deepseek2: the first layers have a dense FFN, the others experts */
+    int n_ff_shexp;        /* deepseek2: the shared experts' hidden size (their count times n_ff_exp) */
+    int expert_sigmoid;    /* deepseek2 (V3): the router's probabilities are sigmoids, not a softmax */
+    float expert_scale;    /* > 0: the chosen experts' weights times this (deepseek2) */
+    int expert_groups, expert_groups_used; /* > 1: experts chosen within the groups of the best top-2 sums */
 } lb_hparams;
 
 typedef struct lb_moe_buffers lb_moe_buffers;
@@ -77,6 +87,15 @@ typedef struct {
      * (kernels/attention.h), the router's bias, and each expert's biases
      * ([n_expert][n_ff_exp] gate and up, [n_expert][n_embd] down) */
     lb_vec bo, attn_sinks, router_b, exp_gate_b, exp_up_b, exp_down_b;
+    /* deepseek2 (model/mla.c): q's low-rank pair (wq_a, its norm, wq_b) when
+     * hp.mla_q_rank > 0, else wq; the compressed KV and RoPE key (wkv_a:
+     * mla_kv_rank + rope_dim rows) and its norm; per head, k_b (mla_kv_rank
+     * rows of mla_nope) and v_b (mla_v rows of mla_kv_rank). The experts'
+     * selection bias exp_probs_b (V3) shifts the choice, not the weights;
+     * w_gate, w_up, w_down hold the shared experts, added ungated. */
+    lb_matrix wq_a, wq_b, wkv_a;
+    lb_matrix *wk_b, *wv_b;
+    lb_vec q_a_norm, kv_a_norm, exp_probs_b;
 } lb_layer;
 
 struct lb_model {
@@ -139,6 +158,7 @@ struct lb_context {
     int *row_buf;                /* lb_eval_multi: batch rows whose logits are wanted */
     /* activations for up to n_batch tokens */
     float *x, *xn, *q, *k, *v, *att_out, *ff_gate, *ff_up, *logits_tmp;
+    float *mla_a, *mla_g;        /* deepseek2 (model/mla.c): q before absorption, then the heads' values; a head's rows gathered */
     lb_moe_buffers *moe;         /* MoE models: routing and the experts' buffers (model/moe.c) */
     float *att_scratch;          /* per thread: lb_attn_scratch_floats */
     void *act_scratch;           /* quantized activations for lb_matmul */
@@ -171,9 +191,10 @@ struct lb_context {
 lb_status lb_matrix_rows(const lb_matrix *whole, int64_t r0, int64_t n, lb_matrix *out, void **alloc);
 
 /* The layer's matrices, each once: q, k, v, o, gate, up, down (those
- * present), then the router and every expert's gate, up and down. out holds
+ * present), then the router and every expert's gate, up and down, then
+ * deepseek2's wq_a, wq_b, wkv_a (those present) and each head's k_b, v_b. out holds
  * lb_layer_n_matrices(hp) entries; returns how many it filled. */
-enum { LB_MAX_EXPERTS = 512, LB_LAYER_MATRICES_MAX = 8 + 3 * LB_MAX_EXPERTS };
+enum { LB_MAX_EXPERTS = 512, LB_MAX_MLA_HEADS = 256, LB_LAYER_MATRICES_MAX = 11 + 3 * LB_MAX_EXPERTS + 2 * LB_MAX_MLA_HEADS };
 int lb_layer_n_matrices(const lb_hparams *hp);
 
 /* Whether name (len bytes) is one expert's tensor of Mixtral's first GGUF
@@ -195,6 +216,15 @@ int lb_llama_ftype(int t, int mixed);
 /* ABQ matrices (formats/abq.h): their activations at `all` bits, ffn_down's
  * at `down` (1..8, or 16: unquantized, formats/abq.h); other types' act_bits stay 0. */
 void lb_model_set_act_bits(lb_model *m, int all, int down);
+
+/* The KV cache of a sequence's layer, and the attention of a batch's runs
+ * over it (c->q in, c->att_out out; forward.c). */
+float *lb_k_cache_of(const lb_context *c, int seq, int il);
+float *lb_v_cache_of(const lb_context *c, int seq, int il);
+void lb_attention_segs(lb_context *c, int il, const lb_seg *segs, int n_segs);
+/* deepseek2's attention of layer il (model/mla.c): c->xn = attn_norm(x) in,
+ * the output projection's rows in c->xn out. */
+void lb_mla_attention(lb_context *c, int il, int n, const lb_seg *segs, int n_segs);
 
 /* RoPE tables (c->rope_cs, ...) of the batch's first n tokens at positions
  * c->tok_pos (forward.c; the device backend copies them up). */

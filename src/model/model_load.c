@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "formats/float.h"
 #include "formats/legacy.h"
 #include "formats/mxfp4.h"
 #include "model/model.h"
@@ -270,12 +271,13 @@ static lb_status split_rows(loader *L, const lb_matrix *whole, const char *name,
     return LB_OK;
 }
 
-/* The n_expert matrices (each [K, N]) of one 3-D tensor [K, N, n_expert]:
- * row views of it as one matrix of N * n_expert rows. */
-static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, lb_matrix **out) {
-    const int ne = L->m->hp.n_expert;
+/* The ne matrices (each [K, N]) of one 3-D tensor [K, N, ne] (each expert's
+ * of a layer; deepseek2's per-head k_b, v_b): row views of it as one matrix
+ * of N * ne rows. */
+static lb_status get_stack(loader *L, const char *name, int64_t K, int64_t N, int ne, const char *what,
+                           lb_matrix **out) {
     const gguf_tensor *t = gguf_find_tensor(L->g, name);
-    if (!t) return lb_fail(LB_ERR_FORMAT, "tensor %s is missing (a model with %d experts needs it)", name, ne);
+    if (!t) return lb_fail(LB_ERR_FORMAT, "tensor %s is missing (a model with %d %s needs it)", name, ne, what);
     if (t->ne[0] != K || t->ne[1] != N || t->ne[2] != ne || t->ne[3] != 1)
         return lb_fail(LB_ERR_SHAPE, "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld, %d]", name,
                        (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3],
@@ -297,6 +299,10 @@ static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, 
     if (s) return s;
     *out = m;
     return LB_OK;
+}
+
+static lb_status get_experts(loader *L, const char *name, int64_t K, int64_t N, lb_matrix **out) {
+    return get_stack(L, name, K, N, L->m->hp.n_expert, "experts", out);
 }
 
 /* The first GGUF layout of Mixtral (llama.cpp before its 3-D tensors, e.g.
@@ -358,9 +364,68 @@ static lb_status get_vec2(loader *L, const char *name, int64_t n0, int64_t n1, l
  * qwen2moe the shared expert's (expert_shared_feed_forward_length), which
  * the dense FFN slots hold. llama.cpp renormalises the chosen experts'
  * weights for Mixtral and qwen3moe, not for qwen2moe. */
+/* deepseek2's experts, as llama.cpp reads them: the first
+ * leading_dense_block_count layers dense, the shared experts' width, the
+ * weights' scale (required) and renormalisation, softmax or (V3, gating
+ * function 2) sigmoid probabilities, and expert groups if the file has them. */
+static lb_status load_deepseek_moe(loader *L) {
+    lb_hparams *hp = &L->m->hp;
+    hp->n_dense_lead = opt_u32(L, "leading_dense_block_count", 0);
+    hp->n_ff_shexp = hp->n_ff_exp * opt_u32(L, "expert_shared_count", 0);
+    const char *key = arch_key(L, "expert_weights_scale");
+    if (!gguf_get_f32(L->g, key, &hp->expert_scale) || !(hp->expert_scale > 0.0f && hp->expert_scale < 1e3f))
+        return lb_fail(LB_ERR_FORMAT, "%s is missing or not a positive number (a deepseek2 model needs it)", key);
+    int norm = 0;
+    key = arch_key(L, "expert_weights_norm");
+    if (gguf_find_kv(L->g, key) && !gguf_get_bool(L->g, key, &norm)) return lb_fail(LB_ERR_FORMAT, "%s is not a bool", key);
+    hp->expert_norm = norm;
+    const int gating = opt_u32(L, "expert_gating_func", 1);
+    if (gating != 1 && gating != 2)
+        return lb_fail(LB_ERR_UNSUPPORTED, "%s = %d: softmax (1) and sigmoid (2) are supported",
+                       arch_key(L, "expert_gating_func"), gating);
+    hp->expert_sigmoid = gating == 2;
+    hp->expert_groups = opt_u32(L, "expert_group_count", 1);
+    hp->expert_groups_used = opt_u32(L, "expert_group_used_count", hp->expert_groups);
+    if (hp->expert_groups > 1 && (hp->n_expert % hp->expert_groups || hp->n_expert / hp->expert_groups < 2 ||
+                                  hp->expert_groups_used > hp->expert_groups))
+        return lb_fail(LB_ERR_FORMAT, "%d experts in %d groups, %d used: not groups of 2 or more", hp->n_expert,
+                       hp->expert_groups, hp->expert_groups_used);
+    if (hp->n_dense_lead > hp->n_layer)
+        return lb_fail(LB_ERR_FORMAT, "%d leading dense layers of %d", hp->n_dense_lead, hp->n_layer);
+    return LB_OK;
+}
+
+/* deepseek2's attention (model/mla.c), from either conversion: llama.cpp's
+ * MLA files (key_length_mla / value_length_mla for a head, key_length =
+ * kv_lora_rank + rope, head_count_kv 1) or the earlier ones (key_length =
+ * nope + rope, value_length). The cache then holds one head of
+ * kv_lora_rank + rope floats; the scale is llama.cpp's: YaRN's mscale
+ * squared over sqrt(nope + rope), RoPE itself not scaled. */
+static lb_status load_mla_hparams(loader *L) {
+    lb_hparams *hp = &L->m->hp;
+    lb_status s;
+    if ((s = need_u32(L, "rope.dimension_count", &hp->rope_dim)) || (s = need_u32(L, "attention.kv_lora_rank", &hp->mla_kv_rank)))
+        return s;
+    hp->mla_q_rank = opt_u32(L, "attention.q_lora_rank", 0);
+    const int mla_file = gguf_find_kv(L->g, arch_key(L, "attention.key_length_mla")) != NULL;
+    int k = 0, v = 0;
+    if ((s = need_u32(L, mla_file ? "attention.key_length_mla" : "attention.key_length", &k)) ||
+        (s = need_u32(L, mla_file ? "attention.value_length_mla" : "attention.value_length", &v)))
+        return s;
+    hp->mla_nope = k - hp->rope_dim;
+    hp->mla_v = v;
+    if (hp->mla_nope < 1 || hp->rope_dim % 2 || hp->n_head > LB_MAX_MLA_HEADS)
+        return lb_fail(LB_ERR_FORMAT, "deepseek2 heads of %d (%d of them RoPE), %d heads: outside what it can be "
+                       "(RoPE even, fewer than the head, at most %d heads)", k, hp->rope_dim, hp->n_head, LB_MAX_MLA_HEADS);
+    hp->head_dim = hp->mla_kv_rank + hp->rope_dim;
+    hp->n_head_kv = 1;
+    return LB_OK;
+}
+
 static lb_status load_moe_hparams(loader *L) {
     lb_hparams *hp = &L->m->hp;
     const int moe_arch = hp->arch == LB_ARCH_QWEN2MOE || hp->arch == LB_ARCH_QWEN3MOE || hp->arch == LB_ARCH_GPT_OSS;
+    const int ds = hp->arch == LB_ARCH_DEEPSEEK2;
     uint32_t ne = 0, nu = 0;
     const char *kc = arch_key(L, "expert_count");
     if (gguf_find_kv(L->g, kc) && !gguf_get_u32(L->g, kc, &ne)) return lb_fail(LB_ERR_FORMAT, "%s is not a count", kc);
@@ -368,7 +433,7 @@ static lb_status load_moe_hparams(loader *L) {
         if (moe_arch) return lb_fail(LB_ERR_FORMAT, "%s is missing (a %s model has experts)", kc, hp->arch_name);
         return LB_OK;
     }
-    if (hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_MISTRAL3 && hp->arch != LB_ARCH_GRANITE && !moe_arch)
+    if (hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_MISTRAL3 && hp->arch != LB_ARCH_GRANITE && !moe_arch && !ds)
         return lb_fail(LB_ERR_UNSUPPORTED, "%s models with experts are not supported", hp->arch_name);
     const char *ku = arch_key(L, "expert_used_count");
     if (!gguf_get_u32(L->g, ku, &nu)) return lb_fail(LB_ERR_FORMAT, "%s is missing or not a count", ku);
@@ -383,7 +448,7 @@ static lb_status load_moe_hparams(loader *L) {
      * (llama.cpp's LLM_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT) */
     hp->expert_softmax_k = hp->arch == LB_ARCH_GPT_OSS;
     hp->expert_norm = hp->arch != LB_ARCH_QWEN2MOE && !hp->expert_softmax_k;
-    return LB_OK;
+    return ds ? load_deepseek_moe(L) : LB_OK;
 }
 
 static lb_status load_hparams(loader *L) {
@@ -405,10 +470,11 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "granite") || !strcmp(arch, "granitemoe")) hp->arch = LB_ARCH_GRANITE;
     else if (!strcmp(arch, "glm4")) hp->arch = LB_ARCH_GLM4;
     else if (!strcmp(arch, "olmo2")) hp->arch = LB_ARCH_OLMO2;
+    else if (!strcmp(arch, "deepseek2")) hp->arch = LB_ARCH_DEEPSEEK2;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
                        "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, granite, granitemoe, "
-                       "glm4, exaone, olmo2, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
+                       "glm4, exaone, olmo2, deepseek2, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -419,7 +485,8 @@ static lb_status load_hparams(loader *L) {
     hp->n_head_kv = opt_u32(L, "attention.head_count_kv", hp->n_head);
     hp->n_ctx_train = opt_u32(L, "context_length", 2048);
     hp->head_dim = opt_u32(L, "attention.key_length", hp->n_embd / hp->n_head);
-    if (opt_u32(L, "attention.value_length", hp->head_dim) != hp->head_dim)
+    if (hp->arch == LB_ARCH_DEEPSEEK2 && (s = load_mla_hparams(L))) return s;
+    if (hp->arch != LB_ARCH_DEEPSEEK2 && opt_u32(L, "attention.value_length", hp->head_dim) != hp->head_dim)
         return lb_fail(LB_ERR_UNSUPPORTED, "different key and value head sizes are not supported");
     if (hp->n_head % hp->n_head_kv)
         return lb_fail(LB_ERR_FORMAT, "head_count %d is not a multiple of head_count_kv %d", hp->n_head, hp->n_head_kv);
@@ -428,7 +495,7 @@ static lb_status load_hparams(loader *L) {
         return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
     /* ggml: llama and its descendants use normal rope, the others neox */
     hp->rope_neox = hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_SMOLLM3 && hp->arch != LB_ARCH_MISTRAL3 &&
-                    hp->arch != LB_ARCH_GRANITE && hp->arch != LB_ARCH_GLM4;
+                    hp->arch != LB_ARCH_GRANITE && hp->arch != LB_ARCH_GLM4 && hp->arch != LB_ARCH_DEEPSEEK2;
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -478,6 +545,13 @@ static lb_status load_hparams(loader *L) {
         hp->sliding_window = (int)w;
     }
     hp->query_scale = 1.0f / sqrtf((float)hp->head_dim);
+    if (hp->arch == LB_ARCH_DEEPSEEK2) { /* load_mla_hparams */
+        const float log_mul = opt_f32(L, "rope.scaling.yarn_log_multiplier", 0.0f);
+        const float mscale = opt_f32(L, "rope.scaling.attn_factor", 1.0f) *
+                             (1.0f + (yarn && factor > 0 ? log_mul * logf(factor) : 0.0f));
+        hp->query_scale = mscale * mscale / sqrtf((float)(hp->mla_nope + hp->rope_dim));
+        hp->rope_attn_factor = 1.0f;
+    }
     if (hp->arch == LB_ARCH_GEMMA3) {
         /* As llama.cpp (llama-model.cpp, LLM_ARCH_GEMMA3): without a sliding
          * window every layer is global; with one, every 6th layer is global and
@@ -532,6 +606,75 @@ static lb_status load_hparams(loader *L) {
     return LB_OK;
 }
 
+/* deepseek2's per-head k_b (kv_rank rows of nope) and v_b (v rows of
+ * kv_rank) from the earlier files' attn_kv_b (each head's nope rows of
+ * kv_rank, then its v rows): v_b[h] row views, k_b[h] transposed into a
+ * matrix the model owns, F32 from an F32 tensor, else F16 (from a
+ * quantized one the rounding is 2^-11 of each weight's). */
+static lb_status split_kv_b(loader *L, const char *name, lb_layer *l) {
+    const lb_hparams *hp = &L->m->hp;
+    const int64_t nh = hp->n_head, r = hp->mla_kv_rank, nope = hp->mla_nope, vd = hp->mla_v;
+    lb_matrix kv;
+    lb_status s = get_matrix(L, name, r, nh * (nope + vd), 0, &kv);
+    if (s) return s;
+    const lb_type_traits *tr = lb_traits(kv.type);
+    if (kv.type == LB_TYPE_MX || lb_gc_is(kv.type) || !tr || !tr->to_float || r % tr->blck)
+        return lb_fail(LB_ERR_UNSUPPORTED, "tensor %s has type %s, whose rows cannot be read back as floats "
+                       "(quantize it to another type)", name, lb_type_name(kv.type));
+    const int type = kv.type == LB_TYPE_F32 ? LB_TYPE_F32 : LB_TYPE_F16;
+    const size_t row = lb_row_size(type, nope);
+    l->wk_b = lb_model_own(L->m, lb_malloc_aligned((size_t)nh * sizeof *l->wk_b));
+    l->wv_b = lb_model_own(L->m, lb_malloc_aligned((size_t)nh * sizeof *l->wv_b));
+    float *f = malloc((size_t)(nope * r + nope) * sizeof *f);
+    if (!l->wk_b || !l->wv_b || !f) {
+        free(f);
+        return lb_fail(LB_ERR_NOMEM, "out of memory");
+    }
+    float *col = f + nope * r;
+    for (int64_t h = 0; h < nh && !s; h++) {
+        for (int64_t i = 0; i < nope; i++) /* head h's nope rows, each of r */
+            tr->to_float((const char *)kv.data + (size_t)(h * (nope + vd) + i) * kv.row_size, f + i * r, r);
+        char *kb = lb_model_own(L->m, lb_malloc_aligned(row * (size_t)r));
+        if (!kb) s = LB_ERR_NOMEM;
+        for (int64_t j = 0; j < r && !s; j++) { /* row j of k_b[h]: column j of those */
+            for (int64_t i = 0; i < nope; i++) col[i] = f[i * r + j];
+            if (type == LB_TYPE_F32) memcpy(kb + (size_t)j * row, col, (size_t)nope * sizeof *col);
+            else lb_f16_from_float(col, kb + (size_t)j * row, nope);
+        }
+        if (!s) l->wk_b[h] = (lb_matrix){type, nope, r, row, kb, 0};
+        if (!s) s = split_rows(L, &kv, name, h * (nope + vd) + nope, vd, &l->wv_b[h]);
+    }
+    free(f);
+    return s;
+}
+
+/* deepseek2's attention weights (model/mla.c): q in one matrix or its
+ * low-rank pair, the compressed KV with the RoPE key, and per head k_b and
+ * v_b, from llama.cpp's MLA files or split from attn_kv_b. */
+static lb_status load_mla_layer(loader *L, int il, lb_layer *l) {
+    const lb_hparams *hp = &L->m->hp;
+    const int64_t d = hp->n_embd, nh = hp->n_head, r = hp->mla_kv_rank, rd = hp->rope_dim, nope = hp->mla_nope;
+    const int64_t qa = hp->mla_q_rank, vd = hp->mla_v;
+    char n[96];
+#define BLK(suffix) (snprintf(n, sizeof n, "blk.%d.%s", il, suffix), n)
+    lb_status s;
+    if (qa) {
+        if ((s = get_matrix(L, BLK("attn_q_a.weight"), d, qa, 0, &l->wq_a)) ||
+            (s = get_vec(L, BLK("attn_q_a_norm.weight"), qa, 0, &l->q_a_norm)) ||
+            (s = get_matrix(L, BLK("attn_q_b.weight"), qa, nh * (nope + rd), 0, &l->wq_b)))
+            return s;
+    } else if ((s = get_matrix(L, BLK("attn_q.weight"), d, nh * (nope + rd), 0, &l->wq))) {
+        return s;
+    }
+    if ((s = get_matrix(L, BLK("attn_kv_a_mqa.weight"), d, r + rd, 0, &l->wkv_a)) ||
+        (s = get_vec(L, BLK("attn_kv_a_norm.weight"), r, 0, &l->kv_a_norm)))
+        return s;
+    if (!gguf_find_tensor(L->g, BLK("attn_k_b.weight"))) return split_kv_b(L, BLK("attn_kv_b.weight"), l);
+    if ((s = get_stack(L, n, nope, r, (int)nh, "heads", &l->wk_b))) return s;
+    return get_stack(L, BLK("attn_v_b.weight"), r, vd, (int)nh, "heads", &l->wv_b);
+#undef BLK
+}
+
 static lb_status load_weights(loader *L) {
     lb_model *m = L->m;
     const lb_hparams *hp = &m->hp;
@@ -557,8 +700,12 @@ static lb_status load_weights(loader *L) {
         const int olmo2 = hp->arch == LB_ARCH_OLMO2; /* no norms before attention and FFN */
         if (!olmo2 && (s = get_vec(L, BLK("attn_norm.weight"), d, 0, &l->attn_norm))) return s;
         lb_matrix fused;
-        if ((s = get_matrix(L, BLK("attn_qkv.weight"), d, qd + 2 * kvd, 1, &fused))) return s;
-        if (fused.data) { /* phi3: Q, K and V in one tensor, split into row ranges */
+        const int ds = hp->arch == LB_ARCH_DEEPSEEK2, moe = hp->n_expert && il >= hp->n_dense_lead;
+        if (ds) {
+            if ((s = load_mla_layer(L, il, l))) return s;
+        } else if ((s = get_matrix(L, BLK("attn_qkv.weight"), d, qd + 2 * kvd, 1, &fused))) {
+            return s;
+        } else if (fused.data) { /* phi3: Q, K and V in one tensor, split into row ranges */
             if ((s = split_rows(L, &fused, n, 0, qd, &l->wq)) || (s = split_rows(L, &fused, n, qd, kvd, &l->wk)) ||
                 (s = split_rows(L, &fused, n, qd + kvd, kvd, &l->wv)))
                 return s;
@@ -569,7 +716,8 @@ static lb_status load_weights(loader *L) {
             if ((s = get_matrix(L, BLK("attn_k.weight"), d, kvd, 0, &l->wk))) return s;
             if ((s = get_matrix(L, BLK("attn_v.weight"), d, kvd, 0, &l->wv))) return s;
         }
-        if ((s = get_matrix(L, BLK("attn_output.weight"), qd, d, 0, &l->wo))) return s;
+        if ((s = get_matrix(L, BLK("attn_output.weight"), ds ? (int64_t)hp->n_head * hp->mla_v : qd, d, 0, &l->wo)))
+            return s;
         if ((s = get_vec(L, BLK("attn_q.bias"), qd, 1, &l->bq))) return s;
         if ((s = get_vec(L, BLK("attn_k.bias"), kvd, 1, &l->bk))) return s;
         if ((s = get_vec(L, BLK("attn_v.bias"), kvd, 1, &l->bv))) return s;
@@ -580,7 +728,7 @@ static lb_status load_weights(loader *L) {
         if (oss && ((s = get_vec(L, BLK("attn_output.bias"), d, 0, &l->bo)) ||
                     (s = get_vec(L, BLK("attn_sinks.weight"), hp->n_head, 0, &l->attn_sinks))))
             return s;
-        if (hp->n_expert) {
+        if (moe) {
             const int64_t fe = hp->n_ff_exp;
             if ((s = get_matrix(L, BLK("ffn_gate_inp.weight"), d, hp->n_expert, 0, &l->router))) return s;
             const int legacy = (hp->arch == LB_ARCH_LLAMA || hp->arch == LB_ARCH_MISTRAL3) && !gguf_find_tensor(L->g, BLK("ffn_gate_exps.weight")) &&
@@ -606,6 +754,14 @@ static lb_status load_weights(loader *L) {
                     (s = get_matrix(L, BLK("ffn_down_shexp.weight"), ff, d, 0, &l->w_down)))
                     return s;
             }
+            if (ds && hp->n_ff_shexp) { /* deepseek2's shared experts, one FFN of their summed width */
+                const int64_t fs = hp->n_ff_shexp;
+                if ((s = get_matrix(L, BLK("ffn_gate_shexp.weight"), d, fs, 0, &l->w_gate)) ||
+                    (s = get_matrix(L, BLK("ffn_up_shexp.weight"), d, fs, 0, &l->w_up)) ||
+                    (s = get_matrix(L, BLK("ffn_down_shexp.weight"), fs, d, 0, &l->w_down)))
+                    return s;
+            }
+            if (ds && (s = get_vec(L, BLK("exp_probs_b.bias"), hp->n_expert, 1, &l->exp_probs_b))) return s;
         } else if (hp->arch == LB_ARCH_PHI3 || hp->arch == LB_ARCH_GLM4) {
             /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, 2 * ff, 0, &fused))) return s;
@@ -615,7 +771,7 @@ static lb_status load_weights(loader *L) {
             if ((s = get_matrix(L, BLK("ffn_gate.weight"), d, ff, 0, &l->w_gate))) return s;
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, ff, 0, &l->w_up))) return s;
         }
-        if (!hp->n_expert && (s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
+        if (!moe && (s = get_matrix(L, BLK("ffn_down.weight"), ff, d, 0, &l->w_down))) return s;
         if (hp->arch == LB_ARCH_GEMMA2 || hp->arch == LB_ARCH_GLM4 || olmo2) { /* glm4, olmo2: no window */
             if ((s = get_vec(L, BLK("post_attention_norm.weight"), d, 0, &l->attn_post_norm))) return s;
             if ((s = get_vec(L, BLK("post_ffw_norm.weight"), d, 0, &l->ffn_post_norm))) return s;

@@ -68,6 +68,7 @@ lb_status lb_moe_buffers_new(const lb_model *m, int n_batch, lb_moe_buffers **ou
     size_t sc = 0;
     for (int il = 0; il < hp->n_layer; il++) {
         const lb_layer *l = &m->layers[il];
+        if (!l->exp_gate) continue; /* deepseek2's dense first layers */
         const lb_matrix *xs[] = {&l->exp_gate[0], &l->exp_up[0], &l->exp_down[0]};
         for (int i = 0; i < 3; i++) {
             sc = LB_MAX(sc, LB_MAX(lb_matmul_scratch_size(xs[i], chunk), lb_matmul_rows_scratch_size(xs[i], (int)k)));
@@ -120,6 +121,51 @@ static void route_softmax_k(lb_moe_buffers *b, int E, int k, int n) {
     }
 }
 
+/* deepseek2, as llama.cpp's build_moe_ffn: p = softmax or (V3) sigmoid of
+ * the logits; the choice by p + exp_probs_b, within the expert_groups_used
+ * groups of the largest top-2 sums when the experts come in groups; the
+ * weights p of those chosen, renormalised if expert_norm, times
+ * expert_scale. sel holds scratch for the selection scores. */
+static void route_deepseek(const lb_hparams *hp, const lb_layer *l, lb_moe_buffers *b, int n) {
+    const int E = hp->n_expert, k = hp->n_expert_used, G = hp->expert_groups;
+    float score[LB_MAX_EXPERTS];
+    for (int t = 0; t < n; t++) {
+        float *p = b->logits + (size_t)t * E, mx = p[0], sum = 0.0f;
+        if (hp->expert_sigmoid) {
+            for (int e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
+        } else {
+            for (int e = 1; e < E; e++) mx = LB_MAX(mx, p[e]);
+            for (int e = 0; e < E; e++) sum += p[e] = expf(p[e] - mx);
+            for (int e = 0; e < E; e++) p[e] /= sum;
+        }
+        for (int e = 0; e < E; e++) score[e] = p[e] + (l->exp_probs_b ? l->exp_probs_b[e] : 0.0f);
+        if (G > 1 && hp->expert_groups_used < G) {
+            const int per = E / G;
+            float gs[LB_MAX_EXPERTS];
+            int top[2], keep[LB_MAX_EXPERTS];
+            for (int g = 0; g < G; g++) {
+                top_k(score + g * per, per, 2, top);
+                gs[g] = score[g * per + top[0]] + score[g * per + top[1]];
+            }
+            top_k(gs, G, hp->expert_groups_used, keep);
+            for (int g = 0; g < G; g++) {
+                int kept = 0;
+                for (int i = 0; i < hp->expert_groups_used; i++) kept |= keep[i] == g;
+                if (!kept)
+                    for (int e = g * per; e < (g + 1) * per; e++) score[e] = -INFINITY;
+            }
+        }
+        int *sel = b->sel + (size_t)t * k;
+        float *w = b->w + (size_t)t * k, wsum = 0.0f;
+        top_k(score, E, k, sel);
+        for (int j = 0; j < k; j++) wsum += w[j] = p[sel[j]];
+        for (int j = 0; j < k; j++) {
+            if (hp->expert_norm) w[j] /= wsum;
+            if (hp->expert_scale > 0.0f) w[j] *= hp->expert_scale;
+        }
+    }
+}
+
 /* Each token's k experts and their weights (ties to the lower index). */
 static void route(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const float *xn, int n) {
     const lb_hparams *hp = &c->model->hp;
@@ -131,6 +177,10 @@ static void route(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const flo
             for (int e = 0; e < E; e++) b->logits[(size_t)t * E + e] += l->router_b[e];
     if (hp->expert_softmax_k) {
         route_softmax_k(b, E, k, n);
+        return;
+    }
+    if (hp->arch == LB_ARCH_DEEPSEEK2) {
+        route_deepseek(hp, l, b, n);
         return;
     }
     for (int t = 0; t < n; t++) {
@@ -269,6 +319,10 @@ float *lb_moe_shexp_gates(lb_context *c, const lb_layer *l, const float *xn, int
     const int d = c->model->hp.n_embd;
     float *g = c->moe->shexp_gate;
     for (int t = 0; t < n; t++) {
+        if (!l->shexp_gate) { /* deepseek2: the shared experts join ungated */
+            g[t] = 1.0f;
+            continue;
+        }
         float s = 0.0f;
         for (int j = 0; j < d; j++) s += l->shexp_gate[j] * xn[(size_t)t * d + j];
         g[t] = 1.0f / (1.0f + expf(-s));
