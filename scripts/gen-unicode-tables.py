@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Generates src/tokenizer/unicode_tables.h: the code point classes that the
-BPE pre-tokenizer regexes need (\\p{L}, \\p{N}, \\s), as sorted runs.
+BPE pre-tokenizer regexes need (\\p{L}, \\p{N}, \\s; and within the rest
+\\p{P}, \\p{S}, \\p{M}, for DeepSeek-V3's), as sorted runs.
 
 Usage: python3 scripts/gen-unicode-tables.py > src/tokenizer/unicode_tables.h
 
@@ -12,8 +13,7 @@ set is spelled out below from PropList.txt; it is the same set llama.cpp uses.
 import sys
 import unicodedata
 
-OTHER, LETTER, NUMBER, SPACE = 0, 1, 2, 3
-NAMES = {OTHER: "other", LETTER: "letter", NUMBER: "number", SPACE: "whitespace"}
+OTHER, LETTER, NUMBER, SPACE, PUNCT, SYMBOL, MARK = 0, 1, 2, 3, 5, 6, 7  # 4: LB_UCLASS_NONE
 
 # PropList.txt, White_Space=yes (stable since Unicode 6.x).
 WHITE_SPACE = set(range(0x09, 0x0E)) | {0x20, 0x85, 0xA0, 0x1680} | \
@@ -28,7 +28,7 @@ def cls(cp):
         return LETTER
     if cat[0] == "N":
         return NUMBER
-    return OTHER
+    return {"P": PUNCT, "S": SYMBOL, "M": MARK}.get(cat[0], OTHER)
 
 
 def main():
@@ -44,11 +44,13 @@ def main():
               % ".".join(map(str, sys.version_info[:3])))
     out.write(" * (Unicode %s). Do not edit by hand.\n" % unicodedata.unidata_version)
     out.write(" *\n * Each entry starts a run of code points of one class, which lasts until\n"
-              " * the next entry: bits 0..20 are the first code point, bits 24..25 the\n"
-              " * class (0 other, 1 letter \\p{L}, 2 number \\p{N}, 3 whitespace \\s). */\n")
+              " * the next entry: bits 0..20 are the first code point, bits 24..26 the\n"
+              " * class (0 other, 1 letter \\p{L}, 2 number \\p{N}, 3 whitespace \\s, and\n"
+              " * of the others 5 punctuation \\p{P}, 6 symbol \\p{S}, 7 mark \\p{M}). */\n")
     out.write("#ifndef LB_UNICODE_TABLES_H\n#define LB_UNICODE_TABLES_H\n\n#include <stdint.h>\n\n")
     out.write("#define LB_UCLASS_OTHER 0\n#define LB_UCLASS_LETTER 1\n"
-              "#define LB_UCLASS_NUMBER 2\n#define LB_UCLASS_SPACE 3\n\n")
+              "#define LB_UCLASS_NUMBER 2\n#define LB_UCLASS_SPACE 3\n"
+              "#define LB_UCAT_PUNCT 5\n#define LB_UCAT_SYMBOL 6\n#define LB_UCAT_MARK 7\n\n")
     out.write("#define LB_UNICODE_VERSION \"%s\"\n" % unicodedata.unidata_version)
     out.write("#define LB_UCLASS_RUNS_N %d\n\n" % len(runs))
     out.write("static const uint32_t lb_uclass_runs[LB_UCLASS_RUNS_N] = {\n")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the oracle of test_tokenizer's gpt-4o, tekken and smollm cases: for every
+"""Writes the oracle of test_tokenizer's gpt-4o, tekken, smollm and deepseek-v3 cases: for every
 case of tests/data/pretok/cases.inp, the words llama.cpp's pre-tokenizer cuts
 (PRE.words) and the token ids it then gives (PRE.out).
 
@@ -45,6 +45,9 @@ REGEX = {
     "tekken": [r'"[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+|[^\\r\\n\\p{L}\\p{N}]?'
               r"((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|"
               r'\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"'],
+    "deepseek-v3": [r'"\\p{N}{1,3}"', '"[一-龥぀-ゟ゠-ヿ]+"',
+                    r""""[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"""
+                    r'''[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"'''],
     "smollm": [r'"\\p{N}"',
                r'''"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"'''],
 }

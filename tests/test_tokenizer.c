@@ -368,7 +368,7 @@ static void check_split(lb_tok_pre pre, const char *text, const char *const *wan
         ok = wl == strlen(want[w]) && memcmp(word, want[w], wl) == 0;
         start = (size_t)ends.v[w];
     }
-    static const char *const names[] = {"gpt2", "llama3", "qwen2", "gpt-4o", "tekken", "smollm"};
+    static const char *const names[] = {"gpt2", "llama3", "qwen2", "gpt-4o", "tekken", "smollm", "deepseek-v3"};
     CHECK_MSG(ok, "%s split of '%s' (got %zu words)", names[pre], text, ends.n);
     free(ends.v);
 }
@@ -670,6 +670,10 @@ static void test_synthetic(void) {
     }
     /* the other names llama.cpp gives SmolLM's regex pair */
     static const char *const digits_first[] = {"starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"};
+    named_pre = "deepseek-v3";
+    CHECK_MSG(try_load(1, PRE_NAMED, &t, msg, sizeof msg) == LB_OK && t && t->pre == LB_PRE_DEEPSEEK3, "deepseek-v3: %s", msg);
+    lb_tokenizer_free(t);
+    t = NULL;
     for (size_t i = 0; i < sizeof digits_first / sizeof digits_first[0]; i++) {
         named_pre = digits_first[i];
         const lb_status ls = try_load(1, PRE_NAMED, &t, msg, sizeof msg);
@@ -731,15 +735,18 @@ int main(void) {
     run_vocab_cases("ggml-vocab-llama-spm.gguf", NULL, NULL, -1, 46);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", NULL, NULL, -1, 46);
     /* words and ids from ik_llama.cpp (scripts/make-pretok-fixture.py) */
-    run_split_cases(LB_PRE_GPT4O, LB_TEST_DATA_DIR "/pretok/gpt-4o.words", 40);
-    run_split_cases(LB_PRE_TEKKEN, LB_TEST_DATA_DIR "/pretok/tekken.words", 40);
-    run_split_cases(LB_PRE_SMOLLM, LB_TEST_DATA_DIR "/pretok/smollm.words", 40);
+    run_split_cases(LB_PRE_GPT4O, LB_TEST_DATA_DIR "/pretok/gpt-4o.words", 50);
+    run_split_cases(LB_PRE_TEKKEN, LB_TEST_DATA_DIR "/pretok/tekken.words", 50);
+    run_split_cases(LB_PRE_SMOLLM, LB_TEST_DATA_DIR "/pretok/smollm.words", 50);
+    run_split_cases(LB_PRE_DEEPSEEK3, LB_TEST_DATA_DIR "/pretok/deepseek-v3.words", 50);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
-                    LB_TEST_DATA_DIR "/pretok/gpt-4o.out", LB_PRE_GPT4O, 40);
+                    LB_TEST_DATA_DIR "/pretok/gpt-4o.out", LB_PRE_GPT4O, 50);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
-                    LB_TEST_DATA_DIR "/pretok/tekken.out", LB_PRE_TEKKEN, 40);
+                    LB_TEST_DATA_DIR "/pretok/tekken.out", LB_PRE_TEKKEN, 50);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
-                    LB_TEST_DATA_DIR "/pretok/smollm.out", LB_PRE_SMOLLM, 40);
+                    LB_TEST_DATA_DIR "/pretok/smollm.out", LB_PRE_SMOLLM, 50);
+    run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
+                    LB_TEST_DATA_DIR "/pretok/deepseek-v3.out", LB_PRE_DEEPSEEK3, 50);
     test_spm_details();
     test_gpt2_details();
     test_stories();

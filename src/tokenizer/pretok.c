@@ -11,6 +11,12 @@
  *         (C: (?i:'s|'t|'re|'ve|'m|'ll|'d); tekken: no C and \p{N} alone)
  * smollm: \p{N}, then gpt2 on each stretch between digits (llama.cpp runs
  *         the two regexes in turn: gpt2's lookahead ends at a digit)
+ * deepseek-v3: three in turn, \p{N}{1,3}, then [一-龥぀-ゟ゠-ヿ]+, then
+ *         [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
+ *          ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *         (split_deepseek3: std::regex on llama.cpp's collapsed text, where
+ *         '~' is neither \p{P} nor \p{S} and text no alternative matches
+ *         stays a word of its own)
  * o200k's U and L are [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}];
  * llama.cpp runs them through std::regex on text where every non-ASCII code
  * point stands for its class, as (?=\p{L})[^a-z] and (?=\p{L})[^A-Z]: a
@@ -250,6 +256,91 @@ static void split_smollm(scanner *s) {
     }
 }
 
+/* DeepSeek-V3's last regex at pos: the end of its match, or 0. */
+static int ds_cat(const scanner *s, size_t pos) { return pos < s->n ? lb_ucat(s->cpt[pos]) : LB_UCLASS_NONE; }
+static int ds_ps(int c) { return c == LB_UCAT_PUNCT || c == LB_UCAT_SYMBOL; }
+static int ds_lm(int c) { return c == LB_UCLASS_LETTER || c == LB_UCAT_MARK; }
+static int ds_ascii_letter(uint32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static int ds_ascii_punct(uint32_t c) {
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) || (c >= 0x7B && c <= 0x7E);
+}
+
+static size_t ds3_match(const scanner *s, size_t pos) {
+    const uint32_t c = cpt_at(s, pos);
+    const int k = ds_cat(s, pos);
+    size_t e;
+    /* [!"#...~][A-Za-z]+ */
+    if (ds_ascii_punct(c) && ds_ascii_letter(cpt_at(s, pos + 1))) {
+        for (e = pos + 1; ds_ascii_letter(cpt_at(s, e)); e++) {}
+        return e;
+    }
+    /* [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+: the lead taken if letters follow */
+    const int lead = c != '\r' && c != '\n' && k != LB_UCLASS_LETTER && !ds_ps(k);
+    if ((lead && ds_lm(ds_cat(s, pos + 1))) || ds_lm(k)) {
+        for (e = pos + 1; ds_lm(ds_cat(s, e)); e++) {}
+        return e;
+    }
+    /*  ?[\p{P}\p{S}]+[\r\n]* */
+    e = pos + (c == ' ' && ds_ps(ds_cat(s, pos + 1)));
+    if (ds_ps(ds_cat(s, e))) {
+        while (ds_ps(ds_cat(s, e))) e++;
+        while (cpt_at(s, e) == '\r' || cpt_at(s, e) == '\n') e++;
+        return e;
+    }
+    /* \s*[\r\n]+ | \s+(?!\S) | \s+ */
+    if (k != LB_UCLASS_SPACE) return 0;
+    size_t n_ws = 0, last_newline_end = 0;
+    for (; ds_cat(s, pos + n_ws) == LB_UCLASS_SPACE; n_ws++)
+        if (cpt_at(s, pos + n_ws) == '\r' || cpt_at(s, pos + n_ws) == '\n') last_newline_end = pos + n_ws + 1;
+    if (last_newline_end) return last_newline_end;
+    return pos + (n_ws > 1 && pos + n_ws < s->n ? n_ws - 1 : n_ws);
+}
+
+/* The last regex over a piece: its matches, and what lies between them, are words. */
+static void ds3_words(scanner *s) {
+    for (size_t pos = 0; pos < s->n;) {
+        const size_t e = ds3_match(s, pos);
+        if (!e) {
+            pos++;
+            continue;
+        }
+        add_word(s, pos); /* the unmatched text before, if any */
+        add_word(s, e);
+        pos = e;
+    }
+    add_word(s, s->n);
+}
+
+static int ds_kana_han(uint32_t c) { return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x3040 && c <= 0x30FF); }
+
+static void split_deepseek3(scanner *s) {
+    for (size_t pos = 0; pos < s->n;) {
+        if (cls_at(s, pos) == LB_UCLASS_NUMBER) { /* \p{N}{1,3} */
+            size_t end = pos;
+            while (end - pos < 3 && cls_at(s, end) == LB_UCLASS_NUMBER) end++;
+            pos += add_word(s, end);
+            continue;
+        }
+        size_t end = pos;
+        while (end < s->n && cls_at(s, end) != LB_UCLASS_NUMBER) end++;
+        for (size_t p = pos; p < end;) { /* the stretch between numbers: han and kana runs, the rest */
+            const int kh = ds_kana_han(s->cpt[p]);
+            size_t q = p;
+            while (q < end && ds_kana_han(s->cpt[q]) == kh) q++;
+            if (kh) {
+                add_word(s, q);
+            } else {
+                scanner piece = {s->cpt + p, s->cls + p, q - p, 0, s->base + p, s->ends, s->status};
+                ds3_words(&piece);
+                s->status = piece.status;
+                s->prev_end = q;
+            }
+            p = q;
+        }
+        pos = end;
+    }
+}
+
 lb_status lb_pretokenize(lb_tok_pre pre, const uint32_t *cpt, const uint8_t *cls, size_t n,
                          lb_ivec *ends) {
     scanner s = {cpt, cls, n, 0, 0, ends, LB_OK};
@@ -258,6 +349,7 @@ lb_status lb_pretokenize(lb_tok_pre pre, const uint32_t *cpt, const uint8_t *cls
     else if (pre == LB_PRE_GPT4O) split_gpt4o(&s, 3, 1);
     else if (pre == LB_PRE_TEKKEN) split_gpt4o(&s, 1, 0);
     else if (pre == LB_PRE_SMOLLM) split_smollm(&s);
+    else if (pre == LB_PRE_DEEPSEEK3) split_deepseek3(&s);
     else split_gpt2(&s);
     return s.status;
 }

@@ -1,4 +1,6 @@
 /* UTF-8 coding, code point classes and the GPT-2 byte alphabet. */
+#include <string.h>
+
 #include "tokenizer/tok_unicode.h"
 
 static int is_cont(unsigned char c) { return (c & 0xC0) == 0x80; }
@@ -52,14 +54,9 @@ size_t lb_utf8_encode(uint32_t cp, char out[4]) {
     return 4;
 }
 
-int lb_uclass(uint32_t cp) {
-    if (cp < 0x80) { /* the common case, without the search */
-        if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) return LB_UCLASS_LETTER;
-        if (cp >= '0' && cp <= '9') return LB_UCLASS_NUMBER;
-        if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return LB_UCLASS_SPACE;
-        return LB_UCLASS_OTHER;
-    }
-    /* last run whose first code point is <= cp */
+/* The table's class of a code point above ASCII: the last run whose first
+ * code point is <= cp. */
+static int table_class(uint32_t cp) {
     size_t lo = 0, hi = LB_UCLASS_RUNS_N;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
@@ -67,6 +64,26 @@ int lb_uclass(uint32_t cp) {
         else hi = mid;
     }
     return (int)(lb_uclass_runs[lo] >> 24);
+}
+
+int lb_uclass(uint32_t cp) {
+    if (cp < 0x80) { /* the common case, without the search */
+        if ((cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z')) return LB_UCLASS_LETTER;
+        if (cp >= '0' && cp <= '9') return LB_UCLASS_NUMBER;
+        if (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) return LB_UCLASS_SPACE;
+        return LB_UCLASS_OTHER;
+    }
+    const int c = table_class(cp);
+    return c > LB_UCLASS_SPACE ? LB_UCLASS_OTHER : c; /* punctuation, symbols, marks: "other" */
+}
+
+int lb_ucat(uint32_t cp) {
+    if (cp < 0x80) { /* llama.cpp's ASCII lists (unicode.cpp's k_ucat_map): '~' is in neither */
+        if (strchr("!\"#%&'()*,-./:;?@[\\]_{}", (int)cp) && cp) return LB_UCAT_PUNCT;
+        if (strchr("$+<=>^`|", (int)cp) && cp) return LB_UCAT_SYMBOL;
+        return lb_uclass(cp);
+    }
+    return table_class(cp);
 }
 
 /* The 68 bytes without a printable Latin-1 form are 0x00-0x20, 0x7F-0xA0 and

@@ -30,6 +30,10 @@ size_t lb_utf8_encode(uint32_t cp, char out[4]);
 
 /* LB_UCLASS_OTHER / LETTER / NUMBER / SPACE (the generated tables). */
 int lb_uclass(uint32_t cp);
+/* The same, with the others told apart as llama.cpp's regexes see them
+ * (\p{P}, \p{S}, \p{M}: LB_UCAT_PUNCT / _SYMBOL / _MARK, else
+ * LB_UCLASS_OTHER); ASCII by llama.cpp's lists, which leave '~' out of both. */
+int lb_ucat(uint32_t cp);
 
 /* GPT-2's byte-level alphabet: printable Latin-1 bytes stand for themselves,
  * the other 68 bytes for U+0100.. in byte order. */
