@@ -12,6 +12,11 @@ hide the experts). SHAPE:
   gpt-oss-20b       gpt-oss, d 2880, 64 / 8 heads of 64, 32 experts of 2880, 4 used
                     (of 24 layers), q/k/v/output and expert biases, sinks, a window
                     of 128 on even layers, YaRN (factor 32 over 4096)
+  glm-4.7-flash     deepseek2 (DeepSeek-V3's layer), d 2048, 20 heads of latent
+                    attention (q rank 768, KV rank 512, 192 + 64 RoPE per q/k head,
+                    256 per value), 64 experts of 1536, 4 used, 1 shared, sigmoid
+                    gating with a selection bias (of 47 layers; every layer here
+                    has experts)
 
   PYTHONPATH=~/.cache/lowbit-peers/llama.cpp/gguf-py python3 bench/synth_moe.py OUT.gguf [LAYERS [SHAPE]]
   ~/.cache/lowbit-peers/ik_llama.cpp/build/bin/llama-quantize OUT.gguf OUT-Q4_K_M.gguf Q4_K_M
@@ -28,7 +33,9 @@ SHAPES = {  # arch, dim, heads, kv heads, head dim, experts, used, expert ff, ro
     "qwen3moe-30b-a3b": ("qwen3moe", 2048, 32, 4, 128, 128, 8, 768, 1000000.0),
     "mixtral-8x7b": ("llama", 4096, 32, 8, 128, 8, 2, 14336, 1000000.0),
     "gpt-oss-20b": ("gpt-oss", 2880, 64, 8, 64, 32, 4, 2880, 150000.0),
+    "glm-4.7-flash": ("deepseek2", 2048, 20, 20, 256, 64, 4, 1536, 1000000.0),
 }
+MLA = {"glm-4.7-flash": (768, 512, 192, 64, 256, 1)}  # q rank, KV rank, nope, rope, v, shared experts
 
 
 def main():
@@ -51,9 +58,24 @@ def main():
     w.add_expert_used_count(N_USED)
     w.add_head_count(N_HEAD)
     w.add_head_count_kv(N_KV)
-    w.add_key_length(HEAD_DIM)
-    w.add_value_length(HEAD_DIM)
-    w.add_rope_dimension_count(HEAD_DIM)
+    ds = ARCH == "deepseek2"
+    if ds:  # the expanded form's head sizes (llama.cpp b4748's conversion, attn_kv_b)
+        Q_RANK, KV_RANK, NOPE, ROPE, VD, N_SHARED = MLA[shape]
+        w.add_key_length(NOPE + ROPE)
+        w.add_value_length(VD)
+        w.add_rope_dimension_count(ROPE)
+        w.add_uint32(ARCH + ".attention.q_lora_rank", Q_RANK)
+        w.add_uint32(ARCH + ".attention.kv_lora_rank", KV_RANK)
+        w.add_uint32(ARCH + ".leading_dense_block_count", 0)
+        w.add_uint32(ARCH + ".expert_shared_count", N_SHARED)
+        w.add_float32(ARCH + ".expert_weights_scale", 1.8)
+        w.add_bool(ARCH + ".expert_weights_norm", True)
+        w.add_uint32(ARCH + ".expert_gating_func", 2)
+        w.add_float32(ARCH + ".rope.scaling.yarn_log_multiplier", 0.0)
+    else:
+        w.add_key_length(HEAD_DIM)
+        w.add_value_length(HEAD_DIM)
+        w.add_rope_dimension_count(HEAD_DIM)
     w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(BASE)
     w.add_file_type(1)  # MOSTLY_F16
@@ -82,10 +104,23 @@ def main():
     for l in range(n_layer):
         p = "blk.%d." % l
         w.add_tensor(p + "attn_norm.weight", np.ones(DIM, np.float32))
-        w.add_tensor(p + "attn_q.weight", mat(qd, DIM))
-        w.add_tensor(p + "attn_k.weight", mat(kvd, DIM))
-        w.add_tensor(p + "attn_v.weight", mat(kvd, DIM))
-        w.add_tensor(p + "attn_output.weight", mat(DIM, qd))
+        if ds:
+            w.add_tensor(p + "attn_q_a.weight", mat(Q_RANK, DIM))
+            w.add_tensor(p + "attn_q_a_norm.weight", np.ones(Q_RANK, np.float32))
+            w.add_tensor(p + "attn_q_b.weight", mat(N_HEAD * (NOPE + ROPE), Q_RANK))
+            w.add_tensor(p + "attn_kv_a_mqa.weight", mat(KV_RANK + ROPE, DIM))
+            w.add_tensor(p + "attn_kv_a_norm.weight", np.ones(KV_RANK, np.float32))
+            w.add_tensor(p + "attn_kv_b.weight", mat(N_HEAD * (NOPE + VD), KV_RANK))
+            w.add_tensor(p + "attn_output.weight", mat(DIM, N_HEAD * VD))
+            w.add_tensor(p + "exp_probs_b.bias", rng.standard_normal(N_EXPERT, dtype=np.float32) * 0.01)
+            w.add_tensor(p + "ffn_gate_shexp.weight", mat(N_SHARED * FF_EXP, DIM))
+            w.add_tensor(p + "ffn_up_shexp.weight", mat(N_SHARED * FF_EXP, DIM))
+            w.add_tensor(p + "ffn_down_shexp.weight", mat(DIM, N_SHARED * FF_EXP))
+        else:
+            w.add_tensor(p + "attn_q.weight", mat(qd, DIM))
+            w.add_tensor(p + "attn_k.weight", mat(kvd, DIM))
+            w.add_tensor(p + "attn_v.weight", mat(kvd, DIM))
+            w.add_tensor(p + "attn_output.weight", mat(DIM, qd))
         if oss:
             for name, n in (("attn_q", qd), ("attn_k", kvd), ("attn_v", kvd), ("attn_output", DIM)):
                 w.add_tensor(p + name + ".bias", rng.standard_normal(n, dtype=np.float32) * 0.02)
