@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the oracle of test_tokenizer's gpt-4o, tekken, smollm and deepseek-v3 cases: for every
+"""Writes the oracle of test_tokenizer's gpt-4o, tekken, smollm, deepseek-v3 and deepseek-llm cases: for every
 case of tests/data/pretok/cases.inp, the words llama.cpp's pre-tokenizer cuts
 (PRE.words) and the token ids it then gives (PRE.out).
 
@@ -51,6 +51,19 @@ REGEX = {
     "smollm": [r'"\\p{N}"',
                r'''"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"'''],
 }
+
+# read from llama-vocab.cpp itself: the regex_exprs after this case label
+# (DeepSeek LLM's cased-letter class is too long to spell out here)
+FROM_SOURCE = {"deepseek-llm": "case LLAMA_VOCAB_PRE_TYPE_DEEPSEEK_LLM:"}
+
+
+def regexes_of(vocab_src, label):
+    """the string literals of the regex_exprs = { ... } block after label"""
+    i = vocab_src.index(label)
+    i = vocab_src.index("regex_exprs = {", i) + len("regex_exprs = {")
+    block = vocab_src[i:vocab_src.index("};", i)]
+    return [line.strip().rstrip(",") for line in block.split("\n") if line.strip().startswith('"')]
+
 
 HARNESS = r"""
 #include "unicode.h"
@@ -143,7 +156,8 @@ def main():
     vocab_src = open(os.path.join(peer, "src", "llama-vocab.cpp")).read()
     with tempfile.TemporaryDirectory() as tmp:
         only = os.environ.get("PRETOK_ONLY")  # one pre-tokenizer (its files only)
-        for pre, regexes in REGEX.items():
+        table = dict(REGEX, **{pre: regexes_of(vocab_src, label) for pre, label in FROM_SOURCE.items()})
+        for pre, regexes in table.items():
             if only and pre != only:
                 continue
             for regex in regexes:

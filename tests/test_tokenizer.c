@@ -307,9 +307,9 @@ static void test_gpt2_details(void) {
     uint64_t seed = 777;
     random_bytes_encode(t, &seed);
     random_utf8_roundtrips(t, 4242, 0);
-    /* the o200k, tekken and smollm scanners on random code points (texts that
-     * round-trip) and random bytes */
-    for (int pre = LB_PRE_GPT4O; pre <= LB_PRE_SMOLLM; pre++) {
+    /* the o200k, tekken, smollm and DeepSeek scanners on random code points
+     * (texts that round-trip) and random bytes */
+    for (int pre = LB_PRE_GPT4O; pre <= LB_PRE_DEEPSEEK_LLM; pre++) {
         t->pre = (lb_tok_pre)pre;
         random_utf8_roundtrips(t, 4243 + (uint64_t)pre, 0);
         random_bytes_encode(t, &seed);
@@ -368,7 +368,7 @@ static void check_split(lb_tok_pre pre, const char *text, const char *const *wan
         ok = wl == strlen(want[w]) && memcmp(word, want[w], wl) == 0;
         start = (size_t)ends.v[w];
     }
-    static const char *const names[] = {"gpt2", "llama3", "qwen2", "gpt-4o", "tekken", "smollm", "deepseek-v3"};
+    static const char *const names[] = {"gpt2", "llama3", "qwen2", "gpt-4o", "tekken", "smollm", "deepseek-v3", "deepseek-llm"};
     CHECK_MSG(ok, "%s split of '%s' (got %zu words)", names[pre], text, ends.n);
     free(ends.v);
 }
@@ -670,10 +670,14 @@ static void test_synthetic(void) {
     }
     /* the other names llama.cpp gives SmolLM's regex pair */
     static const char *const digits_first[] = {"starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"};
-    named_pre = "deepseek-v3";
-    CHECK_MSG(try_load(1, PRE_NAMED, &t, msg, sizeof msg) == LB_OK && t && t->pre == LB_PRE_DEEPSEEK3, "deepseek-v3: %s", msg);
-    lb_tokenizer_free(t);
-    t = NULL;
+    static const char *const deepseek[2] = {"deepseek-v3", "deepseek-llm"};
+    for (int i = 0; i < 2; i++) {
+        named_pre = deepseek[i];
+        CHECK_MSG(try_load(1, PRE_NAMED, &t, msg, sizeof msg) == LB_OK && t &&
+                      t->pre == (i ? LB_PRE_DEEPSEEK_LLM : LB_PRE_DEEPSEEK3), "%s: %s", deepseek[i], msg);
+        lb_tokenizer_free(t);
+        t = NULL;
+    }
     for (size_t i = 0; i < sizeof digits_first / sizeof digits_first[0]; i++) {
         named_pre = digits_first[i];
         const lb_status ls = try_load(1, PRE_NAMED, &t, msg, sizeof msg);
@@ -739,6 +743,7 @@ int main(void) {
     run_split_cases(LB_PRE_TEKKEN, LB_TEST_DATA_DIR "/pretok/tekken.words", 50);
     run_split_cases(LB_PRE_SMOLLM, LB_TEST_DATA_DIR "/pretok/smollm.words", 50);
     run_split_cases(LB_PRE_DEEPSEEK3, LB_TEST_DATA_DIR "/pretok/deepseek-v3.words", 50);
+    run_split_cases(LB_PRE_DEEPSEEK_LLM, LB_TEST_DATA_DIR "/pretok/deepseek-llm.words", 50);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
                     LB_TEST_DATA_DIR "/pretok/gpt-4o.out", LB_PRE_GPT4O, 50);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
@@ -747,6 +752,8 @@ int main(void) {
                     LB_TEST_DATA_DIR "/pretok/smollm.out", LB_PRE_SMOLLM, 50);
     run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
                     LB_TEST_DATA_DIR "/pretok/deepseek-v3.out", LB_PRE_DEEPSEEK3, 50);
+    run_vocab_cases("ggml-vocab-gpt-2.gguf", LB_TEST_DATA_DIR "/pretok/cases.inp",
+                    LB_TEST_DATA_DIR "/pretok/deepseek-llm.out", LB_PRE_DEEPSEEK_LLM, 50);
     test_spm_details();
     test_gpt2_details();
     test_stories();

@@ -17,11 +17,16 @@
  *         (split_deepseek3: std::regex on llama.cpp's collapsed text, where
  *         '~' is neither \p{P} nor \p{S} and text no alternative matches
  *         stays a word of its own)
+ * deepseek-llm (DeepSeek LLM, V2): six in turn, [\r\n], \s?[cased letters]+,
+ *         \s?[!-/:-~！-／：-～‘-‟　-。]+, \s+$, [一-龥ࠀ-一가-퟿]+, \p{N}+, each
+ *         re-splitting every piece the ones before left (split_deepseek_llm)
  * o200k's U and L are [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and [\p{Ll}\p{Lm}\p{Lo}\p{M}];
  * llama.cpp runs them through std::regex on text where every non-ASCII code
  * point stands for its class, as (?=\p{L})[^a-z] and (?=\p{L})[^A-Z]: a
  * letter outside ASCII is both, a mark is neither. Its ids are what a GGUF
  * user gets, so that reading is the one implemented (split_gpt4o). */
+#include <stdlib.h>
+
 #include "tokenizer/tok_internal.h"
 #include "tokenizer/tok_unicode.h"
 
@@ -296,10 +301,11 @@ static size_t ds3_match(const scanner *s, size_t pos) {
     return pos + (n_ws > 1 && pos + n_ws < s->n ? n_ws - 1 : n_ws);
 }
 
-/* The last regex over a piece: its matches, and what lies between them, are words. */
-static void ds3_words(scanner *s) {
+/* One regex over a piece, as std::regex_iterator walks it: its matches, and
+ * what lies between them, are words. match: the end of a match at pos, or 0. */
+static void regex_words(scanner *s, size_t (*match)(const scanner *, size_t)) {
     for (size_t pos = 0; pos < s->n;) {
-        const size_t e = ds3_match(s, pos);
+        const size_t e = match(s, pos);
         if (!e) {
             pos++;
             continue;
@@ -331,7 +337,7 @@ static void split_deepseek3(scanner *s) {
                 add_word(s, q);
             } else {
                 scanner piece = {s->cpt + p, s->cls + p, q - p, 0, s->base + p, s->ends, s->status};
-                ds3_words(&piece);
+                regex_words(&piece, ds3_match);
                 s->status = piece.status;
                 s->prev_end = q;
             }
@@ -339,6 +345,82 @@ static void split_deepseek3(scanner *s) {
         }
         pos = end;
     }
+}
+
+/* DeepSeek LLM's regexes but the last run on code points through std::wregex,
+ * which sees whitespace above ASCII as U+000B (llama.cpp swaps it in): so
+ * U+3000 is \s there, not in the punctuation range that names it. */
+static int dl_space(const scanner *s, size_t pos) { return cls_at(s, pos) == LB_UCLASS_SPACE; }
+static int dl_is(const scanner *s, size_t pos, const uint32_t (*r)[2], size_t nr) {
+    if (pos >= s->n || dl_space(s, pos)) return 0;
+    const uint32_t c = s->cpt[pos];
+    for (size_t i = 0; i < nr; i++)
+        if (c >= r[i][0] && c <= r[i][1]) return 1;
+    return 0;
+}
+/* its letters: Unicode's cased letters, as DeepSeek's tokenizer spells them */
+static const uint32_t dl_letters[][2] = {
+    {0x41, 0x5A}, {0x61, 0x7A}, {0xB5, 0xB5}, {0xC0, 0xD6}, {0xD8, 0xF6}, {0xF8, 0x1BA}, {0x1BC, 0x1BF},
+    {0x1C4, 0x293}, {0x295, 0x2AF}, {0x370, 0x373}, {0x376, 0x377}, {0x37B, 0x37D}, {0x37F, 0x37F},
+    {0x386, 0x386}, {0x388, 0x38A}, {0x38C, 0x38C}, {0x38E, 0x3A1}, {0x3A3, 0x3F5}, {0x3F7, 0x481},
+    {0x48A, 0x52F}, {0x531, 0x556}, {0x10A0, 0x10C5}, {0x13A0, 0x13F5}, {0x13F8, 0x13FD}, {0x1C90, 0x1CBA},
+    {0x1CBD, 0x1CBF}, {0x1D00, 0x1D2B}, {0x1D6B, 0x1D77}, {0x1D79, 0x1D9A}, {0x1E00, 0x1F15}, {0x1F18, 0x1F1D},
+    {0x1F20, 0x1F45}, {0x1F48, 0x1F4D}, {0x1F50, 0x1F57}, {0x1F59, 0x1F59}, {0x1F5B, 0x1F5B}, {0x1F5D, 0x1F5D},
+    {0x1F5F, 0x1F7D}, {0x1F80, 0x1FB4}, {0x1FB6, 0x1FBC}, {0x1FBE, 0x1FBE}, {0x1FC2, 0x1FC4}, {0x1FC6, 0x1FCC},
+    {0x1FD0, 0x1FD3}, {0x1FD6, 0x1FDB}, {0x1FE0, 0x1FEC}, {0x1FF2, 0x1FF4}, {0x1FF6, 0x1FFC}, {0x2102, 0x2102},
+    {0x2107, 0x2107}, {0x210A, 0x2113}, {0x2115, 0x2115}, {0x2119, 0x211D}, {0x2124, 0x2124}, {0x2126, 0x2126},
+    {0x2128, 0x2128}, {0x212A, 0x212D}, {0x212F, 0x2134}, {0x2139, 0x2139}, {0x213C, 0x213F}, {0x2145, 0x2149},
+    {0x214E, 0x214E}, {0x2183, 0x2184}, {0x2C00, 0x2C7B}, {0x2C7E, 0x2CE4}, {0x2CEB, 0x2CEE}, {0x2CF2, 0x2CF3},
+    {0xA640, 0xA66D}, {0xA680, 0xA69B}, {0xA722, 0xA76F}, {0xA771, 0xA787}, {0xA78B, 0xA78E}, {0xAB70, 0xABBF},
+    {0xFB00, 0xFB06}, {0xFB13, 0xFB17}, {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A}, {0x10400, 0x1044F}, {0x104B0, 0x104D3},
+    {0x104D8, 0x104FB}, {0x10C80, 0x10CB2}, {0x10CC0, 0x10CF2}, {0x118A0, 0x118DF}, {0x1E900, 0x1E943}};
+static const uint32_t dl_punct[][2] = {{0x21, 0x2F}, {0x3A, 0x7E}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E},
+                                       {0x2018, 0x201F}, {0x3000, 0x3002}};
+static const uint32_t dl_cjk[][2] = {{0x800, 0x9FA5}, {0xAC00, 0xD7FF}};
+#define DL_IN(s, pos, r) dl_is(s, pos, r, sizeof r / sizeof r[0])
+
+static size_t dl_newline(const scanner *s, size_t pos) { return cpt_at(s, pos) == '\r' || cpt_at(s, pos) == '\n' ? pos + 1 : 0; }
+/* \s?[set]+ */
+static size_t dl_run(const scanner *s, size_t pos, const uint32_t (*r)[2], size_t nr) {
+    size_t e = pos + (dl_space(s, pos) && dl_is(s, pos + 1, r, nr));
+    if (!dl_is(s, e, r, nr)) return 0;
+    while (dl_is(s, e, r, nr)) e++;
+    return e;
+}
+static size_t dl_letter_run(const scanner *s, size_t pos) { return dl_run(s, pos, dl_letters, sizeof dl_letters / sizeof dl_letters[0]); }
+static size_t dl_punct_run(const scanner *s, size_t pos) { return dl_run(s, pos, dl_punct, sizeof dl_punct / sizeof dl_punct[0]); }
+static size_t dl_trailing_space(const scanner *s, size_t pos) { /* \s+$ */
+    size_t e = pos;
+    while (dl_space(s, e)) e++;
+    return e > pos && e == s->n ? e : 0;
+}
+static size_t dl_cjk_run(const scanner *s, size_t pos) {
+    size_t e = pos;
+    while (DL_IN(s, e, dl_cjk)) e++;
+    return e > pos ? e : 0;
+}
+static size_t dl_number_run(const scanner *s, size_t pos) { /* \p{N}+, on the collapsed text */
+    size_t e = pos;
+    while (cls_at(s, e) == LB_UCLASS_NUMBER) e++;
+    return e > pos ? e : 0;
+}
+
+static void split_deepseek_llm(scanner *s) {
+    size_t (*const stages[6])(const scanner *, size_t) = {dl_newline, dl_letter_run, dl_punct_run,
+                                                          dl_trailing_space, dl_cjk_run, dl_number_run};
+    lb_ivec pieces[2] = {{0}, {0}}; /* each stage's words, the next stage's pieces */
+    if (s->n) s->status = lb_ivec_push(&pieces[0], (int32_t)s->n);
+    for (int k = 0; k < 6 && s->status == LB_OK; k++) {
+        lb_ivec *in = &pieces[k % 2], *out = k == 5 ? s->ends : &pieces[(k + 1) % 2];
+        out->n = k == 5 ? out->n : 0;
+        for (size_t i = 0, start = 0; i < in->n && s->status == LB_OK; start = (size_t)in->v[i++]) {
+            scanner piece = {s->cpt + start, s->cls + start, (size_t)in->v[i] - start, 0, s->base + start, out, LB_OK};
+            regex_words(&piece, stages[k]);
+            s->status = piece.status;
+        }
+    }
+    free(pieces[0].v);
+    free(pieces[1].v);
 }
 
 lb_status lb_pretokenize(lb_tok_pre pre, const uint32_t *cpt, const uint8_t *cls, size_t n,
@@ -350,6 +432,7 @@ lb_status lb_pretokenize(lb_tok_pre pre, const uint32_t *cpt, const uint8_t *cls
     else if (pre == LB_PRE_TEKKEN) split_gpt4o(&s, 1, 0);
     else if (pre == LB_PRE_SMOLLM) split_smollm(&s);
     else if (pre == LB_PRE_DEEPSEEK3) split_deepseek3(&s);
+    else if (pre == LB_PRE_DEEPSEEK_LLM) split_deepseek_llm(&s);
     else split_gpt2(&s);
     return s.status;
 }

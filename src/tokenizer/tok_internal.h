@@ -20,7 +20,8 @@ typedef enum { LB_TOK_SPM, LB_TOK_BPE } lb_tok_model;
 /* QWEN2 is LLAMA3's regex with single digits (\p{N} instead of \p{N}{1,3}). */
 /* GPT4O is o200k's cased-word regex (Phi-4-mini, gpt-oss, Llama 4); TEKKEN
  * is Mistral's (Nemo, Small 3): the same words, no contractions, single digits. */
-typedef enum { LB_PRE_GPT2, LB_PRE_LLAMA3, LB_PRE_QWEN2, LB_PRE_GPT4O, LB_PRE_TEKKEN, LB_PRE_SMOLLM, LB_PRE_DEEPSEEK3 } lb_tok_pre;
+typedef enum { LB_PRE_GPT2, LB_PRE_LLAMA3, LB_PRE_QWEN2, LB_PRE_GPT4O, LB_PRE_TEKKEN, LB_PRE_SMOLLM, LB_PRE_DEEPSEEK3,
+               LB_PRE_DEEPSEEK_LLM } lb_tok_pre;
 
 /* Token attributes, as llama.cpp derives them from tokenizer.ggml.token_type
  * (1 normal, 2 unknown, 3 control, 4 user defined, 5 unused, 6 byte; anything

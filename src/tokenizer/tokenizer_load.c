@@ -449,6 +449,8 @@ static void choose_pre(lb_tokenizer *t, const gguf_file *g) {
         t->pre = LB_PRE_SMOLLM; /* SmolLM / SmolLM2, EXAONE 3, Command R, StarCoder's */
     } else if (pre && !strcmp(pre, "deepseek-v3")) {
         t->pre = LB_PRE_DEEPSEEK3; /* DeepSeek-V3 / R1 and its kin */
+    } else if (pre && !strcmp(pre, "deepseek-llm")) {
+        t->pre = LB_PRE_DEEPSEEK_LLM; /* DeepSeek LLM, DeepSeek-V2 (Lite) */
     } else if (pre && !strcmp(pre, "tekken")) {
         t->pre = LB_PRE_TEKKEN;
         t->ignore_merges = 1;
