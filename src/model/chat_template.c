@@ -11,7 +11,7 @@
 
 static const char *const names[LB_CHAT_COUNT + 1] = {
     "llama2", "llama3", "llama3.1", "mistral", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", NULL};
+    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", NULL};
 
 const char *const *lb_chat_template_names(void) { return names; }
 const char *lb_chat_family_name(lb_chat_family f) { return f >= 0 && f < LB_CHAT_COUNT ? names[f] : "?"; }
@@ -113,6 +113,14 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         init(t, LB_CHAT_PHI3, bos, eos);
         return LB_OK;
     }
+    /* DeepSeek-R1 and its distills: the turns' markers, and the prompt's
+     * opening <think> (the later V3.1 templates, with a `thinking` switch,
+     * render differently) */
+    if (strstr(s, "<\xef\xbd\x9c" "User\xef\xbd\x9c>") && strstr(s, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c><think>\\n") &&
+        !strstr(s, "is_last_user")) {
+        init(t, LB_CHAT_DEEPSEEK_R1, bos, eos);
+        return LB_OK;
+    }
     if (strstr(s, "<|start_header_id|>")) {
         if (!strstr(s, "Cutting Knowledge Date")) {
             init(t, LB_CHAT_LLAMA3, bos, eos);
@@ -144,9 +152,9 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         return LB_OK;
     }
     return lb_fail(LB_ERR_UNSUPPORTED,
-                   "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen, Gemma, Phi-3 or gpt-oss); name "
-                   "one with --chat-template (llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3, "
-                   "mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss)");
+                   "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen, Gemma, Phi-3, gpt-oss or "
+                   "DeepSeek-R1); name one with --chat-template (llama2, llama3, llama3.1, mistral, mistral-v1, "
+                   "mistral-v3, mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss, deepseek-r1)");
 }
 
 lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *t) {
@@ -559,6 +567,37 @@ static lb_status gemma(const lb_chat_template *t, const lb_chat_msg *m, int n, s
     return LB_OK;
 }
 
+/* DeepSeek-R1's template (and its distills'): BOS, then the last system
+ * message as it is; '<｜User｜>' + each user message; '<｜Assistant｜>' + each
+ * assistant message after its last '</think>' (content.split('</think>')[-1])
+ * + '<｜end▁of▁sentence｜>'; the prompt ends '<｜Assistant｜><think>\n'.
+ * Tool calls and outputs are the template's too, not lowbit's. */
+#define DS_USER "<\xef\xbd\x9c" "User\xef\xbd\x9c>"
+#define DS_ASSISTANT "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c>"
+#define DS_END "<\xef\xbd\x9c" "end\xe2\x96\x81of\xe2\x96\x81sentence\xef\xbd\x9c>"
+static lb_status deepseek_r1(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    const char *sys = "";
+    for (int i = 0; i < n; i++)
+        if (is(&m[i], "system")) sys = content(&m[i]);
+    put(b, t->bos);
+    put(b, sys);
+    for (int i = 0; i < n; i++) {
+        const char *c = content(&m[i]), *after = find_last(c, "</think>");
+        if (is(&m[i], "user")) {
+            put(b, DS_USER);
+            put(b, c);
+        } else if (is(&m[i], "assistant")) {
+            put(b, DS_ASSISTANT);
+            put(b, after ? after + strlen("</think>") : c);
+            put(b, DS_END);
+        } else if (!is(&m[i], "system")) {
+            return raise("Only user, system and assistant roles are supported!");
+        }
+    }
+    put(b, DS_ASSISTANT "<think>\n");
+    return LB_OK;
+}
+
 lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int n, const char *date, char **out,
                         size_t *out_len) {
     *out = NULL;
@@ -578,6 +617,7 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_GEMMA3: s = gemma(t, msgs, n, &b); break;
     case LB_CHAT_PHI3: s = phi3(msgs, n, &b); break;
     case LB_CHAT_GPT_OSS: s = gpt_oss(t, msgs, n, date, &b); break;
+    case LB_CHAT_DEEPSEEK_R1: s = deepseek_r1(t, msgs, n, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:
     case LB_CHAT_MISTRAL_V3:
