@@ -203,6 +203,12 @@ void lb_model_set_act_bits(lb_model *m, int all, int down) {
         lb_matrix *ws[] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up};
         for (int i = 0; i < 6; i++) ws[i]->act_bits = lb_abq_bits(ws[i]->type) ? all : 0;
         l->w_down.act_bits = lb_abq_bits(l->w_down.type) ? down : 0;
+        lb_matrix *mla[] = {&l->wq_a, &l->wq_b, &l->wkv_a}; /* deepseek2 */
+        for (int i = 0; i < 3; i++) mla[i]->act_bits = lb_abq_bits(mla[i]->type) ? all : 0;
+        for (int h = 0; l->wk_b && h < m->hp.n_head; h++) {
+            l->wk_b[h].act_bits = lb_abq_bits(l->wk_b[h].type) ? all : 0;
+            l->wv_b[h].act_bits = lb_abq_bits(l->wv_b[h].type) ? all : 0;
+        }
         for (int e = 0; l->exp_gate && e < m->hp.n_expert; e++) { /* the experts' inputs are the FFN's */
             lb_matrix *xs[3] = {&l->exp_gate[e], &l->exp_up[e], &l->exp_down[e]};
             for (int i = 0; i < 3; i++) xs[i]->act_bits = lb_abq_bits(xs[i]->type) ? (i == 2 ? down : all) : 0;
