@@ -1,7 +1,7 @@
 # Mixture-of-experts GGUF files: qwen3moe (Qwen3-30B-A3B's architecture),
 # qwen2moe (a shared expert with a sigmoid gate, q/k/v biases, weights not
 # renormalised), Mixtral's (general.architecture "llama" with
-# llama.expert_count) and gpt-oss (below). The models are tests/make_arch.py's rewrites of
+# llama.expert_count), gpt-oss and ERNIE 4.5 (below). The models are tests/make_arch.py's rewrites of
 # ../shared's stories260K: 4 experts, 2 used a token, 160 hidden units each.
 # Expected numbers from the peers (../shared/peers/build.sh) on the very same
 # files, measured 2026-11-30 on an AMD EPYC Zen 4 VM, 2 threads:
@@ -197,6 +197,20 @@ sed 's/"mlp_only_layers": \[\]/"mlp_only_layers": [1]/' "$WORK/hf-q2m/config.jso
 expect_fail "Qwen2-MoE config with a dense layer" "layers without experts" \
   "$LOWBIT" convert --hf "$WORK/hf-q2m" -o "$WORK/x.gguf"
 [ ! -e "$WORK/x.gguf" ] && ok "no output left by the refused conversions" || bad "x.gguf written"
+
+# ERNIE 4.5 (ernie4_5: llama's layer; ernie4_5-moe: layer 0 dense, then
+# experts chosen by softmax + exp_probs_b, weights renormalised, a shared
+# expert), against ik_llama.cpp 8337e4c on the same files (its f16 KV cache;
+# 2026-12-01, Zen 4): ernie4_5 3.6781 (lowbit 3.6778, as on the llama file
+# itself), ernie4_5-moe 14.0715 (lowbit 14.0726; without layer 1's selection
+# bias 13.78), and the greedy text below
+python3 "$MAKE" ernie4_5 "$SRC" "$WORK/ern.gguf" && python3 "$MAKE" ernie4_5-moe "$SRC" "$WORK/ernm.gguf" &&
+  ok "make_arch.py wrote the ERNIE 4.5 files" || bad "make_arch.py ernie4_5"
+near "stories260K as ernie4_5 (against ik_llama.cpp)" "$(ppl_at "$WORK/ern.gguf" 128)" 3.6781 0.001
+near "stories260K as ernie4_5-moe (against ik_llama.cpp)" "$(ppl_at "$WORK/ernm.gguf" 128)" 14.0715 0.001
+greedy_is "$WORK/ernm.gguf" 'Once upon a time, inol happy sun."
+Lucy looks amesshestingld and a disappriing. She was very small and singlashapt.
+Okay mel'
 
 # malformed files are refused by name
 python3 "$MAKE" qwen3moe "$SRC" "$WORK/bad.gguf" blk.2.ffn_up_exps.weight

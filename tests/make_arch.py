@@ -52,6 +52,10 @@
 #          expert's gate / up / down biases (fixed values), names the FFN
 #          norm post_attention_norm, and a window of 48 (MAKE_ARCH_WINDOW)
 #          on layers 0, 2, ...
+#   ernie4_5 keys -> "ernie4_5." (llama's layer); ernie4_5-moe the same with
+#          layer 0 dense, then 4 experts (2 used) as qwen3moe's, a selection
+#          bias exp_probs_b (fixed values) and one shared expert (the layer's
+#          FFN cut to the experts' width);
 #   deepseek2 keys -> "deepseek2.", multi-head latent attention made from
 #          the layer's own: the compressed KV c = [Wk x, Wv x] (64 floats, an
 #          RMS norm of fixed values around 1) and a RoPE key from Wk's first
@@ -76,11 +80,11 @@ import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
-MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe', 'deepseek2')
+MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe', 'deepseek2', 'ernie4_5-moe')
 assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'exaone', 'olmo2', 'qwen3', 'phi3',
-                  'gemma2') + MOE, \
-    'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, olmo2, qwen3, phi3, gemma2, qwen3moe, qwen2moe, mixtral, ' \
-    'gpt-oss, granitemoe or deepseek2'
+                  'gemma2', 'ernie4_5') + MOE, \
+    'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, olmo2, qwen3, phi3, gemma2, ernie4_5, qwen3moe, qwen2moe, ' \
+    'mixtral, gpt-oss, granitemoe, deepseek2 or ernie4_5-moe'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -230,6 +234,10 @@ if target == 'deepseek2':
         setk('attention.head_count_kv', 4, u32(n_head))
         setk('attention.key_length', 4, u32(head_dim + rope_dim))
         setk('attention.value_length', 4, u32(head_dim))
+if target == 'ernie4_5-moe':
+    for key, val in (('leading_dense_block_count', 1), ('interleave_moe_layer_step', 1),
+                     ('expert_shared_feed_forward_length', FF_EXP)):
+        kvs.append([prefix + '.' + key, 4, struct.pack('<I', val)])
 if target in ('granite', 'granitemoe'):
     for key, val in (('embedding_scale', 1.5), ('residual_scale', 0.8), ('logit_scale', 1.25),
                      ('attention.scale', 0.25)):
@@ -289,12 +297,15 @@ def moe(tensors, first=0):
                 experts += [x * scale * (1 + 0.4 * math.sin(1.7 * i + 2.3 * e + 0.4 * il)) for i, x in enumerate(w)]
             out.append((b + 'ffn_%s_exps.weight' % kind, (ne[0], ne[1], N_EXPERT), 0,
                         struct.pack('<%df' % len(experts), *experts)))
-            if target == 'deepseek2':  # one shared expert: the cut FFN as it is
+            if target in ('deepseek2', 'ernie4_5-moe'):  # one shared expert: the cut FFN as it is
                 out.append((b + 'ffn_%s_shexp.weight' % kind, ne, 0, struct.pack('<%df' % len(w), *w)))
             if target == 'qwen2moe':
                 out.append((b + 'ffn_%s_shexp.weight' % kind, by_name[b + 'ffn_%s.weight' % kind][1], 0, blob))
         r = [0.5 * math.sin(0.9 * j + 1.7 * e + 0.3 * il) for e in range(N_EXPERT) for j in range(n_embd)]
         out.append((b + 'ffn_gate_inp.weight', (n_embd, N_EXPERT), 0, struct.pack('<%df' % len(r), *r)))
+        if target == 'ernie4_5-moe':
+            pb = [0.15 * math.cos(1.1 * e + il) for e in range(N_EXPERT)]
+            out.append((b + 'exp_probs_b.bias', (N_EXPERT,), 0, struct.pack('<%df' % N_EXPERT, *pb)))
         if target == 'qwen2moe':
             g = [0.3 * math.sin(0.7 * j + 0.5 * il) for j in range(n_embd)]
             out.append((b + 'ffn_gate_inp_shexp.weight', (n_embd,), 0, struct.pack('<%df' % n_embd, *g)))
@@ -335,7 +346,7 @@ def repeat_layers(tensors, count, source):
 
 
 if target in MOE:
-    tensors = moe(tensors, 1 if target == 'deepseek2' else 0)
+    tensors = moe(tensors, 1 if target in ('deepseek2', 'ernie4_5-moe') else 0)
 if target == 'gpt-oss':  # its FFN norm is named post_attention_norm
     tensors = [(t[0].replace('.ffn_norm.', '.post_attention_norm.'),) + t[1:] for t in tensors]
 # MAKE_ARCH_LEGACY=1 (mixtral): each 3-D expert tensor as one 2-D tensor an

@@ -275,6 +275,10 @@ static lb_status attach(lb_context *c) {
     if (hp->n_expert)
         return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run mixture-of-experts models (%s) yet: run "
                                            "this one on the CPU", hp->arch_name);
+    for (int il = 0; il < hp->n_layer; il++)
+        if (m->layers[il].bo)
+            return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run %s's attention output bias yet: run this "
+                                               "one on the CPU", hp->arch_name);
     if (hp->attn_temp_scale != 0.0f || hp->arch == LB_ARCH_SMOLLM3 || hp->arch == LB_ARCH_GRANITE ||
         hp->arch == LB_ARCH_GLM4 || hp->arch == LB_ARCH_OLMO2)
         return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run %s's %s yet: run this one on the CPU",

@@ -11,7 +11,7 @@
 typedef enum {
     LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3,
     LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS, LB_ARCH_SMOLLM3, LB_ARCH_MISTRAL3, LB_ARCH_GRANITE,
-    LB_ARCH_GLM4, LB_ARCH_OLMO2, LB_ARCH_DEEPSEEK2
+    LB_ARCH_GLM4, LB_ARCH_OLMO2, LB_ARCH_DEEPSEEK2, LB_ARCH_ERNIE45
 } lb_arch;
 
 typedef struct {
@@ -53,8 +53,9 @@ typedef struct {
      * RoPE and its value size; the cache then holds one "head" of
      * head_dim = mla_kv_rank + rope_dim floats a token (n_head_kv 1) */
     int mla_q_rank, mla_kv_rank, mla_nope, mla_v;
-    int n_dense_lead;      /* deepseek2: the first layers have a dense FFN, the others experts */
-    int n_ff_shexp;        /* deepseek2: the shared experts' hidden size (their count times n_ff_exp) */
+    int n_dense_lead;      /* deepseek2, ernie4_5-moe: the first layers have a dense FFN, the others experts */
+    int moe_step;          /* ernie4_5-moe: past those, layer il has experts when (il + 1) % moe_step == 0 (else 1) */
+    int n_ff_shexp;        /* deepseek2, ernie4_5-moe: the shared experts' hidden size (0: none) */
     int expert_sigmoid;    /* deepseek2 (V3): the router's probabilities are sigmoids, not a softmax */
     float expert_scale;    /* > 0: the chosen experts' weights times this (deepseek2) */
     int expert_groups, expert_groups_used; /* > 1: experts chosen within the groups of the best top-2 sums */

@@ -425,7 +425,7 @@ static lb_status load_mla_hparams(loader *L) {
 static lb_status load_moe_hparams(loader *L) {
     lb_hparams *hp = &L->m->hp;
     const int moe_arch = hp->arch == LB_ARCH_QWEN2MOE || hp->arch == LB_ARCH_QWEN3MOE || hp->arch == LB_ARCH_GPT_OSS;
-    const int ds = hp->arch == LB_ARCH_DEEPSEEK2;
+    const int ds = hp->arch == LB_ARCH_DEEPSEEK2, ernie = hp->arch == LB_ARCH_ERNIE45;
     uint32_t ne = 0, nu = 0;
     const char *kc = arch_key(L, "expert_count");
     if (gguf_find_kv(L->g, kc) && !gguf_get_u32(L->g, kc, &ne)) return lb_fail(LB_ERR_FORMAT, "%s is not a count", kc);
@@ -433,7 +433,7 @@ static lb_status load_moe_hparams(loader *L) {
         if (moe_arch) return lb_fail(LB_ERR_FORMAT, "%s is missing (a %s model has experts)", kc, hp->arch_name);
         return LB_OK;
     }
-    if (hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_MISTRAL3 && hp->arch != LB_ARCH_GRANITE && !moe_arch && !ds)
+    if (hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_MISTRAL3 && hp->arch != LB_ARCH_GRANITE && !moe_arch && !ds && !ernie)
         return lb_fail(LB_ERR_UNSUPPORTED, "%s models with experts are not supported", hp->arch_name);
     const char *ku = arch_key(L, "expert_used_count");
     if (!gguf_get_u32(L->g, ku, &nu)) return lb_fail(LB_ERR_FORMAT, "%s is missing or not a count", ku);
@@ -448,6 +448,15 @@ static lb_status load_moe_hparams(loader *L) {
      * (llama.cpp's LLM_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT) */
     hp->expert_softmax_k = hp->arch == LB_ARCH_GPT_OSS;
     hp->expert_norm = hp->arch != LB_ARCH_QWEN2MOE && !hp->expert_softmax_k;
+    hp->moe_step = 1;
+    if (ernie) { /* as llama.cpp's build_ernie4_5_moe: softmax, the selection bias, weights renormalised */
+        hp->n_dense_lead = opt_u32(L, "leading_dense_block_count", 0);
+        hp->moe_step = opt_u32(L, "interleave_moe_layer_step", 1);
+        hp->n_ff_shexp = opt_u32(L, "expert_shared_feed_forward_length", 0);
+        hp->expert_norm = 1;
+        if (hp->n_dense_lead > hp->n_layer)
+            return lb_fail(LB_ERR_FORMAT, "%d leading dense layers of %d", hp->n_dense_lead, hp->n_layer);
+    }
     return ds ? load_deepseek_moe(L) : LB_OK;
 }
 
@@ -471,10 +480,11 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "glm4")) hp->arch = LB_ARCH_GLM4;
     else if (!strcmp(arch, "olmo2")) hp->arch = LB_ARCH_OLMO2;
     else if (!strcmp(arch, "deepseek2")) hp->arch = LB_ARCH_DEEPSEEK2;
+    else if (!strcmp(arch, "ernie4_5") || !strcmp(arch, "ernie4_5-moe")) hp->arch = LB_ARCH_ERNIE45;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
                        "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, granite, granitemoe, "
-                       "glm4, exaone, olmo2, deepseek2, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
+                       "glm4, exaone, olmo2, deepseek2, ernie4_5, ernie4_5-moe, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -495,7 +505,8 @@ static lb_status load_hparams(loader *L) {
         return lb_fail(LB_ERR_FORMAT, "rope.dimension_count %d does not fit head size %d", hp->rope_dim, hp->head_dim);
     /* ggml: llama and its descendants use normal rope, the others neox */
     hp->rope_neox = hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_SMOLLM3 && hp->arch != LB_ARCH_MISTRAL3 &&
-                    hp->arch != LB_ARCH_GRANITE && hp->arch != LB_ARCH_GLM4 && hp->arch != LB_ARCH_DEEPSEEK2;
+                    hp->arch != LB_ARCH_GRANITE && hp->arch != LB_ARCH_GLM4 && hp->arch != LB_ARCH_DEEPSEEK2 &&
+                    hp->arch != LB_ARCH_ERNIE45;
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -700,7 +711,8 @@ static lb_status load_weights(loader *L) {
         const int olmo2 = hp->arch == LB_ARCH_OLMO2; /* no norms before attention and FFN */
         if (!olmo2 && (s = get_vec(L, BLK("attn_norm.weight"), d, 0, &l->attn_norm))) return s;
         lb_matrix fused;
-        const int ds = hp->arch == LB_ARCH_DEEPSEEK2, moe = hp->n_expert && il >= hp->n_dense_lead;
+        const int ds = hp->arch == LB_ARCH_DEEPSEEK2, ernie = hp->arch == LB_ARCH_ERNIE45;
+        const int moe = hp->n_expert && il >= hp->n_dense_lead && (il + 1) % hp->moe_step == 0;
         if (ds) {
             if ((s = load_mla_layer(L, il, l))) return s;
         } else if ((s = get_matrix(L, BLK("attn_qkv.weight"), d, qd + 2 * kvd, 1, &fused))) {
@@ -725,6 +737,7 @@ static lb_status load_weights(loader *L) {
         const int oss = hp->arch == LB_ARCH_GPT_OSS;
         if (!olmo2 && (s = get_vec(L, BLK(oss ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 0, &l->ffn_norm)))
             return s;
+        if (ernie && (s = get_vec(L, BLK("attn_output.bias"), d, 1, &l->bo))) return s;
         if (oss && ((s = get_vec(L, BLK("attn_output.bias"), d, 0, &l->bo)) ||
                     (s = get_vec(L, BLK("attn_sinks.weight"), hp->n_head, 0, &l->attn_sinks))))
             return s;
@@ -754,14 +767,14 @@ static lb_status load_weights(loader *L) {
                     (s = get_matrix(L, BLK("ffn_down_shexp.weight"), ff, d, 0, &l->w_down)))
                     return s;
             }
-            if (ds && hp->n_ff_shexp) { /* deepseek2's shared experts, one FFN of their summed width */
+            if ((ds || ernie) && hp->n_ff_shexp) { /* the shared experts, one FFN of their summed width */
                 const int64_t fs = hp->n_ff_shexp;
                 if ((s = get_matrix(L, BLK("ffn_gate_shexp.weight"), d, fs, 0, &l->w_gate)) ||
                     (s = get_matrix(L, BLK("ffn_up_shexp.weight"), d, fs, 0, &l->w_up)) ||
                     (s = get_matrix(L, BLK("ffn_down_shexp.weight"), fs, d, 0, &l->w_down)))
                     return s;
             }
-            if (ds && (s = get_vec(L, BLK("exp_probs_b.bias"), hp->n_expert, 1, &l->exp_probs_b))) return s;
+            if ((ds || ernie) && (s = get_vec(L, BLK("exp_probs_b.bias"), hp->n_expert, 1, &l->exp_probs_b))) return s;
         } else if (hp->arch == LB_ARCH_PHI3 || hp->arch == LB_ARCH_GLM4) {
             /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, 2 * ff, 0, &fused))) return s;

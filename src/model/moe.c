@@ -121,12 +121,12 @@ static void route_softmax_k(lb_moe_buffers *b, int E, int k, int n) {
     }
 }
 
-/* deepseek2, as llama.cpp's build_moe_ffn: p = softmax or (V3) sigmoid of
- * the logits; the choice by p + exp_probs_b, within the expert_groups_used
- * groups of the largest top-2 sums when the experts come in groups; the
- * weights p of those chosen, renormalised if expert_norm, times
- * expert_scale. sel holds scratch for the selection scores. */
-static void route_deepseek(const lb_hparams *hp, const lb_layer *l, lb_moe_buffers *b, int n) {
+/* deepseek2 and ernie4_5-moe, as llama.cpp's build_moe_ffn: p = softmax or
+ * (V3) sigmoid of the logits; the choice by p + exp_probs_b, within the
+ * expert_groups_used groups of the largest top-2 sums when the experts come
+ * in groups; the weights p of those chosen, renormalised if expert_norm,
+ * times expert_scale if set. */
+static void route_biased(const lb_hparams *hp, const lb_layer *l, lb_moe_buffers *b, int n) {
     const int E = hp->n_expert, k = hp->n_expert_used, G = hp->expert_groups;
     float score[LB_MAX_EXPERTS];
     for (int t = 0; t < n; t++) {
@@ -179,8 +179,8 @@ static void route(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const flo
         route_softmax_k(b, E, k, n);
         return;
     }
-    if (hp->arch == LB_ARCH_DEEPSEEK2) {
-        route_deepseek(hp, l, b, n);
+    if (hp->arch == LB_ARCH_DEEPSEEK2 || hp->arch == LB_ARCH_ERNIE45) {
+        route_biased(hp, l, b, n);
         return;
     }
     for (int t = 0; t < n; t++) {
