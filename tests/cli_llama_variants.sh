@@ -12,7 +12,11 @@
 #             head rotated, q/k/v biases;
 #   exaone    (EXAONE 3.0 / 3.5): llama's tensors with NeoX RoPE pairs;
 #   olmo2     (OLMo 2): no norms before attention and FFN, norms after them,
-#             RMS norms of the whole q and k, NeoX pairs.
+#             RMS norms of the whole q and k, NeoX pairs;
+#   command-r, cohere2 (Command R, R7B): one LayerNorm a layer feeding
+#             attention and FFN side by side, tied head, logits times
+#             logit_scale; cohere2's windows (48) on 3 layers of 4, the 4th
+#             without RoPE.
 # The models are tests/make_arch.py's rewrites of ../shared's stories260K
 # (mistral3 with MAKE_ARCH_YARN=4,64[,0.5] and a temperature scale of 0.5, so
 # every switch acts within a context of 128); the expected numbers are
@@ -28,7 +32,9 @@
 # GraniteDecoderLayer and llama.cpp do: 9.9645 and 58.7134 there):
 #   llama-perplexity (as above)  granite 6.6854, granitemoe 32.4060, exaone
 #                                104.7549, olmo2 7778.4481 (ik_llama.cpp has
-#                                neither)
+#                                neither); with -ctk f32 -ctv f32: command-r
+#                                121.8901, cohere2 115.7594, cohere2 with a
+#                                window of 47 115.6779 (lowbit: the same digits)
 #   llama-cli ... -no-cnv        -> the texts below
 # (lowbit then: 4.9132, 5.4443, 5.2279, 6.6851, 32.4158 and the same texts. One switch wrong:
 # smollm3 with RoPE on every layer is the llama file, 3.6781; mistral3 without
@@ -42,7 +48,8 @@ python3 "$MAKE" smollm3 "$SRC" "$WORK/smol.gguf" &&
   MAKE_ARCH_YARN=4,64 python3 "$MAKE" mistral3 "$SRC" "$WORK/m3b.gguf" &&
   python3 "$MAKE" granite "$SRC" "$WORK/gr.gguf" && python3 "$MAKE" granitemoe "$SRC" "$WORK/grm.gguf" &&
   python3 "$MAKE" glm4 "$SRC" "$WORK/glm.gguf" && python3 "$MAKE" exaone "$SRC" "$WORK/ex.gguf" &&
-  python3 "$MAKE" olmo2 "$SRC" "$WORK/ol.gguf" &&
+  python3 "$MAKE" olmo2 "$SRC" "$WORK/ol.gguf" && python3 "$MAKE" command-r "$SRC" "$WORK/cr.gguf" &&
+  python3 "$MAKE" cohere2 "$SRC" "$WORK/co2.gguf" && MAKE_ARCH_WINDOW=47 python3 "$MAKE" cohere2 "$SRC" "$WORK/co47.gguf" &&
   ok "make_arch.py wrote the files" || { bad "make_arch.py"; finish; exit; }
 
 arch_info "$WORK/smol.gguf" smollm3 "smollm3.block_count" "smollm3"
@@ -63,6 +70,11 @@ greedy_is "$WORK/ex.gguf" "Once upon a time, there was a little goth mist feardd
 Their lourownand thenandrianthant the an as wind" "llama.cpp b4748"
 near "stories260K as olmo2 (against llama.cpp b4748)" "$(ppl_at "$WORK/ol.gguf" 128)" 7778.4481 0.002
 greedy_is "$WORK/ol.gguf" "Once upon a time O O O O O   ed do do do doed play do sa sa sa sa sa sa we play play play play play play playgggggggggg play play play play play play play play play play play play playar playar play play playar" "llama.cpp b4748"
+near "stories260K as command-r (against llama.cpp b4748)" "$(ppl_at "$WORK/cr.gguf" 128)" 121.8901 0.0002
+near "stories260K as cohere2 (against llama.cpp b4748)" "$(ppl_at "$WORK/co2.gguf" 128)" 115.7594 0.0002
+near "stories260K as cohere2, window 47 (against llama.cpp b4748)" "$(ppl_at "$WORK/co47.gguf" 128)" 115.6779 0.0002
+greedy_is "$WORK/cr.gguf" "Once upon a time, jop durererererererererererererererereinenn jos therereenldiziziziziziziziziziziziziz" "llama.cpp b4748"
+greedy_is "$WORK/co2.gguf" "Once upon a time, jop wanted man her mommy was very seaminenning seaminenning kn Tim's aning the broudbittle the broudberercl Tim's another" "llama.cpp b4748"
 # a granite file without one of its multipliers is refused by name
 python3 "$MAKE" granite "$SRC" "$WORK/gr-bad.gguf" && python3 -c '
 import sys

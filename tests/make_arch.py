@@ -52,6 +52,11 @@
 #          expert's gate / up / down biases (fixed values), names the FFN
 #          norm post_attention_norm, and a window of 48 (MAKE_ARCH_WINDOW)
 #          on layers 0, 2, ...
+#   command-r, cohere2 keys -> "command-r." / "cohere2.", the FFN norms and
+#          output.weight dropped (one LayerNorm a layer feeds attention and FFN
+#          side by side; the head is the embedding), logit_scale 0.625,
+#          layer_norm_epsilon 1e-5; cohere2 a window of 48 (MAKE_ARCH_WINDOW)
+#          on layers 0-2 of every 4, the 4th without RoPE;
 #   ernie4_5 keys -> "ernie4_5." (llama's layer); ernie4_5-moe the same with
 #          layer 0 dense, then 4 experts (2 used) as qwen3moe's, a selection
 #          bias exp_probs_b (fixed values) and one shared expert (the layer's
@@ -82,8 +87,9 @@ target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
 MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe', 'deepseek2', 'ernie4_5-moe')
 assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'exaone', 'olmo2', 'qwen3', 'phi3',
-                  'gemma2', 'ernie4_5') + MOE, \
-    'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, olmo2, qwen3, phi3, gemma2, ernie4_5, qwen3moe, qwen2moe, ' \
+                  'gemma2', 'ernie4_5', 'command-r', 'cohere2') + MOE, \
+    'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, olmo2, qwen3, phi3, gemma2, ernie4_5, command-r, cohere2, ' \
+    'qwen3moe, qwen2moe, '\
     'mixtral, gpt-oss, granitemoe, deepseek2 or ernie4_5-moe'
 data = open(src, 'rb').read()
 pos = 0
@@ -234,6 +240,11 @@ if target == 'deepseek2':
         setk('attention.head_count_kv', 4, u32(n_head))
         setk('attention.key_length', 4, u32(head_dim + rope_dim))
         setk('attention.value_length', 4, u32(head_dim))
+if target in ('command-r', 'cohere2'):
+    kvs.append([prefix + '.logit_scale', 6, struct.pack('<f', 0.625)])
+    kvs.append([prefix + '.attention.layer_norm_epsilon', 6, struct.pack('<f', 1e-5)])
+    if target == 'cohere2':
+        kvs.append([prefix + '.attention.sliding_window', 4, struct.pack('<I', int(os.environ.get('MAKE_ARCH_WINDOW', '48')))])
 if target == 'ernie4_5-moe':
     for key, val in (('leading_dense_block_count', 1), ('interleave_moe_layer_step', 1),
                      ('expert_shared_feed_forward_length', FF_EXP)):
@@ -475,6 +486,8 @@ if target == 'deepseek2':
             tensor(b + 'exp_probs_b.bias', (N_EXPERT,), [0.2 * math.cos(1.1 * e + il) for e in range(N_EXPERT)])
     if not DS3:  # llama.cpp knows DeepSeek-V2-Lite (q in one matrix) by its 27 layers: the layers repeated
         tensors = repeat_layers(tensors, 27, lambda il: 0 if il == 0 else 1 + (il - 1) % (n_layer - 1))
+if target in ('command-r', 'cohere2'):
+    tensors = [t for t in tensors if t[0] != 'output.weight' and not t[0].endswith('.ffn_norm.weight')]
 half = rope_dim // 2
 if target == 'phi3':
     for which, base in (('long', 1.0), ('short', 0.5)):

@@ -43,7 +43,7 @@ void lb_context_free(lb_context *c) {
     if (!c) return;
     if (c->dev && c->dev_state) c->dev->detach(c);
     void *bufs[] = {c->k_cache, c->v_cache, c->x, c->xn, c->q, c->k, c->v, c->att_out, c->ff_gate,
-                    c->ff_up, c->logits_tmp, c->mla_a, c->mla_g, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
+                    c->ff_up, c->logits_tmp, c->mla_a, c->mla_g, c->par, c->att_scratch, c->act_scratch, c->inv_freq, c->inv_freq_local,
                     c->rope_cs, c->rope_sn, c->rope_cs_local, c->rope_sn_local};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) lb_free_aligned(bufs[i]);
     free(c->tok_pos);
@@ -147,12 +147,13 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->ff_gate = alloc_f(B * ffm);
     c->ff_up = alloc_f(B * ffm);
     c->logits_tmp = alloc_f((size_t)hp->n_vocab);
-    int mla_oom = 0;
+    int extra_oom = 0; /* model/mla.c's buffers, the parallel block's */
+    if (hp->parallel_block && !(c->par = alloc_f(B * d))) extra_oom = 1; /* command-r, cohere2 */
     if (hp->arch == LB_ARCH_DEEPSEEK2) { /* model/mla.c's buffers */
         const size_t nh = (size_t)hp->n_head;
         c->mla_a = alloc_f(B * LB_MAX(nh * (size_t)(hp->mla_nope + hp->rope_dim), nh * (size_t)hp->mla_v));
         c->mla_g = alloc_f(B * (size_t)LB_MAX(LB_MAX(hp->mla_q_rank, hp->mla_nope), hp->mla_kv_rank));
-        mla_oom = !c->mla_a || !c->mla_g;
+        extra_oom |= !c->mla_a || !c->mla_g;
     }
     c->att_scratch = alloc_f((size_t)c->n_threads * lb_attn_scratch_floats(hp->head_dim, hp->n_head / hp->n_head_kv));
     c->rope_cs = alloc_f(B * hp->rope_dim + 1);
@@ -183,7 +184,7 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     if ((!c->dev && (!c->k_cache || !c->v_cache)) || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
         !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
         !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local ||
-        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf || moe_oom || mla_oom) {
+        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf || moe_oom || extra_oom) {
         const double mib = (double)c->n_seq * hp->n_layer * (c->k_layer + c->v_layer) * 4 / 1048576.0;
         lb_context_free(c);
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
@@ -213,6 +214,26 @@ int lb_context_n_ctx(const lb_context *c) { return c->n_ctx; }
 int lb_context_threads(const lb_context *c) { return c->n_threads; }
 void lb_context_reset(lb_context *c) { (void)c; /* positions drive the cache: nothing to clear */ }
 
+/* A layer's or the output's norm of one row: RMSNorm, or (command-r,
+ * cohere2) LayerNorm as ggml_norm computes it: the mean and the variance
+ * summed in double, no bias. */
+static void norm_row(const lb_hparams *hp, const lb_vecops *vo, float *y, const float *x, const float *w, int d) {
+    if (!hp->layer_norm) {
+        vo->rmsnorm(y, x, w, d, hp->norm_eps);
+        return;
+    }
+    double sum = 0.0, sum2 = 0.0;
+    for (int i = 0; i < d; i++) sum += x[i];
+    const float mean = (float)(sum / d);
+    for (int i = 0; i < d; i++) {
+        const float v = x[i] - mean;
+        y[i] = v;
+        sum2 += (double)(v * v);
+    }
+    const float scale = 1.0f / sqrtf((float)(sum2 / d) + hp->norm_eps);
+    for (int i = 0; i < d; i++) y[i] = y[i] * scale * w[i];
+}
+
 /* Per row: y = norm(x) * w, after (when a is given) a = post_norm(a) * post
  * (Gemma 3) and x += a. w NULL: the add only. */
 static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, float *a, const float *post, float *y,
@@ -226,7 +247,7 @@ static void residual_rows(const lb_context *c, const lb_vecops *vo, float *x, fl
             if (post) vo->rmsnorm(ai, ai, post, d, eps);
             vo->add(xi, ai, d);
         }
-        if (w) vo->rmsnorm(y + (size_t)i * d, xi, w, d, eps);
+        if (w) norm_row(&c->model->hp, vo, y + (size_t)i * d, xi, w, d);
         else if (no_norm && y) memcpy(y + (size_t)i * d, xi, (size_t)d * sizeof *xi); /* olmo2: the stream itself */
     });
 }
@@ -389,6 +410,15 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     const lb_hparams *hp = &m->hp;
     const int d = hp->n_embd;
     const lb_layer *l = &m->layers[il];
+    /* command-r, cohere2: the FFN first, on the norm the attention reads
+     * too (kept in c->par meanwhile), its output added to the stream; then
+     * the attention's (x + ffn + attn, llama.cpp's order) */
+    if (hp->parallel_block) {
+        memcpy(c->par, c->xn, (size_t)n * d * sizeof *c->par);
+        ffn_rows(c, vo, l, n);
+        residual_rows(c, vo, c->x, c->xn, NULL, NULL, NULL, n, d);
+        memcpy(c->xn, c->par, (size_t)n * d * sizeof *c->par);
+    }
     /* attention; xn = attn_norm(x) */
     if (hp->arch == LB_ARCH_DEEPSEEK2) {
         lb_mla_attention(c, il, n, segs, n_segs); /* model/mla.c */
@@ -404,6 +434,10 @@ static void layer_rows(lb_context *c, const lb_vecops *vo, int il, int n, const 
     if (l->bo)
         for (int t = 0; t < n; t++) vo->add(c->xn + (size_t)t * d, l->bo, d);
     scale_branch(hp, c->xn, n, d);
+    if (hp->parallel_block) {
+        residual_rows(c, vo, c->x, c->xn, NULL, c->xn, il + 1 < hp->n_layer ? m->layers[il + 1].attn_norm : NULL, n, d);
+        return;
+    }
     residual_rows(c, vo, c->x, c->xn, l->attn_post_norm, c->xn, l->ffn_norm, n, d);
 
     /* feed-forward: dense, or experts (into att_out, free by now) plus
@@ -460,10 +494,12 @@ static lb_status forward_batch(lb_context *c, const int32_t *tokens, int n, cons
     if (!logits || rows <= 0) return LB_OK;
     if (row_idx)
         for (int j = 0; j < rows; j++)
-            vo->rmsnorm(c->xn + (size_t)j * d, c->x + (size_t)row_idx[j] * d, m->output_norm, d, hp->norm_eps);
+            norm_row(hp, vo, c->xn + (size_t)j * d, c->x + (size_t)row_idx[j] * d, m->output_norm, d);
     else
         residual_rows(c, vo, c->x + (size_t)first * d, NULL, NULL, c->xn, m->output_norm, rows, d);
     matmul(c, &m->output, c->xn, rows, logits);
+    if (hp->logit_mul > 0.0f && hp->logit_mul != 1.0f) /* command-r, cohere2 */
+        for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] *= hp->logit_mul;
     if (hp->logit_scale > 0.0f) { /* granite: times 1 / logit_scale, as llama.cpp */
         const float s = 1.0f / hp->logit_scale;
         for (size_t i = 0; i < (size_t)rows * hp->n_vocab; i++) logits[i] *= s;

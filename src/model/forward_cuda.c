@@ -272,6 +272,9 @@ static lb_status attach(lb_context *c) {
     if (hp->arch == LB_ARCH_DEEPSEEK2)
         return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run deepseek2's latent attention yet: run this "
                                            "one on the CPU");
+    if (hp->arch == LB_ARCH_COHERE)
+        return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run %s's LayerNorm and parallel block yet: run "
+                                           "this one on the CPU", hp->arch_name);
     if (hp->n_expert)
         return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend does not run mixture-of-experts models (%s) yet: run "
                                            "this one on the CPU", hp->arch_name);

@@ -11,7 +11,8 @@
 typedef enum {
     LB_ARCH_LLAMA, LB_ARCH_QWEN2, LB_ARCH_QWEN3, LB_ARCH_GEMMA2, LB_ARCH_GEMMA3, LB_ARCH_PHI3,
     LB_ARCH_QWEN2MOE, LB_ARCH_QWEN3MOE, LB_ARCH_GPT_OSS, LB_ARCH_SMOLLM3, LB_ARCH_MISTRAL3, LB_ARCH_GRANITE,
-    LB_ARCH_GLM4, LB_ARCH_OLMO2, LB_ARCH_DEEPSEEK2, LB_ARCH_ERNIE45
+    LB_ARCH_GLM4, LB_ARCH_OLMO2, LB_ARCH_DEEPSEEK2, LB_ARCH_ERNIE45,
+    LB_ARCH_COHERE
 } lb_arch;
 
 typedef struct {
@@ -48,6 +49,11 @@ typedef struct {
      * stream, the logits divided by logit_scale */
     float embedding_scale, residual_scale, logit_scale;
     int no_pre_norm; /* olmo2: attention and FFN read the stream itself (norms after them only) */
+    /* command-r, cohere2: LayerNorm (mean and variance) for the layers' and the
+     * output's norms; attention and FFN side by side on one norm of the stream
+     * (x += attn(n) + ffn(n)); the logits times logit_mul (0: none) */
+    int layer_norm, parallel_block;
+    float logit_mul;
     /* deepseek2 (multi-head latent attention, model/mla.c): q's low rank (0:
      * one matrix), the compressed KV's rank, each head's q/k part without
      * RoPE and its value size; the cache then holds one "head" of
@@ -160,6 +166,7 @@ struct lb_context {
     /* activations for up to n_batch tokens */
     float *x, *xn, *q, *k, *v, *att_out, *ff_gate, *ff_up, *logits_tmp;
     float *mla_a, *mla_g;        /* deepseek2 (model/mla.c): q before absorption, then the heads' values; a head's rows gathered */
+    float *par;                  /* command-r, cohere2: the layer's normed input, which the FFN and the attention both read */
     lb_moe_buffers *moe;         /* MoE models: routing and the experts' buffers (model/moe.c) */
     float *att_scratch;          /* per thread: lb_attn_scratch_floats */
     void *act_scratch;           /* quantized activations for lb_matmul */

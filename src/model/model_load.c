@@ -481,10 +481,11 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "olmo2")) hp->arch = LB_ARCH_OLMO2;
     else if (!strcmp(arch, "deepseek2")) hp->arch = LB_ARCH_DEEPSEEK2;
     else if (!strcmp(arch, "ernie4_5") || !strcmp(arch, "ernie4_5-moe")) hp->arch = LB_ARCH_ERNIE45;
+    else if (!strcmp(arch, "command-r") || !strcmp(arch, "cohere2")) hp->arch = LB_ARCH_COHERE;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
                        "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, granite, granitemoe, "
-                       "glm4, exaone, olmo2, deepseek2, ernie4_5, ernie4_5-moe, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
+                       "glm4, exaone, olmo2, deepseek2, ernie4_5, ernie4_5-moe, command-r, cohere2, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
@@ -506,7 +507,7 @@ static lb_status load_hparams(loader *L) {
     /* ggml: llama and its descendants use normal rope, the others neox */
     hp->rope_neox = hp->arch != LB_ARCH_LLAMA && hp->arch != LB_ARCH_SMOLLM3 && hp->arch != LB_ARCH_MISTRAL3 &&
                     hp->arch != LB_ARCH_GRANITE && hp->arch != LB_ARCH_GLM4 && hp->arch != LB_ARCH_DEEPSEEK2 &&
-                    hp->arch != LB_ARCH_ERNIE45;
+                    hp->arch != LB_ARCH_ERNIE45 && hp->arch != LB_ARCH_COHERE;
     hp->rope_freq_base = opt_f32(L, "rope.freq_base", 10000.0f);
     hp->rope_freq_scale = 1.0f;
     const char *scaling = gguf_get_str(L->g, arch_key(L, "rope.scaling.type"));
@@ -591,6 +592,21 @@ static lb_status load_hparams(loader *L) {
             return lb_fail(LB_ERR_FORMAT, "gemma2 soft-capping values must not be negative");
     }
     hp->no_pre_norm = hp->arch == LB_ARCH_OLMO2;
+    if (hp->arch == LB_ARCH_COHERE) {
+        /* As llama.cpp (LLM_ARCH_COMMAND_R, _COHERE2): LayerNorm, the parallel
+         * block, the logits times logit_scale; cohere2's layers 0-2 of every 4
+         * see a window with RoPE, the 4th everything without positions */
+        hp->layer_norm = hp->parallel_block = 1;
+        hp->norm_eps = opt_f32(L, "attention.layer_norm_epsilon", 1e-5f);
+        hp->logit_mul = opt_f32(L, "logit_scale", 1.0f);
+        if (!(hp->norm_eps > 0.0f && hp->norm_eps < 1.0f) || !isfinite(hp->logit_mul) || hp->logit_mul <= 0.0f)
+            return lb_fail(LB_ERR_FORMAT, "%s's layer_norm_epsilon %g or logit_scale %g is out of range",
+                           hp->arch_name, hp->norm_eps, hp->logit_mul);
+        if (!strcmp(arch, "cohere2")) {
+            hp->swa_pattern = 4;
+            if ((s = need_u32(L, "attention.sliding_window", &hp->sliding_window))) return s;
+        }
+    }
     if (hp->arch == LB_ARCH_GRANITE) {
         /* As llama.cpp (LLM_ARCH_GRANITE, _MOE): llama's layer with four
          * multipliers, all required; the attention one replaces 1/sqrt(head_dim) */
@@ -735,9 +751,10 @@ static lb_status load_weights(loader *L) {
         if ((s = get_vec(L, BLK("attn_v.bias"), kvd, 1, &l->bv))) return s;
         /* gpt-oss names the FFN's norm post_attention_norm */
         const int oss = hp->arch == LB_ARCH_GPT_OSS;
-        if (!olmo2 && (s = get_vec(L, BLK(oss ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 0, &l->ffn_norm)))
+        if (!olmo2 && !hp->parallel_block &&
+            (s = get_vec(L, BLK(oss ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 0, &l->ffn_norm)))
             return s;
-        if (ernie && (s = get_vec(L, BLK("attn_output.bias"), d, 1, &l->bo))) return s;
+        if ((ernie || hp->arch == LB_ARCH_COHERE) && (s = get_vec(L, BLK("attn_output.bias"), d, 1, &l->bo))) return s;
         if (oss && ((s = get_vec(L, BLK("attn_output.bias"), d, 0, &l->bo)) ||
                     (s = get_vec(L, BLK("attn_sinks.weight"), hp->n_head, 0, &l->attn_sinks))))
             return s;
@@ -811,6 +828,12 @@ static lb_status load_weights(loader *L) {
             l->is_local = il % 2 == 0;
         } else if (hp->arch == LB_ARCH_SMOLLM3) {
             l->no_rope = (il + 1) % 4 == 0; /* llama.cpp's n_no_rope_layer_step, fixed at 4 */
+        } else if (hp->arch == LB_ARCH_COHERE) {
+            if (gguf_find_tensor(L->g, BLK("attn_q_norm.weight")))
+                return lb_fail(LB_ERR_UNSUPPORTED, "%s with q/k LayerNorms (Command R+) is not supported",
+                               hp->arch_name);
+            l->is_local = hp->swa_pattern && il % hp->swa_pattern < hp->swa_pattern - 1;
+            l->no_rope = hp->swa_pattern && !l->is_local;
         }
 #undef BLK
     }
