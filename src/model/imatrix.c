@@ -176,19 +176,30 @@ lb_status lb_imatrix_collector_new(lb_context *ctx, lb_imatrix_collector **out) 
     *out = NULL;
     const lb_model *m = ctx->model;
     lb_imatrix_collector *col = calloc(1, sizeof *col);
-    if (!col || !(col->e = calloc((size_t)m->hp.n_layer * 10 + 1, sizeof *col->e))) {
+    if (!col || !(col->e = calloc((size_t)m->hp.n_layer * 16 + 1, sizeof *col->e))) {
         free(col);
         return lb_fail(LB_ERR_NOMEM, "out of memory");
     }
     col->ctx = ctx;
     lb_status s = LB_OK;
     static const char *const names[7] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    static const char *const shexp[3] = {"ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"};
+    static const char *const mla[3] = {"attn_q_a", "attn_q_b", "attn_kv_a_mqa"};
     for (int il = 0; il < m->hp.n_layer && s == LB_OK; il++) {
         const lb_layer *l = &m->layers[il];
         const lb_matrix *ws[7] = {&l->wq, &l->wk, &l->wv, &l->wo, &l->w_gate, &l->w_up, &l->w_down};
+        const int ds = m->hp.arch == LB_ARCH_DEEPSEEK2;
         for (int i = 0; i < 7 && s == LB_OK; i++) {
             char name[96];
-            snprintf(name, sizeof name, "blk.%d.%s.weight", il, names[i]);
+            /* a layer with experts holds its shared ones (qwen2moe, deepseek2, ernie4_5-moe) in the FFN slots */
+            snprintf(name, sizeof name, "blk.%d.%s.weight", il, i >= 4 && l->router.data ? shexp[i - 4] : names[i]);
+            if (ds && i < 3) { /* deepseek2: q alone (or its low-rank pair), the compressed KV, each head's k_b */
+                if (i == 0) s = add_entry(col, ws[0], 1, name);
+                const lb_matrix *ms[3] = {&l->wq_a, &l->wq_b, &l->wkv_a};
+                snprintf(name, sizeof name, "blk.%d.%s.weight", il, mla[i]);
+                if (s == LB_OK) s = add_entry(col, ms[i], 1, name);
+                continue;
+            }
             /* a tensor holding several matrices (phi3's attn_qkv, and its
              * ffn_up with the gate's rows first) gets the first one's sums,
              * under its own name: the others read the same input */
@@ -206,6 +217,13 @@ lb_status lb_imatrix_collector_new(lb_context *ctx, lb_imatrix_collector **out) 
             char name[96];
             snprintf(name, sizeof name, "blk.%d.%s.weight", il, xnames[i]);
             s = add_entry(col, xs[i], m->hp.n_expert, name);
+        }
+        if (l->wk_b && m->gguf && s == LB_OK) { /* llama.cpp's MLA files: per head, a row of sums each */
+            char name[96];
+            snprintf(name, sizeof name, "blk.%d.attn_k_b.weight", il);
+            if (gguf_find_tensor(m->gguf, name)) s = add_entry(col, l->wk_b, m->hp.n_head, name);
+            snprintf(name, sizeof name, "blk.%d.attn_v_b.weight", il);
+            if (s == LB_OK && gguf_find_tensor(m->gguf, name)) s = add_entry(col, l->wv_b, m->hp.n_head, name);
         }
     }
     /* the output projection reuses the embedding's data when they are tied */
