@@ -11,7 +11,7 @@
 
 static const char *const names[LB_CHAT_COUNT + 1] = {
     "llama2", "llama3", "llama3.1", "mistral", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", NULL};
+    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", "glm4.7", NULL};
 
 const char *const *lb_chat_template_names(void) { return names; }
 const char *lb_chat_family_name(lb_chat_family f) { return f >= 0 && f < LB_CHAT_COUNT ? names[f] : "?"; }
@@ -113,6 +113,11 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         init(t, LB_CHAT_PHI3, bos, eos);
         return LB_OK;
     }
+    /* GLM-4.7 and 4.7-Flash (GLM-4.5 / 4.6 write newlines after each role) */
+    if (strstr(s, "[gMASK]<sop>") && strstr(s, "<|assistant|>") && strstr(s, "clear_thinking")) {
+        init(t, LB_CHAT_GLM47, bos, eos);
+        return LB_OK;
+    }
     /* DeepSeek-R1 and its distills: the turns' markers, and the prompt's
      * opening <think> (the later V3.1 templates, with a `thinking` switch,
      * render differently) */
@@ -152,9 +157,10 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         return LB_OK;
     }
     return lb_fail(LB_ERR_UNSUPPORTED,
-                   "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen, Gemma, Phi-3, gpt-oss or "
-                   "DeepSeek-R1); name one with --chat-template (llama2, llama3, llama3.1, mistral, mistral-v1, "
-                   "mistral-v3, mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss, deepseek-r1)");
+                   "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen, Gemma, Phi-3, gpt-oss, "
+                   "DeepSeek-R1 or GLM-4.7); name one with --chat-template (llama2, llama3, llama3.1, mistral, "
+                   "mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss, "
+                   "deepseek-r1, glm4.7)");
 }
 
 lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *t) {
@@ -212,10 +218,10 @@ static int py_space_at(const unsigned char *s, size_t avail, size_t *len) {
     return 0;
 }
 
-/* Appends s.strip() (Jinja's trim). */
-static void put_trim(sbuf *b, const char *s) {
+/* [s, s + n).strip()'s bounds: *a and *e (Jinja's trim). */
+static void trim_bounds(const char *s, size_t n, size_t *a_out, size_t *e_out) {
     const unsigned char *u = (const unsigned char *)s;
-    size_t n = strlen(s), a = 0, e = n, k;
+    size_t a = 0, e = n, k;
     while (a < e && py_space_at(u + a, e - a, &k)) a += k;
     /* from the end: step back over one code point at a time */
     while (e > a) {
@@ -224,8 +230,16 @@ static void put_trim(sbuf *b, const char *s) {
         if (!py_space_at(u + st, e - st, &k) || st + k != e) break;
         e = st;
     }
+    *a_out = a, *e_out = e;
+}
+
+/* Appends [s, s + n).strip(); put_trim: of a whole string. */
+static void put_trim_n(sbuf *b, const char *s, size_t n) {
+    size_t a, e;
+    trim_bounds(s, n, &a, &e);
     put_n(b, s + a, e - a);
 }
+static void put_trim(sbuf *b, const char *s) { put_trim_n(b, s, strlen(s)); }
 
 static int is(const lb_chat_msg *m, const char *role) { return m->role && !strcmp(m->role, role); }
 static const char *content(const lb_chat_msg *m) { return m->content ? m->content : ""; }
@@ -598,6 +612,46 @@ static lb_status deepseek_r1(const lb_chat_template *t, const lb_chat_msg *m, in
     return LB_OK;
 }
 
+/* GLM-4.7's template, without tools: '[gMASK]<sop>', then '<|system|>',
+ * '<|user|>' + each message as it is; '<|assistant|>' + (after the last user
+ * message and with reasoning: '<think>' + reasoning.strip() + '</think>';
+ * else '</think>') + the answer stripped, where a '</think>' in the turn
+ * splits reasoning (before the first, after its last '<think>', newlines
+ * off its ends) from the answer (after the last, leading newlines off); the
+ * prompt ends '<|assistant|><think>'. */
+static lb_status glm47(const lb_chat_msg *m, int n, sbuf *b) {
+    int last_user = -1;
+    for (int i = 0; i < n; i++)
+        if (is(&m[i], "user")) last_user = i;
+    put(b, "[gMASK]<sop>");
+    for (int i = 0; i < n; i++) {
+        const char *c = content(&m[i]), *end = c + strlen(c);
+        if (is(&m[i], "user") || is(&m[i], "system")) {
+            put(b, is(&m[i], "user") ? "<|user|>" : "<|system|>");
+            put(b, c);
+            continue;
+        }
+        if (!is(&m[i], "assistant")) return raise("Only user, system and assistant roles are supported!");
+        const char *ans = c, *r0 = c, *r1 = c, *close = strstr(c, "</think>");
+        if (close) {
+            ans = skip_nl(find_last(c, "</think>") + strlen("</think>"), end);
+            r1 = back_nl(c, close);
+            const char *open = NULL;
+            for (const char *q = strstr(c, "<think>"); q && q < r1; q = strstr(q + 1, "<think>")) open = q;
+            r0 = skip_nl(open ? open + strlen("<think>") : c, r1);
+        }
+        put(b, "<|assistant|>");
+        if (i > last_user && r1 > r0) {
+            put(b, "<think>");
+            put_trim_n(b, r0, (size_t)(r1 - r0));
+        }
+        put(b, "</think>");
+        put_trim(b, ans);
+    }
+    put(b, "<|assistant|><think>");
+    return LB_OK;
+}
+
 lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int n, const char *date, char **out,
                         size_t *out_len) {
     *out = NULL;
@@ -618,6 +672,7 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_PHI3: s = phi3(msgs, n, &b); break;
     case LB_CHAT_GPT_OSS: s = gpt_oss(t, msgs, n, date, &b); break;
     case LB_CHAT_DEEPSEEK_R1: s = deepseek_r1(t, msgs, n, &b); break;
+    case LB_CHAT_GLM47: s = glm47(msgs, n, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:
     case LB_CHAT_MISTRAL_V3:
