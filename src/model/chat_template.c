@@ -11,7 +11,7 @@
 
 static const char *const names[LB_CHAT_COUNT + 1] = {
     "llama2", "llama3", "llama3.1", "mistral", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", "glm4.7", NULL};
+    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", "glm4.7", "command-r", NULL};
 
 const char *const *lb_chat_template_names(void) { return names; }
 const char *lb_chat_family_name(lb_chat_family f) { return f >= 0 && f < LB_CHAT_COUNT ? names[f] : "?"; }
@@ -113,6 +113,15 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         init(t, LB_CHAT_PHI3, bos, eos);
         return LB_OK;
     }
+    /* Command R / R+ (R7B's template, with <|START_RESPONSE|> and a long
+     * preamble, is not this one) */
+    if (strstr(s, "<|START_OF_TURN_TOKEN|>") && strstr(s, "<|CHATBOT_TOKEN|>")) {
+        if (strstr(s, "<|START_RESPONSE|>"))
+            return lb_fail(LB_ERR_UNSUPPORTED, "Command R7B's chat template is not supported; name a family with "
+                                               "--chat-template");
+        init(t, LB_CHAT_COMMAND_R, bos, eos);
+        return LB_OK;
+    }
     /* GLM-4.7 and 4.7-Flash (GLM-4.5 / 4.6 write newlines after each role) */
     if (strstr(s, "[gMASK]<sop>") && strstr(s, "<|assistant|>") && strstr(s, "clear_thinking")) {
         init(t, LB_CHAT_GLM47, bos, eos);
@@ -158,9 +167,9 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
     }
     return lb_fail(LB_ERR_UNSUPPORTED,
                    "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen, Gemma, Phi-3, gpt-oss, "
-                   "DeepSeek-R1 or GLM-4.7); name one with --chat-template (llama2, llama3, llama3.1, mistral, "
-                   "mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss, "
-                   "deepseek-r1, glm4.7)");
+                   "DeepSeek-R1, GLM-4.7 or Command R); name one with --chat-template (llama2, llama3, llama3.1, "
+                   "mistral, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, "
+                   "gpt-oss, deepseek-r1, glm4.7, command-r)");
 }
 
 lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *t) {
@@ -652,6 +661,31 @@ static lb_status glm47(const lb_chat_msg *m, int n, sbuf *b) {
     return LB_OK;
 }
 
+/* Command R / R+'s template: BOS; a first system message (even an empty
+ * one) as a SYSTEM turn; then turns that must alternate user / assistant
+ * from a user, each content stripped (a later system message in an
+ * assistant's place is skipped, in a user's an error); the prompt opens a
+ * CHATBOT turn. */
+static lb_status command_r(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    put(b, t->bos);
+    const int sys = first_system(m, n);
+    if (sys) {
+        put(b, "<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>");
+        put(b, content(&m[0]));
+        put(b, "<|END_OF_TURN_TOKEN|>");
+    }
+    for (int i = sys; i < n; i++) {
+        const int user = is(&m[i], "user");
+        if (user != ((i - sys) % 2 == 0)) return raise(ALTERNATE);
+        if (!user && !is(&m[i], "assistant")) continue;
+        put(b, user ? "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>" : "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+        put_trim(b, content(&m[i]));
+        put(b, "<|END_OF_TURN_TOKEN|>");
+    }
+    put(b, "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>");
+    return LB_OK;
+}
+
 lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int n, const char *date, char **out,
                         size_t *out_len) {
     *out = NULL;
@@ -673,6 +707,7 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_GPT_OSS: s = gpt_oss(t, msgs, n, date, &b); break;
     case LB_CHAT_DEEPSEEK_R1: s = deepseek_r1(t, msgs, n, &b); break;
     case LB_CHAT_GLM47: s = glm47(msgs, n, &b); break;
+    case LB_CHAT_COMMAND_R: s = command_r(t, msgs, n, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:
     case LB_CHAT_MISTRAL_V3:

@@ -28,6 +28,7 @@ typedef enum {
     LB_CHAT_GPT_OSS,           /* gpt-oss's harmony: <|start|>role<|message|>...<|end|>, a fixed system preamble */
     LB_CHAT_DEEPSEEK_R1,       /* DeepSeek-R1 and its distills: <｜User｜>...<｜Assistant｜>...<｜end▁of▁sentence｜>, <think> */
     LB_CHAT_GLM47,             /* GLM-4.7 / 4.7-Flash: [gMASK]<sop><|user|>...<|assistant|></think>..., <think> */
+    LB_CHAT_COMMAND_R,         /* Command R / R+: <|START_OF_TURN_TOKEN|><|USER_TOKEN|>...<|END_OF_TURN_TOKEN|> */
     LB_CHAT_COUNT
 } lb_chat_family;
 
