@@ -446,23 +446,28 @@ static const char *find_last(const char *s, const char *pat) {
     return last;
 }
 
+/* An assistant turn c as Qwen 3's and GLM-4.7's templates split it: the
+ * answer from *ans, the reasoning [*r0, *r1) (empty without a '</think>'). */
+static void split_think(const char *c, const char **ans, const char **r0, const char **r1) {
+    const char *end = c + strlen(c), *close = strstr(c, "</think>");
+    *ans = *r0 = *r1 = c;
+    if (!close) return;
+    /* content.split('</think>')[-1].lstrip('\n') */
+    *ans = skip_nl(find_last(c, "</think>") + strlen("</think>"), end);
+    /* content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
+    *r1 = back_nl(c, close);
+    const char *open = NULL;
+    for (const char *q = strstr(c, "<think>"); q && q < *r1; q = strstr(q + 1, "<think>")) open = q;
+    *r0 = skip_nl(open ? open + strlen("<think>") : c, *r1);
+}
+
 /* Qwen 3's assistant turn i: a '</think>' in it splits reasoning from the
  * answer; after the last user query the turn is written with its reasoning
  * block (always when it is the last message), before it with the answer
  * only. */
 static void qwen3_assistant(const lb_chat_msg *m, int i, int n, int last_query, sbuf *b) {
-    const char *c = content(&m[i]), *end = c + strlen(c);
-    const char *ans = c, *r0 = c, *r1 = c; /* the answer from ans; the reasoning [r0, r1) */
-    const char *close = strstr(c, "</think>");
-    if (close) {
-        /* content.split('</think>')[-1].lstrip('\n') */
-        ans = skip_nl(find_last(c, "</think>") + strlen("</think>"), end);
-        /* content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') */
-        r1 = back_nl(c, close);
-        const char *open = NULL;
-        for (const char *q = strstr(c, "<think>"); q && q < r1; q = strstr(q + 1, "<think>")) open = q;
-        r0 = skip_nl(open ? open + strlen("<think>") : c, r1);
-    }
+    const char *c = content(&m[i]), *end = c + strlen(c), *ans, *r0, *r1;
+    split_think(c, &ans, &r0, &r1);
     put(b, "<|im_start|>assistant\n");
     if (i > last_query && (i == n - 1 || r1 > r0)) {
         /* '<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n');
@@ -634,21 +639,14 @@ static lb_status glm47(const lb_chat_msg *m, int n, sbuf *b) {
         if (is(&m[i], "user")) last_user = i;
     put(b, "[gMASK]<sop>");
     for (int i = 0; i < n; i++) {
-        const char *c = content(&m[i]), *end = c + strlen(c);
+        const char *c = content(&m[i]), *ans, *r0, *r1;
         if (is(&m[i], "user") || is(&m[i], "system")) {
             put(b, is(&m[i], "user") ? "<|user|>" : "<|system|>");
             put(b, c);
             continue;
         }
         if (!is(&m[i], "assistant")) return raise("Only user, system and assistant roles are supported!");
-        const char *ans = c, *r0 = c, *r1 = c, *close = strstr(c, "</think>");
-        if (close) {
-            ans = skip_nl(find_last(c, "</think>") + strlen("</think>"), end);
-            r1 = back_nl(c, close);
-            const char *open = NULL;
-            for (const char *q = strstr(c, "<think>"); q && q < r1; q = strstr(q + 1, "<think>")) open = q;
-            r0 = skip_nl(open ? open + strlen("<think>") : c, r1);
-        }
+        split_think(c, &ans, &r0, &r1);
         put(b, "<|assistant|>");
         if (i > last_user && r1 > r0) {
             put(b, "<think>");

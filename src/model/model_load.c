@@ -358,19 +358,11 @@ static lb_status get_vec2(loader *L, const char *name, int64_t n0, int64_t n1, l
     return LB_OK;
 }
 
-/* Mixture of experts, as llama.cpp reads it: expert_count and
- * expert_used_count (Mixtral's llama files have them too), each expert's
- * hidden size (expert_feed_forward_length, else the dense one), and for
- * qwen2moe the shared expert's (expert_shared_feed_forward_length), which
- * the dense FFN slots hold. llama.cpp renormalises the chosen experts'
- * weights for Mixtral and qwen3moe, not for qwen2moe. */
-/* deepseek2's experts, as llama.cpp reads them: the first
- * leading_dense_block_count layers dense, the shared experts' width, the
+/* deepseek2's experts, as llama.cpp reads them: the shared experts' width, the
  * weights' scale (required) and renormalisation, softmax or (V3, gating
  * function 2) sigmoid probabilities, and expert groups if the file has them. */
 static lb_status load_deepseek_moe(loader *L) {
     lb_hparams *hp = &L->m->hp;
-    hp->n_dense_lead = opt_u32(L, "leading_dense_block_count", 0);
     hp->n_ff_shexp = hp->n_ff_exp * opt_u32(L, "expert_shared_count", 0);
     const char *key = arch_key(L, "expert_weights_scale");
     if (!gguf_get_f32(L->g, key, &hp->expert_scale) || !(hp->expert_scale > 0.0f && hp->expert_scale < 1e3f))
@@ -390,10 +382,15 @@ static lb_status load_deepseek_moe(loader *L) {
                                   hp->expert_groups_used > hp->expert_groups))
         return lb_fail(LB_ERR_FORMAT, "%d experts in %d groups, %d used: not groups of 2 or more", hp->n_expert,
                        hp->expert_groups, hp->expert_groups_used);
-    if (hp->n_dense_lead > hp->n_layer)
-        return lb_fail(LB_ERR_FORMAT, "%d leading dense layers of %d", hp->n_dense_lead, hp->n_layer);
     return LB_OK;
 }
+
+/* Mixture of experts, as llama.cpp reads it: expert_count and
+ * expert_used_count (Mixtral's llama files have them too), each expert's
+ * hidden size (expert_feed_forward_length, else the dense one), and for
+ * qwen2moe the shared expert's (expert_shared_feed_forward_length), which
+ * the dense FFN slots hold. llama.cpp renormalises the chosen experts'
+ * weights for Mixtral and qwen3moe, not for qwen2moe. */
 
 /* deepseek2's attention (model/mla.c), from either conversion: llama.cpp's
  * MLA files (key_length_mla / value_length_mla for a head, key_length =
@@ -449,13 +446,15 @@ static lb_status load_moe_hparams(loader *L) {
     hp->expert_softmax_k = hp->arch == LB_ARCH_GPT_OSS;
     hp->expert_norm = hp->arch != LB_ARCH_QWEN2MOE && !hp->expert_softmax_k;
     hp->moe_step = 1;
-    if (ernie) { /* as llama.cpp's build_ernie4_5_moe: softmax, the selection bias, weights renormalised */
+    if (ds || ernie) { /* their first leading_dense_block_count layers are dense */
         hp->n_dense_lead = opt_u32(L, "leading_dense_block_count", 0);
+        if (hp->n_dense_lead > hp->n_layer)
+            return lb_fail(LB_ERR_FORMAT, "%d leading dense layers of %d", hp->n_dense_lead, hp->n_layer);
+    }
+    if (ernie) { /* as llama.cpp's build_ernie4_5_moe: softmax, the selection bias, weights renormalised */
         hp->moe_step = opt_u32(L, "interleave_moe_layer_step", 1);
         hp->n_ff_shexp = opt_u32(L, "expert_shared_feed_forward_length", 0);
         hp->expert_norm = 1;
-        if (hp->n_dense_lead > hp->n_layer)
-            return lb_fail(LB_ERR_FORMAT, "%d leading dense layers of %d", hp->n_dense_lead, hp->n_layer);
     }
     return ds ? load_deepseek_moe(L) : LB_OK;
 }
