@@ -198,6 +198,8 @@ typedef struct {
     int n_threads;     /* 0: the model's default */
     int n_seq;         /* sequences with a KV cache of n_ctx positions each (lb_eval_multi); 0: 1 */
     int device;        /* LB_DEVICE_CPU (0), or LB_DEVICE_CUDA: the whole forward pass on the GPU */
+    int type_k, type_v; /* KV cache elements: LB_TYPE_F32 (0, the default) or LB_TYPE_F16 (half the memory;
+                         * llama.cpp's default); the CUDA backend keeps F32 */
 } lb_context_params;
 
 /* Where a context runs its forward pass. LB_DEVICE_CUDA needs a build with
@@ -232,6 +234,11 @@ lb_status lb_context_new(lb_model *model, const lb_context_params *params, lb_co
 void lb_context_free(lb_context *ctx);
 int lb_context_n_ctx(const lb_context *ctx);
 int lb_context_threads(const lb_context *ctx);
+/* Bytes of the KV cache (every sequence and layer, in the CPU's layout;
+ * the CUDA backend's is close), and a line describing it: "KV cache: 4096
+ * positions x 1 sequence, K f16, V f16, 88.0 MiB" */
+uint64_t lb_context_kv_bytes(const lb_context *ctx);
+const char *lb_context_kv_desc(const lb_context *ctx);
 void lb_context_reset(lb_context *ctx); /* forget the KV cache */
 
 /* Evaluate n tokens at positions pos..pos+n-1 (the KV cache must hold 0..pos-1).

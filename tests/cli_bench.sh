@@ -52,6 +52,20 @@ need_shared models/stories260K-f32.gguf
 "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 32 -n 8 -r 3 -t 2 > "$WORK/file.log" 2>&1 \
   && rows_ok "$WORK/file.log" 2 && ok "model file: pp32 and tg8 rows" || bad "model file: $(tail -n 2 "$WORK/file.log")"
 
+# -d: the tests start after DEPTH positions of the cache (filled untimed), named
+# as llama-bench names them ("tg8 @ d100"), with an fp16 cache as well; tg's
+# roofline then counts the cache a token reads beside the weights
+for c in f32 f16; do
+  "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 8 -d 0,100 -r 2 -t 2 -ctk $c -ctv $c \
+    > "$WORK/depth-$c.log" 2>&1
+  [ "$(grep -cE '^\| .* \| 2 \| (pp16|tg8)( @ d100)? \| [0-9.]+ ± [0-9.]+ \|$' "$WORK/depth-$c.log")" -eq 4 ] &&
+    grep -q '| pp16 @ d100 |' "$WORK/depth-$c.log" && grep -q '| tg8 @ d100 |' "$WORK/depth-$c.log" &&
+    grep -qE 'tg8 @ d100 reads [0-9.]+ MiB of weights and [0-9.]+ MiB of KV cache per token' "$WORK/depth-$c.log" &&
+    ok "-d 0,100, $c cache: pp16, tg8 at depths 0 and 100" || bad "-d 0,100 ($c): $(grep -E '^\||error' "$WORK/depth-$c.log")"
+done
+expect_fail "bad -d list" "bad -d list" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -d 5,y
+expect_fail "-ctk q8_0" "f32 or f16" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk q8_0
+
 # The model column names the file type as llama.cpp does: from general.file_type
 # (this llama.cpp-written file says 15), else guessed from the tensors (the
 # stories file has no key and only F32 tensors). Size and params as llama-bench

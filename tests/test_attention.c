@@ -8,9 +8,14 @@
  * not see fails. Tolerance: |out - ref| <= 1e-4 * max|ref of the head| + 1e-6
  * (f32 sums of up to a few hundred terms, exp within ~2 ulp). Besides, every
  * level and thread count must give the scalar level's bits exactly (the
- * kernels share one order of operations, kernels/vmath.h). */
+ * kernels share one order of operations, kernels/vmath.h).
+ * Each shape runs with an f32 cache, an fp16 one, and fp16 keys with f32
+ * values: for fp16 the reference takes the keys and values rounded to fp16
+ * (the cache's rounding is exact, lb_f32_to_fp16), so the tolerance is the
+ * same. */
 #include "kernels/attention.h"
 #include "core/common.h"
+#include "core/fp16.h"
 #include "test_util.h"
 
 typedef struct {
@@ -53,10 +58,15 @@ static void reference(const shape *sh, const float *q, const float *k, const flo
     free(sc);
 }
 
-/* the scalar level's output of each shape, for the bitwise comparison */
-static float *scalar_out[32];
+/* cache element types: K, V fp16 or not */
+static const int kv_types[][2] = {{0, 0}, {1, 1}, {1, 0}};
+enum { N_KV_TYPES = 3 };
 
-static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
+/* the scalar level's output of each shape and cache type, for the bitwise comparison */
+static float *scalar_out[32][N_KV_TYPES];
+
+static void check_shape(const shape *sh, int si, int ti, lb_isa level, uint64_t *rng) {
+    const int kf16 = kv_types[ti][0], vf16 = kv_types[ti][1];
     const int hd = sh->head_dim, nh = sh->n_head, nkv = sh->n_head_kv, L = sh->pos0 + sh->n;
     const int n_ctx = lb_attn_ctx_pad(L + 5);
     const size_t qn = (size_t)sh->n * nh * hd, kvn = (size_t)L * nkv * hd;
@@ -64,16 +74,27 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
     float *out = malloc(qn * sizeof *out);
     double *ref = malloc(qn * sizeof *ref);
     const size_t kc_n = (size_t)nkv * n_ctx * hd, vc_n = (size_t)nkv * n_ctx * lb_attn_hd_pad(hd);
-    float *kc = lb_malloc_aligned(kc_n * sizeof(float)), *vc = lb_malloc_aligned(vc_n * sizeof(float));
+    void *kc = lb_malloc_aligned(kc_n * sizeof(float)), *vc = lb_malloc_aligned(vc_n * sizeof(float));
     for (size_t i = 0; i < qn; i++) q[i] = lb_test_randf(rng);
     for (size_t i = 0; i < kvn; i++) k[i] = lb_test_randf(rng);
     for (size_t i = 0; i < kvn; i++) v[i] = lb_test_randf(rng);
-    for (size_t i = 0; i < kc_n; i++) kc[i] = NAN;
-    for (size_t i = 0; i < vc_n; i++) vc[i] = NAN;
+    for (size_t i = 0; i < kc_n; i++) {
+        if (kf16) ((lb_fp16 *)kc)[i] = 0x7e00; /* NaN */
+        else ((float *)kc)[i] = NAN;
+    }
+    for (size_t i = 0; i < vc_n; i++) {
+        if (vf16) ((lb_fp16 *)vc)[i] = 0x7e00;
+        else ((float *)vc)[i] = NAN;
+    }
     /* the prefix, then the batch, as the forward pass writes them */
-    lb_attn_store_kv(kc, vc, n_ctx, nkv, hd, k, (size_t)nkv * hd, v, (size_t)nkv * hd, sh->pos0, 0);
-    lb_attn_store_kv(kc, vc, n_ctx, nkv, hd, k + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd,
+    lb_attn_store_kv(kc, vc, kf16, vf16, n_ctx, nkv, hd, k, (size_t)nkv * hd, v, (size_t)nkv * hd, sh->pos0, 0);
+    lb_attn_store_kv(kc, vc, kf16, vf16, n_ctx, nkv, hd, k + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd,
                      v + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd, sh->n, sh->pos0);
+    /* what the cache holds */
+    for (size_t i = 0; i < kvn; i++) {
+        if (kf16) k[i] = lb_fp16_to_f32(lb_f32_to_fp16(k[i]));
+        if (vf16) v[i] = lb_fp16_to_f32(lb_f32_to_fp16(v[i]));
+    }
     reference(sh, q, k, v, ref);
     float sinks[64];
     for (int h = 0; h < nh && h < 64; h++) sinks[h] = sink_of(sh, h);
@@ -85,6 +106,7 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
         a.out = out;
         a.k = kc;
         a.v = vc;
+        a.k_f16 = kf16, a.v_f16 = vf16;
         a.q_stride = a.o_stride = (size_t)nh * hd;
         a.n_ctx = n_ctx;
         a.n = sh->n;
@@ -111,17 +133,18 @@ static void check_shape(const shape *sh, int si, lb_isa level, uint64_t *rng) {
             }
         }
         CHECK_MSG(bad == 0,
-                  "%s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g cap %g sink %g threads=%d: %d values off, "
-                  "worst %.2f x tol",
-                  lb_isa_name(level), sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, sh->softcap, sh->sink,
+                  "%s, cache K %s V %s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g cap %g sink %g threads=%d: "
+                  "%d values off, worst %.2f x tol",
+                  lb_isa_name(level), kf16 ? "f16" : "f32", vf16 ? "f16" : "f32", sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, sh->softcap, sh->sink,
                   nth, bad, worst);
         if (level == LB_ISA_SCALAR && nth == 1) {
-            scalar_out[si] = malloc(qn * sizeof(float));
-            memcpy(scalar_out[si], out, qn * sizeof(float));
-        } else if (scalar_out[si]) {
-            CHECK_MSG(!memcmp(out, scalar_out[si], qn * sizeof(float)),
-                      "%s: n=%d pos0=%d heads=%d/%d hd=%d threads=%d: not bit-identical to the scalar level",
-                      lb_isa_name(level), sh->n, sh->pos0, nh, nkv, hd, nth);
+            scalar_out[si][ti] = malloc(qn * sizeof(float));
+            memcpy(scalar_out[si][ti], out, qn * sizeof(float));
+        } else if (scalar_out[si][ti]) {
+            CHECK_MSG(!memcmp(out, scalar_out[si][ti], qn * sizeof(float)),
+                      "%s, cache K %s V %s: n=%d pos0=%d heads=%d/%d hd=%d threads=%d: not bit-identical to the "
+                      "scalar level",
+                      lb_isa_name(level), kf16 ? "f16" : "f32", vf16 ? "f16" : "f32", sh->n, sh->pos0, nh, nkv, hd, nth);
         }
         lb_free_aligned(scratch);
     }
@@ -165,8 +188,10 @@ int main(void) {
             continue;
         }
         uint64_t rng = 0x9e3779b97f4a7c15ull;
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) check_shape(&shapes[i], (int)i, levels[li], &rng);
-        printf("level %s: %zu shapes checked\n", lb_isa_name(levels[li]), sizeof shapes / sizeof shapes[0]);
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            for (int ti = 0; ti < N_KV_TYPES; ti++) check_shape(&shapes[i], (int)i, ti, levels[li], &rng);
+        printf("level %s: %zu shapes x %d cache types checked\n", lb_isa_name(levels[li]),
+               sizeof shapes / sizeof shapes[0], N_KV_TYPES);
     }
     lb_cpu_force_level(detected);
 #if defined(__x86_64__)
@@ -178,6 +203,7 @@ int main(void) {
                           lb_attn_block_get_at((lb_isa)l) != lb_attn_block_get_at(LB_ISA_SCALAR),
                       "level %s", lb_isa_name((lb_isa)l));
 #endif
-    for (int i = 0; i < 32; i++) free(scalar_out[i]);
+    for (int i = 0; i < 32; i++)
+        for (int ti = 0; ti < N_KV_TYPES; ti++) free(scalar_out[i][ti]);
     return lb_test_result("test_attention");
 }

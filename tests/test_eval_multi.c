@@ -3,7 +3,8 @@
  * that each sequence gets alone through lb_eval: prompts split into chunks
  * and mixed with other sequences' decode steps, sequences at different
  * depths, a slot reused from position 0. F32 and Q8_0 (GEMM rows against
- * GEMV). Bad batches are refused. */
+ * GEMV), and F32 with an fp16 KV cache (both sides). Bad batches are
+ * refused. */
 #include "lowbit.h"
 #include "test_util.h"
 
@@ -25,9 +26,12 @@ static int argmax(const float *l, int n) {
 
 /* The reference: one sequence alone, prompt then greedy decode; logits of
  * the prompt's last token and of every decode step. */
+static int kv_type = LB_TYPE_F32; /* of every context made here */
+
 static void reference(lb_model *m, const int32_t *prompt, int np, float *out /* (STEPS + 1) * V */) {
     const int V = lb_model_n_vocab(m);
     lb_context_params cp = lb_context_default_params();
+    cp.type_k = cp.type_v = kv_type;
     cp.n_ctx = 128;
     cp.n_threads = 2;
     lb_context *c = NULL;
@@ -61,6 +65,7 @@ static void check_model(const char *path) {
     }
 
     lb_context_params cp = lb_context_default_params();
+    cp.type_k = cp.type_v = kv_type;
     cp.n_ctx = 128;
     cp.n_threads = 2;
     cp.n_seq = NSEQ;
@@ -182,6 +187,9 @@ int main(void) {
         return 77;
     }
     check_model(f32);
+    kv_type = LB_TYPE_F16; /* lb_seq_copy and the slots of an fp16 cache */
+    check_model(f32);
+    kv_type = LB_TYPE_F32;
     /* the same through quantized GEMV (one row) and GEMM (several) kernels */
     const char *q8 = lb_test_tmp("eval_multi-q8_0.gguf");
     lb_quantize_params qp = {LB_TYPE_Q8_0, 2, NULL, NULL};

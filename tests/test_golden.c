@@ -1,7 +1,8 @@
 /* stories260K, converted from llama2.c's checkpoint by lowbit and also as the
  * GGUF llama.cpp's converter wrote, run greedily on "Once upon a time", must
  * reproduce llama2.c's output token for token
- * (../shared/golden/stories260K.greedy-golden.txt). */
+ * (../shared/golden/stories260K.greedy-golden.txt), with an f32 KV cache
+ * and with an fp16 one (-ctk f16 -ctv f16). */
 #include "lowbit.h"
 #include "test_util.h"
 
@@ -20,7 +21,7 @@ static int read_golden_ids(int32_t *ids, int cap) {
     return n;
 }
 
-static void check_model(const char *path, const int32_t *golden, int n_golden) {
+static void check_model(const char *path, const int32_t *golden, int n_golden, int kv_type) {
     lb_model *m = NULL;
     CHECK_OK(lb_model_load(path, NULL, &m));
     if (!m) return;
@@ -33,6 +34,7 @@ static void check_model(const char *path, const int32_t *golden, int n_golden) {
     lb_context *ctx = NULL;
     lb_context_params cp = lb_context_default_params();
     cp.n_threads = 2;
+    cp.type_k = cp.type_v = kv_type;
     CHECK_OK(lb_context_new(m, &cp, &ctx));
     const int V = lb_model_n_vocab(m);
     float *logits = malloc((size_t)V * sizeof *logits);
@@ -52,8 +54,8 @@ static void check_model(const char *path, const int32_t *golden, int n_golden) {
     int first_diff = -1;
     for (int i = 0; i < n_golden && first_diff < 0; i++)
         if (out[i] != golden[i]) first_diff = i;
-    CHECK_MSG(first_diff < 0, "%s: generation differs from the golden output at step %d (%d vs %d)", path,
-              first_diff, first_diff >= 0 ? out[first_diff] : 0, first_diff >= 0 ? golden[first_diff] : 0);
+    CHECK_MSG(first_diff < 0, "%s, %s KV cache: generation differs from the golden output at step %d (%d vs %d)", path,
+              lb_type_name(kv_type), first_diff, first_diff >= 0 ? out[first_diff] : 0, first_diff >= 0 ? golden[first_diff] : 0);
     /* and the text reads as the golden text does */
     char text[4096] = "";
     size_t len = 0;
@@ -78,7 +80,10 @@ int main(void) {
     const char *out = lb_test_tmp("stories260K-golden.gguf");
     CHECK_OK(lb_convert_llama2c(lb_test_shared("models/stories260K.bin"), lb_test_shared("models/tok512.bin"), out,
                                 LB_TYPE_F32, NULL, NULL));
-    check_model(out, golden, n_golden);
-    check_model(lb_test_shared("models/stories260K-f32.gguf"), golden, n_golden);
+    for (int kv = 0; kv < 2; kv++) {
+        const int t = kv ? LB_TYPE_F16 : LB_TYPE_F32;
+        check_model(out, golden, n_golden, t);
+        check_model(lb_test_shared("models/stories260K-f32.gguf"), golden, n_golden, t);
+    }
     return lb_test_result("test_golden");
 }

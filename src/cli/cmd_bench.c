@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "core/common.h"
+#include "kernels/attention.h"
 #include "kernels/cpu.h"
 #include "kernels/membw.h"
 #include "kernels/peak.h"
@@ -30,7 +31,7 @@ static void help(void) {
         if (!nl) break;
         if (strncmp(p, "  -t,", 5)) fwrite(p, 1, (size_t)(nl - p + 1), stdout);
     }
-    printf(CLI_DEVICE_HELP);
+    printf(CLI_DEVICE_HELP CLI_CACHE_HELP);
     printf("      --synthetic SHAPE  random-weight model built in memory, no download needed\n"
            "      --type TYPE        weight type of the synthetic model (default Q4_0); an\n"
            "                         interleaved type (Q4_0_8X8 ...) means its base type repacked\n"
@@ -39,12 +40,15 @@ static void help(void) {
            "                         Q2_K/CB2/CB3 have one layout, 16X4, used unless off)\n"
            "  -p, --n-prompt N[,N]   prompt tokens per pp test (default 512; 0 = skip)\n"
            "  -n, --n-gen N[,N]      generated tokens per tg test (default 128; 0 = skip)\n"
+           "  -d, --n-depth N[,N]    tokens already in the KV cache when each test starts\n"
+           "                         (default 0; filled untimed, as llama-bench -d: \"tg128 @ d4096\")\n"
            "  -t, --threads N[,N]    thread counts to test (default: all cores)\n"
            "  -r, --repetitions N    repetitions per test (default 5)\n"
            "      --no-roofline      do not measure the memory read bandwidth (1 GiB, ~2 s) that\n"
            "                         tg results are compared with (and 256 MiB before and after\n"
            "                         each tg repetition, for VMs whose bandwidth changes by the\n"
-           "                         second), nor the int8 peak (~0.1 s) that pp results are\n\n"
+           "                         second), nor the int8 peak (~0.1 s) that pp results are\n"
+           "                         compared with\n\n"
            "environment: LOWBIT_PREFETCH=l1|l2 puts decode's weight prefetches in L1 or L2\n"
            "(default: L2 on AMD CPUs, L1 elsewhere); LOWBIT_GEMV_GROUPS=1|2 sets how many\n"
            "16-row groups the AVX-512 K-quant decode GEMV streams side by side (default: 1 on\n"
@@ -119,18 +123,33 @@ static int int8_weights(const lb_model *m) {
  * with the logits into `logits` (n_vocab floats) as llama-bench has them:
  * without, the pass would skip the output head, a large share of a small
  * model (170 of gemma-3-270m's 235 MiB) */
-static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int is_pp, float *logits, double *tps) {
+static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int pos0, int is_pp, float *logits,
+                          double *tps) {
     double t0 = lb_time_s();
     lb_status s;
     if (is_pp) {
-        s = lb_eval(ctx, toks, n, 0, logits, 0);
+        s = lb_eval(ctx, toks, n, pos0, logits, 0);
     } else {
         s = LB_OK;
-        for (int i = 0; i < n && s == LB_OK; i++) s = lb_eval(ctx, toks + i, 1, i, logits, 0);
+        for (int i = 0; i < n && s == LB_OK; i++) s = lb_eval(ctx, toks + i, 1, pos0 + i, logits, 0);
     }
     double dt = lb_time_s() - t0;
     *tps = n / (dt > 0 ? dt : 1e-9);
     return s;
+}
+
+/* Bytes of KV cache one token reads at position pos: every layer's keys
+ * and values up to pos (a sliding-window layer's last `window`), in the
+ * layout and element types of kernels/attention.h. */
+static double kv_bytes_at(const lb_model *m, int ctk, int ctv, double pos) {
+    const lb_hparams *hp = &m->hp;
+    const double ks = ctk == LB_TYPE_F16 ? 2 : 4, vs = ctv == LB_TYPE_F16 ? 2 : 4;
+    const double row = hp->n_head_kv * (hp->head_dim * ks + lb_attn_hd_pad(hp->head_dim) * vs);
+    double v = 0;
+    for (int il = 0; il < hp->n_layer; il++)
+        v += row * (m->layers[il].is_local && hp->sliding_window > 0 && pos > hp->sliding_window ? hp->sliding_window
+                                                                                                  : pos);
+    return v;
 }
 
 /* Each tg repetition beside the read bandwidth measured right before and
@@ -167,8 +186,10 @@ static void print_beside(int n, const double *runs, const double *before, const 
 int cmd_bench(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "bench", 0};
+    int ctk = LB_TYPE_F32, ctv = LB_TYPE_F32;
     const char *synthetic = NULL, *type_name = "Q4_0", *device = NULL;
-    int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, reps = 5, roofline = 1;
+    int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, dp[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, n_dp = 1, reps = 5,
+        roofline = 1;
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_flag(&a, "-t", "--threads")) {
@@ -176,6 +197,7 @@ int cmd_bench(int argc, char **argv) {
         }
         else if (cli_common_flag(&a, &co)) {}
         else if (cli_device_flag(&a, &device)) {}
+        else if (cli_cache_flag(&a, &ctk, &ctv)) {}
         else if (cli_flag(&a, "--synthetic", NULL)) synthetic = cli_value(&a);
         else if (cli_flag(&a, "--type", NULL)) type_name = cli_value(&a);
         else if (cli_flag(&a, "--repack", NULL)) {
@@ -186,6 +208,8 @@ int cmd_bench(int argc, char **argv) {
             if (!(n_pp = parse_list(cli_value(&a), pp, 8, 0, 1 << 16))) { fprintf(stderr, "lowbit bench: bad -p list\n"); a.bad = 1; }
         } else if (cli_flag(&a, "-n", "--n-gen")) {
             if (!(n_tg = parse_list(cli_value(&a), tg, 8, 0, 1 << 16))) { fprintf(stderr, "lowbit bench: bad -n list\n"); a.bad = 1; }
+        } else if (cli_flag(&a, "-d", "--n-depth")) {
+            if (!(n_dp = parse_list(cli_value(&a), dp, 8, 0, 1 << 20))) { fprintf(stderr, "lowbit bench: bad -d list\n"); a.bad = 1; }
         } else if (cli_flag(&a, "-r", "--repetitions")) reps = cli_int(&a, 1, 1000);
         else if (cli_flag(&a, "--no-roofline", NULL)) roofline = 0;
         else cli_unknown(&a);
@@ -232,6 +256,7 @@ int cmd_bench(int argc, char **argv) {
     int max_tok = 1;
     for (int i = 0; i < n_pp; i++) max_tok = LB_MAX(max_tok, pp[i]);
     for (int i = 0; i < n_tg; i++) max_tok = LB_MAX(max_tok, tg[i]);
+    for (int i = 0; i < n_dp; i++) max_tok = LB_MAX(max_tok, dp[i]);
     int32_t *toks = malloc((size_t)max_tok * sizeof *toks);
     double *runs = malloc((size_t)reps * 4 * sizeof *runs); /* then before, after, scratch (print_beside) */
     float *logits = malloc((size_t)lb_model_n_vocab(m) * sizeof *logits);
@@ -263,81 +288,104 @@ int cmd_bench(int argc, char **argv) {
     double bw = 0; /* read bandwidth at bw_threads threads */
     double pk = 0; /* int8 peak GOPS at pk_threads threads */
     for (int ti = 0; ti < n_th && rc == CLI_OK; ti++) {
-        for (int kind = 0; kind < 2 && rc == CLI_OK; kind++) {
-            const int *ns = kind == 0 ? pp : tg, nn = kind == 0 ? n_pp : n_tg;
-            for (int k = 0; k < nn && rc == CLI_OK; k++) {
-                const int n = ns[k];
-                if (n == 0) continue;
-                lb_context *ctx = NULL;
-                lb_context_params cp = lb_context_default_params();
-                cp.n_ctx = n;
-                cp.n_batch = n;
-                cp.n_threads = th[ti];
-                cp.device = dev;
-                if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("bench", s); rc = CLI_FAIL; break; }
-                if (dev != LB_DEVICE_CPU && !described) {
-                    described = 1;
-#ifdef LOWBIT_HAVE_CUDA
-                    fprintf(stderr, "device: %s\n", lb_cuda_backend_describe(m));
-#endif
-                }
-                double warm;
-                run_test(ctx, toks, kind == 0 ? n : LB_MIN(n, 4), kind == 0, logits, &warm);
-                const int beside = roofline && kind == 1 && dev == LB_DEVICE_CPU;
-                if (beside && !probe_buf && (probe_buf = lb_malloc_huge(LB_BW_BESIDE_BYTES)))
-                    memset(probe_buf, 1, LB_BW_BESIDE_BYTES);
-                for (int i = 0; i < reps && rc == CLI_OK; i++) {
-                    if (beside) before[i] = lb_read_bandwidth_beside(probe_buf, lb_context_threads(ctx), NULL);
-                    if (lb_cancel_requested()) rc = 130;
-                    else if ((s = run_test(ctx, toks, n, kind == 0, logits, &runs[i]))) { cli_error("bench", s); rc = CLI_FAIL; }
-                    if (beside) after[i] = lb_read_bandwidth_beside(probe_buf, lb_context_threads(ctx), NULL);
-                }
-                if (rc == CLI_OK) {
-                    double mean, sd;
-                    stats(runs, reps, &mean, &sd);
-                    printf("| %s | %s | %s | %s | %d | %s%d | %.2f ± %.2f |\n", lb_model_desc(m), size,
-                           params, dev != LB_DEVICE_CPU ? "cuda" : lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
-                           kind == 0 ? "pp" : "tg", n, mean, sd);
-                    fflush(stdout);
-                    if (kind == 0) {
-                        const double ops = 2.0 * per_token(m, 1, 1.0 / n), gops = ops * mean / 1e9;
-                        const int i8 = int8_weights(m);
-                        fprintf(stderr, "  pp%d: %.2f G weight multiply-adds per token: %.0f %sGOPS", n, ops / 2e9, gops,
-                                i8 ? "int8 " : "");
-                        /* the roofline: the int8 dot rate measured now, on as many threads */
-                        if (roofline && i8 && dev == LB_DEVICE_CPU && pk_threads != lb_context_threads(ctx)) {
-                            pk_threads = lb_context_threads(ctx);
-                            pk = lb_int8_peak_gops(pk_threads, 5);
-                        }
-                        if (pk > 0 && i8)
-                            fprintf(stderr, ", %.0f%% of the %.0f GOPS %s peak measured on %d threads (roofline %.0f t/s)",
-                                    100.0 * gops / pk, pk, lb_int8_peak_what(), lb_context_threads(ctx), pk * 1e9 / ops);
-                        fprintf(stderr, "\n");
+        for (int di = 0; di < n_dp && rc == CLI_OK; di++) {
+            const int depth = dp[di];
+            char at[32] = "";
+            if (depth > 0) snprintf(at, sizeof at, " @ d%d", depth);
+            for (int kind = 0; kind < 2 && rc == CLI_OK; kind++) {
+                const int *ns = kind == 0 ? pp : tg, nn = kind == 0 ? n_pp : n_tg;
+                for (int k = 0; k < nn && rc == CLI_OK; k++) {
+                    const int n = ns[k];
+                    if (n == 0) continue;
+                    lb_context *ctx = NULL;
+                    lb_context_params cp = lb_context_default_params();
+                    cp.n_ctx = depth + n;
+                    cp.n_batch = kind == 0 ? LB_MAX(n, LB_MIN(depth, 512)) : LB_MAX(1, LB_MIN(depth, 512));
+                    cp.n_threads = th[ti];
+                    cp.device = dev;
+                    cp.type_k = ctk, cp.type_v = ctv;
+                    if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("bench", s); rc = CLI_FAIL; break; }
+                    if (dev != LB_DEVICE_CPU && !described) {
+                        described = 1;
+    #ifdef LOWBIT_HAVE_CUDA
+                        fprintf(stderr, "device: %s\n", lb_cuda_backend_describe(m));
+    #endif
                     }
-                    if (kind == 1) {
-                        const double wb = per_token(m, 0, 1.0), gbs = wb * mean / 1e9;
-                        fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s", n, wb / 1048576.0, gbs);
-                        /* the roofline: read bandwidth measured now, on as many threads
-                         * (once per thread count: tg sizes share it) */
-                        if (roofline && dev == LB_DEVICE_CPU && bw_threads != lb_context_threads(ctx)) {
-                            bw_threads = lb_context_threads(ctx);
-                            bw = lb_read_bandwidth((size_t)1 << 30, bw_threads, 10);
+                    /* the depth, once: a test's tokens overwrite positions depth.. only */
+                    for (int p0 = 0; p0 < depth && rc == CLI_OK; p0 += ctx->n_batch) {
+                        if (p0 == 0) fprintf(stderr, "  filling %d positions of the KV cache...\n", depth);
+                        if (lb_cancel_requested()) rc = 130;
+                        else if ((s = lb_eval(ctx, toks, LB_MIN(ctx->n_batch, depth - p0), p0, NULL, 0))) {
+                            cli_error("bench", s);
+                            rc = CLI_FAIL;
                         }
-#ifdef LOWBIT_HAVE_CUDA
-                        /* on the GPU: its read bandwidth (a read-only kernel over 1 GiB) */
-                        if (roofline && dev != LB_DEVICE_CPU && bw == 0) bw = lb_cuda_backend_read_gbs();
-                        if (bw > 0 && dev != LB_DEVICE_CPU)
-                            fprintf(stderr, ", %.0f%% of the GPU's %.0f GB/s read bandwidth (roofline %.1f t/s)",
-                                    100.0 * gbs / bw, bw, bw * 1e9 / wb);
-#endif
-                        if (bw > 0 && dev == LB_DEVICE_CPU)
-                            fprintf(stderr, ", %.0f%% of the %.1f GB/s read bandwidth measured on %d threads (roofline %.1f t/s)",
-                                    100.0 * gbs / bw, bw, lb_context_threads(ctx), bw * 1e9 / wb);
-                        fprintf(stderr, "\n");
-                        if (beside && probe_buf) print_beside(n, runs, before, after, reps, wb, after + reps);
                     }
+                    if (rc != CLI_OK) { lb_context_free(ctx); break; }
+                    double warm;
+                    run_test(ctx, toks, kind == 0 ? n : LB_MIN(n, 4), depth, kind == 0, logits, &warm);
+                    const int beside = roofline && kind == 1 && dev == LB_DEVICE_CPU;
+                    if (beside && !probe_buf && (probe_buf = lb_malloc_huge(LB_BW_BESIDE_BYTES)))
+                        memset(probe_buf, 1, LB_BW_BESIDE_BYTES);
+                    for (int i = 0; i < reps && rc == CLI_OK; i++) {
+                        if (beside) before[i] = lb_read_bandwidth_beside(probe_buf, lb_context_threads(ctx), NULL);
+                        if (lb_cancel_requested()) rc = 130;
+                        else if ((s = run_test(ctx, toks, n, depth, kind == 0, logits, &runs[i]))) { cli_error("bench", s); rc = CLI_FAIL; }
+                        if (beside) after[i] = lb_read_bandwidth_beside(probe_buf, lb_context_threads(ctx), NULL);
+                    }
+                    if (rc == CLI_OK) {
+                        double mean, sd;
+                        stats(runs, reps, &mean, &sd);
+                        printf("| %s | %s | %s | %s | %d | %s%d%s | %.2f ± %.2f |\n", lb_model_desc(m), size,
+                               params, dev != LB_DEVICE_CPU ? "cuda" : lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
+                               kind == 0 ? "pp" : "tg", n, at, mean, sd);
+                        fflush(stdout);
+                        if (kind == 0) {
+                            const double ops = 2.0 * per_token(m, 1, 1.0 / n), gops = ops * mean / 1e9;
+                            const int i8 = int8_weights(m);
+                            fprintf(stderr, "  pp%d: %.2f G weight multiply-adds per token: %.0f %sGOPS", n, ops / 2e9, gops,
+                                    i8 ? "int8 " : "");
+                            /* the roofline: the int8 dot rate measured now, on as many threads */
+                            if (roofline && i8 && dev == LB_DEVICE_CPU && pk_threads != lb_context_threads(ctx)) {
+                                pk_threads = lb_context_threads(ctx);
+                                pk = lb_int8_peak_gops(pk_threads, 5);
+                            }
+                            if (pk > 0 && i8)
+                                fprintf(stderr, ", %.0f%% of the %.0f GOPS %s peak measured on %d threads (roofline %.0f t/s)",
+                                        100.0 * gops / pk, pk, lb_int8_peak_what(), lb_context_threads(ctx), pk * 1e9 / ops);
+                            fprintf(stderr, "\n");
+                        }
+                        if (kind == 1) {
+                            /* with a depth, the KV cache a token reads joins the weights
+                             * (at depth 0 it is a small share: left out, as before) */
+                            const double kvb = depth > 0 ? kv_bytes_at(m, ctk, ctv, depth + (n + 1) / 2.0) : 0;
+                            const double wb = per_token(m, 0, 1.0) + kvb, gbs = wb * mean / 1e9;
+                            if (depth > 0)
+                                fprintf(stderr, "  tg%d%s reads %.1f MiB of weights and %.1f MiB of KV cache per token: %.1f GB/s",
+                                        n, at, (wb - kvb) / 1048576.0, kvb / 1048576.0, gbs);
+                            else
+                                fprintf(stderr, "  tg%d reads %.1f MiB of weights per token: %.1f GB/s", n, wb / 1048576.0, gbs);
+                            /* the roofline: read bandwidth measured now, on as many threads
+                             * (once per thread count: tg sizes share it) */
+                            if (roofline && dev == LB_DEVICE_CPU && bw_threads != lb_context_threads(ctx)) {
+                                bw_threads = lb_context_threads(ctx);
+                                bw = lb_read_bandwidth((size_t)1 << 30, bw_threads, 10);
+                            }
+    #ifdef LOWBIT_HAVE_CUDA
+                            /* on the GPU: its read bandwidth (a read-only kernel over 1 GiB) */
+                            if (roofline && dev != LB_DEVICE_CPU && bw == 0) bw = lb_cuda_backend_read_gbs();
+                            if (bw > 0 && dev != LB_DEVICE_CPU)
+                                fprintf(stderr, ", %.0f%% of the GPU's %.0f GB/s read bandwidth (roofline %.1f t/s)",
+                                        100.0 * gbs / bw, bw, bw * 1e9 / wb);
+    #endif
+                            if (bw > 0 && dev == LB_DEVICE_CPU)
+                                fprintf(stderr, ", %.0f%% of the %.1f GB/s read bandwidth measured on %d threads (roofline %.1f t/s)",
+                                        100.0 * gbs / bw, bw, lb_context_threads(ctx), bw * 1e9 / wb);
+                            fprintf(stderr, "\n");
+                            if (beside && probe_buf) print_beside(n, runs, before, after, reps, wb, after + reps);
+                        }
+                    }
+                    lb_context_free(ctx);
                 }
-                lb_context_free(ctx);
             }
         }
     }

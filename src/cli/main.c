@@ -137,6 +137,23 @@ int cli_sampler_flag(cli_args *a, lb_sampler_params *sp, int *seed_set) {
     return 1;
 }
 
+int cli_cache_flag(cli_args *a, int *type_k, int *type_v) {
+    int *t;
+    if (cli_flag(a, "-ctk", "--cache-type-k")) t = type_k;
+    else if (cli_flag(a, "-ctv", "--cache-type-v")) t = type_v;
+    else return 0;
+    const char *flag = a->argv[a->i], *v = cli_value(a);
+    if (!v) return 1;
+    if (!strcmp(v, "f32")) *t = LB_TYPE_F32;
+    else if (!strcmp(v, "f16")) *t = LB_TYPE_F16;
+    else {
+        fprintf(stderr, "lowbit %s: %s %s: the KV cache holds f32 or f16 (quantized caches such as q8_0 are not "
+                        "supported)\n", a->cmd, flag, v);
+        a->bad = 1;
+    }
+    return 1;
+}
+
 int cli_device_flag(cli_args *a, const char **device) {
     if (!cli_flag(a, "--device", NULL)) return 0;
     *device = cli_value(a);

@@ -15,33 +15,68 @@ int lb_attn_hd_pad(int head_dim) { return (head_dim + LB_ATTN_VPAD - 1) / LB_ATT
 static int unit_rows(int group) { return LB_MAX(LB_ATTN_ROWS / group, 1) * group; }
 
 size_t lb_attn_scratch_floats(int head_dim, int group) {
-    const size_t M = (size_t)unit_rows(group);
-    return lb_attn_round16(M * head_dim) + M * lb_attn_hd_pad(head_dim) + M * LB_ATTN_KB + lb_attn_round16(M) + M * 16;
+    const size_t M = (size_t)unit_rows(group), hdp = (size_t)lb_attn_hd_pad(head_dim);
+    return lb_attn_round16(M * head_dim) + M * hdp + M * LB_ATTN_KB + lb_attn_round16(M) + M * 16 +
+           (size_t)head_dim * LB_ATTN_KB + LB_ATTN_KB * hdp;
 }
 
-void lb_attn_store_kv(float *kc, float *vc, int n_ctx, int n_head_kv, int head_dim, const float *k, size_t k_stride,
-                      const float *v, size_t v_stride, int n, int pos0) {
+size_t lb_attn_k_elems(int n_ctx, int n_head_kv, int head_dim) { return (size_t)n_head_kv * n_ctx * head_dim; }
+size_t lb_attn_v_elems(int n_ctx, int n_head_kv, int head_dim) {
+    return (size_t)n_head_kv * n_ctx * lb_attn_hd_pad(head_dim);
+}
+
+/* fp16(s[i]) for i < n: F16C where the level has it, else lb_f32_to_fp16
+ * (the same bits: both round to nearest even) */
+static void to_fp16(const float *s, lb_fp16 *d, int n) {
+#if LB_HAVE_X86_KERNELS
+    if (lb_isa_is_x86(lb_cpu_level()) && lb_cpu_level() >= LB_ISA_AVX2) {
+        lb_attn_to_fp16_f16c(s, d, n);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++) d[i] = lb_f32_to_fp16(s[i]);
+}
+
+/* dst[i * dst_step] = src[i] for i < n, as f32 or as fp16 */
+static void put_row(void *dst, size_t off, int f16, const float *src, int n, size_t dst_step) {
+    if (f16) {
+        lb_fp16 *d = (lb_fp16 *)dst + off, h[256];
+        for (int i0 = 0; i0 < n; i0 += 256) {
+            const int k = LB_MIN(256, n - i0);
+            to_fp16(src + i0, h, k);
+            for (int i = 0; i < k; i++) d[(size_t)(i0 + i) * dst_step] = h[i];
+        }
+    } else {
+        float *d = (float *)dst + off;
+        for (int i = 0; i < n; i++) d[(size_t)i * dst_step] = src[i];
+    }
+}
+
+void lb_attn_store_kv(void *kc, void *vc, int k_f16, int v_f16, int n_ctx, int n_head_kv, int head_dim,
+                      const float *k, size_t k_stride, const float *v, size_t v_stride, int n, int pos0) {
+    static const float zeros[LB_ATTN_VPAD];
     const int hd = head_dim, hdp = lb_attn_hd_pad(hd), nblk = n_ctx / LB_ATTN_KB;
     for (int t = 0; t < n; t++) {
         const int p = pos0 + t;
         for (int h = 0; h < n_head_kv; h++) {
-            const float *ks = k + (size_t)t * k_stride + (size_t)h * hd;
-            float *kd = kc + ((size_t)h * nblk + p / LB_ATTN_KB) * hd * LB_ATTN_KB + p % LB_ATTN_KB;
-            for (int d = 0; d < hd; d++) kd[(size_t)d * LB_ATTN_KB] = ks[d];
-            float *vd = vc + ((size_t)h * n_ctx + p) * hdp;
-            memcpy(vd, v + (size_t)t * v_stride + (size_t)h * hd, (size_t)hd * sizeof(float));
-            for (int d = hd; d < hdp; d++) vd[d] = 0.0f;
+            const size_t ko = ((size_t)h * nblk + p / LB_ATTN_KB) * hd * LB_ATTN_KB + p % LB_ATTN_KB;
+            put_row(kc, ko, k_f16, k + (size_t)t * k_stride + (size_t)h * hd, hd, LB_ATTN_KB);
+            const size_t vo = ((size_t)h * n_ctx + p) * hdp;
+            put_row(vc, vo, v_f16, v + (size_t)t * v_stride + (size_t)h * hd, hd, 1);
+            put_row(vc, vo + hd, v_f16, zeros, hdp - hd, 1);
         }
     }
 }
 
-void lb_attn_copy_kv(float *kd, float *vd, const float *ks, const float *vs, int n_ctx, int n_head_kv, int head_dim,
-                     int n) {
+void lb_attn_copy_kv(void *kd, void *vd, const void *ks, const void *vs, int k_f16, int v_f16, int n_ctx,
+                     int n_head_kv, int head_dim, int n) {
     const int hd = head_dim, hdp = lb_attn_hd_pad(hd), nblk = n_ctx / LB_ATTN_KB;
+    const size_t kz = k_f16 ? 2 : 4, vz = v_f16 ? 2 : 4;
     const size_t kblk = (size_t)hd * LB_ATTN_KB, kn = (size_t)(n + LB_ATTN_KB - 1) / LB_ATTN_KB * kblk;
     for (int h = 0; h < n_head_kv; h++) {
-        memcpy(kd + (size_t)h * nblk * kblk, ks + (size_t)h * nblk * kblk, kn * sizeof(float));
-        memcpy(vd + (size_t)h * n_ctx * hdp, vs + (size_t)h * n_ctx * hdp, (size_t)n * hdp * sizeof(float));
+        memcpy((char *)kd + (size_t)h * nblk * kblk * kz, (const char *)ks + (size_t)h * nblk * kblk * kz, kn * kz);
+        memcpy((char *)vd + (size_t)h * n_ctx * hdp * vz, (const char *)vs + (size_t)h * n_ctx * hdp * vz,
+               (size_t)n * hdp * vz);
     }
 }
 
@@ -79,11 +114,21 @@ static void block_scalar(const lb_attn_args *a, int kvh, int t0, int t1, float *
     lb_attn_begin(a, kvh, t0, t1, hdp, &s);
     int kbeg, kend;
     lb_attn_unit_keys(a, t0, t1, &kbeg, &kend);
-    const float *kbase = a->k + (size_t)kvh * (a->n_ctx / KB) * hd * KB;
-    const float *vbase = a->v + (size_t)kvh * a->n_ctx * hdp;
+    const size_t kbase = (size_t)kvh * (a->n_ctx / KB) * hd * KB, vbase = (size_t)kvh * a->n_ctx * hdp;
     for (int kb0 = kbeg / KB * KB; kb0 < kend; kb0 += KB) {
-        const float *kt = kbase + (size_t)(kb0 / KB) * hd * KB;
         const int jlo = LB_MAX(kbeg - kb0, 0), jhi = LB_MIN(kend - kb0, KB);
+        const size_t ko = kbase + (size_t)(kb0 / KB) * hd * KB, vo = vbase + (size_t)(kb0 + jlo) * hdp;
+        const float *kt = (const float *)a->k + ko, *vb = (const float *)a->v + vo;
+        if (a->k_f16) {
+            const lb_fp16 *h = (const lb_fp16 *)a->k + ko;
+            for (size_t i = 0; i < (size_t)hd * KB; i++) s.kw[i] = lb_fp16_to_f32(h[i]);
+            kt = s.kw;
+        }
+        if (a->v_f16) {
+            const lb_fp16 *h = (const lb_fp16 *)a->v + vo;
+            for (size_t i = 0; i < (size_t)(jhi - jlo) * hdp; i++) s.vw[i] = lb_fp16_to_f32(h[i]);
+            vb = s.vw;
+        }
         for (int r = 0; r < M; r++) {
             float *sr = s.s + (size_t)r * KB, *lv = s.lv + (size_t)r * 16;
             int lo, hi;
@@ -110,7 +155,7 @@ static void block_scalar(const lb_attn_args *a, int kvh, int t0, int t1, float *
             }
             for (int j = 0; j < KB; j++) sr[j] = lb_exp_canon(sr[j] - mr);
             for (int i = 0; i < 16; i++) lv[i] = (lv[i] + sr[i]) + sr[i + 16];
-            pv_row(s.o + (size_t)r * hdp, sr + jlo, vbase + (size_t)(kb0 + jlo) * hdp, jhi - jlo, hdp);
+            pv_row(s.o + (size_t)r * hdp, sr + jlo, vb, jhi - jlo, hdp);
         }
     }
     lb_attn_end(a, kvh, t0, t1, hdp, &s);

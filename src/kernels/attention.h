@@ -12,7 +12,12 @@
  * reused by (tokens x group) queries. Per block of KB keys: S = Q K^T, an
  * online softmax (running max and sum per row; the output is rescaled only
  * when a score passes the max by a slack), O += P V; the output is O / sum
- * at the end. Every ISA level computes the same bits (kernels/attention.c). */
+ * at the end. Every ISA level computes the same bits (kernels/attention.c).
+ *
+ * Element type: K and V are each f32 or fp16 (IEEE half, round to nearest
+ * even when stored; llama.cpp's -ctk/-ctv f16). An fp16 cache holds half the
+ * bytes; the kernels widen its entries to f32 as they load them (exact), so
+ * the arithmetic and its order are the f32 cache's. */
 #ifndef LB_ATTENTION_H
 #define LB_ATTENTION_H
 
@@ -26,7 +31,8 @@
 typedef struct {
     const float *q;     /* token t, head h: q + t * q_stride + h * head_dim */
     float *out;         /* token t, head h: out + t * o_stride + h * head_dim */
-    const float *k, *v; /* this layer's cache, layout above */
+    const void *k, *v;  /* this layer's cache, layout above */
+    int k_f16, v_f16;   /* element types: 0 f32, 1 fp16 */
     size_t q_stride, o_stride;
     int n_ctx;          /* cache capacity in positions, a multiple of LB_ATTN_KB */
     int n, pos0;        /* query token t is at position pos0 + t and sees keys up to it */
@@ -42,19 +48,26 @@ typedef struct {
 int lb_attn_ctx_pad(int n_ctx);
 int lb_attn_hd_pad(int head_dim);
 
-/* Floats of scratch one thread needs (64-byte aligned per thread). */
+/* Floats of scratch one thread needs (64-byte aligned per thread; room
+ * for a block of keys and values widened from fp16 included). */
 size_t lb_attn_scratch_floats(int head_dim, int group);
 
+/* Elements of one layer's K and V caches for n_ctx (padded) positions. */
+size_t lb_attn_k_elems(int n_ctx, int n_head_kv, int head_dim);
+size_t lb_attn_v_elems(int n_ctx, int n_head_kv, int head_dim);
+
 /* Writes n tokens' keys and values (rows of n_head_kv * head_dim floats, row
- * strides k_stride, v_stride) at positions pos0.. into the cache of a layer. */
-void lb_attn_store_kv(float *kc, float *vc, int n_ctx, int n_head_kv, int head_dim, const float *k, size_t k_stride,
-                      const float *v, size_t v_stride, int n, int pos0);
+ * strides k_stride, v_stride) at positions pos0.. into the cache of a layer,
+ * whose K and V hold f32 or fp16 (k_f16, v_f16). */
+void lb_attn_store_kv(void *kc, void *vc, int k_f16, int v_f16, int n_ctx, int n_head_kv, int head_dim,
+                      const float *k, size_t k_stride, const float *v, size_t v_stride, int n, int pos0);
 
 /* Copies positions 0..n-1 of a layer's cache (src) to another (dst) of the
- * same shape. K goes in whole blocks, so dst's positions n .. the end of the
- * last block take src's entries too (undefined for dst until written). */
-void lb_attn_copy_kv(float *kd, float *vd, const float *ks, const float *vs, int n_ctx, int n_head_kv, int head_dim,
-                     int n);
+ * same shape and types. K goes in whole blocks, so dst's positions n .. the
+ * end of the last block take src's entries too (undefined for dst until
+ * written). */
+void lb_attn_copy_kv(void *kd, void *vd, const void *ks, const void *vs, int k_f16, int v_f16, int n_ctx,
+                     int n_head_kv, int head_dim, int n);
 
 /* Runs the attention of a->n tokens on up to n_threads threads (one OpenMP
  * region), with the kernel of the ISA level in force. scratch holds

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/vmath.h"
 
@@ -23,6 +24,8 @@ typedef struct {
     float *s;  /* [M][KB] scores, then probabilities */
     float *m;  /* [M] running max */
     float *lv; /* [M][16] running sums by lane (kernels/vmath.h order) */
+    float *kw; /* [head_dim][KB]: a block of fp16 keys widened (the portable kernel) */
+    float *vw; /* [KB][hd_pad]: and its values */
 } lb_attn_scr;
 
 static inline size_t lb_attn_round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -38,6 +41,10 @@ static inline lb_attn_scr lb_attn_scr_of(float *p, int M, int hd, int hdp) {
     s.m = p;
     p += lb_attn_round16((size_t)M);
     s.lv = p;
+    p += (size_t)M * 16;
+    s.kw = p;
+    p += (size_t)hd * LB_ATTN_KB;
+    s.vw = p;
     return s;
 }
 

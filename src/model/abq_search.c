@@ -534,7 +534,7 @@ lb_status lb_abq_search_run(lb_model *m, const int32_t *tokens, int n_chunks, in
     const lb_hparams *hp = &m->hp;
     S.m = m, S.n_chunks = n_chunks, S.chunk = chunk, S.d = hp->n_embd;
     S.stream = (size_t)n_chunks * chunk * S.d;
-    const lb_context_params cp = {chunk, chunk, S.p.n_threads, 1, LB_DEVICE_CPU};
+    const lb_context_params cp = {.n_ctx = chunk, .n_batch = chunk, .n_threads = S.p.n_threads, .n_seq = 1};
     if ((st = lb_context_new(m, &cp, &S.c)) != LB_OK) return st;
     lb_abq_search *res = calloc(1, sizeof *res);
     if (res) res->layers = calloc((size_t)hp->n_layer, sizeof *res->layers);

@@ -17,6 +17,7 @@
  * batch is big enough to pay for waking them. */
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@
 #include "model/moe.h"
 
 lb_context_params lb_context_default_params(void) {
-    lb_context_params p = {0, 0, 0, 0, LB_DEVICE_CPU};
+    lb_context_params p = {0, 0, 0, 0, LB_DEVICE_CPU, LB_TYPE_F32, LB_TYPE_F32};
     return p;
 }
 
@@ -121,14 +122,26 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
         c->device = p.device;
         c->dev = device_ops[p.device];
     }
+    for (int i = 0; i < 2; i++) {
+        const int t = i ? p.type_v : p.type_k;
+        if (t != LB_TYPE_F32 && t != LB_TYPE_F16) {
+            free(c);
+            return lb_fail(LB_ERR_UNSUPPORTED, "KV cache type %d for %s: f32 and f16 are supported", t, i ? "V" : "K");
+        }
+        if (t == LB_TYPE_F16 && c->dev) {
+            free(c);
+            return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend keeps an f32 KV cache (drop the f16 cache type)");
+        }
+    }
     const size_t B = (size_t)c->n_batch, d = (size_t)hp->n_embd;
     const size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
     c->n_ctx_pad = lb_attn_ctx_pad(c->n_ctx);
-    c->k_layer = (size_t)hp->n_head_kv * c->n_ctx_pad * hp->head_dim;
-    c->v_layer = (size_t)hp->n_head_kv * c->n_ctx_pad * lb_attn_hd_pad(hp->head_dim);
+    c->k_f16 = p.type_k == LB_TYPE_F16, c->v_f16 = p.type_v == LB_TYPE_F16;
+    c->k_layer = lb_attn_k_elems(c->n_ctx_pad, hp->n_head_kv, hp->head_dim) * (c->k_f16 ? 2 : 4);
+    c->v_layer = lb_attn_v_elems(c->n_ctx_pad, hp->n_head_kv, hp->head_dim) * (c->v_f16 ? 2 : 4);
     if (!c->dev) { /* a device backend keeps its cache on the device */
-        c->k_cache = alloc_f((size_t)c->n_seq * hp->n_layer * c->k_layer);
-        c->v_cache = alloc_f((size_t)c->n_seq * hp->n_layer * c->v_layer);
+        c->k_cache = lb_malloc_aligned((size_t)c->n_seq * hp->n_layer * c->k_layer);
+        c->v_cache = lb_malloc_aligned((size_t)c->n_seq * hp->n_layer * c->v_layer);
     }
     c->tok_pos = malloc(B * sizeof *c->tok_pos);
     c->tok_seq = malloc(B * sizeof *c->tok_seq);
@@ -185,7 +198,7 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
         !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
         !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local ||
         !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf || moe_oom || extra_oom) {
-        const double mib = (double)c->n_seq * hp->n_layer * (c->k_layer + c->v_layer) * 4 / 1048576.0;
+        const double mib = (double)c->n_seq * hp->n_layer * (c->k_layer + c->v_layer) / 1048576.0;
         lb_context_free(c);
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
                        p.n_ctx > 0 ? p.n_ctx : hp->n_ctx_train, mib);
@@ -211,6 +224,18 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
 }
 
 int lb_context_n_ctx(const lb_context *c) { return c->n_ctx; }
+
+uint64_t lb_context_kv_bytes(const lb_context *c) {
+    return (uint64_t)c->n_seq * c->model->hp.n_layer * (c->k_layer + c->v_layer);
+}
+
+const char *lb_context_kv_desc(const lb_context *c) {
+    static _Thread_local char buf[160];
+    snprintf(buf, sizeof buf, "KV cache: %d positions x %d sequence%s, K %s, V %s, %.1f MiB", c->n_ctx, c->n_seq,
+             c->n_seq == 1 ? "" : "s", c->k_f16 ? "f16" : "f32", c->v_f16 ? "f16" : "f32",
+             (double)lb_context_kv_bytes(c) / 1048576.0);
+    return buf;
+}
 int lb_context_threads(const lb_context *c) { return c->n_threads; }
 void lb_context_reset(lb_context *c) { (void)c; /* positions drive the cache: nothing to clear */ }
 
@@ -270,11 +295,11 @@ void lb_rope_tables(lb_context *c, int n) {
 }
 
 /* The cache of one sequence's layer. */
-float *lb_k_cache_of(const lb_context *c, int seq, int il) {
-    return c->k_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->k_layer;
+void *lb_k_cache_of(const lb_context *c, int seq, int il) {
+    return (char *)c->k_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->k_layer;
 }
-float *lb_v_cache_of(const lb_context *c, int seq, int il) {
-    return c->v_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->v_layer;
+void *lb_v_cache_of(const lb_context *c, int seq, int il) {
+    return (char *)c->v_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->v_layer;
 }
 
 /* Per token, after the q, k, v matmuls: biases, the per-head norms (Gemma 3, Qwen 3),
@@ -313,8 +338,8 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
             if (kn) vo->rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, kn, hd, eps);
             if (!l->no_rope) vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
         }
-        lb_attn_store_kv(lb_k_cache_of(c, c->tok_seq[t], il), lb_v_cache_of(c, c->tok_seq[t], il), c->n_ctx_pad, nkv, hd, k,
-                         kvd, v, kvd, 1, c->tok_pos[t]);
+        lb_attn_store_kv(lb_k_cache_of(c, c->tok_seq[t], il), lb_v_cache_of(c, c->tok_seq[t], il), c->k_f16, c->v_f16,
+                         c->n_ctx_pad, nkv, hd, k, kvd, v, kvd, 1, c->tok_pos[t]);
     });
 }
 
@@ -329,6 +354,7 @@ void lb_attention_segs(lb_context *c, int il, const lb_seg *segs, int n_segs) {
         a.out = c->att_out + (size_t)segs[s].t0 * qd;
         a.k = lb_k_cache_of(c, segs[s].seq, il);
         a.v = lb_v_cache_of(c, segs[s].seq, il);
+        a.k_f16 = c->k_f16, a.v_f16 = c->v_f16;
         a.q_stride = a.o_stride = (size_t)qd;
         a.n_ctx = c->n_ctx_pad;
         a.n = segs[s].n;
@@ -579,7 +605,7 @@ lb_status lb_seq_copy(lb_context *c, int src, int dst, int n) {
     const lb_hparams *hp = &c->model->hp;
     for (int il = 0; il < hp->n_layer; il++)
         lb_attn_copy_kv(lb_k_cache_of(c, dst, il), lb_v_cache_of(c, dst, il), lb_k_cache_of(c, src, il), lb_v_cache_of(c, src, il),
-                        c->n_ctx_pad, hp->n_head_kv, hp->head_dim, n);
+                        c->k_f16, c->v_f16, c->n_ctx_pad, hp->n_head_kv, hp->head_dim, n);
     return LB_OK;
 }
 

@@ -157,8 +157,9 @@ struct lb_context {
     lb_model *model;
     int n_ctx, n_batch, n_threads;
     int n_ctx_pad;               /* n_ctx rounded up for the K cache layout */
-    float *k_cache, *v_cache;    /* per sequence, per layer, in kernels/attention.h's layout for n_ctx_pad positions */
-    size_t k_layer, v_layer;     /* floats per layer */
+    void *k_cache, *v_cache;     /* per sequence, per layer, in kernels/attention.h's layout for n_ctx_pad positions */
+    int k_f16, v_f16;            /* their elements: 0 f32, 1 fp16 (lb_context_params type_k, type_v) */
+    size_t k_layer, v_layer;     /* bytes per layer */
     int n_seq;                   /* sequences (lb_eval_multi); sequence s, layer l at (s * n_layer + l) * k_layer */
     int *tok_pos, *tok_seq;      /* per batch token: its position and sequence */
     int32_t *tok_buf;            /* lb_eval_multi: the batch's tokens, gathered */
@@ -227,8 +228,8 @@ void lb_model_set_act_bits(lb_model *m, int all, int down);
 
 /* The KV cache of a sequence's layer, and the attention of a batch's runs
  * over it (c->q in, c->att_out out; forward.c). */
-float *lb_k_cache_of(const lb_context *c, int seq, int il);
-float *lb_v_cache_of(const lb_context *c, int seq, int il);
+void *lb_k_cache_of(const lb_context *c, int seq, int il);
+void *lb_v_cache_of(const lb_context *c, int seq, int il);
 void lb_attention_segs(lb_context *c, int il, const lb_seg *segs, int n_segs);
 /* deepseek2's attention of layer il (model/mla.c): c->xn = attn_norm(x) in,
  * the output projection's rows in c->xn out. */

@@ -277,6 +277,7 @@ srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o) {
     cp.n_seq = o->n_slots;
     cp.n_threads = o->n_threads;
     cp.device = o->device;
+    cp.type_k = o->type_k, cp.type_v = o->type_v;
     cp.n_batch = LB_MAX(o->n_batch, o->n_slots + 1);
     lb_status s = lb_context_new(m, &cp, &e->ctx);
     if (s) {
@@ -305,6 +306,7 @@ srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o) {
 
 int srv_engine_n_ctx(const srv_engine *e) { return lb_context_n_ctx(e->ctx); }
 int srv_engine_threads(const srv_engine *e) { return lb_context_threads(e->ctx); }
+const char *srv_engine_kv_desc(const srv_engine *e) { return lb_context_kv_desc(e->ctx); }
 
 void srv_engine_stats(srv_engine *e, srv_stats *st) {
     pthread_mutex_lock(&e->mu);

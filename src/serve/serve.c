@@ -18,7 +18,7 @@ static void help(void) {
     printf("usage: lowbit serve -m MODEL [options]\n\n"
            "An OpenAI-compatible HTTP server with continuous batching (docs/serve.md):\n"
            "POST /v1/chat/completions, POST /v1/completions (stream or not), GET /v1/models,\n"
-           "GET /health, and a chat page at GET /.\n\n" CLI_COMMON_HELP CLI_DEVICE_HELP
+           "GET /health, and a chat page at GET /.\n\n" CLI_COMMON_HELP CLI_DEVICE_HELP CLI_CACHE_HELP
            "      --host ADDR      address to listen on (default 127.0.0.1)\n"
            "      --port N         port (default 8080; 0 = any free port, printed at startup)\n"
            "  -np, --parallel N    slots: sequences decoded together in one batch (default 4)\n"
@@ -44,6 +44,7 @@ static void help(void) {
 int srv_main(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "serve", 0};
+    int ctk = LB_TYPE_F32, ctv = LB_TYPE_F32;
     const char *host = "127.0.0.1", *api_key = getenv("LOWBIT_API_KEY"), *tmpl_name = NULL, *alias = NULL,
                *device = NULL, *effort = NULL;
     int port = 8080, n_slots = 4, n_ctx = 0, n_batch = 512, chunk = 128, queue = 64, max_conn = 256, no_cache = 0;
@@ -52,7 +53,7 @@ int srv_main(int argc, char **argv) {
         if (cli_flag(&a, "-h", "--help")) {
             help();
             return CLI_OK;
-        } else if (cli_common_flag(&a, &co) || cli_device_flag(&a, &device)) {
+        } else if (cli_common_flag(&a, &co) || cli_device_flag(&a, &device) || cli_cache_flag(&a, &ctk, &ctv)) {
         } else if (cli_flag(&a, "--host", NULL)) host = cli_value(&a);
         else if (cli_flag(&a, "--port", NULL)) port = cli_int(&a, 0, 65535);
         else if (cli_flag(&a, "-np", "--parallel")) n_slots = cli_int(&a, 1, 256);
@@ -128,6 +129,7 @@ int srv_main(int argc, char **argv) {
     eo.n_batch = n_batch;
     eo.n_threads = co.threads;
     eo.device = dev;
+    eo.type_k = ctk, eo.type_v = ctv;
     eo.queue_max = queue;
     eo.prefill_chunk = chunk;
     eo.no_cache_prompt = no_cache;
@@ -162,6 +164,7 @@ int srv_main(int argc, char **argv) {
     fprintf(stderr, "lowbit serve: %s, %d slots x %d tokens, %d threads, chat template: %s%s\n", lb_model_desc(m),
             n_slots, srv_engine_n_ctx(e), srv_engine_threads(e),
             tp ? lb_chat_family_name(tp->family) : "none", api_key ? ", API key required" : "");
+    fprintf(stderr, "lowbit serve: %s\n", srv_engine_kv_desc(e));
     fprintf(stderr, "lowbit serve: listening on http://%s%s%s:%d\n", strchr(host, ':') ? "[" : "", host,
             strchr(host, ':') ? "]" : "", bound);
     fflush(stderr);

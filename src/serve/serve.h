@@ -83,6 +83,7 @@ typedef struct {
     int step_delay_ms; /* tests: sleep this long after every step (LOWBIT_SERVE_TEST_DELAY_MS) */
     int no_cache_prompt; /* --no-cache-prompt: every prompt is evaluated in full */
     int device;          /* --device: LB_DEVICE_CPU or LB_DEVICE_CUDA */
+    int type_k, type_v;  /* -ctk, -ctv: the KV cache's element types (LB_TYPE_F32 or LB_TYPE_F16) */
 } srv_engine_opts;
 
 srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o); /* NULL + lb_last_error() */
@@ -92,6 +93,7 @@ void srv_engine_stop(srv_engine *e);
 void srv_engine_free(srv_engine *e);
 int srv_engine_n_ctx(const srv_engine *e);
 int srv_engine_threads(const srv_engine *e);
+const char *srv_engine_kv_desc(const srv_engine *e);
 typedef struct {
     int idle, busy, queued;     /* slots, and requests waiting for one */
     long long steps;            /* forward passes */

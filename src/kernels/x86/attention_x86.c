@@ -9,6 +9,13 @@
 #include "kernels/attention_impl.h" /* and kernels/vmath.h */
 #include "kernels/x86/vmath_x86.h"
 
+__attribute__((target("avx2,f16c"))) void lb_attn_to_fp16_f16c(const float *s, uint16_t *d, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) d[i] = (uint16_t)_cvtss_sh(s[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
 /* ---- AVX2: 6 x 2 accumulators + 2 loads + 1 broadcast = 15 registers ---- */
 #define ATTR __attribute__((target("avx2,fma,f16c")))
 #define ATTR_INLINE ATTR __attribute__((always_inline)) static inline
@@ -17,6 +24,7 @@
 #define NR 6
 #define VT __m256
 #define VLOAD _mm256_loadu_ps
+#define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define VSTORE _mm256_storeu_ps
 #define VSET1 _mm256_set1_ps
 #define VZERO _mm256_setzero_ps
@@ -63,6 +71,7 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #undef NR
 #undef VT
 #undef VLOAD
+#undef VLOADH
 #undef VSTORE
 #undef VSET1
 #undef VZERO
@@ -87,6 +96,7 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #define NR 8
 #define VT __m512
 #define VLOAD _mm512_loadu_ps
+#define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #define VSTORE _mm512_storeu_ps
 #define VSET1 _mm512_set1_ps
 #define VZERO _mm512_setzero_ps

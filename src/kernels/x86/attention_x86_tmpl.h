@@ -3,15 +3,19 @@
  * portable kernel's operations (kernels/attention.c) in the same order.
  * Tiles: NR rows x 2 vectors, for both S = Q K^T (2W keys) and O += P V (2W
  * values of head_dim), so each loaded K or V vector feeds NR FMAs and the
- * NR x 2 accumulators stay in registers. */
+ * NR x 2 accumulators stay in registers. An fp16 cache's K or V vectors are
+ * widened as they are loaded (VLOADH; f16 is a constant in each copy). */
+
+/* W floats from element i of an f32 or fp16 array */
+#define KV_LOAD(p, i, f16) ((f16) ? VLOADH((const uint16_t *)(p) + (i)) : VLOAD((const float *)(p) + (i)))
 
 /* S[r][0..2W) = sum_d qs[r][d] * kt[d][0..2W) for r < nr */
-ATTR_INLINE void SFX(qk_tile)(const float *qs, int hd, const float *kt, float *s, const int nr) {
+ATTR_INLINE void SFX(qk_tile)(const float *qs, int hd, const void *kt, float *s, const int nr, const int f16) {
     VT acc[NR][2];
 #pragma GCC unroll 8
     for (int r = 0; r < nr; r++) acc[r][0] = acc[r][1] = VZERO();
     for (int d = 0; d < hd; d++) {
-        const VT k0 = VLOAD(kt + (size_t)d * LB_ATTN_KB), k1 = VLOAD(kt + (size_t)d * LB_ATTN_KB + W);
+        const VT k0 = KV_LOAD(kt, (size_t)d * LB_ATTN_KB, f16), k1 = KV_LOAD(kt, (size_t)d * LB_ATTN_KB + W, f16);
 #pragma GCC unroll 8
         for (int r = 0; r < nr; r++) {
             const VT b = VSET1(qs[(size_t)r * hd + d]);
@@ -27,7 +31,8 @@ ATTR_INLINE void SFX(qk_tile)(const float *qs, int hd, const float *kt, float *s
 }
 
 /* o[r][0..2W) += sum_j p[r][j] * v[j][0..2W) for r < nr, j < nj */
-ATTR_INLINE void SFX(pv_tile)(const float *p, const float *v, int hdp, int nj, float *o, int ldo, const int nr) {
+ATTR_INLINE void SFX(pv_tile)(const float *p, const void *v, int hdp, int nj, float *o, int ldo, const int nr,
+                              const int f16) {
     VT acc[NR][2];
 #pragma GCC unroll 8
     for (int r = 0; r < nr; r++) {
@@ -35,7 +40,7 @@ ATTR_INLINE void SFX(pv_tile)(const float *p, const float *v, int hdp, int nj, f
         acc[r][1] = VLOAD(o + (size_t)r * ldo + W);
     }
     for (int j = 0; j < nj; j++) {
-        const VT v0 = VLOAD(v + (size_t)j * hdp), v1 = VLOAD(v + (size_t)j * hdp + W);
+        const VT v0 = KV_LOAD(v, (size_t)j * hdp, f16), v1 = KV_LOAD(v, (size_t)j * hdp + W, f16);
 #pragma GCC unroll 8
         for (int r = 0; r < nr; r++) {
             const VT b = VSET1(p[(size_t)r * LB_ATTN_KB + j]);
@@ -70,7 +75,8 @@ __attribute__((noinline)) ATTR void SFX(cap_row)(float *sr, float scale, float c
     }
 }
 
-ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch) {
+ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch, const int kf16,
+                                 const int vf16) {
     const int g = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = lb_attn_hd_pad(hd), M = (t1 - t0) * g;
     const int KB = LB_ATTN_KB, NV = KB / W;
     lb_attn_scr s = lb_attn_scr_of(scratch, M, hd, hdp);
@@ -93,19 +99,30 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
     }
     int kbeg, kend;
     lb_attn_unit_keys(a, t0, t1, &kbeg, &kend);
-    const float *kbase = a->k + (size_t)kvh * (a->n_ctx / KB) * hd * KB;
-    const float *vbase = a->v + (size_t)kvh * a->n_ctx * hdp;
+    const char *kbase = (const char *)a->k + (size_t)kvh * (a->n_ctx / KB) * hd * KB * (kf16 ? 2 : 4);
+    const char *vbase = (const char *)a->v + (size_t)kvh * a->n_ctx * hdp * (vf16 ? 2 : 4);
     for (int kb0 = kbeg / KB * KB; kb0 < kend; kb0 += KB) {
-        const float *kt = kbase + (size_t)(kb0 / KB) * hd * KB;
+        const char *kt = kbase + (size_t)(kb0 / KB) * hd * KB * (kf16 ? 2 : 4);
         const int jlo = kbeg - kb0 > 0 ? kbeg - kb0 : 0, jhi = kend - kb0 < KB ? kend - kb0 : KB;
         /* S = Q K^T, 2W keys at a time (keys outside a row's range are masked below) */
-        for (int c = jlo / (2 * W) * 2 * W; c < jhi; c += 2 * W)
-            for (int r = 0; r < M; r += NR) {
-                const int nr = M - r < NR ? M - r : NR;
-#define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, kt + c, s.s + (size_t)r * KB + c, n)
-                DISPATCH_ROWS(QK, nr)
+#define QK_PASS(KT, F16)                                                                                    \
+    for (int c = jlo / (2 * W) * 2 * W; c < jhi; c += 2 * W)                                                \
+        for (int r = 0; r < M; r += NR) {                                                                   \
+            const int nr = M - r < NR ? M - r : NR;                                                         \
+            DISPATCH_ROWS(QK, nr)                                                                           \
+        }
+#define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, kt + (size_t)c * (kf16 ? 2 : 4), s.s + (size_t)r * KB + c, n, kf16)
+        if (!kf16 || M < 2 * NR) {
+            QK_PASS(kt, kf16)
+        } else {
 #undef QK
-            }
+#define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, s.kw + c, s.s + (size_t)r * KB + c, n, 0)
+            /* two or more tiles of rows read each key: widen the block once */
+            for (size_t i = 0; i < (size_t)hd * KB; i += W) VSTORE(s.kw + i, VLOADH((const uint16_t *)kt + i));
+            QK_PASS(s.kw, 0)
+        }
+#undef QK
+#undef QK_PASS
         /* online softmax per row: P = exp(S - m) into S, sums by lane */
         for (int r = 0; r < M; r++) {
             float *sr = s.s + (size_t)r * KB;
@@ -147,14 +164,25 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
             VLANE_SUM(s.lv + (size_t)r * 16, x);
         }
         /* O += P V over the keys some row sees */
-        const float *vb = vbase + (size_t)(kb0 + jlo) * hdp;
-        for (int d = 0; d < hdp; d += 2 * W)
-            for (int r = 0; r < M; r += NR) {
-                const int nr = M - r < NR ? M - r : NR;
-#define PV(n) SFX(pv_tile)(s.s + (size_t)r * KB + jlo, vb + d, hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n)
-                DISPATCH_ROWS(PV, nr)
+        const char *vb = vbase + (size_t)(kb0 + jlo) * hdp * (vf16 ? 2 : 4);
+#define PV_PASS                                                                                             \
+    for (int d = 0; d < hdp; d += 2 * W)                                                                    \
+        for (int r = 0; r < M; r += NR) {                                                                   \
+            const int nr = M - r < NR ? M - r : NR;                                                         \
+            DISPATCH_ROWS(PV, nr)                                                                           \
+        }
+#define PV(n) \
+    SFX(pv_tile)(s.s + (size_t)r * KB + jlo, vb + (size_t)d * (vf16 ? 2 : 4), hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, vf16)
+        if (!vf16 || M < 2 * NR) {
+            PV_PASS
+        } else {
 #undef PV
-            }
+#define PV(n) SFX(pv_tile)(s.s + (size_t)r * KB + jlo, s.vw + d, hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, 0)
+            for (size_t i = 0; i < (size_t)(jhi - jlo) * hdp; i += W) VSTORE(s.vw + i, VLOADH((const uint16_t *)vb + i));
+            PV_PASS
+        }
+#undef PV
+#undef PV_PASS
     }
     /* out = O / sum (a sink's exp joins the sum: lb_attn_end) */
     for (int r = 0; r < M; r++) {
@@ -170,5 +198,14 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
         for (; j < hd; j++) d[j] = o[j] * inv;
     }
 }
+
+/* one copy of the unit per pair of cache element types */
+ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch) {
+    if (!a->k_f16 && !a->v_f16) SFX(attn_block)(a, kvh, t0, t1, scratch, 0, 0);
+    else if (a->k_f16 && a->v_f16) SFX(attn_block)(a, kvh, t0, t1, scratch, 1, 1);
+    else if (a->k_f16) SFX(attn_block)(a, kvh, t0, t1, scratch, 1, 0);
+    else SFX(attn_block)(a, kvh, t0, t1, scratch, 0, 1);
+}
 #undef DISPATCH_ROWS
 #undef ROWS_CASE
+#undef KV_LOAD
