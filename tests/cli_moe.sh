@@ -212,6 +212,30 @@ greedy_is "$WORK/ernm.gguf" 'Once upon a time, inol happy sun."
 Lucy looks amesshestingld and a disappriing. She was very small and singlashapt.
 Okay mel'
 
+# GLM-4.5 / 4.6 (glm4moe): q/k/v biases, per-head q/k norms, half of each head
+# rotated (NeoX pairs), layer 0 dense, then experts chosen by sigmoid +
+# exp_probs_b, renormalised, times 2.5, a shared expert; a NextN block after
+# the others, left unread. Against ik_llama.cpp 8337e4c on the same file
+# (llama-perplexity -c 128 --chunks 8 -t 2: its f16 KV cache and flash
+# attention; 2026-12-01, Zen 4): 836.1221, lowbit 836.7350 with its f32 cache
+# and 836.7474 with an f16 one (-0.07 %; a 64-wide model 800 PPL from its
+# data magnifies rounding), and the same 60 greedy tokens. (ik's -fa 0 path
+# gives 795.87 here, and 1404 against its own 610.14 without the q/k norms:
+# its flash-attention path is the one this follows.)
+python3 "$MAKE" glm4moe "$SRC" "$WORK/glm.gguf" && ok "make_arch.py wrote the glm4moe file" || bad "make_arch.py glm4moe"
+arch_info "$WORK/glm.gguf" glm4moe "nextn_predict_layers" "glm4moe with a NextN block"
+near "stories260K as glm4moe (against ik_llama.cpp)" "$(ppl_at "$WORK/glm.gguf" 128)" 836.1221 0.001
+near "stories260K as glm4moe, f16 KV cache as ik's (against ik_llama.cpp)" \
+  "$(ppl_at "$WORK/glm.gguf" 128 8 -ctk f16 -ctv f16)" 836.1221 0.001
+greedy_is "$WORK/glm.gguf" 'Once upon a timeked limmkes."le!"le and driedy- friends forwbceingge ex- friends."ref!
+ sors."re,oure,oure,oure,oure,oure she'
+python3 "$MAKE" glm4moe "$SRC" "$WORK/bad.gguf" blk.2.attn_k_norm.weight
+expect_fail "glm4moe with a q norm but no k norm" "attn_q_norm and attn_k_norm come together" \
+  "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
+python3 "$MAKE" glm4moe "$SRC" "$WORK/bad.gguf" blk.3.ffn_up_shexp.weight
+expect_fail "glm4moe without a shared expert's up matrix" "blk.3.ffn_up_shexp.weight is missing" \
+  "$LOWBIT" run -m "$WORK/bad.gguf" -p hi -n 2
+
 # malformed files are refused by name
 python3 "$MAKE" qwen3moe "$SRC" "$WORK/bad.gguf" blk.2.ffn_up_exps.weight
 expect_fail "qwen3moe without blk.2.ffn_up_exps" "blk.2.ffn_up_exps.weight is missing" \

@@ -50,9 +50,11 @@ greedy_is() {
 }
 # The final PPL of `lowbit perplexity -m MODEL -c CTX` over $TEXT, CHUNKS
 # chunks (default 8; the architecture tests, cli_qwen3 / cli_phi3 /
-# cli_gemma2): ppl_at MODEL CTX [CHUNKS]
+# cli_gemma2): ppl_at MODEL CTX [CHUNKS [FLAGS...]]
 ppl_at() {
-  "$LOWBIT" perplexity -m "$1" -f "$TEXT" -c "$2" --chunks "${3:-8}" -t 2 2>&1 |
+  local f=$1 c=$2 k=${3:-8}
+  shift 2; [ $# -gt 0 ] && shift # the rest: more perplexity flags (-ctk f16 ...)
+  "$LOWBIT" perplexity -m "$f" -f "$TEXT" -c "$c" --chunks "$k" -t 2 "$@" 2>&1 |
     sed -n 's/^Final estimate: PPL = \([0-9.]*\).*/\1/p'
 }
 # A check that VALUE is within REL (relative) of EXPECTED: near WHAT VALUE EXPECTED REL

@@ -77,6 +77,15 @@
 #          MAKE_ARCH_GROUPS="G,U" puts the experts in G groups, U of them open.
 #          MAKE_ARCH_MLA=1 writes attn_k_b / attn_v_b (per head, 3-D) instead of
 #          attn_kv_b, with the keys llama.cpp's MLA conversion writes.
+#   glm4moe keys -> "glm4moe." (GLM-4.5 / 4.6 / Air): half of each head rotated
+#          (NeoX pairs), q/k/v biases and per-head q/k norms (fixed values),
+#          the FFN norm named post_attention_norm, layer 0 dense, then 4
+#          experts (2 used) as qwen3moe's with sigmoid gating, a selection bias
+#          exp_probs_b, the weights renormalised and times 2.5, one shared
+#          expert (the layer's FFN cut to the experts' width); and one NextN
+#          (multi-token prediction) block after the others (nextn_predict_layers
+#          1: a copy of the last layer plus nextn.eh_proj / enorm / hnorm /
+#          shared_head_norm), which generation leaves unread.
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
 # MAKE_ARCH_LEGACY=1 writes mixtral's experts as one 2-D tensor each (the
 # first GGUF layout). MAKE_ARCH_YARN="F,N[,M]" adds YaRN RoPE scaling keys (factor F, original
@@ -85,12 +94,12 @@ import math, os, struct, sys
 
 target, src, dst = sys.argv[1], sys.argv[2], sys.argv[3]
 omit = sys.argv[4] if len(sys.argv) > 4 else None
-MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe', 'deepseek2', 'ernie4_5-moe')
+MOE = ('qwen3moe', 'qwen2moe', 'mixtral', 'gpt-oss', 'granitemoe', 'deepseek2', 'ernie4_5-moe', 'glm4moe')
 assert target in ('llama', 'smollm3', 'mistral3', 'granite', 'glm4', 'exaone', 'olmo2', 'qwen3', 'phi3',
                   'gemma2', 'ernie4_5', 'command-r', 'cohere2') + MOE, \
     'ARCH: llama, smollm3, mistral3, granite, glm4, exaone, olmo2, qwen3, phi3, gemma2, ernie4_5, command-r, cohere2, ' \
     'qwen3moe, qwen2moe, '\
-    'mixtral, gpt-oss, granitemoe, deepseek2 or ernie4_5-moe'
+    'mixtral, gpt-oss, granitemoe, deepseek2, ernie4_5-moe or glm4moe'
 data = open(src, 'rb').read()
 pos = 0
 
@@ -253,9 +262,17 @@ if target in ('granite', 'granitemoe'):
     for key, val in (('embedding_scale', 1.5), ('residual_scale', 0.8), ('logit_scale', 1.25),
                      ('attention.scale', 0.25)):
         kvs.append([prefix + '.' + key, 6, struct.pack('<f', val)])
-if target == 'glm4':  # half of each head rotated
-    kvs = [kv for kv in kvs if kv[0] != 'glm4.rope.dimension_count']
-    kvs.append(['glm4.rope.dimension_count', 4, struct.pack('<I', head_dim // 2)])
+if target in ('glm4', 'glm4moe'):  # half of each head rotated
+    kvs = [kv for kv in kvs if kv[0] != target + '.rope.dimension_count']
+    kvs.append([target + '.rope.dimension_count', 4, struct.pack('<I', head_dim // 2)])
+if target == 'glm4moe':
+    for key, t, raw in (('leading_dense_block_count', 4, struct.pack('<I', 1)),
+                        ('expert_shared_count', 4, struct.pack('<I', 1)),
+                        ('expert_weights_scale', 6, struct.pack('<f', 2.5)),
+                        ('expert_weights_norm', 7, b'\x01'),
+                        ('expert_gating_func', 4, struct.pack('<I', 2)),
+                        ('nextn_predict_layers', 4, struct.pack('<I', 1))):
+        kvs.append(['glm4moe.' + key, t, raw])
 if target == 'mistral3':
     temp = float(os.environ.get('MAKE_ARCH_TEMP', '0.5'))
     kvs.append(['mistral3.attention.temperature_scale', 6, struct.pack('<f', temp)])
@@ -308,19 +325,19 @@ def moe(tensors, first=0):
                 experts += [x * scale * (1 + 0.4 * math.sin(1.7 * i + 2.3 * e + 0.4 * il)) for i, x in enumerate(w)]
             out.append((b + 'ffn_%s_exps.weight' % kind, (ne[0], ne[1], N_EXPERT), 0,
                         struct.pack('<%df' % len(experts), *experts)))
-            if target in ('deepseek2', 'ernie4_5-moe'):  # one shared expert: the cut FFN as it is
+            if target in ('deepseek2', 'ernie4_5-moe', 'glm4moe'):  # one shared expert: the cut FFN as it is
                 out.append((b + 'ffn_%s_shexp.weight' % kind, ne, 0, struct.pack('<%df' % len(w), *w)))
             if target == 'qwen2moe':
                 out.append((b + 'ffn_%s_shexp.weight' % kind, by_name[b + 'ffn_%s.weight' % kind][1], 0, blob))
         r = [0.5 * math.sin(0.9 * j + 1.7 * e + 0.3 * il) for e in range(N_EXPERT) for j in range(n_embd)]
         out.append((b + 'ffn_gate_inp.weight', (n_embd, N_EXPERT), 0, struct.pack('<%df' % len(r), *r)))
-        if target == 'ernie4_5-moe':
+        if target in ('ernie4_5-moe', 'glm4moe'):
             pb = [0.15 * math.cos(1.1 * e + il) for e in range(N_EXPERT)]
             out.append((b + 'exp_probs_b.bias', (N_EXPERT,), 0, struct.pack('<%df' % N_EXPERT, *pb)))
         if target == 'qwen2moe':
             g = [0.3 * math.sin(0.7 * j + 0.5 * il) for j in range(n_embd)]
             out.append((b + 'ffn_gate_inp_shexp.weight', (n_embd,), 0, struct.pack('<%df' % n_embd, *g)))
-        if target in ('qwen2moe', 'gpt-oss'):
+        if target in ('qwen2moe', 'gpt-oss', 'glm4moe'):
             for which, rows in (('q', n_embd), ('k', by_name[b + 'attn_k.weight'][1][1]), ('v', by_name[b + 'attn_v.weight'][1][1])):
                 v = [0.05 * math.cos(0.3 * i + il) for i in range(rows)]
                 out.append((b + 'attn_%s.bias' % which, (rows,), 0, struct.pack('<%df' % rows, *v)))
@@ -357,8 +374,13 @@ def repeat_layers(tensors, count, source):
 
 
 if target in MOE:
-    tensors = moe(tensors, 1 if target in ('deepseek2', 'ernie4_5-moe') else 0)
-if target == 'gpt-oss':  # its FFN norm is named post_attention_norm
+    tensors = moe(tensors, 1 if target in ('deepseek2', 'ernie4_5-moe', 'glm4moe') else 0)
+if target == 'glm4moe':  # layer 0's q/k/v biases (moe() adds the others')
+    k_rows = next(t for t in tensors if t[0] == 'blk.0.attn_k.weight')[1][1]
+    for which, rows in (('q', n_embd), ('k', k_rows), ('v', k_rows)):
+        v = [0.05 * math.cos(0.3 * i) for i in range(rows)]
+        tensors.append(('blk.0.attn_%s.bias' % which, (rows,), 0, struct.pack('<%df' % rows, *v)))
+if target in ('gpt-oss', 'glm4moe'):  # its FFN norm is named post_attention_norm
     tensors = [(t[0].replace('.ffn_norm.', '.post_attention_norm.'),) + t[1:] for t in tensors]
 # MAKE_ARCH_LEGACY=1 (mixtral): each 3-D expert tensor as one 2-D tensor an
 # expert, blk.N.ffn_X.E.weight: Mixtral's first GGUF layout
@@ -373,7 +395,7 @@ if target == 'mixtral' and os.environ.get('MAKE_ARCH_LEGACY'):
         else:
             split.append((name, ne, typ, blob))
     tensors = split
-if target in ('qwen3', 'qwen3moe'):
+if target in ('qwen3', 'qwen3moe', 'glm4moe'):
     for il in range(n_layer):
         for which, phase in (('q', 0.0), ('k', 2.0)):
             w = [1.0 + 0.9 * math.sin(1.3 * i + 0.7 * il + phase) for i in range(head_dim)]
@@ -494,6 +516,18 @@ if target == 'phi3':
         f = [1.0 + base * (1 + math.cos(0.9 * i)) * (i + 1) / half for i in range(half)]
         tensors.append(('rope_factors_%s.weight' % which, (half,), 0, struct.pack('<%df' % half, *f)))
 
+if target == 'glm4moe':  # the NextN block: the last layer again, and its own tensors
+    last = [t for t in tensors if t[0].startswith('blk.%d.' % (n_layer - 1))]
+    for name, ne, typ, blob in last:
+        tensors.append(('blk.%d.' % n_layer + name.split('.', 2)[2], ne, typ, blob))
+    nb = 'blk.%d.nextn.' % n_layer
+    tensors.append((nb + 'eh_proj.weight', (2 * n_embd, n_embd), 0,
+                    struct.pack('<%df' % (2 * n_embd * n_embd), *[0.01 * math.sin(0.1 * i) for i in range(2 * n_embd * n_embd)])))
+    for nm in ('enorm', 'hnorm', 'shared_head_norm'):
+        tensors.append((nb + nm + '.weight', (n_embd,), 0, struct.pack('<%df' % n_embd, *[1.0] * n_embd)))
+    for kv in kvs:
+        if kv[0] == 'glm4moe.block_count':
+            kv[2] = struct.pack('<I', n_layer + 1)
 tensors = [t for t in tensors if t[0] != omit]
 out = bytearray(b'GGUF' + struct.pack('<IQQ', version, len(tensors), len(kvs)))
 for key, t, raw in kvs:

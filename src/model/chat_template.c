@@ -11,7 +11,7 @@
 
 static const char *const names[LB_CHAT_COUNT + 1] = {
     "llama2", "llama3", "llama3.1", "mistral", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", "glm4.7", "command-r", NULL};
+    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", "glm4.7", "command-r", "glm4.5", NULL};
 
 const char *const *lb_chat_template_names(void) { return names; }
 const char *lb_chat_family_name(lb_chat_family f) { return f >= 0 && f < LB_CHAT_COUNT ? names[f] : "?"; }
@@ -122,9 +122,14 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         init(t, LB_CHAT_COMMAND_R, bos, eos);
         return LB_OK;
     }
-    /* GLM-4.7 and 4.7-Flash (GLM-4.5 / 4.6 write newlines after each role) */
+    /* GLM-4.7 and 4.7-Flash; GLM-4.5 and 4.6, which write a newline after
+     * each role and an empty <think></think> in the earlier assistant turns */
     if (strstr(s, "[gMASK]<sop>") && strstr(s, "<|assistant|>") && strstr(s, "clear_thinking")) {
         init(t, LB_CHAT_GLM47, bos, eos);
+        return LB_OK;
+    }
+    if (strstr(s, "[gMASK]<sop>") && strstr(s, "<|assistant|>") && strstr(s, "<think></think>")) {
+        init(t, LB_CHAT_GLM45, bos, eos);
         return LB_OK;
     }
     /* DeepSeek-R1 and its distills: the turns' markers, and the prompt's
@@ -167,9 +172,9 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
     }
     return lb_fail(LB_ERR_UNSUPPORTED,
                    "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen, Gemma, Phi-3, gpt-oss, "
-                   "DeepSeek-R1, GLM-4.7 or Command R); name one with --chat-template (llama2, llama3, llama3.1, "
+                   "DeepSeek-R1, GLM-4.5 / 4.6 / 4.7 or Command R); name one with --chat-template (llama2, llama3, llama3.1, "
                    "mistral, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, "
-                   "gpt-oss, deepseek-r1, glm4.7, command-r)");
+                   "gpt-oss, deepseek-r1, glm4.5, glm4.7, command-r)");
 }
 
 lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *t) {
@@ -659,6 +664,46 @@ static lb_status glm47(const lb_chat_msg *m, int n, sbuf *b) {
     return LB_OK;
 }
 
+/* GLM-4.5 / 4.6's template, without tools and with enable_thinking
+ * undefined: '[gMASK]<sop>', then '<|system|>\n' or '<|user|>\n' + each
+ * message as it is; '<|assistant|>' + (after the last user message and with
+ * reasoning: '\n<think>' + reasoning.strip() + '</think>'; else
+ * '\n<think></think>') + ('\n' + the answer stripped, if any), reasoning and
+ * answer split at '</think>' as GLM-4.7's (split_think); the prompt ends
+ * '<|assistant|>'. */
+static lb_status glm45(const lb_chat_msg *m, int n, sbuf *b) {
+    int last_user = -1;
+    for (int i = 0; i < n; i++)
+        if (is(&m[i], "user")) last_user = i;
+    put(b, "[gMASK]<sop>");
+    for (int i = 0; i < n; i++) {
+        const char *c = content(&m[i]), *ans, *r0, *r1;
+        if (is(&m[i], "user") || is(&m[i], "system")) {
+            put(b, is(&m[i], "user") ? "<|user|>\n" : "<|system|>\n");
+            put(b, c);
+            continue;
+        }
+        if (!is(&m[i], "assistant")) return raise("Only user, system and assistant roles are supported!");
+        split_think(c, &ans, &r0, &r1);
+        put(b, "<|assistant|>");
+        if (i > last_user && r1 > r0) {
+            put(b, "\n<think>");
+            put_trim_n(b, r0, (size_t)(r1 - r0));
+            put(b, "</think>");
+        } else {
+            put(b, "\n<think></think>");
+        }
+        size_t a, e;
+        trim_bounds(ans, strlen(ans), &a, &e);
+        if (e > a) {
+            put(b, "\n");
+            put_n(b, ans + a, e - a);
+        }
+    }
+    put(b, "<|assistant|>");
+    return LB_OK;
+}
+
 /* Command R / R+'s template: BOS; a first system message (even an empty
  * one) as a SYSTEM turn; then turns that must alternate user / assistant
  * from a user, each content stripped (a later system message in an
@@ -705,6 +750,7 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_GPT_OSS: s = gpt_oss(t, msgs, n, date, &b); break;
     case LB_CHAT_DEEPSEEK_R1: s = deepseek_r1(t, msgs, n, &b); break;
     case LB_CHAT_GLM47: s = glm47(msgs, n, &b); break;
+    case LB_CHAT_GLM45: s = glm45(msgs, n, &b); break;
     case LB_CHAT_COMMAND_R: s = command_r(t, msgs, n, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:

@@ -360,18 +360,23 @@ static lb_status get_vec2(loader *L, const char *name, int64_t n0, int64_t n1, l
 
 /* deepseek2's experts, as llama.cpp reads them: the shared experts' width, the
  * weights' scale (required) and renormalisation, softmax or (V3, gating
- * function 2) sigmoid probabilities, and expert groups if the file has them. */
+ * function 2) sigmoid probabilities, and expert groups if the file has them.
+ * glm4moe's (GLM-4.5, 4.6) are read the same way, their gating sigmoid
+ * unless the file says otherwise (ik_llama.cpp: 0 or absent means sigmoid). */
 static lb_status load_deepseek_moe(loader *L) {
     lb_hparams *hp = &L->m->hp;
+    const int glm = hp->arch == LB_ARCH_GLM4MOE;
     hp->n_ff_shexp = hp->n_ff_exp * opt_u32(L, "expert_shared_count", 0);
     const char *key = arch_key(L, "expert_weights_scale");
     if (!gguf_get_f32(L->g, key, &hp->expert_scale) || !(hp->expert_scale > 0.0f && hp->expert_scale < 1e3f))
-        return lb_fail(LB_ERR_FORMAT, "%s is missing or not a positive number (a deepseek2 model needs it)", key);
+        return lb_fail(LB_ERR_FORMAT, "%s is missing or not a positive number (a %s model needs it)", key,
+                       hp->arch_name);
     int norm = 0;
     key = arch_key(L, "expert_weights_norm");
     if (gguf_find_kv(L->g, key) && !gguf_get_bool(L->g, key, &norm)) return lb_fail(LB_ERR_FORMAT, "%s is not a bool", key);
     hp->expert_norm = norm;
-    const int gating = opt_u32(L, "expert_gating_func", 1);
+    int gating = opt_u32(L, "expert_gating_func", glm ? 2 : 1);
+    if (glm && gating == 0) gating = 2;
     if (gating != 1 && gating != 2)
         return lb_fail(LB_ERR_UNSUPPORTED, "%s = %d: softmax (1) and sigmoid (2) are supported",
                        arch_key(L, "expert_gating_func"), gating);
@@ -421,8 +426,9 @@ static lb_status load_mla_hparams(loader *L) {
 
 static lb_status load_moe_hparams(loader *L) {
     lb_hparams *hp = &L->m->hp;
-    const int moe_arch = hp->arch == LB_ARCH_QWEN2MOE || hp->arch == LB_ARCH_QWEN3MOE || hp->arch == LB_ARCH_GPT_OSS;
-    const int ds = hp->arch == LB_ARCH_DEEPSEEK2, ernie = hp->arch == LB_ARCH_ERNIE45;
+    const int moe_arch = hp->arch == LB_ARCH_QWEN2MOE || hp->arch == LB_ARCH_QWEN3MOE || hp->arch == LB_ARCH_GPT_OSS ||
+                         hp->arch == LB_ARCH_GLM4MOE;
+    const int ds = hp->arch == LB_ARCH_DEEPSEEK2 || hp->arch == LB_ARCH_GLM4MOE, ernie = hp->arch == LB_ARCH_ERNIE45;
     uint32_t ne = 0, nu = 0;
     const char *kc = arch_key(L, "expert_count");
     if (gguf_find_kv(L->g, kc) && !gguf_get_u32(L->g, kc, &ne)) return lb_fail(LB_ERR_FORMAT, "%s is not a count", kc);
@@ -481,15 +487,26 @@ static lb_status load_hparams(loader *L) {
     else if (!strcmp(arch, "deepseek2")) hp->arch = LB_ARCH_DEEPSEEK2;
     else if (!strcmp(arch, "ernie4_5") || !strcmp(arch, "ernie4_5-moe")) hp->arch = LB_ARCH_ERNIE45;
     else if (!strcmp(arch, "command-r") || !strcmp(arch, "cohere2")) hp->arch = LB_ARCH_COHERE;
+    else if (!strcmp(arch, "glm4moe")) hp->arch = LB_ARCH_GLM4MOE;
     else
         return lb_fail(LB_ERR_UNSUPPORTED,
                        "architecture '%s' is not supported (llama, mistral, mistral3, smollm3, granite, granitemoe, "
-                       "glm4, exaone, olmo2, deepseek2, ernie4_5, ernie4_5-moe, command-r, cohere2, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
+                       "glm4, glm4moe, exaone, olmo2, deepseek2, ernie4_5, ernie4_5-moe, command-r, cohere2, qwen2, qwen3, qwen2moe, qwen3moe, gpt-oss, gemma2, gemma3, phi3 are)", arch);
     snprintf(hp->arch_name, sizeof hp->arch_name, "%s", arch);
 
     lb_status s;
     if ((s = need_u32(L, "embedding_length", &hp->n_embd))) return s;
     if ((s = need_u32(L, "block_count", &hp->n_layer))) return s;
+    if (hp->arch == LB_ARCH_GLM4MOE) {
+        /* GLM-4.5's last nextn_predict_layers blocks predict further tokens
+         * (multi-token prediction); like llama.cpp, generation runs the others
+         * and leaves those blocks' tensors unread */
+        const int nextn = opt_u32(L, "nextn_predict_layers", 0);
+        if (nextn < 0 || nextn >= hp->n_layer)
+            return lb_fail(LB_ERR_FORMAT, "%s: %d of %d blocks are NextN layers", arch_key(L, "nextn_predict_layers"),
+                           nextn, hp->n_layer);
+        hp->n_layer -= nextn;
+    }
     if ((s = need_u32(L, "feed_forward_length", &hp->n_ff))) return s;
     if ((s = need_u32(L, "attention.head_count", &hp->n_head))) return s;
     hp->n_head_kv = opt_u32(L, "attention.head_count_kv", hp->n_head);
@@ -748,10 +765,10 @@ static lb_status load_weights(loader *L) {
         if ((s = get_vec(L, BLK("attn_q.bias"), qd, 1, &l->bq))) return s;
         if ((s = get_vec(L, BLK("attn_k.bias"), kvd, 1, &l->bk))) return s;
         if ((s = get_vec(L, BLK("attn_v.bias"), kvd, 1, &l->bv))) return s;
-        /* gpt-oss names the FFN's norm post_attention_norm */
-        const int oss = hp->arch == LB_ARCH_GPT_OSS;
+        /* gpt-oss and glm4moe name the FFN's norm post_attention_norm */
+        const int oss = hp->arch == LB_ARCH_GPT_OSS, glm = hp->arch == LB_ARCH_GLM4MOE;
         if (!olmo2 && !hp->parallel_block &&
-            (s = get_vec(L, BLK(oss ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 0, &l->ffn_norm)))
+            (s = get_vec(L, BLK(oss || glm ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 0, &l->ffn_norm)))
             return s;
         if ((ernie || hp->arch == LB_ARCH_COHERE) && (s = get_vec(L, BLK("attn_output.bias"), d, 1, &l->bo))) return s;
         if (oss && ((s = get_vec(L, BLK("attn_output.bias"), d, 0, &l->bo)) ||
@@ -783,14 +800,15 @@ static lb_status load_weights(loader *L) {
                     (s = get_matrix(L, BLK("ffn_down_shexp.weight"), ff, d, 0, &l->w_down)))
                     return s;
             }
-            if ((ds || ernie) && hp->n_ff_shexp) { /* the shared experts, one FFN of their summed width */
+            if ((ds || ernie || glm) && hp->n_ff_shexp) { /* the shared experts, one FFN of their summed width */
                 const int64_t fs = hp->n_ff_shexp;
                 if ((s = get_matrix(L, BLK("ffn_gate_shexp.weight"), d, fs, 0, &l->w_gate)) ||
                     (s = get_matrix(L, BLK("ffn_up_shexp.weight"), d, fs, 0, &l->w_up)) ||
                     (s = get_matrix(L, BLK("ffn_down_shexp.weight"), fs, d, 0, &l->w_down)))
                     return s;
             }
-            if ((ds || ernie) && (s = get_vec(L, BLK("exp_probs_b.bias"), hp->n_expert, 1, &l->exp_probs_b))) return s;
+            if ((ds || ernie || glm) && (s = get_vec(L, BLK("exp_probs_b.bias"), hp->n_expert, 1, &l->exp_probs_b)))
+                return s;
         } else if (hp->arch == LB_ARCH_PHI3 || hp->arch == LB_ARCH_GLM4) {
             /* gate and up in one tensor: gate the first n_ff rows (ggml_swiglu) */
             if ((s = get_matrix(L, BLK("ffn_up.weight"), d, 2 * ff, 0, &fused))) return s;
@@ -821,6 +839,12 @@ static lb_status load_weights(loader *L) {
              * biases (read if present: harmless), with per-head q/k norms */
             if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 0, &l->q_norm))) return s;
             if ((s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 0, &l->k_norm))) return s;
+        } else if (glm) { /* per-head q/k norms in some GLM-4.5 files (llama.cpp: optional) */
+            if ((s = get_vec(L, BLK("attn_q_norm.weight"), hp->head_dim, 1, &l->q_norm)) ||
+                (s = get_vec(L, BLK("attn_k_norm.weight"), hp->head_dim, 1, &l->k_norm)))
+                return s;
+            if (!l->q_norm != !l->k_norm)
+                return lb_fail(LB_ERR_FORMAT, "blk.%d: attn_q_norm and attn_k_norm come together", il);
         } else if (hp->arch == LB_ARCH_PHI3) {
             l->is_local = hp->sliding_window > 0;
         } else if (oss) {

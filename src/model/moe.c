@@ -179,7 +179,7 @@ static void route(lb_context *c, lb_moe_buffers *b, const lb_layer *l, const flo
         route_softmax_k(b, E, k, n);
         return;
     }
-    if (hp->arch == LB_ARCH_DEEPSEEK2 || hp->arch == LB_ARCH_ERNIE45) {
+    if (hp->arch == LB_ARCH_DEEPSEEK2 || hp->arch == LB_ARCH_ERNIE45 || hp->arch == LB_ARCH_GLM4MOE) {
         route_biased(hp, l, b, n);
         return;
     }
