@@ -637,8 +637,12 @@ static lb_status deepseek_r1(const lb_chat_template *t, const lb_chat_msg *m, in
  * else '</think>') + the answer stripped, where a '</think>' in the turn
  * splits reasoning (before the first, after its last '<think>', newlines
  * off its ends) from the answer (after the last, leading newlines off); the
- * prompt ends '<|assistant|><think>'. */
-static lb_status glm47(const lb_chat_msg *m, int n, sbuf *b) {
+ * prompt ends '<|assistant|><think>'.
+ * GLM-4.5 / 4.6's (v45), with enable_thinking undefined: a newline after
+ * '<|system|>' and '<|user|>'; '<|assistant|>' + (with reasoning as above:
+ * '\n<think>' + reasoning.strip() + '</think>'; else '\n<think></think>') +
+ * ('\n' + the answer stripped, if any); the prompt ends '<|assistant|>'. */
+static lb_status glm(const lb_chat_msg *m, int n, int v45, sbuf *b) {
     int last_user = -1;
     for (int i = 0; i < n; i++)
         if (is(&m[i], "user")) last_user = i;
@@ -647,60 +651,27 @@ static lb_status glm47(const lb_chat_msg *m, int n, sbuf *b) {
         const char *c = content(&m[i]), *ans, *r0, *r1;
         if (is(&m[i], "user") || is(&m[i], "system")) {
             put(b, is(&m[i], "user") ? "<|user|>" : "<|system|>");
+            if (v45) put(b, "\n");
             put(b, c);
             continue;
         }
         if (!is(&m[i], "assistant")) return raise("Only user, system and assistant roles are supported!");
         split_think(c, &ans, &r0, &r1);
-        put(b, "<|assistant|>");
-        if (i > last_user && r1 > r0) {
+        put(b, v45 ? "<|assistant|>\n" : "<|assistant|>");
+        const int reasoning = i > last_user && r1 > r0;
+        if (reasoning) {
             put(b, "<think>");
             put_trim_n(b, r0, (size_t)(r1 - r0));
+        } else if (v45) {
+            put(b, "<think>");
         }
         put(b, "</think>");
-        put_trim(b, ans);
-    }
-    put(b, "<|assistant|><think>");
-    return LB_OK;
-}
-
-/* GLM-4.5 / 4.6's template, without tools and with enable_thinking
- * undefined: '[gMASK]<sop>', then '<|system|>\n' or '<|user|>\n' + each
- * message as it is; '<|assistant|>' + (after the last user message and with
- * reasoning: '\n<think>' + reasoning.strip() + '</think>'; else
- * '\n<think></think>') + ('\n' + the answer stripped, if any), reasoning and
- * answer split at '</think>' as GLM-4.7's (split_think); the prompt ends
- * '<|assistant|>'. */
-static lb_status glm45(const lb_chat_msg *m, int n, sbuf *b) {
-    int last_user = -1;
-    for (int i = 0; i < n; i++)
-        if (is(&m[i], "user")) last_user = i;
-    put(b, "[gMASK]<sop>");
-    for (int i = 0; i < n; i++) {
-        const char *c = content(&m[i]), *ans, *r0, *r1;
-        if (is(&m[i], "user") || is(&m[i], "system")) {
-            put(b, is(&m[i], "user") ? "<|user|>\n" : "<|system|>\n");
-            put(b, c);
-            continue;
-        }
-        if (!is(&m[i], "assistant")) return raise("Only user, system and assistant roles are supported!");
-        split_think(c, &ans, &r0, &r1);
-        put(b, "<|assistant|>");
-        if (i > last_user && r1 > r0) {
-            put(b, "\n<think>");
-            put_trim_n(b, r0, (size_t)(r1 - r0));
-            put(b, "</think>");
-        } else {
-            put(b, "\n<think></think>");
-        }
         size_t a, e;
         trim_bounds(ans, strlen(ans), &a, &e);
-        if (e > a) {
-            put(b, "\n");
-            put_n(b, ans + a, e - a);
-        }
+        if (v45 && e > a) put(b, "\n");
+        put_n(b, ans + a, e - a);
     }
-    put(b, "<|assistant|>");
+    put(b, v45 ? "<|assistant|>" : "<|assistant|><think>");
     return LB_OK;
 }
 
@@ -749,8 +720,8 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_PHI3: s = phi3(msgs, n, &b); break;
     case LB_CHAT_GPT_OSS: s = gpt_oss(t, msgs, n, date, &b); break;
     case LB_CHAT_DEEPSEEK_R1: s = deepseek_r1(t, msgs, n, &b); break;
-    case LB_CHAT_GLM47: s = glm47(msgs, n, &b); break;
-    case LB_CHAT_GLM45: s = glm45(msgs, n, &b); break;
+    case LB_CHAT_GLM47: s = glm(msgs, n, 0, &b); break;
+    case LB_CHAT_GLM45: s = glm(msgs, n, 1, &b); break;
     case LB_CHAT_COMMAND_R: s = command_r(t, msgs, n, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:
