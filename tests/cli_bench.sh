@@ -63,6 +63,27 @@ for c in f32 f16; do
     grep -qE 'tg8 @ d100 reads [0-9.]+ MiB of weights and [0-9.]+ MiB of KV cache per token' "$WORK/depth-$c.log" &&
     ok "-d 0,100, $c cache: pp16, tg8 at depths 0 and 100" || bad "-d 0,100 ($c): $(grep -E '^\||error' "$WORK/depth-$c.log")"
 done
+# -o json / jsonl / csv: llama-bench's field names, one record per test
+"$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 4 -d 0,20 -r 2 -t 2 -ctk f16 -o json --no-roofline \
+  > "$WORK/bench.json" 2>/dev/null &&
+  python3 - "$WORK/bench.json" <<'PY' && ok "-o json: 4 records with llama-bench's fields" || bad "-o json: $(head -c 300 "$WORK/bench.json")"
+import json, sys
+rows = json.load(open(sys.argv[1]))
+assert len(rows) == 4, rows
+for r in rows:
+    for k in ('model_filename', 'model_type', 'model_size', 'model_n_params', 'n_threads', 'type_k', 'type_v',
+              'n_prompt', 'n_gen', 'n_depth', 'avg_ns', 'stddev_ns', 'avg_ts', 'stddev_ts', 'samples_ts'):
+        assert k in r, k
+    assert r['type_k'] == 'f16' and r['type_v'] == 'f32' and r['avg_ts'] > 0 and len(r['samples_ts']) == 2
+assert [(r['n_prompt'], r['n_gen'], r['n_depth']) for r in rows] == [(16, 0, 0), (0, 4, 0), (16, 0, 20), (0, 4, 20)]
+PY
+"$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 4 -r 1 -t 2 -o jsonl --no-roofline > "$WORK/bench.jsonl" 2>/dev/null &&
+  [ "$(wc -l < "$WORK/bench.jsonl")" -eq 2 ] && python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$WORK/bench.jsonl" &&
+  ok "-o jsonl: 2 lines, each a JSON object" || bad "-o jsonl: $(cat "$WORK/bench.jsonl")"
+"$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 4 -r 1 -t 2 -o csv --no-roofline > "$WORK/bench.csv" 2>/dev/null &&
+  [ "$(wc -l < "$WORK/bench.csv")" -eq 3 ] && head -n1 "$WORK/bench.csv" | grep -q '^model_filename,model_type,.*,avg_ts,stddev_ts$' &&
+  ok "-o csv: a header and 2 rows" || bad "-o csv: $(cat "$WORK/bench.csv")"
+expect_fail "-o xml" "expected md, csv, json or jsonl" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -o xml
 expect_fail "bad -d list" "bad -d list" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -d 5,y
 expect_fail "-ctk q8_0" "f32 or f16" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk q8_0
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "core/common.h"
@@ -44,6 +45,9 @@ static void help(void) {
            "                         (default 0; filled untimed, as llama-bench -d: \"tg128 @ d4096\")\n"
            "  -t, --threads N[,N]    thread counts to test (default: all cores)\n"
            "  -r, --repetitions N    repetitions per test (default 5)\n"
+           "  -o, --output FORMAT    md (default: a table), csv, json or jsonl, with llama-bench's\n"
+           "                         field names (model_type, n_prompt, n_gen, n_depth, avg_ts,\n"
+           "                         stddev_ts, samples_ts, ...); the rooflines stay on stderr\n"
            "      --no-roofline      do not measure the memory read bandwidth (1 GiB, ~2 s) that\n"
            "                         tg results are compared with (and 256 MiB before and after\n"
            "                         each tg repetition, for VMs whose bandwidth changes by the\n"
@@ -183,13 +187,76 @@ static void print_beside(int n, const double *runs, const double *before, const 
     }
 }
 
+/* -o: llama-bench's output formats, with its field names for what lowbit
+ * measures the same way (tokens/s per repetition; ns per test run) */
+enum { FMT_MD, FMT_CSV, FMT_JSON, FMT_JSONL };
+typedef struct {
+    const char *file, *desc;
+    uint64_t size, n_params;
+    const char *isa;
+    int threads, type_k, type_v, n_prompt, n_gen, n_depth;
+    double mean, sd;        /* tokens/s */
+    const double *samples;  /* tokens/s of each repetition */
+    int n_samples;
+} bench_row;
+
+/* s as a JSON string (quotes, backslashes and control bytes escaped) */
+static void json_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p < 0x20) printf("\\u%04x", *p);
+        else putchar(*p);
+    }
+    putchar('"');
+}
+
+/* s as a CSV field: quoted, quotes doubled */
+static void csv_str(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_row(int fmt, const bench_row *r, int index) {
+    char when[32];
+    const time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const int tokens = r->n_prompt + r->n_gen;
+    const double avg_ns = r->mean > 0 ? tokens / r->mean * 1e9 : 0, sd_ns = r->mean > 0 ? avg_ns * r->sd / r->mean : 0;
+    const char *tk = r->type_k == LB_TYPE_F16 ? "f16" : "f32", *tv = r->type_v == LB_TYPE_F16 ? "f16" : "f32";
+    if (fmt == FMT_CSV) {
+        csv_str(r->file), putchar(','), csv_str(r->desc);
+        printf(",%llu,%llu,", (unsigned long long)r->size, (unsigned long long)r->n_params);
+        csv_str(r->isa);
+        printf(",%d,%s,%s,%d,%d,%d,%s,%.0f,%.0f,%.6f,%.6f\n", r->threads, tk, tv, r->n_prompt, r->n_gen, r->n_depth,
+               when, avg_ns, sd_ns, r->mean, r->sd);
+        return;
+    }
+    if (fmt == FMT_JSON) printf(index ? ",\n  " : "  ");
+    printf("{\"model_filename\": "), json_str(r->file);
+    printf(", \"model_type\": "), json_str(r->desc);
+    printf(", \"model_size\": %llu, \"model_n_params\": %llu, \"isa\": ", (unsigned long long)r->size,
+           (unsigned long long)r->n_params);
+    json_str(r->isa);
+    printf(", \"n_threads\": %d, \"type_k\": \"%s\", \"type_v\": \"%s\", \"n_prompt\": %d, \"n_gen\": %d, "
+           "\"n_depth\": %d, \"test_time\": \"%s\", \"avg_ns\": %.0f, \"stddev_ns\": %.0f, \"avg_ts\": %.6f, "
+           "\"stddev_ts\": %.6f, \"samples_ts\": [",
+           r->threads, tk, tv, r->n_prompt, r->n_gen, r->n_depth, when, avg_ns, sd_ns, r->mean, r->sd);
+    for (int i = 0; i < r->n_samples; i++) printf("%s%.6f", i ? ", " : "", r->samples[i]);
+    printf("]}%s", fmt == FMT_JSONL ? "\n" : "");
+}
+
 int cmd_bench(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "bench", 0};
     int ctk = LB_TYPE_F32, ctv = LB_TYPE_F32;
     const char *synthetic = NULL, *type_name = "Q4_0", *device = NULL;
     int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, dp[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, n_dp = 1, reps = 5,
-        roofline = 1;
+        roofline = 1, fmt = FMT_MD;
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_flag(&a, "-t", "--threads")) {
@@ -210,6 +277,13 @@ int cmd_bench(int argc, char **argv) {
             if (!(n_tg = parse_list(cli_value(&a), tg, 8, 0, 1 << 16))) { fprintf(stderr, "lowbit bench: bad -n list\n"); a.bad = 1; }
         } else if (cli_flag(&a, "-d", "--n-depth")) {
             if (!(n_dp = parse_list(cli_value(&a), dp, 8, 0, 1 << 20))) { fprintf(stderr, "lowbit bench: bad -d list\n"); a.bad = 1; }
+        } else if (cli_flag(&a, "-o", "--output")) {
+            const char *v = cli_value(&a);
+            if (v && (fmt = !strcmp(v, "md") ? FMT_MD : !strcmp(v, "csv") ? FMT_CSV : !strcmp(v, "json") ? FMT_JSON
+                                                       : !strcmp(v, "jsonl") ? FMT_JSONL : -1) < 0) {
+                fprintf(stderr, "lowbit bench: -o %s: expected md, csv, json or jsonl\n", v);
+                a.bad = 1;
+            }
         } else if (cli_flag(&a, "-r", "--repetitions")) reps = cli_int(&a, 1, 1000);
         else if (cli_flag(&a, "--no-roofline", NULL)) roofline = 0;
         else cli_unknown(&a);
@@ -282,8 +356,17 @@ int cmd_bench(int argc, char **argv) {
     else snprintf(size, sizeof size, "%.2f GiB", bytes / 1073741824.0);
     if (np < 1e9) snprintf(params, sizeof params, "%.2f M", np / 1e6);
     else snprintf(params, sizeof params, "%.2f B", np / 1e9);
-    printf("| model | size | params | isa | threads | test | t/s |\n");
-    printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+    const char *model_file = synthetic ? synthetic : co.model;
+    if (fmt == FMT_MD) {
+        printf("| model | size | params | isa | threads | test | t/s |\n");
+        printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+    } else if (fmt == FMT_CSV) {
+        printf("model_filename,model_type,model_size,model_n_params,isa,n_threads,type_k,type_v,n_prompt,n_gen,"
+               "n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts\n");
+    } else if (fmt == FMT_JSON) {
+        printf("[\n");
+    }
+    int n_rows = 0;
     int rc = CLI_OK, bw_threads = 0, pk_threads = 0, described = 0;
     double bw = 0; /* read bandwidth at bw_threads threads */
     double pk = 0; /* int8 peak GOPS at pk_threads threads */
@@ -335,9 +418,17 @@ int cmd_bench(int argc, char **argv) {
                     if (rc == CLI_OK) {
                         double mean, sd;
                         stats(runs, reps, &mean, &sd);
-                        printf("| %s | %s | %s | %s | %d | %s%d%s | %.2f ± %.2f |\n", lb_model_desc(m), size,
-                               params, dev != LB_DEVICE_CPU ? "cuda" : lb_isa_name(lb_cpu_level()), lb_context_threads(ctx),
-                               kind == 0 ? "pp" : "tg", n, at, mean, sd);
+                        const char *isa = dev != LB_DEVICE_CPU ? "cuda" : lb_isa_name(lb_cpu_level());
+                        if (fmt == FMT_MD) {
+                            printf("| %s | %s | %s | %s | %d | %s%d%s | %.2f ± %.2f |\n", lb_model_desc(m), size,
+                                   params, isa, lb_context_threads(ctx), kind == 0 ? "pp" : "tg", n, at, mean, sd);
+                        } else {
+                            const bench_row row = {model_file, lb_model_desc(m), lb_model_size_bytes(m),
+                                                   (uint64_t)lb_model_n_params(m), isa, lb_context_threads(ctx),
+                                                   ctk, ctv, kind == 0 ? n : 0, kind == 0 ? 0 : n, depth, mean, sd,
+                                                   runs, reps};
+                            print_row(fmt, &row, n_rows++);
+                        }
                         fflush(stdout);
                         if (kind == 0) {
                             const double ops = 2.0 * per_token(m, 1, 1.0 / n), gops = ops * mean / 1e9;
@@ -389,6 +480,7 @@ int cmd_bench(int argc, char **argv) {
             }
         }
     }
+    if (fmt == FMT_JSON) printf("%s]\n", n_rows ? "\n" : "");
     free(toks);
     free(runs);
     free(logits);
