@@ -3,10 +3,10 @@
  * in GFLOPS of useful work (4 * head_dim flops per query and visible key:
  * q.k and p*v) and milliseconds per call.
  *
- * usage: attention [-t THREADS] [-n N] [-d DEPTH] [--heads H/KV] [--hd D] [--window W] [--cache f32|f16]
+ * usage: attention [-t THREADS] [-n N] [-d DEPTH] [--heads H/KV] [--hd D] [--window W] [--cache f32|f16|q8_0]
  *                  [-s SECONDS]
- *   defaults: 1 thread, n 512, depth 512, TinyLlama's heads 32/4, head_dim 64, an f32 cache (f16: K and V
- *   in fp16, as `lowbit run -ctk f16 -ctv f16`). */
+ *   defaults: 1 thread, n 512, depth 512, TinyLlama's heads 32/4, head_dim 64, an f32 cache (f16 or q8_0:
+ *   K and V in that type, as `lowbit run -ctk T -ctv T`). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +43,7 @@ static double run(const lb_attn_args *a, float *scratch, int threads, double sec
 }
 
 int main(int argc, char **argv) {
-    int threads = 1, n = 512, depth = 512, nh = 32, nkv = 4, hd = 64, window = 0, f16 = 0;
+    int threads = 1, n = 512, depth = 512, nh = 32, nkv = 4, hd = 64, window = 0, ct = LB_KV_F32;
     double seconds = 0.5;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *o = argv[i], *v = argv[i + 1];
@@ -54,15 +54,17 @@ int main(int argc, char **argv) {
         else if (!strcmp(o, "--hd")) hd = atoi(v);
         else if (!strcmp(o, "--window")) window = atoi(v);
         else if (!strcmp(o, "-s")) seconds = atof(v);
-        else if (!strcmp(o, "--cache") && (!strcmp(v, "f32") || !strcmp(v, "f16"))) f16 = !strcmp(v, "f16");
+        else if (!strcmp(o, "--cache") && !strcmp(v, "f32")) ct = LB_KV_F32;
+        else if (!strcmp(o, "--cache") && !strcmp(v, "f16")) ct = LB_KV_F16;
+        else if (!strcmp(o, "--cache") && !strcmp(v, "q8_0")) ct = LB_KV_Q8_0;
         else { fprintf(stderr, "unknown option %s\n", o); return 2; }
     }
     if (n < 1 || depth < 0 || nh < 1 || nkv < 1 || nh % nkv || hd < 1 || threads < 1) return 2;
     const int L = LB_MAX(n, depth + 1), n_ctx = lb_attn_ctx_pad(L);
-    const size_t kc = (size_t)nkv * n_ctx * hd, vc = (size_t)nkv * n_ctx * lb_attn_hd_pad(hd);
+    const size_t kc = lb_attn_k_bytes(n_ctx, nkv, hd, ct), vc = lb_attn_v_bytes(n_ctx, nkv, hd, ct);
     float *q = lb_malloc_aligned((size_t)n * nh * hd * sizeof(float));
     float *out = lb_malloc_aligned((size_t)n * nh * hd * sizeof(float));
-    void *k = lb_malloc_aligned(kc * sizeof(float)), *v = lb_malloc_aligned(vc * sizeof(float));
+    void *k = lb_malloc_aligned(kc), *v = lb_malloc_aligned(vc);
     float *krow = malloc((size_t)nkv * hd * sizeof(float)), *vrow = malloc((size_t)nkv * hd * sizeof(float));
     float *scratch = lb_malloc_aligned((size_t)threads * lb_attn_scratch_floats(hd, nh / nkv) * sizeof(float));
     if (!q || !out || !k || !v || !krow || !vrow || !scratch) return 1;
@@ -71,15 +73,16 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < (size_t)n * nh * hd; i++) q[i] = RND();
     for (int p = 0; p < L; p++) {
         for (int i = 0; i < nkv * hd; i++) krow[i] = RND(), vrow[i] = RND();
-        lb_attn_store_kv(k, v, f16, f16, n_ctx, nkv, hd, krow, 0, vrow, 0, 1, p);
+        lb_attn_store_kv(k, v, ct, ct, n_ctx, nkv, hd, krow, 0, vrow, 0, 1, p);
     }
-    printf("heads %d/%d, head_dim %d, window %d, %s cache, %d thread(s)\n", nh, nkv, hd, window, f16 ? "f16" : "f32",
+    printf("heads %d/%d, head_dim %d, window %d, %s cache, %d thread(s)\n", nh, nkv, hd, window,
+           ct == LB_KV_F16 ? "f16" : ct == LB_KV_Q8_0 ? "q8_0" : "f32",
            threads);
     const lb_isa levels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512};
     const lb_isa hw = lb_cpu_detected();
     for (int li = 0; li < 3; li++) {
         if (lb_cpu_force_level(levels[li]) != levels[li]) continue;
-        lb_attn_args a = {.q = q, .out = out, .k = k, .v = v, .k_f16 = f16, .v_f16 = f16,
+        lb_attn_args a = {.q = q, .out = out, .k = k, .v = v, .k_type = ct, .v_type = ct,
                           .q_stride = (size_t)nh * hd, .o_stride = (size_t)nh * hd, .n_ctx = n_ctx, .n = n, .pos0 = 0,
                           .n_head = nh, .n_head_kv = nkv, .head_dim = hd, .window = window, .scale = 0.125f};
         double dt = run(&a, scratch, threads, seconds);

@@ -198,8 +198,9 @@ typedef struct {
     int n_threads;     /* 0: the model's default */
     int n_seq;         /* sequences with a KV cache of n_ctx positions each (lb_eval_multi); 0: 1 */
     int device;        /* LB_DEVICE_CPU (0), or LB_DEVICE_CUDA: the whole forward pass on the GPU */
-    int type_k, type_v; /* KV cache elements: LB_TYPE_F32 (0, the default) or LB_TYPE_F16 (half the memory;
-                         * llama.cpp's default); the CUDA backend keeps F32 */
+    int type_k, type_v; /* KV cache elements: LB_TYPE_F32 (0, the default), LB_TYPE_F16 (half the memory;
+                         * llama.cpp's default) or LB_TYPE_Q8_0 (17/64 of it: llama.cpp's Q8_0 rounding of
+                         * each 32 values of a key or value); the CUDA backend keeps F32 */
 } lb_context_params;
 
 /* Where a context runs its forward pass. LB_DEVICE_CUDA needs a build with

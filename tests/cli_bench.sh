@@ -53,9 +53,9 @@ need_shared models/stories260K-f32.gguf
   && rows_ok "$WORK/file.log" 2 && ok "model file: pp32 and tg8 rows" || bad "model file: $(tail -n 2 "$WORK/file.log")"
 
 # -d: the tests start after DEPTH positions of the cache (filled untimed), named
-# as llama-bench names them ("tg8 @ d100"), with an fp16 cache as well; tg's
+# as llama-bench names them ("tg8 @ d100"), with fp16 and q8_0 caches as well; tg's
 # roofline then counts the cache a token reads beside the weights
-for c in f32 f16; do
+for c in f32 f16 q8_0; do
   "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 8 -d 0,100 -r 2 -t 2 -ctk $c -ctv $c \
     > "$WORK/depth-$c.log" 2>&1
   [ "$(grep -cE '^\| .* \| 2 \| (pp16|tg8)( @ d100)? \| [0-9.]+ ± [0-9.]+ \|$' "$WORK/depth-$c.log")" -eq 4 ] &&
@@ -85,7 +85,7 @@ PY
   ok "-o csv: a header and 2 rows" || bad "-o csv: $(cat "$WORK/bench.csv")"
 expect_fail "-o xml" "expected md, csv, json or jsonl" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -o xml
 expect_fail "bad -d list" "bad -d list" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -d 5,y
-expect_fail "-ctk q8_0" "f32 or f16" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk q8_0
+expect_fail "-ctk q4_0" "f32, f16 or q8_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk q4_0
 
 # The model column names the file type as llama.cpp does: from general.file_type
 # (this llama.cpp-written file says 15), else guessed from the tensors (the

@@ -9,13 +9,15 @@
  * (f32 sums of up to a few hundred terms, exp within ~2 ulp). Besides, every
  * level and thread count must give the scalar level's bits exactly (the
  * kernels share one order of operations, kernels/vmath.h).
- * Each shape runs with an f32 cache, an fp16 one, and fp16 keys with f32
- * values: for fp16 the reference takes the keys and values rounded to fp16
- * (the cache's rounding is exact, lb_f32_to_fp16), so the tolerance is the
- * same. */
+ * Each shape runs with an f32 cache, an fp16 one, fp16 keys with f32
+ * values, a q8_0 one, and q8_0 keys with fp16 or f32 values: the reference
+ * takes the keys and values as the cache holds them (rounded to fp16 by
+ * lb_f32_to_fp16, or each 32 values of a vector, zero-padded, by
+ * lb_quantize_row_q8_0_ref), so the tolerance is the same. */
 #include "kernels/attention.h"
 #include "core/common.h"
 #include "core/fp16.h"
+#include "formats/types.h"
 #include "test_util.h"
 
 typedef struct {
@@ -58,43 +60,60 @@ static void reference(const shape *sh, const float *q, const float *k, const flo
     free(sc);
 }
 
-/* cache element types: K, V fp16 or not */
-static const int kv_types[][2] = {{0, 0}, {1, 1}, {1, 0}};
-enum { N_KV_TYPES = 3 };
+/* cache element types of K and V */
+static const int kv_types[][2] = {{LB_KV_F32, LB_KV_F32}, {LB_KV_F16, LB_KV_F16}, {LB_KV_F16, LB_KV_F32},
+                                  {LB_KV_Q8_0, LB_KV_Q8_0}, {LB_KV_Q8_0, LB_KV_F16}, {LB_KV_F32, LB_KV_Q8_0}};
+enum { N_KV_TYPES = 6 };
+static const char *type_name(int t) { return t == LB_KV_F16 ? "f16" : t == LB_KV_Q8_0 ? "q8_0" : "f32"; }
+
+/* x (n vectors of hd floats) as a cache of element type t holds them */
+static void as_cached(float *x, size_t n, int hd, int t) {
+    for (size_t r = 0; r < n; r++) {
+        float *row = x + r * hd;
+        if (t == LB_KV_F16) {
+            for (int i = 0; i < hd; i++) row[i] = lb_fp16_to_f32(lb_f32_to_fp16(row[i]));
+        } else if (t == LB_KV_Q8_0) {
+            for (int g = 0; g < hd; g += QK8_0) {
+                float pad[QK8_0] = {0}, back[QK8_0];
+                const int m = hd - g < QK8_0 ? hd - g : QK8_0;
+                memcpy(pad, row + g, (size_t)m * sizeof(float));
+                block_q8_0 b;
+                lb_quantize_row_q8_0_ref(pad, &b, QK8_0);
+                lb_dequantize_row_q8_0(&b, back, QK8_0);
+                memcpy(row + g, back, (size_t)m * sizeof(float));
+            }
+        }
+    }
+}
 
 /* the scalar level's output of each shape and cache type, for the bitwise comparison */
 static float *scalar_out[32][N_KV_TYPES];
 
 static void check_shape(const shape *sh, int si, int ti, lb_isa level, uint64_t *rng) {
-    const int kf16 = kv_types[ti][0], vf16 = kv_types[ti][1];
+    const int kt = kv_types[ti][0], vt = kv_types[ti][1];
     const int hd = sh->head_dim, nh = sh->n_head, nkv = sh->n_head_kv, L = sh->pos0 + sh->n;
     const int n_ctx = lb_attn_ctx_pad(L + 5);
     const size_t qn = (size_t)sh->n * nh * hd, kvn = (size_t)L * nkv * hd;
     float *q = malloc(qn * sizeof *q), *k = malloc(kvn * sizeof *k), *v = malloc(kvn * sizeof *v);
     float *out = malloc(qn * sizeof *out);
     double *ref = malloc(qn * sizeof *ref);
-    const size_t kc_n = (size_t)nkv * n_ctx * hd, vc_n = (size_t)nkv * n_ctx * lb_attn_hd_pad(hd);
-    void *kc = lb_malloc_aligned(kc_n * sizeof(float)), *vc = lb_malloc_aligned(vc_n * sizeof(float));
+    const size_t kc_b = lb_attn_k_bytes(n_ctx, nkv, hd, kt), vc_b = lb_attn_v_bytes(n_ctx, nkv, hd, vt);
+    void *kc = lb_malloc_aligned(kc_b), *vc = lb_malloc_aligned(vc_b);
     for (size_t i = 0; i < qn; i++) q[i] = lb_test_randf(rng);
     for (size_t i = 0; i < kvn; i++) k[i] = lb_test_randf(rng);
     for (size_t i = 0; i < kvn; i++) v[i] = lb_test_randf(rng);
-    for (size_t i = 0; i < kc_n; i++) {
-        if (kf16) ((lb_fp16 *)kc)[i] = 0x7e00; /* NaN */
-        else ((float *)kc)[i] = NAN;
-    }
-    for (size_t i = 0; i < vc_n; i++) {
-        if (vf16) ((lb_fp16 *)vc)[i] = 0x7e00;
-        else ((float *)vc)[i] = NAN;
-    }
+    /* NaN: f32 entries, fp16 entries and q8_0 scales (0x7e7e) */
+    if (kt == LB_KV_F32) for (size_t i = 0; i < kc_b / 4; i++) ((float *)kc)[i] = NAN;
+    else memset(kc, 0x7e, kc_b);
+    if (vt == LB_KV_F32) for (size_t i = 0; i < vc_b / 4; i++) ((float *)vc)[i] = NAN;
+    else memset(vc, 0x7e, vc_b);
     /* the prefix, then the batch, as the forward pass writes them */
-    lb_attn_store_kv(kc, vc, kf16, vf16, n_ctx, nkv, hd, k, (size_t)nkv * hd, v, (size_t)nkv * hd, sh->pos0, 0);
-    lb_attn_store_kv(kc, vc, kf16, vf16, n_ctx, nkv, hd, k + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd,
+    lb_attn_store_kv(kc, vc, kt, vt, n_ctx, nkv, hd, k, (size_t)nkv * hd, v, (size_t)nkv * hd, sh->pos0, 0);
+    lb_attn_store_kv(kc, vc, kt, vt, n_ctx, nkv, hd, k + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd,
                      v + (size_t)sh->pos0 * nkv * hd, (size_t)nkv * hd, sh->n, sh->pos0);
     /* what the cache holds */
-    for (size_t i = 0; i < kvn; i++) {
-        if (kf16) k[i] = lb_fp16_to_f32(lb_f32_to_fp16(k[i]));
-        if (vf16) v[i] = lb_fp16_to_f32(lb_f32_to_fp16(v[i]));
-    }
+    as_cached(k, (size_t)L * nkv, hd, kt);
+    as_cached(v, (size_t)L * nkv, hd, vt);
     reference(sh, q, k, v, ref);
     float sinks[64];
     for (int h = 0; h < nh && h < 64; h++) sinks[h] = sink_of(sh, h);
@@ -106,7 +125,7 @@ static void check_shape(const shape *sh, int si, int ti, lb_isa level, uint64_t 
         a.out = out;
         a.k = kc;
         a.v = vc;
-        a.k_f16 = kf16, a.v_f16 = vf16;
+        a.k_type = kt, a.v_type = vt;
         a.q_stride = a.o_stride = (size_t)nh * hd;
         a.n_ctx = n_ctx;
         a.n = sh->n;
@@ -135,7 +154,7 @@ static void check_shape(const shape *sh, int si, int ti, lb_isa level, uint64_t 
         CHECK_MSG(bad == 0,
                   "%s, cache K %s V %s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g cap %g sink %g threads=%d: "
                   "%d values off, worst %.2f x tol",
-                  lb_isa_name(level), kf16 ? "f16" : "f32", vf16 ? "f16" : "f32", sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, sh->softcap, sh->sink,
+                  lb_isa_name(level), type_name(kt), type_name(vt), sh->n, sh->pos0, nh, nkv, hd, sh->window, sh->scale_mul, sh->softcap, sh->sink,
                   nth, bad, worst);
         if (level == LB_ISA_SCALAR && nth == 1) {
             scalar_out[si][ti] = malloc(qn * sizeof(float));
@@ -144,7 +163,7 @@ static void check_shape(const shape *sh, int si, int ti, lb_isa level, uint64_t 
             CHECK_MSG(!memcmp(out, scalar_out[si][ti], qn * sizeof(float)),
                       "%s, cache K %s V %s: n=%d pos0=%d heads=%d/%d hd=%d threads=%d: not bit-identical to the "
                       "scalar level",
-                      lb_isa_name(level), kf16 ? "f16" : "f32", vf16 ? "f16" : "f32", sh->n, sh->pos0, nh, nkv, hd, nth);
+                      lb_isa_name(level), type_name(kt), type_name(vt), sh->n, sh->pos0, nh, nkv, hd, nth);
         }
         lb_free_aligned(scratch);
     }

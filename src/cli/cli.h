@@ -54,13 +54,14 @@ int cli_device_flag(cli_args *a, const char **device);
     "      --device DEV     cpu (default) or cuda: the whole forward pass on the GPU, weights\n" \
     "                       in the file's layouts (needs a build with -DLOWBIT_CUDA=ON)\n"
 /* The KV cache's element types (run, chat, perplexity, bench, serve), as
- * llama.cpp spells them: -ctk/--cache-type-k and -ctv/--cache-type-v, f32 or
- * f16 (LB_TYPE_F32 / LB_TYPE_F16); returns 1 if it consumed the flag. */
+ * llama.cpp spells them: -ctk/--cache-type-k and -ctv/--cache-type-v, f32,
+ * f16 or q8_0 (LB_TYPE_F32 / _F16 / _Q8_0); returns 1 if it consumed the flag. */
+const char *cli_cache_type_name(int type);
 int cli_cache_flag(cli_args *a, int *type_k, int *type_v);
 #define CLI_CACHE_HELP                                                                              \
-    "  -ctk, --cache-type-k T  KV cache keys: f32 (default) or f16 (half the memory, as llama.cpp's\n" \
-    "                       default; faster attention at long contexts)\n"                            \
-    "  -ctv, --cache-type-v T  KV cache values: f32 (default) or f16\n"
+    "  -ctk, --cache-type-k T  KV cache keys: f32 (default), f16 (half the memory, as llama.cpp's\n" \
+    "                       default; faster attention at long contexts) or q8_0 (17/64 of it)\n"    \
+    "  -ctv, --cache-type-v T  KV cache values: f32 (default), f16 or q8_0\n"
 /* LB_DEVICE_CPU for NULL or "cpu"; for "cuda", LB_DEVICE_CUDA once the
  * backend is registered, a GPU found and load-time repacking turned off (the
  * GPU takes the file's layouts); -1 after printing why not. Call before

@@ -147,8 +147,9 @@ static lb_status run_test(lb_context *ctx, const int32_t *toks, int n, int pos0,
  * layout and element types of kernels/attention.h. */
 static double kv_bytes_at(const lb_model *m, int ctk, int ctv, double pos) {
     const lb_hparams *hp = &m->hp;
-    const double ks = ctk == LB_TYPE_F16 ? 2 : 4, vs = ctv == LB_TYPE_F16 ? 2 : 4;
-    const double row = hp->n_head_kv * (hp->head_dim * ks + lb_attn_hd_pad(hp->head_dim) * vs);
+    const int kt = lb_attn_kv_type(ctk), vt = lb_attn_kv_type(ctv);
+    const double row = hp->n_head_kv * ((double)lb_attn_k_block_bytes(hp->head_dim, kt) / LB_ATTN_KB +
+                                        (double)lb_attn_v_row_bytes(hp->head_dim, vt));
     double v = 0;
     for (int il = 0; il < hp->n_layer; il++)
         v += row * (m->layers[il].is_local && hp->sliding_window > 0 && pos > hp->sliding_window ? hp->sliding_window
@@ -227,7 +228,7 @@ static void print_row(int fmt, const bench_row *r, int index) {
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     const int tokens = r->n_prompt + r->n_gen;
     const double avg_ns = r->mean > 0 ? tokens / r->mean * 1e9 : 0, sd_ns = r->mean > 0 ? avg_ns * r->sd / r->mean : 0;
-    const char *tk = r->type_k == LB_TYPE_F16 ? "f16" : "f32", *tv = r->type_v == LB_TYPE_F16 ? "f16" : "f32";
+    const char *tk = cli_cache_type_name(r->type_k), *tv = cli_cache_type_name(r->type_v);
     if (fmt == FMT_CSV) {
         csv_str(r->file), putchar(','), csv_str(r->desc);
         printf(",%llu,%llu,", (unsigned long long)r->size, (unsigned long long)r->n_params);

@@ -137,6 +137,10 @@ int cli_sampler_flag(cli_args *a, lb_sampler_params *sp, int *seed_set) {
     return 1;
 }
 
+const char *cli_cache_type_name(int type) {
+    return type == LB_TYPE_F16 ? "f16" : type == LB_TYPE_Q8_0 ? "q8_0" : "f32";
+}
+
 int cli_cache_flag(cli_args *a, int *type_k, int *type_v) {
     int *t;
     if (cli_flag(a, "-ctk", "--cache-type-k")) t = type_k;
@@ -146,9 +150,10 @@ int cli_cache_flag(cli_args *a, int *type_k, int *type_v) {
     if (!v) return 1;
     if (!strcmp(v, "f32")) *t = LB_TYPE_F32;
     else if (!strcmp(v, "f16")) *t = LB_TYPE_F16;
+    else if (!strcmp(v, "q8_0")) *t = LB_TYPE_Q8_0;
     else {
-        fprintf(stderr, "lowbit %s: %s %s: the KV cache holds f32 or f16 (quantized caches such as q8_0 are not "
-                        "supported)\n", a->cmd, flag, v);
+        fprintf(stderr, "lowbit %s: %s %s: the KV cache holds f32, f16 or q8_0 (llama.cpp's other quantized caches, "
+                        "such as q4_0, are not supported)\n", a->cmd, flag, v);
         a->bad = 1;
     }
     return 1;

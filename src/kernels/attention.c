@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include "core/common.h"
+#include "formats/types.h"
 #include "kernels/attention_impl.h"
 #include "kernels/x86/attention_x86.h"
 
@@ -20,9 +21,22 @@ size_t lb_attn_scratch_floats(int head_dim, int group) {
            (size_t)head_dim * LB_ATTN_KB + LB_ATTN_KB * hdp;
 }
 
-size_t lb_attn_k_elems(int n_ctx, int n_head_kv, int head_dim) { return (size_t)n_head_kv * n_ctx * head_dim; }
-size_t lb_attn_v_elems(int n_ctx, int n_head_kv, int head_dim) {
-    return (size_t)n_head_kv * n_ctx * lb_attn_hd_pad(head_dim);
+int lb_attn_kv_type(int t) { return t == LB_TYPE_F16 ? LB_KV_F16 : t == LB_TYPE_Q8_0 ? LB_KV_Q8_0 : LB_KV_F32; }
+
+size_t lb_attn_k_block_bytes(int head_dim, int type) {
+    const size_t n = (size_t)head_dim * LB_ATTN_KB;
+    if (type == LB_KV_Q8_0) return n + (size_t)lb_attn_hd_pad(head_dim) / QK8_0 * LB_ATTN_KB * sizeof(lb_fp16);
+    return n * (type == LB_KV_F16 ? 2 : 4);
+}
+size_t lb_attn_v_row_bytes(int head_dim, int type) {
+    const size_t hdp = (size_t)lb_attn_hd_pad(head_dim);
+    return type == LB_KV_Q8_0 ? hdp / QK8_0 * sizeof(block_q8_0) : hdp * (type == LB_KV_F16 ? 2 : 4);
+}
+size_t lb_attn_k_bytes(int n_ctx, int n_head_kv, int head_dim, int type) {
+    return (size_t)n_head_kv * (n_ctx / LB_ATTN_KB) * lb_attn_k_block_bytes(head_dim, type);
+}
+size_t lb_attn_v_bytes(int n_ctx, int n_head_kv, int head_dim, int type) {
+    return (size_t)n_head_kv * n_ctx * lb_attn_v_row_bytes(head_dim, type);
 }
 
 /* fp16(s[i]) for i < n: F16C where the level has it, else lb_f32_to_fp16
@@ -52,31 +66,88 @@ static void put_row(void *dst, size_t off, int f16, const float *src, int n, siz
     }
 }
 
-void lb_attn_store_kv(void *kc, void *vc, int k_f16, int v_f16, int n_ctx, int n_head_kv, int head_dim,
+/* values g * 32 .. g * 32 + 31 of x (hd floats, zero-padded to hd_pad)
+ * rounded as Q8_0 */
+static block_q8_0 q8_group(const float *x, int hd, int g) {
+    float pad[QK8_0] = {0};
+    memcpy(pad, x + g * QK8_0, (size_t)LB_MIN(QK8_0, hd - g * QK8_0) * sizeof(float));
+    block_q8_0 q;
+    lb_quantize_row_q8_0_ref(pad, &q, QK8_0);
+    return q;
+}
+
+void lb_attn_store_kv(void *kc, void *vc, int k_type, int v_type, int n_ctx, int n_head_kv, int head_dim,
                       const float *k, size_t k_stride, const float *v, size_t v_stride, int n, int pos0) {
     static const float zeros[LB_ATTN_VPAD];
-    const int hd = head_dim, hdp = lb_attn_hd_pad(hd), nblk = n_ctx / LB_ATTN_KB;
+    const int hd = head_dim, hdp = lb_attn_hd_pad(hd), nblk = n_ctx / LB_ATTN_KB, ng = hdp / QK8_0;
+    const size_t kblk = lb_attn_k_block_bytes(hd, k_type), vrow = lb_attn_v_row_bytes(hd, v_type);
     for (int t = 0; t < n; t++) {
-        const int p = pos0 + t;
+        const int p = pos0 + t, j = p % LB_ATTN_KB;
         for (int h = 0; h < n_head_kv; h++) {
-            const size_t ko = ((size_t)h * nblk + p / LB_ATTN_KB) * hd * LB_ATTN_KB + p % LB_ATTN_KB;
-            put_row(kc, ko, k_f16, k + (size_t)t * k_stride + (size_t)h * hd, hd, LB_ATTN_KB);
-            const size_t vo = ((size_t)h * n_ctx + p) * hdp;
-            put_row(vc, vo, v_f16, v + (size_t)t * v_stride + (size_t)h * hd, hd, 1);
-            put_row(vc, vo + hd, v_f16, zeros, hdp - hd, 1);
+            const float *kx = k + (size_t)t * k_stride + (size_t)h * hd, *vx = v + (size_t)t * v_stride + (size_t)h * hd;
+            char *kb = (char *)kc + ((size_t)h * nblk + p / LB_ATTN_KB) * kblk;
+            if (k_type == LB_KV_Q8_0) { /* codes [hd][KB], then scales [hd_pad / 32][KB] */
+                int8_t *codes = (int8_t *)kb;
+                lb_fp16 *scales = (lb_fp16 *)(kb + (size_t)hd * LB_ATTN_KB);
+                for (int g = 0; g < ng; g++) {
+                    const block_q8_0 q = q8_group(kx, hd, g);
+                    for (int d = g * QK8_0; d < LB_MIN(hd, g * QK8_0 + QK8_0); d++)
+                        codes[(size_t)d * LB_ATTN_KB + j] = q.qs[d % QK8_0];
+                    scales[(size_t)g * LB_ATTN_KB + j] = q.d;
+                }
+            } else {
+                put_row(kb, (size_t)j, k_type == LB_KV_F16, kx, hd, LB_ATTN_KB);
+            }
+            char *vr = (char *)vc + ((size_t)h * n_ctx + p) * vrow;
+            if (v_type == LB_KV_Q8_0) {
+                for (int g = 0; g < ng; g++) ((block_q8_0 *)vr)[g] = q8_group(vx, hd, g);
+            } else {
+                put_row(vr, 0, v_type == LB_KV_F16, vx, hd, 1);
+                put_row(vr, (size_t)hd, v_type == LB_KV_F16, zeros, hdp - hd, 1);
+            }
         }
     }
 }
 
-void lb_attn_copy_kv(void *kd, void *vd, const void *ks, const void *vs, int k_f16, int v_f16, int n_ctx,
+void lb_attn_copy_kv(void *kd, void *vd, const void *ks, const void *vs, int k_type, int v_type, int n_ctx,
                      int n_head_kv, int head_dim, int n) {
-    const int hd = head_dim, hdp = lb_attn_hd_pad(hd), nblk = n_ctx / LB_ATTN_KB;
-    const size_t kz = k_f16 ? 2 : 4, vz = v_f16 ? 2 : 4;
-    const size_t kblk = (size_t)hd * LB_ATTN_KB, kn = (size_t)(n + LB_ATTN_KB - 1) / LB_ATTN_KB * kblk;
+    const int nblk = n_ctx / LB_ATTN_KB;
+    const size_t kblk = lb_attn_k_block_bytes(head_dim, k_type), vrow = lb_attn_v_row_bytes(head_dim, v_type);
+    const size_t kn = (size_t)(n + LB_ATTN_KB - 1) / LB_ATTN_KB * kblk;
     for (int h = 0; h < n_head_kv; h++) {
-        memcpy((char *)kd + (size_t)h * nblk * kblk * kz, (const char *)ks + (size_t)h * nblk * kblk * kz, kn * kz);
-        memcpy((char *)vd + (size_t)h * n_ctx * hdp * vz, (const char *)vs + (size_t)h * n_ctx * hdp * vz,
-               (size_t)n * hdp * vz);
+        memcpy((char *)kd + (size_t)h * nblk * kblk, (const char *)ks + (size_t)h * nblk * kblk, kn);
+        memcpy((char *)vd + (size_t)h * n_ctx * vrow, (const char *)vs + (size_t)h * n_ctx * vrow, (size_t)n * vrow);
+    }
+}
+
+/* A K block (KB keys) widened to f32, [head_dim][KB], and nj V rows widened
+ * to f32, [nj][hd_pad]: exact for every element type (the portable kernel,
+ * and the SIMD kernels' reference for their own widening). */
+void lb_attn_widen_k(const void *kb, int type, int hd, float *restrict kw) {
+    const size_t n = (size_t)hd * LB_ATTN_KB;
+    if (type == LB_KV_F16) {
+        for (size_t i = 0; i < n; i++) kw[i] = lb_fp16_to_f32(((const lb_fp16 *)kb)[i]);
+    } else if (type == LB_KV_Q8_0) {
+        const int8_t *codes = kb;
+        const lb_fp16 *scales = (const lb_fp16 *)((const char *)kb + n);
+        for (int d = 0; d < hd; d++)
+            for (int j = 0; j < LB_ATTN_KB; j++)
+                kw[(size_t)d * LB_ATTN_KB + j] =
+                    codes[(size_t)d * LB_ATTN_KB + j] * lb_fp16_to_f32(scales[(size_t)(d / QK8_0) * LB_ATTN_KB + j]);
+    } else {
+        memcpy(kw, kb, n * sizeof(float));
+    }
+}
+
+void lb_attn_widen_v(const void *v, int type, int hd, int nj, float *restrict vw) {
+    const int hdp = lb_attn_hd_pad(hd);
+    if (type == LB_KV_Q8_0) {
+        for (int j = 0; j < nj; j++)
+            lb_dequantize_row_q8_0((const block_q8_0 *)v + (size_t)j * (hdp / QK8_0), vw + (size_t)j * hdp, hdp);
+    } else if (type == LB_KV_F16) {
+        for (size_t i = 0; i < (size_t)nj * hdp; i++) vw[i] = lb_fp16_to_f32(((const lb_fp16 *)v)[i]);
+    } else {
+        memcpy(vw, v, (size_t)nj * hdp * sizeof(float));
     }
 }
 
@@ -114,19 +185,19 @@ static void block_scalar(const lb_attn_args *a, int kvh, int t0, int t1, float *
     lb_attn_begin(a, kvh, t0, t1, hdp, &s);
     int kbeg, kend;
     lb_attn_unit_keys(a, t0, t1, &kbeg, &kend);
-    const size_t kbase = (size_t)kvh * (a->n_ctx / KB) * hd * KB, vbase = (size_t)kvh * a->n_ctx * hdp;
+    const size_t kblk = lb_attn_k_block_bytes(hd, a->k_type), vrow = lb_attn_v_row_bytes(hd, a->v_type);
+    const char *kbase = (const char *)a->k + (size_t)kvh * (a->n_ctx / KB) * kblk;
+    const char *vbase = (const char *)a->v + (size_t)kvh * a->n_ctx * vrow;
     for (int kb0 = kbeg / KB * KB; kb0 < kend; kb0 += KB) {
         const int jlo = LB_MAX(kbeg - kb0, 0), jhi = LB_MIN(kend - kb0, KB);
-        const size_t ko = kbase + (size_t)(kb0 / KB) * hd * KB, vo = vbase + (size_t)(kb0 + jlo) * hdp;
-        const float *kt = (const float *)a->k + ko, *vb = (const float *)a->v + vo;
-        if (a->k_f16) {
-            const lb_fp16 *h = (const lb_fp16 *)a->k + ko;
-            for (size_t i = 0; i < (size_t)hd * KB; i++) s.kw[i] = lb_fp16_to_f32(h[i]);
+        const char *kb = kbase + (size_t)(kb0 / KB) * kblk, *vr = vbase + (size_t)(kb0 + jlo) * vrow;
+        const float *kt = (const float *)kb, *vb = (const float *)vr;
+        if (a->k_type != LB_KV_F32) {
+            lb_attn_widen_k(kb, a->k_type, hd, s.kw);
             kt = s.kw;
         }
-        if (a->v_f16) {
-            const lb_fp16 *h = (const lb_fp16 *)a->v + vo;
-            for (size_t i = 0; i < (size_t)(jhi - jlo) * hdp; i++) s.vw[i] = lb_fp16_to_f32(h[i]);
+        if (a->v_type != LB_KV_F32) {
+            lb_attn_widen_v(vr, a->v_type, hd, jhi - jlo, s.vw);
             vb = s.vw;
         }
         for (int r = 0; r < M; r++) {

@@ -14,10 +14,15 @@
  * when a score passes the max by a slack), O += P V; the output is O / sum
  * at the end. Every ISA level computes the same bits (kernels/attention.c).
  *
- * Element type: K and V are each f32 or fp16 (IEEE half, round to nearest
- * even when stored; llama.cpp's -ctk/-ctv f16). An fp16 cache holds half the
- * bytes; the kernels widen its entries to f32 as they load them (exact), so
- * the arithmetic and its order are the f32 cache's. */
+ * Element types: K and V are each f32, fp16 (IEEE half, round to nearest
+ * even when stored; llama.cpp's -ctk/-ctv f16) or q8_0 (llama.cpp's Q8_0
+ * rounding of each 32 values of a key or value vector along head_dim, the
+ * vector zero-padded to hd_pad: 34 bytes per 32 values). A q8_0 K block keeps
+ * the transposed layout for its int8 codes, [head_dim][KB], followed by the
+ * fp16 scales, [hd_pad / 32][KB]; a q8_0 V row is hd_pad / 32 block_q8_0.
+ * The kernels widen entries to f32 as they load them, exactly (a q8_0 entry
+ * is code * scale, a product of 8 and 11 significant bits), so the arithmetic
+ * and its order are the f32 cache's for the values the cache holds. */
 #ifndef LB_ATTENTION_H
 #define LB_ATTENTION_H
 
@@ -28,11 +33,16 @@
 #define LB_ATTN_KB 32 /* positions per transposed K block */
 #define LB_ATTN_VPAD 32 /* V row padding */
 
+enum { LB_KV_F32 = 0, LB_KV_F16 = 1, LB_KV_Q8_0 = 2 }; /* cache element types */
+
+/* LB_TYPE_F16 -> LB_KV_F16, LB_TYPE_Q8_0 -> LB_KV_Q8_0, else LB_KV_F32 */
+int lb_attn_kv_type(int lb_type);
+
 typedef struct {
     const float *q;     /* token t, head h: q + t * q_stride + h * head_dim */
     float *out;         /* token t, head h: out + t * o_stride + h * head_dim */
     const void *k, *v;  /* this layer's cache, layout above */
-    int k_f16, v_f16;   /* element types: 0 f32, 1 fp16 */
+    int k_type, v_type; /* element types: LB_KV_F32, LB_KV_F16, LB_KV_Q8_0 */
     size_t q_stride, o_stride;
     int n_ctx;          /* cache capacity in positions, a multiple of LB_ATTN_KB */
     int n, pos0;        /* query token t is at position pos0 + t and sees keys up to it */
@@ -52,21 +62,25 @@ int lb_attn_hd_pad(int head_dim);
  * for a block of keys and values widened from fp16 included). */
 size_t lb_attn_scratch_floats(int head_dim, int group);
 
-/* Elements of one layer's K and V caches for n_ctx (padded) positions. */
-size_t lb_attn_k_elems(int n_ctx, int n_head_kv, int head_dim);
-size_t lb_attn_v_elems(int n_ctx, int n_head_kv, int head_dim);
+/* Bytes of one KV head's K block (KB positions) and of one V row. */
+size_t lb_attn_k_block_bytes(int head_dim, int type);
+size_t lb_attn_v_row_bytes(int head_dim, int type);
+
+/* Bytes of one layer's K and V caches for n_ctx (padded) positions. */
+size_t lb_attn_k_bytes(int n_ctx, int n_head_kv, int head_dim, int type);
+size_t lb_attn_v_bytes(int n_ctx, int n_head_kv, int head_dim, int type);
 
 /* Writes n tokens' keys and values (rows of n_head_kv * head_dim floats, row
  * strides k_stride, v_stride) at positions pos0.. into the cache of a layer,
- * whose K and V hold f32 or fp16 (k_f16, v_f16). */
-void lb_attn_store_kv(void *kc, void *vc, int k_f16, int v_f16, int n_ctx, int n_head_kv, int head_dim,
+ * whose K and V hold the element types k_type, v_type. */
+void lb_attn_store_kv(void *kc, void *vc, int k_type, int v_type, int n_ctx, int n_head_kv, int head_dim,
                       const float *k, size_t k_stride, const float *v, size_t v_stride, int n, int pos0);
 
 /* Copies positions 0..n-1 of a layer's cache (src) to another (dst) of the
  * same shape and types. K goes in whole blocks, so dst's positions n .. the
  * end of the last block take src's entries too (undefined for dst until
  * written). */
-void lb_attn_copy_kv(void *kd, void *vd, const void *ks, const void *vs, int k_f16, int v_f16, int n_ctx,
+void lb_attn_copy_kv(void *kd, void *vd, const void *ks, const void *vs, int k_type, int v_type, int n_ctx,
                      int n_head_kv, int head_dim, int n);
 
 /* Runs the attention of a->n tokens on up to n_threads threads (one OpenMP

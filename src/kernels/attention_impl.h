@@ -24,9 +24,15 @@ typedef struct {
     float *s;  /* [M][KB] scores, then probabilities */
     float *m;  /* [M] running max */
     float *lv; /* [M][16] running sums by lane (kernels/vmath.h order) */
-    float *kw; /* [head_dim][KB]: a block of fp16 keys widened (the portable kernel) */
+    float *kw; /* [head_dim][KB]: a block of fp16 or q8_0 keys widened to f32 */
     float *vw; /* [KB][hd_pad]: and its values */
 } lb_attn_scr;
+
+/* A K block (KB keys) of element type `type` widened to f32, [head_dim][KB],
+ * and nj V rows widened to f32, [nj][hd_pad]: exactly (kernels/attention.h),
+ * so a kernel that widens otherwise must give these floats. */
+void lb_attn_widen_k(const void *kb, int type, int hd, float *restrict kw);
+void lb_attn_widen_v(const void *v, int type, int hd, int nj, float *restrict vw);
 
 static inline size_t lb_attn_round16(size_t n) { return (n + 15) & ~(size_t)15; }
 

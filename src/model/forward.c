@@ -55,6 +55,8 @@ void lb_context_free(lb_context *c) {
     free(c);
 }
 
+static const char *kv_type_name(int kv) { return kv == LB_KV_F16 ? "f16" : kv == LB_KV_Q8_0 ? "q8_0" : "f32"; }
+
 static float *alloc_f(size_t n) { return lb_malloc_aligned(n * sizeof(float)); }
 
 /* YaRN's ramp over rotation pairs (ggml_rope_yarn_corr_dims): pairs below
@@ -124,21 +126,23 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     }
     for (int i = 0; i < 2; i++) {
         const int t = i ? p.type_v : p.type_k;
-        if (t != LB_TYPE_F32 && t != LB_TYPE_F16) {
+        if (t != LB_TYPE_F32 && t != LB_TYPE_F16 && t != LB_TYPE_Q8_0) {
             free(c);
-            return lb_fail(LB_ERR_UNSUPPORTED, "KV cache type %d for %s: f32 and f16 are supported", t, i ? "V" : "K");
+            return lb_fail(LB_ERR_UNSUPPORTED, "KV cache type %d for %s: f32, f16 and q8_0 are supported", t,
+                           i ? "V" : "K");
         }
-        if (t == LB_TYPE_F16 && c->dev) {
+        if (t != LB_TYPE_F32 && c->dev) {
             free(c);
-            return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend keeps an f32 KV cache (drop the f16 cache type)");
+            return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend keeps an f32 KV cache (drop the %s cache type)",
+                           t == LB_TYPE_F16 ? "f16" : "q8_0");
         }
     }
     const size_t B = (size_t)c->n_batch, d = (size_t)hp->n_embd;
     const size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
     c->n_ctx_pad = lb_attn_ctx_pad(c->n_ctx);
-    c->k_f16 = p.type_k == LB_TYPE_F16, c->v_f16 = p.type_v == LB_TYPE_F16;
-    c->k_layer = lb_attn_k_elems(c->n_ctx_pad, hp->n_head_kv, hp->head_dim) * (c->k_f16 ? 2 : 4);
-    c->v_layer = lb_attn_v_elems(c->n_ctx_pad, hp->n_head_kv, hp->head_dim) * (c->v_f16 ? 2 : 4);
+    c->k_type = lb_attn_kv_type(p.type_k), c->v_type = lb_attn_kv_type(p.type_v);
+    c->k_layer = lb_attn_k_bytes(c->n_ctx_pad, hp->n_head_kv, hp->head_dim, c->k_type);
+    c->v_layer = lb_attn_v_bytes(c->n_ctx_pad, hp->n_head_kv, hp->head_dim, c->v_type);
     if (!c->dev) { /* a device backend keeps its cache on the device */
         c->k_cache = lb_malloc_aligned((size_t)c->n_seq * hp->n_layer * c->k_layer);
         c->v_cache = lb_malloc_aligned((size_t)c->n_seq * hp->n_layer * c->v_layer);
@@ -232,7 +236,7 @@ uint64_t lb_context_kv_bytes(const lb_context *c) {
 const char *lb_context_kv_desc(const lb_context *c) {
     static _Thread_local char buf[160];
     snprintf(buf, sizeof buf, "KV cache: %d positions x %d sequence%s, K %s, V %s, %.1f MiB", c->n_ctx, c->n_seq,
-             c->n_seq == 1 ? "" : "s", c->k_f16 ? "f16" : "f32", c->v_f16 ? "f16" : "f32",
+             c->n_seq == 1 ? "" : "s", kv_type_name(c->k_type), kv_type_name(c->v_type),
              (double)lb_context_kv_bytes(c) / 1048576.0);
     return buf;
 }
@@ -338,7 +342,7 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
             if (kn) vo->rmsnorm(k + (size_t)h * hd, k + (size_t)h * hd, kn, hd, eps);
             if (!l->no_rope) vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
         }
-        lb_attn_store_kv(lb_k_cache_of(c, c->tok_seq[t], il), lb_v_cache_of(c, c->tok_seq[t], il), c->k_f16, c->v_f16,
+        lb_attn_store_kv(lb_k_cache_of(c, c->tok_seq[t], il), lb_v_cache_of(c, c->tok_seq[t], il), c->k_type, c->v_type,
                          c->n_ctx_pad, nkv, hd, k, kvd, v, kvd, 1, c->tok_pos[t]);
     });
 }
@@ -354,7 +358,7 @@ void lb_attention_segs(lb_context *c, int il, const lb_seg *segs, int n_segs) {
         a.out = c->att_out + (size_t)segs[s].t0 * qd;
         a.k = lb_k_cache_of(c, segs[s].seq, il);
         a.v = lb_v_cache_of(c, segs[s].seq, il);
-        a.k_f16 = c->k_f16, a.v_f16 = c->v_f16;
+        a.k_type = c->k_type, a.v_type = c->v_type;
         a.q_stride = a.o_stride = (size_t)qd;
         a.n_ctx = c->n_ctx_pad;
         a.n = segs[s].n;
@@ -605,7 +609,7 @@ lb_status lb_seq_copy(lb_context *c, int src, int dst, int n) {
     const lb_hparams *hp = &c->model->hp;
     for (int il = 0; il < hp->n_layer; il++)
         lb_attn_copy_kv(lb_k_cache_of(c, dst, il), lb_v_cache_of(c, dst, il), lb_k_cache_of(c, src, il), lb_v_cache_of(c, src, il),
-                        c->k_f16, c->v_f16, c->n_ctx_pad, hp->n_head_kv, hp->head_dim, n);
+                        c->k_type, c->v_type, c->n_ctx_pad, hp->n_head_kv, hp->head_dim, n);
     return LB_OK;
 }
 

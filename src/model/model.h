@@ -158,7 +158,7 @@ struct lb_context {
     int n_ctx, n_batch, n_threads;
     int n_ctx_pad;               /* n_ctx rounded up for the K cache layout */
     void *k_cache, *v_cache;     /* per sequence, per layer, in kernels/attention.h's layout for n_ctx_pad positions */
-    int k_f16, v_f16;            /* their elements: 0 f32, 1 fp16 (lb_context_params type_k, type_v) */
+    int k_type, v_type;          /* their elements: LB_KV_F32, _F16, _Q8_0 (lb_context_params type_k, type_v) */
     size_t k_layer, v_layer;     /* bytes per layer */
     int n_seq;                   /* sequences (lb_eval_multi); sequence s, layer l at (s * n_layer + l) * k_layer */
     int *tok_pos, *tok_seq;      /* per batch token: its position and sequence */

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "formats/types.h" /* block_q8_0 */
 #include "kernels/attention_impl.h" /* and kernels/vmath.h */
 #include "kernels/x86/vmath_x86.h"
 
@@ -25,6 +26,7 @@ __attribute__((target("avx2,f16c"))) void lb_attn_to_fp16_f16c(const float *s, u
 #define VT __m256
 #define VLOAD _mm256_loadu_ps
 #define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
+#define VLOADB(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
 #define VSTORE _mm256_storeu_ps
 #define VSET1 _mm256_set1_ps
 #define VZERO _mm256_setzero_ps
@@ -72,6 +74,7 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #undef VT
 #undef VLOAD
 #undef VLOADH
+#undef VLOADB
 #undef VSTORE
 #undef VSET1
 #undef VZERO
@@ -97,6 +100,7 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #define VT __m512
 #define VLOAD _mm512_loadu_ps
 #define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
+#define VLOADB(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
 #define VSTORE _mm512_storeu_ps
 #define VSET1 _mm512_set1_ps
 #define VZERO _mm512_setzero_ps

@@ -3,8 +3,10 @@
  * portable kernel's operations (kernels/attention.c) in the same order.
  * Tiles: NR rows x 2 vectors, for both S = Q K^T (2W keys) and O += P V (2W
  * values of head_dim), so each loaded K or V vector feeds NR FMAs and the
- * NR x 2 accumulators stay in registers. An fp16 cache's K or V vectors are
- * widened as they are loaded (VLOADH; f16 is a constant in each copy). */
+ * NR x 2 accumulators stay in registers. An fp16 or q8_0 cache's K or V
+ * vectors are widened as they are loaded (VLOADH; VLOADB times the scales for
+ * q8_0, an exact product; the element types are constants in each copy), or,
+ * where two or more tiles of rows read a block, widened once into scratch. */
 
 /* W floats from element i of an f32 or fp16 array */
 #define KV_LOAD(p, i, f16) ((f16) ? VLOADH((const uint16_t *)(p) + (i)) : VLOAD((const float *)(p) + (i)))
@@ -55,6 +57,93 @@ ATTR_INLINE void SFX(pv_tile)(const float *p, const void *v, int hdp, int nj, fl
     }
 }
 
+/* qk_tile for a q8_0 K block: codes [hd][KB] and scales [hd_pad / 32][KB],
+ * both offset to the tile's first key */
+ATTR_INLINE void SFX(qk_tile_q8)(const float *qs, int hd, const int8_t *codes, const uint16_t *scales, float *s,
+                                 const int nr) {
+    VT acc[NR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) acc[r][0] = acc[r][1] = VZERO();
+    for (int d0 = 0; d0 < hd; d0 += 32) {
+        const uint16_t *sc = scales + (size_t)(d0 / 32) * LB_ATTN_KB;
+        const VT s0 = VLOADH(sc), s1 = VLOADH(sc + W);
+        const int d1 = d0 + 32 < hd ? d0 + 32 : hd;
+        for (int d = d0; d < d1; d++) {
+            const VT k0 = VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB), s0);
+            const VT k1 = VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB + W), s1);
+#pragma GCC unroll 8
+            for (int r = 0; r < nr; r++) {
+                const VT b = VSET1(qs[(size_t)r * hd + d]);
+                acc[r][0] = VFMA(b, k0, acc[r][0]);
+                acc[r][1] = VFMA(b, k1, acc[r][1]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        VSTORE(s + (size_t)r * LB_ATTN_KB, acc[r][0]);
+        VSTORE(s + (size_t)r * LB_ATTN_KB + W, acc[r][1]);
+    }
+}
+
+/* pv_tile for q8_0 V rows (vrow bytes apart), values d .. d + 2W of each */
+ATTR_INLINE void SFX(pv_tile_q8)(const float *p, const char *v, size_t vrow, int d, int nj, float *o, int ldo,
+                                 const int nr) {
+    VT acc[NR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        acc[r][0] = VLOAD(o + (size_t)r * ldo);
+        acc[r][1] = VLOAD(o + (size_t)r * ldo + W);
+    }
+    const char *vd = v + (size_t)(d / 32) * sizeof(block_q8_0);
+    const int off = d % 32;
+    for (int j = 0; j < nj; j++) {
+        const block_q8_0 *b = (const block_q8_0 *)(vd + (size_t)j * vrow);
+        const VT sc = VSET1(_cvtsh_ss(b->d));
+        const VT v0 = VMUL(VLOADB(b->qs + off), sc), v1 = VMUL(VLOADB(b->qs + off + W), sc);
+#pragma GCC unroll 8
+        for (int r = 0; r < nr; r++) {
+            const VT pb = VSET1(p[(size_t)r * LB_ATTN_KB + j]);
+            acc[r][0] = VFMA(pb, v0, acc[r][0]);
+            acc[r][1] = VFMA(pb, v1, acc[r][1]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        VSTORE(o + (size_t)r * ldo, acc[r][0]);
+        VSTORE(o + (size_t)r * ldo + W, acc[r][1]);
+    }
+}
+
+/* a K block (type kt) widened into kw, [hd][KB]: lb_attn_widen_k's floats */
+ATTR_INLINE void SFX(widen_k)(const char *kb, int hd, float *kw, const int kt) {
+    const size_t n = (size_t)hd * LB_ATTN_KB;
+    if (kt == LB_KV_Q8_0) {
+        const int8_t *codes = (const int8_t *)kb;
+        const uint16_t *scales = (const uint16_t *)(kb + n);
+        for (int d = 0; d < hd; d++)
+            for (int c = 0; c < LB_ATTN_KB; c += W)
+                VSTORE(kw + (size_t)d * LB_ATTN_KB + c, VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB + c),
+                                                             VLOADH(scales + (size_t)(d / 32) * LB_ATTN_KB + c)));
+    } else {
+        for (size_t i = 0; i < n; i += W) VSTORE(kw + i, VLOADH((const uint16_t *)kb + i));
+    }
+}
+
+/* nj V rows (type vt) widened into vw, [nj][hd_pad]: lb_attn_widen_v's floats */
+ATTR_INLINE void SFX(widen_v)(const char *v, int hdp, size_t vrow, int nj, float *vw, const int vt) {
+    if (vt == LB_KV_Q8_0) {
+        for (int j = 0; j < nj; j++)
+            for (int b = 0; b < hdp / 32; b++) {
+                const block_q8_0 *q = (const block_q8_0 *)(v + (size_t)j * vrow) + b;
+                const VT sc = VSET1(_cvtsh_ss(q->d));
+                for (int i = 0; i < 32; i += W) VSTORE(vw + (size_t)j * hdp + b * 32 + i, VMUL(VLOADB(q->qs + i), sc));
+            }
+    } else {
+        for (size_t i = 0; i < (size_t)nj * hdp; i += W) VSTORE(vw + i, VLOADH((const uint16_t *)v + i));
+    }
+}
+
 /* the row count as a constant, so the tiles' loops unroll (nr <= NR) */
 #define ROWS_CASE(call, k) \
     case k: call((k) < NR ? (k) : NR); break;
@@ -75,8 +164,8 @@ __attribute__((noinline)) ATTR void SFX(cap_row)(float *sr, float scale, float c
     }
 }
 
-ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch, const int kf16,
-                                 const int vf16) {
+ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch, const int kt,
+                                 const int vt) {
     const int g = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = lb_attn_hd_pad(hd), M = (t1 - t0) * g;
     const int KB = LB_ATTN_KB, NV = KB / W;
     lb_attn_scr s = lb_attn_scr_of(scratch, M, hd, hdp);
@@ -99,29 +188,37 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
     }
     int kbeg, kend;
     lb_attn_unit_keys(a, t0, t1, &kbeg, &kend);
-    const char *kbase = (const char *)a->k + (size_t)kvh * (a->n_ctx / KB) * hd * KB * (kf16 ? 2 : 4);
-    const char *vbase = (const char *)a->v + (size_t)kvh * a->n_ctx * hdp * (vf16 ? 2 : 4);
+    const size_t kblk = lb_attn_k_block_bytes(hd, kt), vrow = lb_attn_v_row_bytes(hd, vt);
+    const size_t kz = kt == LB_KV_F16 ? 2 : 4, vz = vt == LB_KV_F16 ? 2 : 4; /* f32 / f16 element sizes */
+    const char *kbase = (const char *)a->k + (size_t)kvh * (a->n_ctx / KB) * kblk;
+    const char *vbase = (const char *)a->v + (size_t)kvh * a->n_ctx * vrow;
+    /* two or more tiles of rows read each key: widen the block once */
+    const int k_widen = kt != LB_KV_F32 && M >= 2 * NR, v_widen = vt != LB_KV_F32 && M >= 2 * NR;
     for (int kb0 = kbeg / KB * KB; kb0 < kend; kb0 += KB) {
-        const char *kt = kbase + (size_t)(kb0 / KB) * hd * KB * (kf16 ? 2 : 4);
+        const char *kb = kbase + (size_t)(kb0 / KB) * kblk;
         const int jlo = kbeg - kb0 > 0 ? kbeg - kb0 : 0, jhi = kend - kb0 < KB ? kend - kb0 : KB;
         /* S = Q K^T, 2W keys at a time (keys outside a row's range are masked below) */
-#define QK_PASS(KT, F16)                                                                                    \
+#define QK_PASS                                                                                             \
     for (int c = jlo / (2 * W) * 2 * W; c < jhi; c += 2 * W)                                                \
         for (int r = 0; r < M; r += NR) {                                                                   \
             const int nr = M - r < NR ? M - r : NR;                                                         \
             DISPATCH_ROWS(QK, nr)                                                                           \
         }
-#define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, kt + (size_t)c * (kf16 ? 2 : 4), s.s + (size_t)r * KB + c, n, kf16)
-        if (!kf16 || M < 2 * NR) {
-            QK_PASS(kt, kf16)
-        } else {
-#undef QK
+        if (k_widen) {
+            SFX(widen_k)(kb, hd, s.kw, kt);
 #define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, s.kw + c, s.s + (size_t)r * KB + c, n, 0)
-            /* two or more tiles of rows read each key: widen the block once */
-            for (size_t i = 0; i < (size_t)hd * KB; i += W) VSTORE(s.kw + i, VLOADH((const uint16_t *)kt + i));
-            QK_PASS(s.kw, 0)
-        }
+            QK_PASS
 #undef QK
+        } else if (kt == LB_KV_Q8_0) {
+#define QK(n) SFX(qk_tile_q8)(s.qs + (size_t)r * hd, hd, (const int8_t *)kb + c, (const uint16_t *)(kb + (size_t)hd * KB) + c, \
+                              s.s + (size_t)r * KB + c, n)
+            QK_PASS
+#undef QK
+        } else {
+#define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, kb + (size_t)c * kz, s.s + (size_t)r * KB + c, n, kt == LB_KV_F16)
+            QK_PASS
+#undef QK
+        }
 #undef QK_PASS
         /* online softmax per row: P = exp(S - m) into S, sums by lane */
         for (int r = 0; r < M; r++) {
@@ -164,24 +261,28 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
             VLANE_SUM(s.lv + (size_t)r * 16, x);
         }
         /* O += P V over the keys some row sees */
-        const char *vb = vbase + (size_t)(kb0 + jlo) * hdp * (vf16 ? 2 : 4);
+        const char *vb = vbase + (size_t)(kb0 + jlo) * vrow;
 #define PV_PASS                                                                                             \
     for (int d = 0; d < hdp; d += 2 * W)                                                                    \
         for (int r = 0; r < M; r += NR) {                                                                   \
             const int nr = M - r < NR ? M - r : NR;                                                         \
             DISPATCH_ROWS(PV, nr)                                                                           \
         }
-#define PV(n) \
-    SFX(pv_tile)(s.s + (size_t)r * KB + jlo, vb + (size_t)d * (vf16 ? 2 : 4), hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, vf16)
-        if (!vf16 || M < 2 * NR) {
-            PV_PASS
-        } else {
-#undef PV
+        if (v_widen) {
+            SFX(widen_v)(vb, hdp, vrow, jhi - jlo, s.vw, vt);
 #define PV(n) SFX(pv_tile)(s.s + (size_t)r * KB + jlo, s.vw + d, hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, 0)
-            for (size_t i = 0; i < (size_t)(jhi - jlo) * hdp; i += W) VSTORE(s.vw + i, VLOADH((const uint16_t *)vb + i));
             PV_PASS
-        }
 #undef PV
+        } else if (vt == LB_KV_Q8_0) {
+#define PV(n) SFX(pv_tile_q8)(s.s + (size_t)r * KB + jlo, vb, vrow, d, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n)
+            PV_PASS
+#undef PV
+        } else {
+#define PV(n) \
+    SFX(pv_tile)(s.s + (size_t)r * KB + jlo, vb + (size_t)d * vz, hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, vt == LB_KV_F16)
+            PV_PASS
+#undef PV
+        }
 #undef PV_PASS
     }
     /* out = O / sum (a sink's exp joins the sum: lb_attn_end) */
@@ -201,10 +302,13 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
 
 /* one copy of the unit per pair of cache element types */
 ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch) {
-    if (!a->k_f16 && !a->v_f16) SFX(attn_block)(a, kvh, t0, t1, scratch, 0, 0);
-    else if (a->k_f16 && a->v_f16) SFX(attn_block)(a, kvh, t0, t1, scratch, 1, 1);
-    else if (a->k_f16) SFX(attn_block)(a, kvh, t0, t1, scratch, 1, 0);
-    else SFX(attn_block)(a, kvh, t0, t1, scratch, 0, 1);
+#define TYPES_CASE(k, v) \
+    case (k) * 3 + (v): SFX(attn_block)(a, kvh, t0, t1, scratch, k, v); break;
+    switch (a->k_type * 3 + a->v_type) {
+        TYPES_CASE(0, 0) TYPES_CASE(0, 1) TYPES_CASE(0, 2) TYPES_CASE(1, 0) TYPES_CASE(1, 1) TYPES_CASE(1, 2)
+        TYPES_CASE(2, 0) TYPES_CASE(2, 1) TYPES_CASE(2, 2)
+    }
+#undef TYPES_CASE
 }
 #undef DISPATCH_ROWS
 #undef ROWS_CASE
