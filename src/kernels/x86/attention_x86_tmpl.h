@@ -11,50 +11,56 @@
 /* W floats from element i of an f32 or fp16 array */
 #define KV_LOAD(p, i, f16) ((f16) ? VLOADH((const uint16_t *)(p) + (i)) : VLOAD((const float *)(p) + (i)))
 
+/* The NR x 2 accumulators of a tile: set to zero or loaded from o (row
+ * stride ldo); acc[r] += b[r * bs] * (k0, k1); stored to s (row stride ld). */
+ATTR_INLINE void SFX(acc_zero)(VT acc[][2], const int nr) {
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) acc[r][0] = acc[r][1] = VZERO();
+}
+ATTR_INLINE void SFX(acc_load)(VT acc[][2], const float *o, int ldo, const int nr) {
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        acc[r][0] = VLOAD(o + (size_t)r * ldo);
+        acc[r][1] = VLOAD(o + (size_t)r * ldo + W);
+    }
+}
+ATTR_INLINE void SFX(acc_fma)(VT acc[][2], const float *b, size_t bs, VT k0, VT k1, const int nr) {
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        const VT x = VSET1(b[(size_t)r * bs]);
+        acc[r][0] = VFMA(x, k0, acc[r][0]);
+        acc[r][1] = VFMA(x, k1, acc[r][1]);
+    }
+}
+ATTR_INLINE void SFX(acc_store)(VT acc[][2], float *s, int ld, const int nr) {
+#pragma GCC unroll 8
+    for (int r = 0; r < nr; r++) {
+        VSTORE(s + (size_t)r * ld, acc[r][0]);
+        VSTORE(s + (size_t)r * ld + W, acc[r][1]);
+    }
+}
+
 /* S[r][0..2W) = sum_d qs[r][d] * kt[d][0..2W) for r < nr */
 ATTR_INLINE void SFX(qk_tile)(const float *qs, int hd, const void *kt, float *s, const int nr, const int f16) {
     VT acc[NR][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) acc[r][0] = acc[r][1] = VZERO();
+    SFX(acc_zero)(acc, nr);
     for (int d = 0; d < hd; d++) {
         const VT k0 = KV_LOAD(kt, (size_t)d * LB_ATTN_KB, f16), k1 = KV_LOAD(kt, (size_t)d * LB_ATTN_KB + W, f16);
-#pragma GCC unroll 8
-        for (int r = 0; r < nr; r++) {
-            const VT b = VSET1(qs[(size_t)r * hd + d]);
-            acc[r][0] = VFMA(b, k0, acc[r][0]);
-            acc[r][1] = VFMA(b, k1, acc[r][1]);
-        }
+        SFX(acc_fma)(acc, qs + d, (size_t)hd, k0, k1, nr);
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) {
-        VSTORE(s + (size_t)r * LB_ATTN_KB, acc[r][0]);
-        VSTORE(s + (size_t)r * LB_ATTN_KB + W, acc[r][1]);
-    }
+    SFX(acc_store)(acc, s, LB_ATTN_KB, nr);
 }
 
 /* o[r][0..2W) += sum_j p[r][j] * v[j][0..2W) for r < nr, j < nj */
 ATTR_INLINE void SFX(pv_tile)(const float *p, const void *v, int hdp, int nj, float *o, int ldo, const int nr,
                               const int f16) {
     VT acc[NR][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) {
-        acc[r][0] = VLOAD(o + (size_t)r * ldo);
-        acc[r][1] = VLOAD(o + (size_t)r * ldo + W);
-    }
+    SFX(acc_load)(acc, o, ldo, nr);
     for (int j = 0; j < nj; j++) {
         const VT v0 = KV_LOAD(v, (size_t)j * hdp, f16), v1 = KV_LOAD(v, (size_t)j * hdp + W, f16);
-#pragma GCC unroll 8
-        for (int r = 0; r < nr; r++) {
-            const VT b = VSET1(p[(size_t)r * LB_ATTN_KB + j]);
-            acc[r][0] = VFMA(b, v0, acc[r][0]);
-            acc[r][1] = VFMA(b, v1, acc[r][1]);
-        }
+        SFX(acc_fma)(acc, p + j, LB_ATTN_KB, v0, v1, nr);
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) {
-        VSTORE(o + (size_t)r * ldo, acc[r][0]);
-        VSTORE(o + (size_t)r * ldo + W, acc[r][1]);
-    }
+    SFX(acc_store)(acc, o, ldo, nr);
 }
 
 /* qk_tile for a q8_0 K block: codes [hd][KB] and scales [hd_pad / 32][KB],
@@ -62,8 +68,7 @@ ATTR_INLINE void SFX(pv_tile)(const float *p, const void *v, int hdp, int nj, fl
 ATTR_INLINE void SFX(qk_tile_q8)(const float *qs, int hd, const int8_t *codes, const uint16_t *scales, float *s,
                                  const int nr) {
     VT acc[NR][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) acc[r][0] = acc[r][1] = VZERO();
+    SFX(acc_zero)(acc, nr);
     for (int d0 = 0; d0 < hd; d0 += 32) {
         const uint16_t *sc = scales + (size_t)(d0 / 32) * LB_ATTN_KB;
         const VT s0 = VLOADH(sc), s1 = VLOADH(sc + W);
@@ -71,48 +76,26 @@ ATTR_INLINE void SFX(qk_tile_q8)(const float *qs, int hd, const int8_t *codes, c
         for (int d = d0; d < d1; d++) {
             const VT k0 = VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB), s0);
             const VT k1 = VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB + W), s1);
-#pragma GCC unroll 8
-            for (int r = 0; r < nr; r++) {
-                const VT b = VSET1(qs[(size_t)r * hd + d]);
-                acc[r][0] = VFMA(b, k0, acc[r][0]);
-                acc[r][1] = VFMA(b, k1, acc[r][1]);
-            }
+            SFX(acc_fma)(acc, qs + d, (size_t)hd, k0, k1, nr);
         }
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) {
-        VSTORE(s + (size_t)r * LB_ATTN_KB, acc[r][0]);
-        VSTORE(s + (size_t)r * LB_ATTN_KB + W, acc[r][1]);
-    }
+    SFX(acc_store)(acc, s, LB_ATTN_KB, nr);
 }
 
 /* pv_tile for q8_0 V rows (vrow bytes apart), values d .. d + 2W of each */
 ATTR_INLINE void SFX(pv_tile_q8)(const float *p, const char *v, size_t vrow, int d, int nj, float *o, int ldo,
                                  const int nr) {
     VT acc[NR][2];
-#pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) {
-        acc[r][0] = VLOAD(o + (size_t)r * ldo);
-        acc[r][1] = VLOAD(o + (size_t)r * ldo + W);
-    }
+    SFX(acc_load)(acc, o, ldo, nr);
     const char *vd = v + (size_t)(d / 32) * sizeof(block_q8_0);
     const int off = d % 32;
     for (int j = 0; j < nj; j++) {
         const block_q8_0 *b = (const block_q8_0 *)(vd + (size_t)j * vrow);
         const VT sc = VSET1(_cvtsh_ss(b->d));
         const VT v0 = VMUL(VLOADB(b->qs + off), sc), v1 = VMUL(VLOADB(b->qs + off + W), sc);
-#pragma GCC unroll 8
-        for (int r = 0; r < nr; r++) {
-            const VT pb = VSET1(p[(size_t)r * LB_ATTN_KB + j]);
-            acc[r][0] = VFMA(pb, v0, acc[r][0]);
-            acc[r][1] = VFMA(pb, v1, acc[r][1]);
-        }
+        SFX(acc_fma)(acc, p + j, LB_ATTN_KB, v0, v1, nr);
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < nr; r++) {
-        VSTORE(o + (size_t)r * ldo, acc[r][0]);
-        VSTORE(o + (size_t)r * ldo + W, acc[r][1]);
-    }
+    SFX(acc_store)(acc, o, ldo, nr);
 }
 
 /* a K block (type kt) widened into kw, [hd][KB]: lb_attn_widen_k's floats */
