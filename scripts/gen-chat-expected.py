@@ -14,7 +14,7 @@ Where the templates come from: llama.cpp b4748's models/templates/ (fetched
 from the Hugging Face repositories by its scripts/get_chat_template.py; Qwen3-0.6B
 and gpt-oss-120b from ik_llama.cpp 8337e4c's, the same script's) and
 tests/test-chat-template.cpp (Command R+'s from the latter; DeepSeek-R1-Distill-Llama-8B's from the former;
-GLM-4.7-Flash and GLM-4.6 from ik_llama.cpp 8337e4c's);
+GLM-4.7-Flash, GLM-4.6 and DeepSeek-V3.1 from ik_llama.cpp 8337e4c's);
 Qwen2.5-Coder from the GGUF that
 scripts/get-model.sh fetches; Llama 2, Llama 3 and Gemma 3 from the models'
 tokenizer_config.json as quoted in public code.
@@ -51,6 +51,8 @@ TEMPLATES = [
     ("microsoft-Phi-3.5-mini-instruct.jinja", "phi3", "<s>", "<|endoftext|>"),
     ("openai-gpt-oss-120b.jinja", "gpt-oss", "<|startoftext|>", "<|return|>"),
     ("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja", "deepseek-r1", "<\uff5cbegin\u2581of\u2581sentence\uff5c>",
+     "<\uff5cend\u2581of\u2581sentence\uff5c>"),
+    ("deepseek-ai-DeepSeek-V3.1.jinja", "deepseek-v3.1", "<\uff5cbegin\u2581of\u2581sentence\uff5c>",
      "<\uff5cend\u2581of\u2581sentence\uff5c>"),
     ("GLM-4.7-Flash.jinja", "glm4.7", "", "<|endoftext|>"),
     ("GLM-4.6.jinja", "glm4.5", "", "<|endoftext|>"),

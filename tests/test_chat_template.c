@@ -176,8 +176,33 @@ static void check_reasoning_effort(void) {
     free(a), free(b);
 }
 
+/* DeepSeek-V3.1: two system messages joined by a blank line, an assistant
+ * turn cut after its first '</think>', a second assistant turn with no
+ * '<｜Assistant｜>' of its own (jinja2's rendering of the template) */
+static void check_deepseek_v31(void) {
+    static const lb_chat_msg msgs[] = {{"system", "A"}, {"user", "Q"},      {"system", "B"},
+                                       {"assistant", "r</think>x</think>y"}, {"assistant", "z"}, {"user", "R"}};
+    static const char expected[] =
+        "<B>A\012"
+        "\012"
+        "B<\357\275\234User\357\275\234>Q<\357\275\234Assistant\357\275\234><think></think>x</think>y<\357\275"
+        "\234end\342\226\201of\342\226\201sentence\357\275\234>z<\357\275\234end\342\226\201of\342\226\201sent"
+        "ence\357\275\234><\357\275\234User\357\275\234>R<\357\275\234Assistant\357\275\234><think></think>";
+    lb_chat_template ct;
+    CHECK_OK(lb_chat_template_named("deepseek-v3.1", "<B>", "<E>", &ct));
+    char *out = NULL;
+    CHECK_OK(lb_chat_apply(&ct, msgs, 6, fixed_date, &out, NULL));
+    CHECK_MSG(out && !strcmp(out, expected), "deepseek-v3.1: output differs from jinja2's");
+    if (out && strcmp(out, expected)) show_diff(expected, out);
+    free(out);
+    out = NULL;
+    const lb_chat_msg tool[] = {{"user", "Q"}, {"tool", "T"}};
+    CHECK(lb_chat_apply(&ct, tool, 2, fixed_date, &out, NULL) == LB_ERR_ARG && !out);
+}
+
 int main(void) {
     check_templates();
+    check_deepseek_v31();
     check_reasoning_effort();
     check_names();
     check_harmony();

@@ -11,7 +11,8 @@
 
 static const char *const names[LB_CHAT_COUNT + 1] = {
     "llama2", "llama3", "llama3.1", "mistral", "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7",
-    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", "glm4.7", "command-r", "glm4.5", NULL};
+    "chatml", "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", "glm4.7", "command-r", "glm4.5",
+    "deepseek-v3.1", NULL};
 
 const char *const *lb_chat_template_names(void) { return names; }
 const char *lb_chat_family_name(lb_chat_family f) { return f >= 0 && f < LB_CHAT_COUNT ? names[f] : "?"; }
@@ -140,6 +141,13 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         init(t, LB_CHAT_DEEPSEEK_R1, bos, eos);
         return LB_OK;
     }
+    /* DeepSeek-V3.1: is_last_user and a `thinking` switch; V3.2's and
+     * later templates (their DSML tool syntax) are not this one */
+    if (strstr(s, "<\xef\xbd\x9c" "User\xef\xbd\x9c>") && strstr(s, "is_last_user") && strstr(s, "<think></think>") &&
+        strstr(s, "thinking") && !strstr(s, "DSML")) {
+        init(t, LB_CHAT_DEEPSEEK_V31, bos, eos);
+        return LB_OK;
+    }
     if (strstr(s, "<|start_header_id|>")) {
         if (!strstr(s, "Cutting Knowledge Date")) {
             init(t, LB_CHAT_LLAMA3, bos, eos);
@@ -172,9 +180,9 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
     }
     return lb_fail(LB_ERR_UNSUPPORTED,
                    "unrecognised chat template (not Llama 2/3, Mistral, ChatML/Qwen, Gemma, Phi-3, gpt-oss, "
-                   "DeepSeek-R1, GLM-4.5 / 4.6 / 4.7 or Command R); name one with --chat-template (llama2, llama3, llama3.1, "
-                   "mistral, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, "
-                   "gpt-oss, deepseek-r1, glm4.5, glm4.7, command-r)");
+                   "DeepSeek-R1 / V3.1, GLM-4.5 / 4.6 / 4.7 or Command R); name one with --chat-template (llama2, "
+                   "llama3, llama3.1, mistral, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, chatml, gemma, "
+                   "gemma3, phi3, gpt-oss, deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r)");
 }
 
 lb_status lb_chat_template_named(const char *name, const char *bos, const char *eos, lb_chat_template *t) {
@@ -631,6 +639,40 @@ static lb_status deepseek_r1(const lb_chat_template *t, const lb_chat_msg *m, in
     return LB_OK;
 }
 
+/* DeepSeek-V3.1's template, without tools and with `thinking` undefined
+ * (off, its default): BOS, then the system messages joined by '\n\n';
+ * '<｜User｜>' + each user message; an assistant message opens with
+ * '<｜Assistant｜><think></think>' only right after a user message, then
+ * its content after the first '</think>' (content.split('</think>', 1)[1])
+ * + '<｜end▁of▁sentence｜>'; the prompt is '<｜Assistant｜><think></think>',
+ * written only when the last turn is a user's. */
+static lb_status deepseek_v31(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    put(b, t->bos);
+    int n_sys = 0, last_user = 0;
+    for (int i = 0; i < n; i++)
+        if (is(&m[i], "system")) {
+            if (n_sys++) put(b, "\n\n");
+            put(b, content(&m[i]));
+        }
+    for (int i = 0; i < n; i++) {
+        const char *c = content(&m[i]), *close = strstr(c, "</think>");
+        if (is(&m[i], "user")) {
+            put(b, DS_USER);
+            put(b, c);
+            last_user = 1;
+        } else if (is(&m[i], "assistant")) {
+            if (last_user) put(b, DS_ASSISTANT "<think></think>");
+            last_user = 0;
+            put(b, close ? close + strlen("</think>") : c);
+            put(b, DS_END);
+        } else if (!is(&m[i], "system")) {
+            return raise("Only user, system and assistant roles are supported!");
+        }
+    }
+    if (last_user) put(b, DS_ASSISTANT "<think></think>");
+    return LB_OK;
+}
+
 /* GLM-4.7's template, without tools: '[gMASK]<sop>', then '<|system|>',
  * '<|user|>' + each message as it is; '<|assistant|>' + (after the last user
  * message and with reasoning: '<think>' + reasoning.strip() + '</think>';
@@ -722,6 +764,7 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_DEEPSEEK_R1: s = deepseek_r1(t, msgs, n, &b); break;
     case LB_CHAT_GLM47: s = glm(msgs, n, 0, &b); break;
     case LB_CHAT_GLM45: s = glm(msgs, n, 1, &b); break;
+    case LB_CHAT_DEEPSEEK_V31: s = deepseek_v31(t, msgs, n, &b); break;
     case LB_CHAT_COMMAND_R: s = command_r(t, msgs, n, &b); break;
     case LB_CHAT_MISTRAL:
     case LB_CHAT_MISTRAL_V1:

@@ -30,6 +30,7 @@ typedef enum {
     LB_CHAT_GLM47,             /* GLM-4.7 / 4.7-Flash: [gMASK]<sop><|user|>...<|assistant|></think>..., <think> */
     LB_CHAT_COMMAND_R,         /* Command R / R+: <|START_OF_TURN_TOKEN|><|USER_TOKEN|>...<|END_OF_TURN_TOKEN|> */
     LB_CHAT_GLM45,             /* GLM-4.5 / 4.6 / 4.5-Air: [gMASK]<sop><|user|>\n...<|assistant|>\n<think></think>\n... */
+    LB_CHAT_DEEPSEEK_V31,      /* DeepSeek-V3.1 (thinking off): <｜User｜>...<｜Assistant｜><think></think>... */
     LB_CHAT_COUNT
 } lb_chat_family;
 

@@ -33,7 +33,7 @@ static void help(void) {
            "      --chat-template NAME  use this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
            "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss,\n"
-           "                       deepseek-r1, glm4.7, command-r\n"
+           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r\n"
            "      --reasoning-effort E  gpt-oss: low, medium (default) or high, for requests that do not\n"
            "                       say (\"reasoning_effort\", or \"chat_template_kwargs\": {\"reasoning_effort\"})\n"
            "      --alias NAME     the model's id in /v1/models (default: the file's name)\n"
