@@ -76,7 +76,7 @@ int main(int argc, char **argv) {
         lb_attn_store_kv(k, v, ct, ct, n_ctx, nkv, hd, krow, 0, vrow, 0, 1, p);
     }
     printf("heads %d/%d, head_dim %d, window %d, %s cache, %d thread(s)\n", nh, nkv, hd, window,
-           ct == LB_KV_F16 ? "f16" : ct == LB_KV_Q8_0 ? "q8_0" : "f32",
+           lb_attn_kv_type_name(ct),
            threads);
     const lb_isa levels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512};
     const lb_isa hw = lb_cpu_detected();

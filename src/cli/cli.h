@@ -56,7 +56,6 @@ int cli_device_flag(cli_args *a, const char **device);
 /* The KV cache's element types (run, chat, perplexity, bench, serve), as
  * llama.cpp spells them: -ctk/--cache-type-k and -ctv/--cache-type-v, f32,
  * f16 or q8_0 (LB_TYPE_F32 / _F16 / _Q8_0); returns 1 if it consumed the flag. */
-const char *cli_cache_type_name(int type);
 int cli_cache_flag(cli_args *a, int *type_k, int *type_v);
 #define CLI_CACHE_HELP                                                                              \
     "  -ctk, --cache-type-k T  KV cache keys: f32 (default), f16 (half the memory, as llama.cpp's\n" \

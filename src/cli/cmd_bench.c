@@ -228,7 +228,8 @@ static void print_row(int fmt, const bench_row *r, int index) {
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     const int tokens = r->n_prompt + r->n_gen;
     const double avg_ns = r->mean > 0 ? tokens / r->mean * 1e9 : 0, sd_ns = r->mean > 0 ? avg_ns * r->sd / r->mean : 0;
-    const char *tk = cli_cache_type_name(r->type_k), *tv = cli_cache_type_name(r->type_v);
+    const char *tk = lb_attn_kv_type_name(lb_attn_kv_type(r->type_k));
+    const char *tv = lb_attn_kv_type_name(lb_attn_kv_type(r->type_v));
     if (fmt == FMT_CSV) {
         csv_str(r->file), putchar(','), csv_str(r->desc);
         printf(",%llu,%llu,", (unsigned long long)r->size, (unsigned long long)r->n_params);

@@ -137,10 +137,6 @@ int cli_sampler_flag(cli_args *a, lb_sampler_params *sp, int *seed_set) {
     return 1;
 }
 
-const char *cli_cache_type_name(int type) {
-    return type == LB_TYPE_F16 ? "f16" : type == LB_TYPE_Q8_0 ? "q8_0" : "f32";
-}
-
 int cli_cache_flag(cli_args *a, int *type_k, int *type_v) {
     int *t;
     if (cli_flag(a, "-ctk", "--cache-type-k")) t = type_k;

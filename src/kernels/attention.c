@@ -22,6 +22,7 @@ size_t lb_attn_scratch_floats(int head_dim, int group) {
 }
 
 int lb_attn_kv_type(int t) { return t == LB_TYPE_F16 ? LB_KV_F16 : t == LB_TYPE_Q8_0 ? LB_KV_Q8_0 : LB_KV_F32; }
+const char *lb_attn_kv_type_name(int kv) { return kv == LB_KV_F16 ? "f16" : kv == LB_KV_Q8_0 ? "q8_0" : "f32"; }
 
 size_t lb_attn_k_block_bytes(int head_dim, int type) {
     const size_t n = (size_t)head_dim * LB_ATTN_KB;

@@ -38,6 +38,9 @@ enum { LB_KV_F32 = 0, LB_KV_F16 = 1, LB_KV_Q8_0 = 2 }; /* cache element types */
 /* LB_TYPE_F16 -> LB_KV_F16, LB_TYPE_Q8_0 -> LB_KV_Q8_0, else LB_KV_F32 */
 int lb_attn_kv_type(int lb_type);
 
+/* llama.cpp's name of a cache element type (-ctk / -ctv): "f32", "f16", "q8_0" */
+const char *lb_attn_kv_type_name(int kv_type);
+
 typedef struct {
     const float *q;     /* token t, head h: q + t * q_stride + h * head_dim */
     float *out;         /* token t, head h: out + t * o_stride + h * head_dim */

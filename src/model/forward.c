@@ -55,8 +55,6 @@ void lb_context_free(lb_context *c) {
     free(c);
 }
 
-static const char *kv_type_name(int kv) { return kv == LB_KV_F16 ? "f16" : kv == LB_KV_Q8_0 ? "q8_0" : "f32"; }
-
 static float *alloc_f(size_t n) { return lb_malloc_aligned(n * sizeof(float)); }
 
 /* YaRN's ramp over rotation pairs (ggml_rope_yarn_corr_dims): pairs below
@@ -134,7 +132,7 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
         if (t != LB_TYPE_F32 && c->dev) {
             free(c);
             return lb_fail(LB_ERR_UNSUPPORTED, "the CUDA backend keeps an f32 KV cache (drop the %s cache type)",
-                           t == LB_TYPE_F16 ? "f16" : "q8_0");
+                           lb_attn_kv_type_name(lb_attn_kv_type(t)));
         }
     }
     const size_t B = (size_t)c->n_batch, d = (size_t)hp->n_embd;
@@ -236,7 +234,7 @@ uint64_t lb_context_kv_bytes(const lb_context *c) {
 const char *lb_context_kv_desc(const lb_context *c) {
     static _Thread_local char buf[160];
     snprintf(buf, sizeof buf, "KV cache: %d positions x %d sequence%s, K %s, V %s, %.1f MiB", c->n_ctx, c->n_seq,
-             c->n_seq == 1 ? "" : "s", kv_type_name(c->k_type), kv_type_name(c->v_type),
+             c->n_seq == 1 ? "" : "s", lb_attn_kv_type_name(c->k_type), lb_attn_kv_type_name(c->v_type),
              (double)lb_context_kv_bytes(c) / 1048576.0);
     return buf;
 }
