@@ -655,12 +655,13 @@ static lb_status deepseek_v31(const lb_chat_template *t, const lb_chat_msg *m, i
             put(b, content(&m[i]));
         }
     for (int i = 0; i < n; i++) {
-        const char *c = content(&m[i]), *close = strstr(c, "</think>");
+        const char *c = content(&m[i]);
         if (is(&m[i], "user")) {
             put(b, DS_USER);
             put(b, c);
             last_user = 1;
         } else if (is(&m[i], "assistant")) {
+            const char *close = strstr(c, "</think>");
             if (last_user) put(b, DS_ASSISTANT "<think></think>");
             last_user = 0;
             put(b, close ? close + strlen("</think>") : c);
