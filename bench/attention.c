@@ -54,9 +54,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(o, "--hd")) hd = atoi(v);
         else if (!strcmp(o, "--window")) window = atoi(v);
         else if (!strcmp(o, "-s")) seconds = atof(v);
-        else if (!strcmp(o, "--cache") && !strcmp(v, "f32")) ct = LB_KV_F32;
-        else if (!strcmp(o, "--cache") && !strcmp(v, "f16")) ct = LB_KV_F16;
-        else if (!strcmp(o, "--cache") && !strcmp(v, "q8_0")) ct = LB_KV_Q8_0;
+        else if (!strcmp(o, "--cache")) {
+            ct = -1;
+            for (int t = LB_KV_F32; t <= LB_KV_Q8_0; t++)
+                if (!strcmp(v, lb_attn_kv_type_name(t))) ct = t;
+            if (ct < 0) { fprintf(stderr, "--cache %s: f32, f16 or q8_0\n", v); return 2; }
+        }
         else { fprintf(stderr, "unknown option %s\n", o); return 2; }
     }
     if (n < 1 || depth < 0 || nh < 1 || nkv < 1 || nh % nkv || hd < 1 || threads < 1) return 2;
