@@ -53,13 +53,15 @@ need_shared models/stories260K-f32.gguf
   && rows_ok "$WORK/file.log" 2 && ok "model file: pp32 and tg8 rows" || bad "model file: $(tail -n 2 "$WORK/file.log")"
 
 # -d: the tests start after DEPTH positions of the cache (filled untimed), named
-# as llama-bench names them ("tg8 @ d100"), with fp16 and q8_0 caches as well; tg's
+# as llama-bench names them ("tg8 @ d100"), with fp16 and q8_0 caches as well (a
+# cache type other than the default gets type_k and type_v columns); tg's
 # roofline then counts the cache a token reads beside the weights
 for c in f32 f16 q8_0; do
   "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 8 -d 0,100 -r 2 -t 2 -ctk $c -ctv $c \
     > "$WORK/depth-$c.log" 2>&1
-  [ "$(grep -cE '^\| .* \| 2 \| (pp16|tg8)( @ d100)? \| [0-9.]+ ± [0-9.]+ \|$' "$WORK/depth-$c.log")" -eq 4 ] &&
+  [ "$(grep -cE '^\| .* \| 2 \|( [a-z0-9_]+ \| [a-z0-9_]+ \|)? (pp16|tg8)( @ d100)? \| [0-9.]+ ± [0-9.]+ \|$' "$WORK/depth-$c.log")" -eq 4 ] &&
     grep -q '| pp16 @ d100 |' "$WORK/depth-$c.log" && grep -q '| tg8 @ d100 |' "$WORK/depth-$c.log" &&
+    { [ $c = f32 ] || grep -q "| $c | $c | tg8 @ d100 |" "$WORK/depth-$c.log"; } &&
     grep -qE 'tg8 @ d100 reads [0-9.]+ MiB of weights and [0-9.]+ MiB of KV cache per token' "$WORK/depth-$c.log" &&
     ok "-d 0,100, $c cache: pp16, tg8 at depths 0 and 100" || bad "-d 0,100 ($c): $(grep -E '^\||error' "$WORK/depth-$c.log")"
 done
@@ -86,6 +88,23 @@ PY
 expect_fail "-o xml" "expected md, csv, json or jsonl" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -o xml
 expect_fail "bad -d list" "bad -d list" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -d 5,y
 expect_fail "-ctk q4_0" "f32, f16 or q8_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk q4_0
+expect_fail "-ctk f16,q4_0" "f32, f16 or q8_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk f16,q4_0
+expect_fail "-ctv f16," "f32, f16 or q8_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctv f16,
+# -ctk/-ctv lists, as llama-bench takes them: every -ctk with every -ctv, each
+# pair a type_k and type_v column in the table and its own records in JSON
+"$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 4 -r 1 -t 2 -ctk f16,q8_0 -ctv f32,f16 --no-roofline \
+  > "$WORK/kvlist.md" 2>/dev/null &&
+  head -n1 "$WORK/kvlist.md" | grep -q '| threads | type_k | type_v | test | t/s |' &&
+  [ "$(grep -cE '^\| .* \| 2 \| (f16|q8_0) \| (f32|f16) \| (pp16|tg4) \| [0-9.]+ ± [0-9.]+ \|$' "$WORK/kvlist.md")" -eq 8 ] &&
+  grep -q '| q8_0 | f16 | tg4 |' "$WORK/kvlist.md" && ok "-ctk f16,q8_0 -ctv f32,f16: 4 cache pairs x pp16, tg4" ||
+  bad "-ctk/-ctv lists: $(cat "$WORK/kvlist.md")"
+"$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 0 -n 4 -r 1 -t 2 -ctk f32,q8_0 -ctv q8_0 -o jsonl --no-roofline \
+  > "$WORK/kvlist.jsonl" 2>/dev/null &&
+  python3 - "$WORK/kvlist.jsonl" <<'PY' && ok "-o jsonl with -ctk f32,q8_0: one record per cache pair" || bad "-ctk list jsonl: $(cat "$WORK/kvlist.jsonl")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [(r['type_k'], r['type_v'], r['n_gen']) for r in rows] == [('f32', 'q8_0', 4), ('q8_0', 'q8_0', 4)], rows
+PY
 
 # The model column names the file type as llama.cpp does: from general.file_type
 # (this llama.cpp-written file says 15), else guessed from the tensors (the

@@ -57,6 +57,9 @@ int cli_device_flag(cli_args *a, const char **device);
  * llama.cpp spells them: -ctk/--cache-type-k and -ctv/--cache-type-v, f32,
  * f16 or q8_0 (LB_TYPE_F32 / _F16 / _Q8_0); returns 1 if it consumed the flag. */
 int cli_cache_flag(cli_args *a, int *type_k, int *type_v);
+/* One cache type name (f32, f16, q8_0) as its LB_TYPE_; -1 after printing
+ * "lowbit CMD: FLAG V: ..." for any other. */
+int cli_cache_type(const char *cmd, const char *flag, const char *v);
 #define CLI_CACHE_HELP                                                                              \
     "  -ctk, --cache-type-k T  KV cache keys: f32 (default), f16 (half the memory, as llama.cpp's\n" \
     "                       default; faster attention at long contexts) or q8_0 (17/64 of it)\n"    \

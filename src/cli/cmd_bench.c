@@ -32,7 +32,10 @@ static void help(void) {
         if (!nl) break;
         if (strncmp(p, "  -t,", 5)) fwrite(p, 1, (size_t)(nl - p + 1), stdout);
     }
-    printf(CLI_DEVICE_HELP CLI_CACHE_HELP);
+    printf(CLI_DEVICE_HELP);
+    printf("  -ctk, --cache-type-k T[,T]  KV cache keys: f32 (default), f16 or q8_0; a list runs\n"
+           "                       every test with each (as llama-bench: every -ctk with every -ctv)\n"
+           "  -ctv, --cache-type-v T[,T]  KV cache values: f32 (default), f16 or q8_0\n");
     printf("      --synthetic SHAPE  random-weight model built in memory, no download needed\n"
            "      --type TYPE        weight type of the synthetic model (default Q4_0); an\n"
            "                         interleaved type (Q4_0_8X8 ...) means its base type repacked\n"
@@ -60,6 +63,23 @@ static void help(void) {
            "synthetic shapes:");
     for (const char *const *s = lb_synthetic_shapes(); *s; s++) printf(" %s", *s);
     printf("\n");
+}
+
+/* "f16,q8_0" -> {LB_TYPE_F16, LB_TYPE_Q8_0}: -ctk/-ctv's lists; returns the
+ * count, 0 after printing why on a bad list */
+static int parse_cache_list(const char *flag, const char *v, int *out, int cap) {
+    for (int n = 0;; v++) {
+        const size_t len = strcspn(v, ",");
+        char name[16];
+        if (n == cap) {
+            fprintf(stderr, "lowbit bench: %s: at most %d cache types\n", flag, cap);
+            return 0;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)len, v);
+        if ((out[n++] = cli_cache_type("bench", flag, len < sizeof name ? name : v)) < 0) return 0;
+        v += len;
+        if (!*v) return n;
+    }
 }
 
 /* "512,1024" -> {512, 1024}; returns the count, 0 on a bad list */
@@ -255,7 +275,7 @@ static void print_row(int fmt, const bench_row *r, int index) {
 int cmd_bench(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "bench", 0};
-    int ctk = LB_TYPE_F32, ctv = LB_TYPE_F32;
+    int ctks[4] = {LB_TYPE_F32}, ctvs[4] = {LB_TYPE_F32}, n_ctk = 1, n_ctv = 1;
     const char *synthetic = NULL, *type_name = "Q4_0", *device = NULL;
     int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, dp[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, n_dp = 1, reps = 5,
         roofline = 1, fmt = FMT_MD;
@@ -266,7 +286,11 @@ int cmd_bench(int argc, char **argv) {
         }
         else if (cli_common_flag(&a, &co)) {}
         else if (cli_device_flag(&a, &device)) {}
-        else if (cli_cache_flag(&a, &ctk, &ctv)) {}
+        else if (cli_flag(&a, "-ctk", "--cache-type-k") || cli_flag(&a, "-ctv", "--cache-type-v")) {
+            const char *flag = argv[a.i], *v = cli_value(&a);
+            const int is_k = flag[3] == 'k' || !strcmp(flag, "--cache-type-k");
+            if (v && !(*(is_k ? &n_ctk : &n_ctv) = parse_cache_list(flag, v, is_k ? ctks : ctvs, 4))) a.bad = 1;
+        }
         else if (cli_flag(&a, "--synthetic", NULL)) synthetic = cli_value(&a);
         else if (cli_flag(&a, "--type", NULL)) type_name = cli_value(&a);
         else if (cli_flag(&a, "--repack", NULL)) {
@@ -359,9 +383,11 @@ int cmd_bench(int argc, char **argv) {
     if (np < 1e9) snprintf(params, sizeof params, "%.2f M", np / 1e6);
     else snprintf(params, sizeof params, "%.2f B", np / 1e9);
     const char *model_file = synthetic ? synthetic : co.model;
+    /* as llama-bench: the cache types get columns once they are not the default */
+    const int kv_cols = n_ctk > 1 || n_ctv > 1 || ctks[0] != LB_TYPE_F32 || ctvs[0] != LB_TYPE_F32;
     if (fmt == FMT_MD) {
-        printf("| model | size | params | isa | threads | test | t/s |\n");
-        printf("| --- | ---: | ---: | --- | ---: | --- | ---: |\n");
+        printf("| model | size | params | isa | threads |%s test | t/s |\n", kv_cols ? " type_k | type_v |" : "");
+        printf("| --- | ---: | ---: | --- | ---: |%s --- | ---: |\n", kv_cols ? " --- | --- |" : "");
     } else if (fmt == FMT_CSV) {
         printf("model_filename,model_type,model_size,model_n_params,isa,n_threads,type_k,type_v,n_prompt,n_gen,"
                "n_depth,test_time,avg_ns,stddev_ns,avg_ts,stddev_ts\n");
@@ -372,7 +398,14 @@ int cmd_bench(int argc, char **argv) {
     int rc = CLI_OK, bw_threads = 0, pk_threads = 0, described = 0;
     double bw = 0; /* read bandwidth at bw_threads threads */
     double pk = 0; /* int8 peak GOPS at pk_threads threads */
-    for (int ti = 0; ti < n_th && rc == CLI_OK; ti++) {
+    /* llama-bench's order: each cache type pair (every -ctk with every -ctv),
+     * within it each thread count, then each depth, pp tests, tg tests */
+    for (int ct = 0; ct < n_ctk * n_ctv * n_th && rc == CLI_OK; ct++) {
+        const int ti = ct % n_th, ctk = ctks[ct / n_th / n_ctv], ctv = ctvs[ct / n_th % n_ctv];
+        char kv[40] = "";
+        if (kv_cols)
+            snprintf(kv, sizeof kv, " %s | %s |", lb_attn_kv_type_name(lb_attn_kv_type(ctk)),
+                     lb_attn_kv_type_name(lb_attn_kv_type(ctv)));
         for (int di = 0; di < n_dp && rc == CLI_OK; di++) {
             const int depth = dp[di];
             char at[32] = "";
@@ -422,8 +455,8 @@ int cmd_bench(int argc, char **argv) {
                         stats(runs, reps, &mean, &sd);
                         const char *isa = dev != LB_DEVICE_CPU ? "cuda" : lb_isa_name(lb_cpu_level());
                         if (fmt == FMT_MD) {
-                            printf("| %s | %s | %s | %s | %d | %s%d%s | %.2f ± %.2f |\n", lb_model_desc(m), size,
-                                   params, isa, lb_context_threads(ctx), kind == 0 ? "pp" : "tg", n, at, mean, sd);
+                            printf("| %s | %s | %s | %s | %d |%s %s%d%s | %.2f ± %.2f |\n", lb_model_desc(m), size,
+                                   params, isa, lb_context_threads(ctx), kv, kind == 0 ? "pp" : "tg", n, at, mean, sd);
                         } else {
                             const bench_row row = {model_file, lb_model_desc(m), lb_model_size_bytes(m),
                                                    (uint64_t)lb_model_n_params(m), isa, lb_context_threads(ctx),

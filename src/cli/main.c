@@ -137,6 +137,15 @@ int cli_sampler_flag(cli_args *a, lb_sampler_params *sp, int *seed_set) {
     return 1;
 }
 
+int cli_cache_type(const char *cmd, const char *flag, const char *v) {
+    if (!strcmp(v, "f32")) return LB_TYPE_F32;
+    if (!strcmp(v, "f16")) return LB_TYPE_F16;
+    if (!strcmp(v, "q8_0")) return LB_TYPE_Q8_0;
+    fprintf(stderr, "lowbit %s: %s %s: the KV cache holds f32, f16 or q8_0 (llama.cpp's other quantized caches, "
+                    "such as q4_0, are not supported)\n", cmd, flag, v);
+    return -1;
+}
+
 int cli_cache_flag(cli_args *a, int *type_k, int *type_v) {
     int *t;
     if (cli_flag(a, "-ctk", "--cache-type-k")) t = type_k;
@@ -144,14 +153,9 @@ int cli_cache_flag(cli_args *a, int *type_k, int *type_v) {
     else return 0;
     const char *flag = a->argv[a->i], *v = cli_value(a);
     if (!v) return 1;
-    if (!strcmp(v, "f32")) *t = LB_TYPE_F32;
-    else if (!strcmp(v, "f16")) *t = LB_TYPE_F16;
-    else if (!strcmp(v, "q8_0")) *t = LB_TYPE_Q8_0;
-    else {
-        fprintf(stderr, "lowbit %s: %s %s: the KV cache holds f32, f16 or q8_0 (llama.cpp's other quantized caches, "
-                        "such as q4_0, are not supported)\n", a->cmd, flag, v);
-        a->bad = 1;
-    }
+    const int type = cli_cache_type(a->cmd, flag, v);
+    if (type < 0) a->bad = 1;
+    else *t = type;
     return 1;
 }
 
