@@ -242,7 +242,8 @@ uint64_t lb_context_kv_bytes(const lb_context *ctx);
 const char *lb_context_kv_desc(const lb_context *ctx);
 void lb_context_reset(lb_context *ctx); /* forget the KV cache */
 
-/* Evaluate n tokens at positions pos..pos+n-1 (the KV cache must hold 0..pos-1).
+/* Evaluate n tokens at positions pos..pos+n-1 (the KV cache must hold 0..pos-1;
+ * pos below what was evaluated: see lb_seq_reusable).
  * logits: if all_logits, n * n_vocab floats, else n_vocab floats for the last token.
  * logits may be NULL. n may exceed n_batch: the call splits it. */
 lb_status lb_eval(lb_context *ctx, const int32_t *tokens, int n, int pos, float *logits,
@@ -266,6 +267,15 @@ lb_status lb_eval_multi(lb_context *ctx, const lb_seq_batch *batch, int n_entrie
  * llama_kv_cache_seq_cp). dst's positions from n on are undefined after it:
  * evaluate them before attending to them. src == dst or n == 0 does nothing. */
 lb_status lb_seq_copy(lb_context *ctx, int src, int dst, int n);
+
+/* Evaluation of sequence seq may go on from position n (n <= what its cache
+ * holds, e.g. the prefix a new prompt shares with it): returns n, or 0 when
+ * it must start over. A model with sliding-window layers keeps their keys in
+ * a ring of the window plus a batch (lb_context_kv_desc says so), so a
+ * sequence that has gone on more than that past n has lost the keys
+ * position n sees; lb_eval, lb_eval_multi and lb_seq_copy refuse such an n
+ * (LB_ERR_ARG). Without such layers, n. */
+int lb_seq_reusable(const lb_context *ctx, int seq, int n);
 
 /* ---- tokenizer (from the model's GGUF metadata) ---- */
 int lb_token_bos(const lb_model *m); /* -1 if none */

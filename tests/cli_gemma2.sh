@@ -27,6 +27,16 @@ near "context 64" "$(ppl_at "$WORK/g2.gguf" 64)" 178.1579 0.0005
 
 greedy_is "$WORK/g2.gguf" "$GREEDY"
 
+# The sliding-window layers' ring (kernels/attention.h): the window plus a
+# batch of slots. With -b 16 a 128-token chunk wraps a ring of 64 (48 + 15,
+# rounded up to a block) twice, and the figure must not move; run -b 8 keeps
+# a ring of 64 through 60 generated tokens after the prompt, the same text.
+near "context 128, -b 16: the ring of 64" "$(ppl_at "$WORK/g2.gguf" 128 8 -b 16)" 160.0510 0.0005
+"$LOWBIT" run -m "$WORK/g2.gguf" -p "Once upon a time" -n 60 --temp 0 -c 128 -b 8 -t 2 -v > "$WORK/ring.out" 2> "$WORK/ring.err"
+grep -q 'KV cache: 128 positions (sliding-window layers: a ring of 64) x 1 sequence' "$WORK/ring.err" &&
+  [ "$(cat "$WORK/ring.out")" = "$GREEDY" ] && ok "run -c 128 -b 8: a ring of 64, the same 60 tokens" ||
+  bad "run -b 8: $(grep 'KV cache' "$WORK/ring.err"): '$(cat "$WORK/ring.out")'"
+
 # malformed: a layer without its post-FFN norm
 python3 "$MAKE" gemma2 "$SHARED/models/stories260K-f32.gguf" "$WORK/bad.gguf" blk.7.post_ffw_norm.weight
 expect_fail "gemma2 without blk.7.post_ffw_norm" "blk.7.post_ffw_norm.weight is missing" \

@@ -13,7 +13,11 @@
  * values, a q8_0 one, and q8_0 keys with fp16 or f32 values: the reference
  * takes the keys and values as the cache holds them (rounded to fp16 by
  * lb_f32_to_fp16, or each 32 values of a vector, zero-padded, by
- * lb_quantize_row_q8_0_ref), so the tolerance is the same. */
+ * lb_quantize_row_q8_0_ref), so the tolerance is the same.
+ * A shape with a window runs again on a ring of the fewest slots it allows
+ * (kernels/attention.h: n + window - 1, rounded up to a block), written in
+ * position order from 0 as the forward pass writes it, so the ring wraps
+ * over positions the window left behind: the same bits as the full cache. */
 #include "kernels/attention.h"
 #include "core/common.h"
 #include "core/fp16.h"
@@ -151,6 +155,27 @@ static void check_shape(const shape *sh, int si, int ti, lb_isa level, uint64_t 
                 if (!(e / tol <= worst)) worst = e / tol;
             }
         }
+        /* the ring: the same args but the cache */
+        const int ring = lb_attn_ctx_pad(sh->n + sh->window - 1);
+        if (sh->window > 0 && ring < n_ctx) {
+            float *ring_out = malloc(qn * sizeof *ring_out);
+            const size_t rk = lb_attn_k_bytes(ring, nkv, hd, kt), rv = lb_attn_v_bytes(ring, nkv, hd, vt);
+            void *ring_k = lb_malloc_aligned(rk), *ring_v = lb_malloc_aligned(rv);
+            memset(ring_k, 0x7e, rk), memset(ring_v, 0x7e, rv); /* NaN as f32, fp16 and q8_0 scales alike */
+            lb_attn_args ra = a;
+            ra.k = ring_k, ra.v = ring_v, ra.n_ctx = ring, ra.out = ring_out;
+            /* k and v are now as the cache holds them, which storing rounds to themselves (fp16 and q8_0 alike) */
+            for (int p = 0; p < L; p++)
+                lb_attn_store_kv(ring_k, ring_v, kt, vt, ring, nkv, hd, k + (size_t)p * nkv * hd, (size_t)nkv * hd,
+                                 v + (size_t)p * nkv * hd, (size_t)nkv * hd, 1, p);
+            lb_attention(&ra, scratch, nth);
+            CHECK_MSG(!memcmp(out, ring_out, qn * sizeof(float)),
+                      "%s, cache K %s V %s: n=%d pos0=%d hd=%d window=%d threads=%d: a ring of %d slots differs from "
+                      "the full cache",
+                      lb_isa_name(level), type_name(kt), type_name(vt), sh->n, sh->pos0, hd, sh->window, nth, ring);
+            free(ring_out);
+            lb_free_aligned(ring_k), lb_free_aligned(ring_v);
+        }
         CHECK_MSG(bad == 0,
                   "%s, cache K %s V %s: n=%d pos0=%d heads=%d/%d hd=%d window=%d scale*%g cap %g sink %g threads=%d: "
                   "%d values off, worst %.2f x tol",
@@ -198,6 +223,8 @@ int main(void) {
         {1, 150, 64, 8, 64, 128, 1.0f, 0, 0.5f},  /* gpt-oss: sinks, decode in its window of 128 */
         {45, 0, 8, 2, 64, 0, 1.0f, 0, 3.0f},      /* sinks above the scores: most of the sum */
         {70, 20, 8, 4, 64, 0, 40.0f, 0, -6.0f},   /* sinks far below scores in the hundreds */
+        {5, 1000, 8, 2, 64, 48, 1.0f, 0, 0},      /* a short window far in: a ring of 64 slots wrapped 15 times */
+        {40, 200, 8, 4, 80, 33, 1.0f, 0, 0},      /* prefill in a ring of 96, blocks not aligned to it */
     };
     const lb_isa levels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512};
     const lb_isa detected = lb_cpu_detected();

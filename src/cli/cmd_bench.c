@@ -418,7 +418,10 @@ int cmd_bench(int argc, char **argv) {
                     lb_context *ctx = NULL;
                     lb_context_params cp = lb_context_default_params();
                     cp.n_ctx = depth + n;
-                    cp.n_batch = kind == 0 ? LB_MAX(n, LB_MIN(depth, 512)) : LB_MAX(1, LB_MIN(depth, 512));
+                    /* tg at a depth: a batch of n at least, so that a sliding-window
+                     * layer's ring (the window plus a batch) keeps what each
+                     * repetition, starting over at the depth, sees */
+                    cp.n_batch = kind == 0 || depth > 0 ? LB_MAX(n, LB_MIN(depth, 512)) : 1;
                     cp.n_threads = th[ti];
                     cp.device = dev;
                     cp.type_k = ctk, cp.type_v = ctv;

@@ -83,7 +83,7 @@ void lb_attn_store_kv(void *kc, void *vc, int k_type, int v_type, int n_ctx, int
     const int hd = head_dim, hdp = lb_attn_hd_pad(hd), nblk = n_ctx / LB_ATTN_KB, ng = hdp / QK8_0;
     const size_t kblk = lb_attn_k_block_bytes(hd, k_type), vrow = lb_attn_v_row_bytes(hd, v_type);
     for (int t = 0; t < n; t++) {
-        const int p = pos0 + t, j = p % LB_ATTN_KB;
+        const int p = (pos0 + t) % n_ctx, j = p % LB_ATTN_KB; /* p: the slot */
         for (int h = 0; h < n_head_kv; h++) {
             const float *kx = k + (size_t)t * k_stride + (size_t)h * hd, *vx = v + (size_t)t * v_stride + (size_t)h * hd;
             char *kb = (char *)kc + ((size_t)h * nblk + p / LB_ATTN_KB) * kblk;
@@ -190,8 +190,8 @@ static void block_scalar(const lb_attn_args *a, int kvh, int t0, int t1, float *
     const char *kbase = (const char *)a->k + (size_t)kvh * (a->n_ctx / KB) * kblk;
     const char *vbase = (const char *)a->v + (size_t)kvh * a->n_ctx * vrow;
     for (int kb0 = kbeg / KB * KB; kb0 < kend; kb0 += KB) {
-        const int jlo = LB_MAX(kbeg - kb0, 0), jhi = LB_MIN(kend - kb0, KB);
-        const char *kb = kbase + (size_t)(kb0 / KB) * kblk, *vr = vbase + (size_t)(kb0 + jlo) * vrow;
+        const int jlo = LB_MAX(kbeg - kb0, 0), jhi = LB_MIN(kend - kb0, KB), slot0 = kb0 % a->n_ctx; /* a ring's wrap */
+        const char *kb = kbase + (size_t)(slot0 / KB) * kblk, *vr = vbase + (size_t)(slot0 + jlo) * vrow;
         const float *kt = (const float *)kb, *vb = (const float *)vr;
         if (a->k_type != LB_KV_F32) {
             lb_attn_widen_k(kb, a->k_type, hd, s.kw);

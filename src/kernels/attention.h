@@ -9,7 +9,15 @@
  *
  * Work unit: one KV head and a block of query tokens; its rows are all the
  * query heads of the group for those tokens, so every K and V row loaded is
- * reused by (tokens x group) queries. Per block of KB keys: S = Q K^T, an
+ * reused by (tokens x group) queries.
+ *
+ * Position p lives in slot p mod n_ctx (block (p mod n_ctx) / KB, column
+ * p mod KB; V row p mod n_ctx). A cache of all positions never wraps; a
+ * sliding-window layer's cache may be a ring of n_ctx >= n + window - 1
+ * slots: the keys a batch of n tokens sees (window - 1 before its first,
+ * and its own) are then in distinct slots, and a block of positions maps to
+ * one ring block, whose slots holding other positions are masked as the
+ * keys outside a row's range always are. Per block of KB keys: S = Q K^T, an
  * online softmax (running max and sum per row; the output is rescaled only
  * when a score passes the max by a slack), O += P V; the output is O / sum
  * at the end. Every ISA level computes the same bits (kernels/attention.c).
@@ -47,7 +55,7 @@ typedef struct {
     const void *k, *v;  /* this layer's cache, layout above */
     int k_type, v_type; /* element types: LB_KV_F32, LB_KV_F16, LB_KV_Q8_0 */
     size_t q_stride, o_stride;
-    int n_ctx;          /* cache capacity in positions, a multiple of LB_ATTN_KB */
+    int n_ctx;          /* cache slots, a multiple of LB_ATTN_KB: position p in slot p mod n_ctx (above) */
     int n, pos0;        /* query token t is at position pos0 + t and sees keys up to it */
     int n_head, n_head_kv, head_dim;
     int window;         /* > 0: position p sees only keys p - window + 1 .. p */
@@ -74,15 +82,16 @@ size_t lb_attn_k_bytes(int n_ctx, int n_head_kv, int head_dim, int type);
 size_t lb_attn_v_bytes(int n_ctx, int n_head_kv, int head_dim, int type);
 
 /* Writes n tokens' keys and values (rows of n_head_kv * head_dim floats, row
- * strides k_stride, v_stride) at positions pos0.. into the cache of a layer,
- * whose K and V hold the element types k_type, v_type. */
+ * strides k_stride, v_stride) at positions pos0.. into the cache of a layer
+ * of n_ctx slots (position p in slot p mod n_ctx), whose K and V hold the
+ * element types k_type, v_type. */
 void lb_attn_store_kv(void *kc, void *vc, int k_type, int v_type, int n_ctx, int n_head_kv, int head_dim,
                       const float *k, size_t k_stride, const float *v, size_t v_stride, int n, int pos0);
 
-/* Copies positions 0..n-1 of a layer's cache (src) to another (dst) of the
- * same shape and types. K goes in whole blocks, so dst's positions n .. the
- * end of the last block take src's entries too (undefined for dst until
- * written). */
+/* Copies slots 0..n-1 (n <= n_ctx) of a layer's cache (src) to another
+ * (dst) of the same shape and types. K goes in whole blocks, so dst's slots
+ * n .. the end of the last block take src's entries too (undefined for dst
+ * until written). */
 void lb_attn_copy_kv(void *kd, void *vd, const void *ks, const void *vs, int k_type, int v_type, int n_ctx,
                      int n_head_kv, int head_dim, int n);
 

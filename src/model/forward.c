@@ -51,6 +51,9 @@ void lb_context_free(lb_context *c) {
     free(c->tok_seq);
     free(c->tok_buf);
     free(c->row_buf);
+    free(c->k_off);
+    free(c->v_off);
+    free(c->seq_hw);
     lb_moe_buffers_free(c->moe);
     free(c);
 }
@@ -139,11 +142,23 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     const size_t qd = (size_t)hp->n_head * hp->head_dim, kvd = (size_t)hp->n_head_kv * hp->head_dim;
     c->n_ctx_pad = lb_attn_ctx_pad(c->n_ctx);
     c->k_type = lb_attn_kv_type(p.type_k), c->v_type = lb_attn_kv_type(p.type_v);
-    c->k_layer = lb_attn_k_bytes(c->n_ctx_pad, hp->n_head_kv, hp->head_dim, c->k_type);
-    c->v_layer = lb_attn_v_bytes(c->n_ctx_pad, hp->n_head_kv, hp->head_dim, c->v_type);
-    if (!c->dev) { /* a device backend keeps its cache on the device */
-        c->k_cache = lb_malloc_aligned((size_t)c->n_seq * hp->n_layer * c->k_layer);
-        c->v_cache = lb_malloc_aligned((size_t)c->n_seq * hp->n_layer * c->v_layer);
+    /* Sliding-window layers: a ring of the window plus a batch, the fewest
+     * slots that hold every key a batch sees (kernels/attention.h), where
+     * that is less than the context (a device backend keeps its own cache,
+     * of every position) */
+    const int ring = hp->sliding_window > 0 ? lb_attn_ctx_pad(hp->sliding_window + c->n_batch - 1) : 0;
+    c->swa_ring = !c->dev && ring > 0 && ring < c->n_ctx_pad ? ring : 0;
+    c->k_off = calloc((size_t)hp->n_layer + 1, sizeof *c->k_off);
+    c->v_off = calloc((size_t)hp->n_layer + 1, sizeof *c->v_off);
+    c->seq_hw = calloc((size_t)c->n_seq, sizeof *c->seq_hw);
+    for (int il = 0; c->k_off && c->v_off && il < hp->n_layer; il++) {
+        const int slots = lb_kv_slots(c, il);
+        c->k_off[il + 1] = c->k_off[il] + lb_attn_k_bytes(slots, hp->n_head_kv, hp->head_dim, c->k_type);
+        c->v_off[il + 1] = c->v_off[il] + lb_attn_v_bytes(slots, hp->n_head_kv, hp->head_dim, c->v_type);
+    }
+    if (!c->dev && c->k_off && c->v_off) { /* a device backend keeps its cache on the device */
+        c->k_cache = lb_malloc_aligned((size_t)c->n_seq * c->k_off[hp->n_layer]);
+        c->v_cache = lb_malloc_aligned((size_t)c->n_seq * c->v_off[hp->n_layer]);
     }
     c->tok_pos = malloc(B * sizeof *c->tok_pos);
     c->tok_seq = malloc(B * sizeof *c->tok_seq);
@@ -199,8 +214,9 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     if ((!c->dev && (!c->k_cache || !c->v_cache)) || !c->x || !c->xn || !c->q || !c->k || !c->v || !c->att_out ||
         !c->ff_gate || !c->ff_up || !c->logits_tmp || !c->att_scratch || !c->act_scratch ||
         !c->inv_freq || !c->inv_freq_local || !c->rope_cs || !c->rope_sn || !c->rope_cs_local || !c->rope_sn_local ||
-        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf || moe_oom || extra_oom) {
-        const double mib = (double)c->n_seq * hp->n_layer * (c->k_layer + c->v_layer) / 1048576.0;
+        !c->tok_pos || !c->tok_seq || !c->tok_buf || !c->row_buf || !c->k_off || !c->v_off || !c->seq_hw || moe_oom ||
+        extra_oom) {
+        const double mib = c->k_off && c->v_off ? (double)lb_context_kv_bytes(c) / 1048576.0 : 0.0;
         lb_context_free(c);
         return lb_fail(LB_ERR_NOMEM, "out of memory for a context of %d tokens (KV cache %.1f MiB)",
                        p.n_ctx > 0 ? p.n_ctx : hp->n_ctx_train, mib);
@@ -228,18 +244,52 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
 int lb_context_n_ctx(const lb_context *c) { return c->n_ctx; }
 
 uint64_t lb_context_kv_bytes(const lb_context *c) {
-    return (uint64_t)c->n_seq * c->model->hp.n_layer * (c->k_layer + c->v_layer);
+    const int L = c->model->hp.n_layer;
+    return (uint64_t)c->n_seq * (c->k_off[L] + c->v_off[L]);
 }
 
 const char *lb_context_kv_desc(const lb_context *c) {
-    static _Thread_local char buf[160];
-    snprintf(buf, sizeof buf, "KV cache: %d positions x %d sequence%s, K %s, V %s, %.1f MiB", c->n_ctx, c->n_seq,
-             c->n_seq == 1 ? "" : "s", lb_attn_kv_type_name(c->k_type), lb_attn_kv_type_name(c->v_type),
+    static _Thread_local char buf[200];
+    char ring[64] = "";
+    if (c->swa_ring) snprintf(ring, sizeof ring, " (sliding-window layers: a ring of %d)", c->swa_ring);
+    snprintf(buf, sizeof buf, "KV cache: %d positions%s x %d sequence%s, K %s, V %s, %.1f MiB", c->n_ctx, ring,
+             c->n_seq, c->n_seq == 1 ? "" : "s", lb_attn_kv_type_name(c->k_type), lb_attn_kv_type_name(c->v_type),
              (double)lb_context_kv_bytes(c) / 1048576.0);
     return buf;
 }
+
+int lb_kv_slots(const lb_context *c, int il) {
+    return c->swa_ring && c->model->layers[il].is_local ? c->swa_ring : c->n_ctx_pad;
+}
+
+/* Whether sequence seq's cache still holds the keys position pos sees: in a
+ * ring, positions from seq_hw - swa_ring on are there, and pos sees
+ * pos - window + 1 .. pos - 1 (0 and below: nothing to keep) */
+static int ring_keeps(const lb_context *c, int seq, int pos) {
+    if (!c->swa_ring || pos <= 0) return 1;
+    return c->seq_hw[seq] - LB_MAX(0, pos - c->model->hp.sliding_window + 1) <= c->swa_ring;
+}
+
+static lb_status ring_lost(const char *fn, const lb_context *c, int seq, int pos) {
+    return lb_fail(LB_ERR_ARG, "%s: sequence %d: the sliding-window layers' cache (a ring of %d positions) no longer "
+                               "holds the keys position %d sees (positions up to %d were written since): evaluate "
+                               "from position 0 (lb_seq_reusable tells beforehand)",
+                   fn, seq, c->swa_ring, pos, c->seq_hw[seq] - 1);
+}
+
+int lb_seq_reusable(const lb_context *c, int seq, int n) {
+    if (seq < 0 || seq >= c->n_seq || n <= 0) return 0;
+    return ring_keeps(c, seq, n) ? n : 0;
+}
+
+/* after writing positions pos0 .. pos0 + n - 1 of seq */
+static void ring_note(lb_context *c, int seq, int pos0, int n) {
+    c->seq_hw[seq] = pos0 == 0 ? n : LB_MAX(c->seq_hw[seq], pos0 + n);
+}
 int lb_context_threads(const lb_context *c) { return c->n_threads; }
-void lb_context_reset(lb_context *c) { (void)c; /* positions drive the cache: nothing to clear */ }
+void lb_context_reset(lb_context *c) { /* positions drive the cache: nothing to clear but the rings' marks */
+    if (c->seq_hw) memset(c->seq_hw, 0, (size_t)c->n_seq * sizeof *c->seq_hw);
+}
 
 /* A layer's or the output's norm of one row: RMSNorm, or (command-r,
  * cohere2) LayerNorm as ggml_norm computes it: the mean and the variance
@@ -298,10 +348,10 @@ void lb_rope_tables(lb_context *c, int n) {
 
 /* The cache of one sequence's layer. */
 void *lb_k_cache_of(const lb_context *c, int seq, int il) {
-    return (char *)c->k_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->k_layer;
+    return (char *)c->k_cache + (size_t)seq * c->k_off[c->model->hp.n_layer] + c->k_off[il];
 }
 void *lb_v_cache_of(const lb_context *c, int seq, int il) {
-    return (char *)c->v_cache + ((size_t)seq * c->model->hp.n_layer + il) * c->v_layer;
+    return (char *)c->v_cache + (size_t)seq * c->v_off[c->model->hp.n_layer] + c->v_off[il];
 }
 
 /* Per token, after the q, k, v matmuls: biases, the per-head norms (Gemma 3, Qwen 3),
@@ -341,7 +391,7 @@ static void qkv_rows(lb_context *c, const lb_vecops *vo, int il, int n) {
             if (!l->no_rope) vo->rope(k + (size_t)h * hd, cst, snt, hp->rope_dim, hp->rope_neox);
         }
         lb_attn_store_kv(lb_k_cache_of(c, c->tok_seq[t], il), lb_v_cache_of(c, c->tok_seq[t], il), c->k_type, c->v_type,
-                         c->n_ctx_pad, nkv, hd, k, kvd, v, kvd, 1, c->tok_pos[t]);
+                         lb_kv_slots(c, il), nkv, hd, k, kvd, v, kvd, 1, c->tok_pos[t]);
     });
 }
 
@@ -358,7 +408,7 @@ void lb_attention_segs(lb_context *c, int il, const lb_seg *segs, int n_segs) {
         a.v = lb_v_cache_of(c, segs[s].seq, il);
         a.k_type = c->k_type, a.v_type = c->v_type;
         a.q_stride = a.o_stride = (size_t)qd;
-        a.n_ctx = c->n_ctx_pad;
+        a.n_ctx = lb_kv_slots(c, il);
         a.n = segs[s].n;
         a.pos0 = segs[s].pos0;
         a.n_head = hp->n_head;
@@ -518,6 +568,7 @@ static lb_status forward_batch(lb_context *c, const int32_t *tokens, int n, cons
     residual_rows(c, vo, c->x, NULL, NULL, c->xn, m->layers[0].attn_norm, n, d);
 
     for (int il = 0; il < hp->n_layer; il++) layer_rows(c, vo, il, n, segs, n_segs);
+    for (int s = 0; s < n_segs; s++) ring_note(c, segs[s].seq, segs[s].pos0, segs[s].n);
 
     if (!logits || rows <= 0) return LB_OK;
     if (row_idx)
@@ -547,6 +598,7 @@ lb_status lb_eval(lb_context *c, const int32_t *tokens, int n, int pos, float *l
     for (int i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= V)
             return lb_fail(LB_ERR_ARG, "lb_eval: token id %d is outside the vocabulary (0..%d)", tokens[i], V - 1);
+    if (!ring_keeps(c, 0, pos)) return ring_lost("lb_eval", c, 0, pos);
     for (int done = 0; done < n; done += c->n_batch) {
         const int nb = LB_MIN(c->n_batch, n - done);
         const int last = done + nb == n;
@@ -578,6 +630,8 @@ lb_status lb_eval_multi(lb_context *c, const lb_seq_batch *b, int n_entries, flo
         else if (s->pos < 0 || (int64_t)s->pos + s->n > c->n_ctx)
             st = lb_fail(LB_ERR_ARG, "lb_eval_multi: positions %d..%d exceed the context length %d", s->pos,
                          s->pos + s->n - 1, c->n_ctx);
+        else if (!ring_keeps(c, s->seq, s->pos))
+            st = ring_lost("lb_eval_multi", c, s->seq, s->pos);
         else if (s->n > c->n_batch - total)
             st = lb_fail(LB_ERR_ARG, "lb_eval_multi: more than n_batch = %d tokens", c->n_batch);
         for (int j = 0; j < e && !st; j++)
@@ -604,10 +658,18 @@ lb_status lb_seq_copy(lb_context *c, int src, int dst, int n) {
     if (n < 0 || n > c->n_ctx) return lb_fail(LB_ERR_ARG, "lb_seq_copy: %d positions (context %d)", n, c->n_ctx);
     if (src == dst || n == 0) return LB_OK;
     if (c->dev) return c->dev->seq_copy(c, src, dst, n);
+    if (!ring_keeps(c, src, n)) return ring_lost("lb_seq_copy", c, src, n);
     const lb_hparams *hp = &c->model->hp;
-    for (int il = 0; il < hp->n_layer; il++)
+    /* a ring that has wrapped goes whole (the window before n is anywhere
+     * in it), with src's mark; else slots 0..n-1 are positions 0..n-1 */
+    const int wrapped = c->swa_ring && c->seq_hw[src] > c->swa_ring;
+    for (int il = 0; il < hp->n_layer; il++) {
+        const int slots = lb_kv_slots(c, il), ring = slots < c->n_ctx_pad;
         lb_attn_copy_kv(lb_k_cache_of(c, dst, il), lb_v_cache_of(c, dst, il), lb_k_cache_of(c, src, il), lb_v_cache_of(c, src, il),
-                        c->k_type, c->v_type, c->n_ctx_pad, hp->n_head_kv, hp->head_dim, n);
+                        c->k_type, c->v_type, slots, hp->n_head_kv, hp->head_dim,
+                        ring && wrapped ? slots : LB_MIN(n, slots));
+    }
+    c->seq_hw[dst] = wrapped ? c->seq_hw[src] : n;
     return LB_OK;
 }
 
@@ -626,6 +688,7 @@ lb_status lb_eval_layers(lb_context *c, float *x, int n, int l0, int l1) {
     lb_rope_tables(c, n);
     residual_rows(c, vo, c->x, NULL, NULL, c->xn, m->layers[l0].attn_norm, n, d);
     for (int il = l0; il < l1; il++) layer_rows(c, vo, il, n, &seg, 1);
+    ring_note(c, 0, 0, n);
     memcpy(x, c->x, (size_t)n * d * sizeof *x);
     return LB_OK;
 }

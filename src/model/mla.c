@@ -86,7 +86,7 @@ void lb_mla_attention(lb_context *c, int il, int n, const lb_seg *segs, int n_se
             memcpy(c->q + ((size_t)t * nh + h) * hd + r, qh + nope, (size_t)rd * sizeof(float));
         }
         lb_attn_store_kv(lb_k_cache_of(c, c->tok_seq[t], il), lb_v_cache_of(c, c->tok_seq[t], il), c->k_type, c->v_type,
-                         c->n_ctx_pad, 1,
+                         lb_kv_slots(c, il), 1,
                          hd, kv, (size_t)hd, kv, (size_t)hd, 1, c->tok_pos[t]);
     });
     /* q absorbed: [Wk_b[h] q_nope, q_rope] */

@@ -157,10 +157,12 @@ struct lb_context {
     lb_model *model;
     int n_ctx, n_batch, n_threads;
     int n_ctx_pad;               /* n_ctx rounded up for the K cache layout */
-    void *k_cache, *v_cache;     /* per sequence, per layer, in kernels/attention.h's layout for n_ctx_pad positions */
+    void *k_cache, *v_cache;     /* per sequence, per layer, in kernels/attention.h's layout: lb_kv_slots(il) slots */
     int k_type, v_type;          /* their elements: LB_KV_F32, _F16, _Q8_0 (lb_context_params type_k, type_v) */
-    size_t k_layer, v_layer;     /* bytes per layer */
-    int n_seq;                   /* sequences (lb_eval_multi); sequence s, layer l at (s * n_layer + l) * k_layer */
+    int swa_ring;                /* > 0: the slots of a sliding-window layer's cache, a ring (lb_kv_slots) */
+    size_t *k_off, *v_off;       /* n_layer + 1: layer il at k_off[il] in a sequence's cache, which takes k_off[n_layer] bytes */
+    int *seq_hw;                 /* per sequence: positions below it may have been written since it last began at 0 */
+    int n_seq;                   /* sequences (lb_eval_multi); sequence s, layer l at s * k_off[n_layer] + k_off[l] */
     int *tok_pos, *tok_seq;      /* per batch token: its position and sequence */
     int32_t *tok_buf;            /* lb_eval_multi: the batch's tokens, gathered */
     int *row_buf;                /* lb_eval_multi: batch rows whose logits are wanted */
@@ -229,6 +231,9 @@ void lb_model_set_act_bits(lb_model *m, int all, int down);
 /* The KV cache of a sequence's layer, and the attention of a batch's runs
  * over it (c->q in, c->att_out out; forward.c). */
 void *lb_k_cache_of(const lb_context *c, int seq, int il);
+/* Slots of layer il's cache: n_ctx_pad, or for a sliding-window layer a ring
+ * of swa_ring < n_ctx_pad (the window plus a batch, kernels/attention.h). */
+int lb_kv_slots(const lb_context *c, int il);
 void *lb_v_cache_of(const lb_context *c, int seq, int il);
 void lb_attention_segs(lb_context *c, int il, const lb_seg *segs, int n_segs);
 /* deepseek2's attention of layer il (model/mla.c): c->xn = attn_norm(x) in,

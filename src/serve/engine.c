@@ -398,7 +398,11 @@ typedef struct {
 static cache_plan plan_cache(const srv_engine *e, const srv_req *r) {
     cache_plan p = {-1, -1, -1, 0, 0};
     for (int i = 0; i < e->o.n_slots; i++) {
-        const int k = common_prefix(e->cache[i].tok, e->cache[i].n, r->prompt, r->n_prompt);
+        /* at most all but the prompt's last token (its logits are needed), and
+         * only what the cache can go on from (a sliding-window ring that has
+         * moved past it cannot: lb_seq_reusable) */
+        const int shared = LB_MIN(common_prefix(e->cache[i].tok, e->cache[i].n, r->prompt, r->n_prompt), r->n_prompt - 1);
+        const int k = lb_seq_reusable(e->ctx, i, shared);
         if (!e->slots[i].r && k > p.own) p.slot = i, p.own = k;
         if (k > p.have) p.src = i, p.have = k;
         const slot *s = &e->slots[i];

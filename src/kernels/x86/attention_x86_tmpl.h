@@ -178,7 +178,8 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
     /* two or more tiles of rows read each key: widen the block once */
     const int k_widen = kt != LB_KV_F32 && M >= 2 * NR, v_widen = vt != LB_KV_F32 && M >= 2 * NR;
     for (int kb0 = kbeg / KB * KB; kb0 < kend; kb0 += KB) {
-        const char *kb = kbase + (size_t)(kb0 / KB) * kblk;
+        const int slot0 = kb0 % a->n_ctx; /* a ring's wrap (kernels/attention.h) */
+        const char *kb = kbase + (size_t)(slot0 / KB) * kblk;
         const int jlo = kbeg - kb0 > 0 ? kbeg - kb0 : 0, jhi = kend - kb0 < KB ? kend - kb0 : KB;
         /* S = Q K^T, 2W keys at a time (keys outside a row's range are masked below) */
 #define QK_PASS                                                                                             \
@@ -244,7 +245,7 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
             VLANE_SUM(s.lv + (size_t)r * 16, x);
         }
         /* O += P V over the keys some row sees */
-        const char *vb = vbase + (size_t)(kb0 + jlo) * vrow;
+        const char *vb = vbase + (size_t)(slot0 + jlo) * vrow;
 #define PV_PASS                                                                                             \
     for (int d = 0; d < hdp; d += 2 * W)                                                                    \
         for (int r = 0; r < M; r += NR) {                                                                   \
