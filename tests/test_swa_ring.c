@@ -97,11 +97,7 @@ done:
 
 int main(void) {
     const char *f32 = lb_test_shared("models/stories260K-f32.gguf");
-    struct stat st;
-    if (stat(f32, &st) != 0) {
-        fprintf(stderr, "SKIP: %s not found\n", f32);
-        return 77;
-    }
+    if (!lb_test_have(f32)) SKIP("no %s", f32);
     lb_model_params mp = lb_model_default_params();
     mp.n_threads = 2;
     lb_model *m = NULL;
