@@ -10,13 +10,6 @@
 
 enum { NSEQ = 3, STEPS = 12 };
 
-static float max_rel_diff(const float *a, const float *b, int n) {
-    float m = 0, scale = 0;
-    for (int i = 0; i < n; i++) scale = fmaxf(scale, fabsf(a[i]));
-    for (int i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
-    return scale > 0 ? m / scale : m;
-}
-
 static int argmax(const float *l, int n) {
     int b = 0;
     for (int i = 1; i < n; i++)
@@ -118,7 +111,7 @@ static void check_model(const char *path) {
         CHECK_MSG(fed[q] == lens[q] && step[q] == STEPS, "sequence %d: fed %d, %d steps", q, fed[q], step[q]);
         float worst = 0;
         for (int s = 0; s <= STEPS; s++) {
-            float d = max_rel_diff(ref[q] + (size_t)s * V, got[q] + (size_t)s * V, V);
+            float d = lb_test_max_rel_diff(ref[q] + (size_t)s * V, got[q] + (size_t)s * V, V);
             worst = fmaxf(worst, d);
             CHECK_MSG(argmax(ref[q] + (size_t)s * V, V) == argmax(got[q] + (size_t)s * V, V),
                       "%s: sequence %d step %d: another greedy token batched", path, q, s);
@@ -134,8 +127,8 @@ static void check_model(const char *path) {
         CHECK_OK(lb_seq_copy(c, 1, 2, lens[1] - 1));
         lb_seq_batch b = {2, lens[1] - 1, 1, p1 + lens[1] - 1, 1};
         CHECK_OK(lb_eval_multi(c, &b, 1, logits));
-        CHECK_MSG(max_rel_diff(ref[1], logits, V) < 1e-4f, "%s: after lb_seq_copy: logits differ by %g", path,
-                  max_rel_diff(ref[1], logits, V));
+        CHECK_MSG(lb_test_max_rel_diff(ref[1], logits, V) < 1e-4f, "%s: after lb_seq_copy: logits differ by %g", path,
+                  lb_test_max_rel_diff(ref[1], logits, V));
         CHECK(lb_seq_copy(c, 1, NSEQ, 1) == LB_ERR_ARG);
         CHECK(lb_seq_copy(c, -1, 0, 1) == LB_ERR_ARG);
         CHECK(lb_seq_copy(c, 1, 2, 129) == LB_ERR_ARG);
@@ -147,7 +140,7 @@ static void check_model(const char *path) {
     if (c) {
         lb_seq_batch b = {1, 0, lens[0], p0, 1};
         CHECK_OK(lb_eval_multi(c, &b, 1, logits));
-        CHECK(max_rel_diff(ref[0], logits, V) < 1e-4f);
+        CHECK(lb_test_max_rel_diff(ref[0], logits, V) < 1e-4f);
     }
 
     /* refusals */
@@ -168,7 +161,7 @@ static void check_model(const char *path) {
         CHECK(lb_eval_multi(c, &b1, 0, logits) == LB_ERR_ARG);
         /* lb_eval still works on such a context (sequence 0) */
         CHECK_OK(lb_eval(c, p0, lens[0], 0, logits, 0));
-        CHECK(max_rel_diff(ref[0], logits, V) < 1e-4f);
+        CHECK(lb_test_max_rel_diff(ref[0], logits, V) < 1e-4f);
     }
     free(logits);
     lb_context_free(c);

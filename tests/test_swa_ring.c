@@ -14,13 +14,6 @@
 
 enum { N = 100, WINDOW = 20 };
 
-static float max_rel_diff(const float *a, const float *b, size_t n) {
-    float m = 0, scale = 0;
-    for (size_t i = 0; i < n; i++) scale = fmaxf(scale, fabsf(a[i]));
-    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
-    return scale > 0 ? m / scale : m;
-}
-
 static lb_context *context(lb_model *m, int n_batch, int n_seq, int kv) {
     lb_context_params cp = lb_context_default_params();
     cp.n_ctx = 128, cp.n_batch = n_batch, cp.n_seq = n_seq, cp.n_threads = 2;
@@ -47,7 +40,7 @@ static void check_kv(lb_model *m, int kv) {
               (unsigned long long)lb_context_kv_bytes(ring), (unsigned long long)lb_context_kv_bytes(full));
     CHECK_OK(lb_eval(full, toks, N, 0, ref, 1));
     CHECK_OK(lb_eval(ring, toks, N, 0, got, 1)); /* 13 batches: the ring wraps 3 times */
-    CHECK_MSG(max_rel_diff(ref, got, (size_t)N * V) < 1e-4f, "ring vs full: %g", max_rel_diff(ref, got, (size_t)N * V));
+    CHECK_MSG(lb_test_max_rel_diff(ref, got, (size_t)N * V) < 1e-4f, "ring vs full: %g", lb_test_max_rel_diff(ref, got, (size_t)N * V));
 
     /* 100 positions written: the ring holds 68..99, and position k sees k - 19 .. k - 1 */
     CHECK(lb_seq_reusable(ring, 0, 90) == 90);
@@ -60,16 +53,16 @@ static void check_kv(lb_model *m, int kv) {
     CHECK_MSG(strstr(lb_last_error(), "no longer holds the keys position 50 sees"), "%s", lb_last_error());
     /* going on from 90: the same logits */
     CHECK_OK(lb_eval(ring, toks + 90, N - 90, 90, got, 1));
-    CHECK_MSG(max_rel_diff(ref + (size_t)90 * V, got, (size_t)(N - 90) * V) < 1e-4f, "from 90: %g",
-              max_rel_diff(ref + (size_t)90 * V, got, (size_t)(N - 90) * V));
+    CHECK_MSG(lb_test_max_rel_diff(ref + (size_t)90 * V, got, (size_t)(N - 90) * V) < 1e-4f, "from 90: %g",
+              lb_test_max_rel_diff(ref + (size_t)90 * V, got, (size_t)(N - 90) * V));
 
     /* a wrapped ring copied whole: sequence 1 goes on from 95 */
     CHECK(lb_seq_copy(ring, 0, 1, 60) == LB_ERR_ARG);
     CHECK_OK(lb_seq_copy(ring, 0, 1, 95));
     const lb_seq_batch b = {1, 95, N - 95, toks + 95, 1};
     CHECK_OK(lb_eval_multi(ring, &b, 1, got));
-    CHECK_MSG(max_rel_diff(ref + (size_t)(N - 1) * V, got, (size_t)V) < 1e-4f, "copied, from 95: %g",
-              max_rel_diff(ref + (size_t)(N - 1) * V, got, (size_t)V));
+    CHECK_MSG(lb_test_max_rel_diff(ref + (size_t)(N - 1) * V, got, (size_t)V) < 1e-4f, "copied, from 95: %g",
+              lb_test_max_rel_diff(ref + (size_t)(N - 1) * V, got, (size_t)V));
     const lb_seq_batch lost = {1, 40, 1, toks + 40, 1};
     CHECK(lb_eval_multi(ring, &lost, 1, got) == LB_ERR_ARG);
 
@@ -78,16 +71,16 @@ static void check_kv(lb_model *m, int kv) {
     float *dec = malloc((size_t)V * sizeof *dec);
     for (int i = 0; dec && i < N; i++) CHECK_OK(lb_eval(full, toks + i, 1, i, dec, 0));
     for (int i = 0; dec && i < N; i++) CHECK_OK(lb_eval(ring, toks + i, 1, i, got, 0));
-    CHECK_MSG(dec && max_rel_diff(dec, got, (size_t)V) < 1e-4f, "decode, %s cache: %g vs decode with every position",
-              lb_context_kv_desc(ring), dec ? max_rel_diff(dec, got, (size_t)V) : -1.0f);
+    CHECK_MSG(dec && lb_test_max_rel_diff(dec, got, (size_t)V) < 1e-4f, "decode, %s cache: %g vs decode with every position",
+              lb_context_kv_desc(ring), dec ? lb_test_max_rel_diff(dec, got, (size_t)V) : -1.0f);
     free(dec);
     /* a short prefix, before the ring wrapped, copies as positions 0..n-1 */
     CHECK_OK(lb_eval(ring, toks, 25, 0, NULL, 0));
     CHECK_OK(lb_seq_copy(ring, 0, 1, 20));
     const lb_seq_batch b2 = {1, 20, 5, toks + 20, 1};
     CHECK_OK(lb_eval_multi(ring, &b2, 1, got));
-    CHECK_MSG(max_rel_diff(ref + (size_t)24 * V, got, (size_t)V) < 1e-4f, "copied before wrapping: %g",
-              max_rel_diff(ref + (size_t)24 * V, got, (size_t)V));
+    CHECK_MSG(lb_test_max_rel_diff(ref + (size_t)24 * V, got, (size_t)V) < 1e-4f, "copied before wrapping: %g",
+              lb_test_max_rel_diff(ref + (size_t)24 * V, got, (size_t)V));
 done:
     lb_context_free(full);
     lb_context_free(ring);

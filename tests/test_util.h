@@ -60,6 +60,14 @@ static inline const char *lb_test_tmp(const char *rel) {
     return buf[i];
 }
 
+/* max |a - b| over max |a|: logits of two runs compared relative to the largest */
+static inline float lb_test_max_rel_diff(const float *a, const float *b, size_t n) {
+    float m = 0, scale = 0;
+    for (size_t i = 0; i < n; i++) scale = fmaxf(scale, fabsf(a[i]));
+    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
+    return scale > 0 ? m / scale : m;
+}
+
 static inline int lb_test_have(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
