@@ -36,6 +36,8 @@ near "context 128, -b 16: the ring of 64" "$(ppl_at "$WORK/g2.gguf" 128 8 -b 16)
 grep -q 'KV cache: 128 positions (sliding-window layers: a ring of 64) x 1 sequence' "$WORK/ring.err" &&
   [ "$(cat "$WORK/ring.out")" = "$GREEDY" ] && ok "run -c 128 -b 8: a ring of 64, the same 60 tokens" ||
   bad "run -b 8: $(grep 'KV cache' "$WORK/ring.err"): '$(cat "$WORK/ring.out")'"
+"$LOWBIT" run -m "$WORK/g2.gguf" -p "Once upon a time" -n 4 -c 128 -b 8 -t 2 -v --swa-full 2>&1 |
+  grep -q 'KV cache: 128 positions x 1 sequence' && ok "--swa-full: every position kept" || bad "--swa-full: a ring still"
 
 # malformed: a layer without its post-FFN norm
 python3 "$MAKE" gemma2 "$SHARED/models/stories260K-f32.gguf" "$WORK/bad.gguf" blk.7.post_ffw_norm.weight

@@ -5,8 +5,8 @@
  * holds the keys it sees (lb_seq_reusable), and lb_eval, lb_eval_multi and
  * lb_seq_copy refuse a position it has lost. The model is stories260K with
  * a window of 20 put on its even layers after loading (the forward pass
- * reads both from the model, whatever the architecture). f32, f16 and q8_0
- * caches. Tolerance as test_eval_multi's: batches of another size run the
+ * reads both from the model, whatever the architecture); swa_full keeps
+ * every position instead. f32, f16 and q8_0 caches. Tolerance as test_eval_multi's: batches of another size run the
  * matmuls' other kernels. */
 #include "lowbit.h"
 #include "model/model.h"
@@ -14,8 +14,9 @@
 
 enum { N = 100, WINDOW = 20 };
 
-static lb_context *context(lb_model *m, int n_batch, int n_seq, int kv) {
+static lb_context *context(lb_model *m, int n_batch, int n_seq, int kv, int swa_full) {
     lb_context_params cp = lb_context_default_params();
+    cp.swa_full = swa_full;
     cp.n_ctx = 128, cp.n_batch = n_batch, cp.n_seq = n_seq, cp.n_threads = 2;
     cp.type_k = cp.type_v = kv;
     lb_context *c = NULL;
@@ -29,9 +30,9 @@ static void check_kv(lb_model *m, int kv) {
     for (int i = 0; i < N; i++) toks[i] = (int32_t)(1 + (i * 37 + i * i) % (V - 1));
     float *ref = malloc((size_t)N * V * sizeof *ref), *got = malloc((size_t)N * V * sizeof *got);
     /* every position held: a batch of 128 needs a ring of 160 > 128 */
-    lb_context *full = context(m, 128, 1, kv);
+    lb_context *full = context(m, 128, 1, kv, 0);
     /* a batch of 8: a ring of 32 (20 + 7, rounded up to a block of 32) */
-    lb_context *ring = context(m, 8, 2, kv);
+    lb_context *ring = context(m, 8, 2, kv, 0);
     if (!full || !ring || !ref || !got) goto done;
     CHECK_MSG(!strstr(lb_context_kv_desc(full), "ring"), "%s", lb_context_kv_desc(full));
     CHECK_MSG(strstr(lb_context_kv_desc(ring), "(sliding-window layers: a ring of 32)"), "%s", lb_context_kv_desc(ring));
@@ -49,6 +50,18 @@ static void check_kv(lb_model *m, int kv) {
     CHECK(lb_seq_reusable(ring, 0, 0) == 0);
     CHECK(lb_seq_reusable(ring, 5, 90) == 0); /* no such sequence */
     CHECK(lb_seq_reusable(full, 0, 50) == 50);
+    /* swa_full: a batch of 8 and every position kept, which can go back anywhere */
+    lb_context *swa_full = context(m, 8, 1, kv, 1);
+    if (swa_full) {
+        CHECK_MSG(!strstr(lb_context_kv_desc(swa_full), "ring"), "%s", lb_context_kv_desc(swa_full));
+        CHECK(lb_context_kv_bytes(swa_full) == lb_context_kv_bytes(full));
+        CHECK_OK(lb_eval(swa_full, toks, N, 0, NULL, 0));
+        CHECK(lb_seq_reusable(swa_full, 0, 50) == 50);
+        CHECK_OK(lb_eval(swa_full, toks + 50, N - 50, 50, got, 1));
+        CHECK_MSG(lb_test_max_rel_diff(ref + (size_t)50 * V, got, (size_t)(N - 50) * V) < 1e-4f, "swa_full from 50: %g",
+                  lb_test_max_rel_diff(ref + (size_t)50 * V, got, (size_t)(N - 50) * V));
+    }
+    lb_context_free(swa_full);
     CHECK(lb_eval(ring, toks + 50, 1, 50, got, 0) == LB_ERR_ARG);
     CHECK_MSG(strstr(lb_last_error(), "no longer holds the keys position 50 sees"), "%s", lb_last_error());
     /* going on from 90: the same logits */

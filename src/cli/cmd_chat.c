@@ -56,7 +56,7 @@ static void drop_from(conversation *c, int n) {
 int cmd_chat(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "chat", 0};
-    int ctk = LB_TYPE_F32, ctv = LB_TYPE_F32;
+    cli_cache kv = {LB_TYPE_F32, LB_TYPE_F32, 0};
     const char *system = NULL, *tmpl_name = NULL, *device = NULL, *effort = NULL;
     int n_predict = -1, n_ctx = 0, n_batch = 512, seed_set = 0;
     lb_sampler_params sp = lb_sampler_default_params();
@@ -64,7 +64,7 @@ int cmd_chat(int argc, char **argv) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_common_flag(&a, &co)) {}
         else if (cli_device_flag(&a, &device)) {}
-        else if (cli_cache_flag(&a, &ctk, &ctv)) {}
+        else if (cli_cache_flag(&a, &kv)) {}
         else if (cli_flag(&a, "--system", NULL)) system = cli_value(&a);
         else if (cli_flag(&a, "--chat-template", NULL)) tmpl_name = cli_value(&a);
         else if (cli_flag(&a, "--reasoning-effort", NULL)) effort = cli_value(&a);
@@ -110,7 +110,7 @@ int cmd_chat(int argc, char **argv) {
     cp.n_batch = n_batch;
     cp.n_threads = co.threads;
     cp.device = dev;
-    cp.type_k = ctk, cp.type_v = ctv;
+    cli_cache_apply(&kv, &cp);
     if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("chat", s); goto done; }
     const int n_ctx_eff = lb_context_n_ctx(ctx), V = lb_model_n_vocab(m);
     if ((s = lb_sampler_new(&sp, V, &smp))) { cli_error("chat", s); goto done; }

@@ -43,14 +43,14 @@ static int cmp_double(const void *a, const void *b) {
 int cmd_perplexity(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "perplexity", 0};
-    int ctk = LB_TYPE_F32, ctv = LB_TYPE_F32;
+    cli_cache kv = {LB_TYPE_F32, LB_TYPE_F32, 0};
     const char *file = NULL, *kld_file = NULL, *device = NULL;
     int n_ctx = 512, n_batch = 0, max_chunks = 0, kld_compare = 0;
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_common_flag(&a, &co)) {}
         else if (cli_device_flag(&a, &device)) {}
-        else if (cli_cache_flag(&a, &ctk, &ctv)) {}
+        else if (cli_cache_flag(&a, &kv)) {}
         else if (cli_flag(&a, "-f", "--file")) file = cli_value(&a);
         else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 8, 1 << 20);
         else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 20);
@@ -135,7 +135,7 @@ int cmd_perplexity(int argc, char **argv) {
     cp.n_batch = n_batch ? n_batch : n_ctx;
     cp.n_threads = co.threads;
     cp.device = dev;
-    cp.type_k = ctk, cp.type_v = ctv;
+    cli_cache_apply(&kv, &cp);
     if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("perplexity", s); goto done; }
     logits = malloc((size_t)n_ctx * V * sizeof *logits);
     lp = malloc((size_t)V * sizeof *lp);

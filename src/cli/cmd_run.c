@@ -22,7 +22,7 @@ static void help(void) {
 int cmd_run(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "run", 0};
-    int ctk = LB_TYPE_F32, ctv = LB_TYPE_F32;
+    cli_cache kv = {LB_TYPE_F32, LB_TYPE_F32, 0};
     const char *prompt = "", *prompt_file = NULL, *device = NULL;
     int n_predict = 128, n_ctx = 0, n_batch = 512, no_bos = 0, print_ids = 0, seed_set = 0;
     lb_sampler_params sp = lb_sampler_default_params();
@@ -30,7 +30,7 @@ int cmd_run(int argc, char **argv) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_common_flag(&a, &co)) {}
         else if (cli_device_flag(&a, &device)) {}
-        else if (cli_cache_flag(&a, &ctk, &ctv)) {}
+        else if (cli_cache_flag(&a, &kv)) {}
         else if (cli_flag(&a, "-p", "--prompt")) prompt = cli_value(&a);
         else if (cli_flag(&a, "-f", "--file")) prompt_file = cli_value(&a);
         else if (cli_flag(&a, "-n", "--n-predict")) n_predict = cli_int(&a, -1, 1 << 24);
@@ -79,7 +79,7 @@ int cmd_run(int argc, char **argv) {
     cp.n_batch = n_batch;
     cp.n_threads = co.threads;
     cp.device = dev;
-    cp.type_k = ctk, cp.type_v = ctv;
+    cli_cache_apply(&kv, &cp);
     if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("run", s); goto done; }
     if (co.verbose) fprintf(stderr, "%s\n", lb_context_kv_desc(ctx));
     const int n_ctx_eff = lb_context_n_ctx(ctx), V = lb_model_n_vocab(m);

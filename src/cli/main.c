@@ -146,10 +146,11 @@ int cli_cache_type(const char *cmd, const char *flag, const char *v) {
     return -1;
 }
 
-int cli_cache_flag(cli_args *a, int *type_k, int *type_v) {
+int cli_cache_flag(cli_args *a, cli_cache *kv) {
     int *t;
-    if (cli_flag(a, "-ctk", "--cache-type-k")) t = type_k;
-    else if (cli_flag(a, "-ctv", "--cache-type-v")) t = type_v;
+    if (cli_flag(a, "--swa-full", NULL)) return kv->swa_full = 1;
+    if (cli_flag(a, "-ctk", "--cache-type-k")) t = &kv->type_k;
+    else if (cli_flag(a, "-ctv", "--cache-type-v")) t = &kv->type_v;
     else return 0;
     const char *flag = a->argv[a->i], *v = cli_value(a);
     if (!v) return 1;
@@ -157,6 +158,10 @@ int cli_cache_flag(cli_args *a, int *type_k, int *type_v) {
     if (type < 0) a->bad = 1;
     else *t = type;
     return 1;
+}
+
+void cli_cache_apply(const cli_cache *kv, lb_context_params *cp) {
+    cp->type_k = kv->type_k, cp->type_v = kv->type_v, cp->swa_full = kv->swa_full;
 }
 
 int cli_device_flag(cli_args *a, const char **device) {

@@ -27,7 +27,7 @@
 #include "model/moe.h"
 
 lb_context_params lb_context_default_params(void) {
-    lb_context_params p = {0, 0, 0, 0, LB_DEVICE_CPU, LB_TYPE_F32, LB_TYPE_F32};
+    lb_context_params p = {0, 0, 0, 0, LB_DEVICE_CPU, LB_TYPE_F32, LB_TYPE_F32, 0};
     return p;
 }
 
@@ -147,7 +147,7 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
      * that is less than the context (a device backend keeps its own cache,
      * of every position) */
     const int ring = hp->sliding_window > 0 ? lb_attn_ctx_pad(hp->sliding_window + c->n_batch - 1) : 0;
-    c->swa_ring = !c->dev && ring > 0 && ring < c->n_ctx_pad ? ring : 0;
+    c->swa_ring = !c->dev && !p.swa_full && ring > 0 && ring < c->n_ctx_pad ? ring : 0;
     c->k_off = calloc((size_t)hp->n_layer + 1, sizeof *c->k_off);
     c->v_off = calloc((size_t)hp->n_layer + 1, sizeof *c->v_off);
     c->seq_hw = calloc((size_t)c->n_seq, sizeof *c->seq_hw);

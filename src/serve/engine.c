@@ -277,7 +277,7 @@ srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o) {
     cp.n_seq = o->n_slots;
     cp.n_threads = o->n_threads;
     cp.device = o->device;
-    cp.type_k = o->type_k, cp.type_v = o->type_v;
+    cp.type_k = o->type_k, cp.type_v = o->type_v, cp.swa_full = o->swa_full;
     cp.n_batch = LB_MAX(o->n_batch, o->n_slots + 1);
     lb_status s = lb_context_new(m, &cp, &e->ctx);
     if (s) {

@@ -44,7 +44,7 @@ static void help(void) {
 int srv_main(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "serve", 0};
-    int ctk = LB_TYPE_F32, ctv = LB_TYPE_F32;
+    cli_cache kv = {LB_TYPE_F32, LB_TYPE_F32, 0};
     const char *host = "127.0.0.1", *api_key = getenv("LOWBIT_API_KEY"), *tmpl_name = NULL, *alias = NULL,
                *device = NULL, *effort = NULL;
     int port = 8080, n_slots = 4, n_ctx = 0, n_batch = 512, chunk = 128, queue = 64, max_conn = 256, no_cache = 0;
@@ -53,7 +53,7 @@ int srv_main(int argc, char **argv) {
         if (cli_flag(&a, "-h", "--help")) {
             help();
             return CLI_OK;
-        } else if (cli_common_flag(&a, &co) || cli_device_flag(&a, &device) || cli_cache_flag(&a, &ctk, &ctv)) {
+        } else if (cli_common_flag(&a, &co) || cli_device_flag(&a, &device) || cli_cache_flag(&a, &kv)) {
         } else if (cli_flag(&a, "--host", NULL)) host = cli_value(&a);
         else if (cli_flag(&a, "--port", NULL)) port = cli_int(&a, 0, 65535);
         else if (cli_flag(&a, "-np", "--parallel")) n_slots = cli_int(&a, 1, 256);
@@ -129,7 +129,7 @@ int srv_main(int argc, char **argv) {
     eo.n_batch = n_batch;
     eo.n_threads = co.threads;
     eo.device = dev;
-    eo.type_k = ctk, eo.type_v = ctv;
+    eo.type_k = kv.type_k, eo.type_v = kv.type_v, eo.swa_full = kv.swa_full;
     eo.queue_max = queue;
     eo.prefill_chunk = chunk;
     eo.no_cache_prompt = no_cache;
