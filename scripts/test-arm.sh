@@ -2,8 +2,9 @@
 # Cross-build lowbit for 64-bit Arm (Release, into build-arm) and run the test
 # suite under qemu-user, on three emulated CPUs so every dispatch level runs:
 #   max          neon + dotprod + i8mm: the C tests and the CLI scripts
-#   neoverse-n1  neon + dotprod (no i8mm): the C tests that touch kernels
-#   cortex-a53   neon only: the same
+#   neoverse-n1  neon + dotprod (no i8mm): the tests of the Arm kernels, at
+#                dotprod alone
+#   cortex-a53   neon only: the same at neon
 # LOWBIT_EXPECT_ISA tells tests/test_kernels_arm.c which level the runtime
 # detection (getauxval, kernels/cpu.c) must report on each CPU.
 #
@@ -21,14 +22,17 @@
 #    test_gptq (196 s emulated on -cpu max, the longest there: GPTQ is
 #    portable C over the NEON SGEMM, which test_sgemm holds to its
 #    reference on -cpu max);
-#    the fallback CPUs also skip fallback_skip: end-to-end file checks that
-#    the -cpu max run covers (the kernel tests run on every CPU: test_mx_model
-#    ~45 s on each fallback CPU, test_mx_kernels holds every level), and the
-#    single-level NEON SGEMM (the same code on all three CPUs; with GPTQ
-#    together ~6 of the ~14 emulated minutes before this list).
+#  - the fallback CPUs run only fallback_tests, the tests of the Arm kernels
+#    (and of the level detection), each at the CPU's own level alone
+#    (LB_TEST_LEVELS=top, tests/test_matmul_util.h): -cpu max holds every
+#    level to the reference; a fallback CPU shows that a level's kernels run
+#    without the levels above it (no stray dotprod or i8mm instruction) and
+#    that detection reports that level. Sweeping every level and running
+#    the portable tests there took 169 s and 132 s of CI's ~15 Arm minutes
+#    (2026-12-02).
 #  - cli_perplexity leaves out its -b 7 and self-KLD passes under qemu.
 # --quick runs only cli_errors of the CLI scripts; --full runs everything
-# everywhere (about 25 minutes on 2 cores).
+# everywhere, every level on every CPU (about 25 minutes on 2 cores).
 # Usage: scripts/test-arm.sh [--quick | --full]
 # Env: LOWBIT_ARM_JOBS (build/test parallelism, default nproc),
 #      LOWBIT_ARM_BUILD (build dir, default build-arm).
@@ -39,9 +43,11 @@ mode=${1:-default}
 case $mode in default | --quick | --full) ;; *) echo "usage: $0 [--quick | --full]" >&2; exit 2 ;; esac
 emu_cli="cli_errors cli_interop cli_perplexity"
 emu_skip="test_cb test_abq_search test_abq_dc test_gptq"
-fallback_skip="test_interop test_kq_repack_model test_mx_model test_sgemm"
+fallback_tests="test_kernels_arm test_kernels_arm_kq test_repack_kernels test_kq_repack test_kx_repack test_mx_kernels
+                test_abq test_bcq test_fgemm test_qigen test_matrix_rows"
+fallback_levels=top
 [ "$mode" = --quick ] && emu_cli="cli_errors"
-[ "$mode" = --full ] && emu_cli="all" && emu_skip="" && fallback_skip=""
+[ "$mode" = --full ] && emu_cli="all" && emu_skip="" && fallback_tests="" && fallback_levels=""
 
 need=""
 for p in cmake gcc-aarch64-linux-gnu libgomp1-arm64-cross qemu-user; do
@@ -93,13 +99,20 @@ exclude_pattern() {
   echo "$p"
 }
 
-run_c_tests() { # cpu expected-level tests-to-skip...
-  local cpu=$1 isa=$2 log="$build/ctest-$1.log" t0=$SECONDS
-  shift 2
-  echo "== C tests under qemu -cpu $cpu (expect $isa)${*:+; skipped under emulation: $*}"
-  if QEMU_CPU=$cpu LOWBIT_EXPECT_ISA=$isa ctest --test-dir "$build" -E "$(exclude_pattern "$@")" \
+# ctest -R pattern: exactly the given tests
+include_pattern() {
+  local p="" t
+  for t in "$@"; do p="$p${p:+|}^$t\$"; done
+  echo "$p"
+}
+
+run_c_tests() { # cpu expected-level levels(top or empty: all) what ctest-filter-args...
+  local cpu=$1 isa=$2 levels=$3 what=$4 log="$build/ctest-$1.log" t0=$SECONDS
+  shift 4
+  echo "== C tests under qemu -cpu $cpu (expect $isa${levels:+, that level alone})${what:+; $what}"
+  if LB_TEST_LEVELS=$levels QEMU_CPU=$cpu LOWBIT_EXPECT_ISA=$isa ctest --test-dir "$build" "$@" \
        --output-on-failure -j"$jobs" >"$log" 2>&1; then
-    summary+=("-cpu $cpu ($isa): $(grep -E 'tests passed' "$log") [$((SECONDS - t0))s]${*:+, skipped: $*}")
+    summary+=("-cpu $cpu ($isa${levels:+ alone}): $(grep -E 'tests passed' "$log") [$((SECONDS - t0))s]${what:+, $what}")
   else
     failed+=("C tests under -cpu $cpu")
     summary+=("-cpu $cpu ($isa): FAILED, see $log")
@@ -129,10 +142,15 @@ run_cli_tests() { # cpu
   done
 }
 
-run_c_tests max i8mm $emu_skip
+run_c_tests max i8mm "" "${emu_skip:+skipped under emulation: $emu_skip}" -E "$(exclude_pattern $emu_skip)"
 run_cli_tests max
-run_c_tests neoverse-n1 dotprod $emu_skip $fallback_skip
-run_c_tests cortex-a53 neon $emu_skip $fallback_skip
+for cpu in neoverse-n1:dotprod cortex-a53:neon; do
+  if [ -n "$fallback_tests" ]; then
+    run_c_tests "${cpu%:*}" "${cpu#*:}" "$fallback_levels" "the Arm kernels' tests only" -R "$(include_pattern $fallback_tests)"
+  else
+    run_c_tests "${cpu%:*}" "${cpu#*:}" "" "" -E "$(exclude_pattern)"
+  fi
+done
 
 echo "== Arm summary"
 printf '  %s\n' "${summary[@]}"

@@ -1,7 +1,9 @@
 /* The 16-row layouts end to end, on tiny-F32 (dim 256, hidden 768: every
  * matrix has 256-aligned rows), for Q2_K, CB2, CB3 and the K-quant mix
  * types Q3_K..Q6_K, IQ4_XS, Q4_1, Q5_0, Q5_1 (under qemu, QEMU_CPU set by
- * scripts/test-arm.sh, only Q4_K of those: ~30 s a type emulated):
+ * scripts/test-arm.sh, only Q2_K and Q4_K: ~55 s a type emulated; the
+ * CB2_16X4 and CB3_16X4 kernels are held to the reference at every level by
+ * test_kq_repack):
  *  - `quantize ... Q2_K_16X4` (CB2_16X4, CB3_16X4) writes the interleaved
  *    type for the matrices, keeps token_embd plain, and (CB) the books;
  *  - the plain file at the scalar level and the interleaved file there (the
@@ -164,8 +166,12 @@ int main(void) {
     if (!lb_test_have(f32)) SKIP("no %s", f32);
     lb_log_level = 0;
     one_type(f32, LB_TYPE_Q2_K, LB_TYPE_Q2_K_16X4, "kq_q2_k.gguf");
-    one_type(f32, LB_TYPE_CB2, LB_TYPE_CB2_16X4, "kq_cb2.gguf");
-    one_type(f32, LB_TYPE_CB3, LB_TYPE_CB3_16X4, "kq_cb3.gguf");
+    if (!getenv("QEMU_CPU")) {
+        one_type(f32, LB_TYPE_CB2, LB_TYPE_CB2_16X4, "kq_cb2.gguf");
+        one_type(f32, LB_TYPE_CB3, LB_TYPE_CB3_16X4, "kq_cb3.gguf");
+    } else {
+        printf("under qemu: not the CB2 and CB3 files\n");
+    }
     static const int kx[][2] = {{LB_TYPE_Q4_K, LB_TYPE_Q4_K_16X4},     {LB_TYPE_Q3_K, LB_TYPE_Q3_K_16X4},
                                 {LB_TYPE_Q5_K, LB_TYPE_Q5_K_16X4},     {LB_TYPE_Q6_K, LB_TYPE_Q6_K_16X4},
                                 {LB_TYPE_IQ4_XS, LB_TYPE_IQ4_XS_16X4}, {LB_TYPE_Q4_1, LB_TYPE_Q4_1_16X4},

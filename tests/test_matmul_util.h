@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/common.h"
 #include "core/fp16.h"
@@ -16,8 +17,15 @@
 #include "kernels/dispatch.h"
 
 /* Whether this machine runs kernels of level l (0 .. LB_ISA_COUNT - 1):
- * scalar always, the x86 or the Arm family up to the detected level. */
-static inline int lb_test_level_available(int l) { return lb_cpu_runs((lb_isa)l); }
+ * scalar always, the x86 or the Arm family up to the detected level. With
+ * LB_TEST_LEVELS=top only the detected level: scripts/test-arm.sh on its
+ * fallback CPUs, which check that each level's kernels run on a CPU without
+ * the levels above (every level was held to the reference on -cpu max). */
+static inline int lb_test_level_available(int l) {
+    const char *only = getenv("LB_TEST_LEVELS");
+    if (only && !strcmp(only, "top") && (lb_isa)l != lb_cpu_detected()) return 0;
+    return lb_cpu_runs((lb_isa)l);
+}
 
 /* The same with the matrix's act_bits (ABQ: the activations' bits). */
 static inline float *lb_test_matmul_bits(int type, const uint8_t *packed, int64_t K, int64_t N, const float *x, int M,
