@@ -187,6 +187,41 @@ python3 -c 'import json,sys; h=json.loads(sys.argv[1]); assert h["max_batch_sequ
 grep -q '"slots_idle":3,"slots_processing":0,"requests_queued":0' <<<"$out" && ok "no slot busy afterwards" || bad "slots after the answers: $out"
 stop_server "main server"
 
+# ---- the prompt cache with sliding-window layers (docs/attention.md): stories260K as
+# gemma2 (tests/make_arch.py, a window of 48 on every other layer) with -b 8 keeps those
+# layers in a ring of 64 positions. A prompt that goes on from where the slot stopped
+# reuses its cache; one that shares only an early prefix, which the ring has moved past,
+# is evaluated in full (cached_tokens 0). Both answers equal the uncached ones.
+if python3 "$(dirname "$0")/make_arch.py" gemma2 "$SHARED/models/stories260K-f32.gguf" "$WORK/g2.gguf" >/dev/null 2>&1; then
+  MODEL_SAVED=$MODEL MODEL=$WORK/g2.gguf
+  start_server "$WORK/serve-swa.log" -np 1 -c 256 -b 8 -v
+  MODEL=$MODEL_SAVED
+  grep -q 'a ring of 64' "$WORK/serve-swa.log" && ok "gemma2 -b 8: $(grep -o 'KV cache: [^,]*' "$WORK/serve-swa.log")" \
+    || bad "no ring: $(grep 'KV cache' "$WORK/serve-swa.log")"
+  python3 - "$URL" <<'EOF' && ok "ring: a continued prompt reuses the cache, an early prefix is evaluated anew; the uncached answers" || bad "the prompt cache with a ring (see above)"
+import json, sys, urllib.request
+url = sys.argv[1]
+def go(prompt, cache=True):
+    body = {"prompt": prompt, "max_tokens": 40, "temperature": 0, "cache_prompt": cache}
+    req = urllib.request.Request(url + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    out = json.loads(urllib.request.urlopen(req).read())
+    return out["choices"][0]["text"], out["usage"]["prompt_tokens_details"]["cached_tokens"]
+p = "Once upon a time, there was a little girl named Lily. She liked to play"
+first = go(p)
+cont = p + first[0] + " Then"
+again = go(cont)
+assert again[1] > 20, (first, again)  # the slot's own tokens, up to about where it stopped
+assert again[0] == go(cont, False)[0], again
+early = go("Once upon a time, there was a big dog")  # shares a few tokens, ~90 positions back
+assert early[1] == 0, early
+assert early[0] == go("Once upon a time, there was a big dog", False)[0], early
+print("continued:", again[1], "tokens cached; the early prefix: 0")
+EOF
+  stop_server "the sliding-window server"
+else
+  bad "make_arch.py gemma2"
+fi
+
 # ---- slow steps (LOWBIT_SERVE_TEST_DELAY_MS): the queue bound, disconnects, shutdown in flight;
 # no --chat-template and stories260K has none: chat requests get a 400
 LOWBIT_SERVE_TEST_DELAY_MS=20 start_server "$WORK/serve-slow.log" -np 2 --queue 1 -c 512
