@@ -3,9 +3,9 @@
  * in GFLOPS of useful work (4 * head_dim flops per query and visible key:
  * q.k and p*v) and milliseconds per call.
  *
- * usage: attention [-t THREADS] [-n N] [-d DEPTH] [--heads H/KV] [--hd D] [--window W] [--cache f32|f16|q8_0]
+ * usage: attention [-t THREADS] [-n N] [-d DEPTH] [--heads H/KV] [--hd D] [--window W] [--cache f32|f16|q8_0|q4_0]
  *                  [-s SECONDS]
- *   defaults: 1 thread, n 512, depth 512, TinyLlama's heads 32/4, head_dim 64, an f32 cache (f16 or q8_0:
+ *   defaults: 1 thread, n 512, depth 512, TinyLlama's heads 32/4, head_dim 64, an f32 cache (f16, q8_0 or q4_0:
  *   K and V in that type, as `lowbit run -ctk T -ctv T`). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +56,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(o, "-s")) seconds = atof(v);
         else if (!strcmp(o, "--cache")) {
             ct = -1;
-            for (int t = LB_KV_F32; t <= LB_KV_Q8_0; t++)
+            for (int t = LB_KV_F32; t < LB_KV_TYPES; t++)
                 if (!strcmp(v, lb_attn_kv_type_name(t))) ct = t;
-            if (ct < 0) { fprintf(stderr, "--cache %s: f32, f16 or q8_0\n", v); return 2; }
+            if (ct < 0) { fprintf(stderr, "--cache %s: f32, f16, q8_0 or q4_0\n", v); return 2; }
         }
         else { fprintf(stderr, "unknown option %s\n", o); return 2; }
     }

@@ -199,8 +199,9 @@ typedef struct {
     int n_seq;         /* sequences with a KV cache of n_ctx positions each (lb_eval_multi); 0: 1 */
     int device;        /* LB_DEVICE_CPU (0), or LB_DEVICE_CUDA: the whole forward pass on the GPU */
     int type_k, type_v; /* KV cache elements: LB_TYPE_F32 (0, the default), LB_TYPE_F16 (half the memory;
-                         * llama.cpp's default) or LB_TYPE_Q8_0 (17/64 of it: llama.cpp's Q8_0 rounding of
-                         * each 32 values of a key or value); the CUDA backend keeps F32 */
+                         * llama.cpp's default), LB_TYPE_Q8_0 (17/64 of it: llama.cpp's Q8_0 rounding of
+                         * each 32 values of a key or value) or LB_TYPE_Q4_0 (9/64: its Q4_0 rounding);
+                         * the CUDA backend keeps F32 */
     int swa_full;       /* 1: sliding-window layers keep every position too (llama.cpp's --swa-full); 0 (the
                          * default): a ring of the window plus a batch (lb_seq_reusable) */
 } lb_context_params;

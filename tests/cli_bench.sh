@@ -53,10 +53,10 @@ need_shared models/stories260K-f32.gguf
   && rows_ok "$WORK/file.log" 2 && ok "model file: pp32 and tg8 rows" || bad "model file: $(tail -n 2 "$WORK/file.log")"
 
 # -d: the tests start after DEPTH positions of the cache (filled untimed), named
-# as llama-bench names them ("tg8 @ d100"), with fp16 and q8_0 caches as well (a
+# as llama-bench names them ("tg8 @ d100"), with fp16, q8_0 and q4_0 caches as well (a
 # cache type other than the default gets type_k and type_v columns); tg's
 # roofline then counts the cache a token reads beside the weights
-for c in f32 f16 q8_0; do
+for c in f32 f16 q8_0 q4_0; do
   "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 8 -d 0,100 -r 2 -t 2 -ctk $c -ctv $c \
     > "$WORK/depth-$c.log" 2>&1
   [ "$(grep -cE '^\| .* \| 2 \|( [a-z0-9_]+ \| [a-z0-9_]+ \|)? (pp16|tg8)( @ d100)? \| [0-9.]+ ± [0-9.]+ \|$' "$WORK/depth-$c.log")" -eq 4 ] &&
@@ -87,9 +87,9 @@ PY
   ok "-o csv: a header and 2 rows" || bad "-o csv: $(cat "$WORK/bench.csv")"
 expect_fail "-o xml" "expected md, csv, json or jsonl" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -o xml
 expect_fail "bad -d list" "bad -d list" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -d 5,y
-expect_fail "-ctk q4_0" "f32, f16 or q8_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk q4_0
-expect_fail "-ctk f16,q4_0" "f32, f16 or q8_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk f16,q4_0
-expect_fail "-ctv f16," "f32, f16 or q8_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctv f16,
+expect_fail "-ctk q4_1" "f32, f16, q8_0 or q4_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk q4_1
+expect_fail "-ctk f16,iq4_nl" "f32, f16, q8_0 or q4_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctk f16,iq4_nl
+expect_fail "-ctv f16," "f32, f16, q8_0 or q4_0" "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -ctv f16,
 # -ctk/-ctv lists, as llama-bench takes them: every -ctk with every -ctv, each
 # pair a type_k and type_v column in the table and its own records in JSON
 "$LOWBIT" bench -m "$SHARED/models/stories260K-f32.gguf" -p 16 -n 4 -r 1 -t 2 -ctk f16,q8_0 -ctv f32,f16 --no-roofline \

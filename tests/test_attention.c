@@ -10,10 +10,12 @@
  * level and thread count must give the scalar level's bits exactly (the
  * kernels share one order of operations, kernels/vmath.h).
  * Each shape runs with an f32 cache, an fp16 one, fp16 keys with f32
- * values, a q8_0 one, and q8_0 keys with fp16 or f32 values: the reference
- * takes the keys and values as the cache holds them (rounded to fp16 by
- * lb_f32_to_fp16, or each 32 values of a vector, zero-padded, by
- * lb_quantize_row_q8_0_ref), so the tolerance is the same.
+ * values, a q8_0 one, q8_0 keys with fp16 values, f32 keys with q8_0
+ * values, a q4_0 one, q4_0 keys with q8_0 values and fp16 keys with q4_0
+ * values: the reference takes the keys and values as the cache holds them
+ * (rounded to fp16 by lb_f32_to_fp16, or each 32 values of a vector,
+ * zero-padded, by lb_quantize_row_q8_0_ref / _q4_0_ref), so the tolerance
+ * is the same.
  * A shape with a window runs again on a ring of the fewest slots it allows
  * (kernels/attention.h: n + window - 1, rounded up to a block), written in
  * position order from 0 as the forward pass writes it, so the ring wraps
@@ -65,10 +67,11 @@ static void reference(const shape *sh, const float *q, const float *k, const flo
 }
 
 /* cache element types of K and V */
-static const int kv_types[][2] = {{LB_KV_F32, LB_KV_F32}, {LB_KV_F16, LB_KV_F16}, {LB_KV_F16, LB_KV_F32},
-                                  {LB_KV_Q8_0, LB_KV_Q8_0}, {LB_KV_Q8_0, LB_KV_F16}, {LB_KV_F32, LB_KV_Q8_0}};
-enum { N_KV_TYPES = 6 };
-static const char *type_name(int t) { return t == LB_KV_F16 ? "f16" : t == LB_KV_Q8_0 ? "q8_0" : "f32"; }
+static const int kv_types[][2] = {{LB_KV_F32, LB_KV_F32},   {LB_KV_F16, LB_KV_F16},   {LB_KV_F16, LB_KV_F32},
+                                  {LB_KV_Q8_0, LB_KV_Q8_0}, {LB_KV_Q8_0, LB_KV_F16}, {LB_KV_F32, LB_KV_Q8_0},
+                                  {LB_KV_Q4_0, LB_KV_Q4_0}, {LB_KV_Q4_0, LB_KV_Q8_0}, {LB_KV_F16, LB_KV_Q4_0}};
+enum { N_KV_TYPES = 9 };
+static const char *type_name(int t) { return lb_attn_kv_type_name(t); }
 
 /* x (n vectors of hd floats) as a cache of element type t holds them */
 static void as_cached(float *x, size_t n, int hd, int t) {
@@ -76,14 +79,20 @@ static void as_cached(float *x, size_t n, int hd, int t) {
         float *row = x + r * hd;
         if (t == LB_KV_F16) {
             for (int i = 0; i < hd; i++) row[i] = lb_fp16_to_f32(lb_f32_to_fp16(row[i]));
-        } else if (t == LB_KV_Q8_0) {
+        } else if (t == LB_KV_Q8_0 || t == LB_KV_Q4_0) {
             for (int g = 0; g < hd; g += QK8_0) {
                 float pad[QK8_0] = {0}, back[QK8_0];
                 const int m = hd - g < QK8_0 ? hd - g : QK8_0;
                 memcpy(pad, row + g, (size_t)m * sizeof(float));
-                block_q8_0 b;
-                lb_quantize_row_q8_0_ref(pad, &b, QK8_0);
-                lb_dequantize_row_q8_0(&b, back, QK8_0);
+                if (t == LB_KV_Q8_0) {
+                    block_q8_0 b;
+                    lb_quantize_row_q8_0_ref(pad, &b, QK8_0);
+                    lb_dequantize_row_q8_0(&b, back, QK8_0);
+                } else {
+                    block_q4_0 b;
+                    lb_quantize_row_q4_0_ref(pad, &b, QK4_0);
+                    lb_dequantize_row_q4_0(&b, back, QK4_0);
+                }
                 memcpy(row + g, back, (size_t)m * sizeof(float));
             }
         }

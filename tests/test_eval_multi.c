@@ -3,7 +3,7 @@
  * that each sequence gets alone through lb_eval: prompts split into chunks
  * and mixed with other sequences' decode steps, sequences at different
  * depths, a slot reused from position 0. F32 and Q8_0 (GEMM rows against
- * GEMV), and F32 with an fp16 and with a q8_0 KV cache (both sides). Bad batches are
+ * GEMV), and F32 with an fp16, a q8_0 and a q4_0 KV cache (both sides). Bad batches are
  * refused. */
 #include "lowbit.h"
 #include "test_util.h"
@@ -183,6 +183,8 @@ int main(void) {
     kv_type = LB_TYPE_F16; /* lb_seq_copy and the slots of an fp16 cache */
     check_model(f32);
     kv_type = LB_TYPE_Q8_0; /* and of a q8_0 cache */
+    check_model(f32);
+    kv_type = LB_TYPE_Q4_0; /* and of a q4_0 cache */
     check_model(f32);
     kv_type = LB_TYPE_F32;
     /* the same through quantized GEMV (one row) and GEMM (several) kernels */

@@ -6,7 +6,7 @@
  * lb_seq_copy refuse a position it has lost. The model is stories260K with
  * a window of 20 put on its even layers after loading (the forward pass
  * reads both from the model, whatever the architecture); swa_full keeps
- * every position instead. f32, f16 and q8_0 caches. Tolerance as test_eval_multi's: batches of another size run the
+ * every position instead. f32, f16, q8_0 and q4_0 caches. Tolerance as test_eval_multi's: batches of another size run the
  * matmuls' other kernels. */
 #include "lowbit.h"
 #include "model/model.h"
@@ -112,8 +112,8 @@ int main(void) {
     m->hp.sliding_window = WINDOW;
     for (int il = 0; il < m->hp.n_layer; il++) m->layers[il].is_local = il % 2 == 0;
     CHECK(m->hp.n_layer == 5);
-    const int kvs[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_Q8_0};
-    for (int i = 0; i < 3; i++) check_kv(m, kvs[i]);
+    const int kvs[] = {LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_Q8_0, LB_TYPE_Q4_0};
+    for (int i = 0; i < 4; i++) check_kv(m, kvs[i]);
     lb_model_free(m);
     return lb_test_result("test_swa_ring");
 }

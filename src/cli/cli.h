@@ -54,21 +54,22 @@ int cli_device_flag(cli_args *a, const char **device);
     "      --device DEV     cpu (default) or cuda: the whole forward pass on the GPU, weights\n" \
     "                       in the file's layouts (needs a build with -DLOWBIT_CUDA=ON)\n"
 /* The KV cache's flags (run, chat, perplexity, bench, serve), as llama.cpp
- * spells them: -ctk/--cache-type-k and -ctv/--cache-type-v, f32, f16 or q8_0
- * (LB_TYPE_F32 / _F16 / _Q8_0), and --swa-full; returns 1 if it consumed
+ * spells them: -ctk/--cache-type-k and -ctv/--cache-type-v, f32, f16, q8_0
+ * or q4_0 (LB_TYPE_F32 / _F16 / _Q8_0 / _Q4_0), and --swa-full; returns 1 if it consumed
  * the flag. cli_cache_apply puts them in a context's params. */
 typedef struct {
     int type_k, type_v, swa_full;
 } cli_cache;
 int cli_cache_flag(cli_args *a, cli_cache *kv);
 void cli_cache_apply(const cli_cache *kv, lb_context_params *cp);
-/* One cache type name (f32, f16, q8_0) as its LB_TYPE_; -1 after printing
+/* One cache type name (f32, f16, q8_0, q4_0) as its LB_TYPE_; -1 after printing
  * "lowbit CMD: FLAG V: ..." for any other. */
 int cli_cache_type(const char *cmd, const char *flag, const char *v);
 #define CLI_CACHE_HELP                                                                              \
     "  -ctk, --cache-type-k T  KV cache keys: f32 (default), f16 (half the memory, as llama.cpp's\n" \
-    "                       default; faster attention at long contexts) or q8_0 (17/64 of it)\n"    \
-    "  -ctv, --cache-type-v T  KV cache values: f32 (default), f16 or q8_0\n"                    \
+    "                       default; faster attention at long contexts), q8_0 (17/64 of it) or\n"  \
+    "                       q4_0 (9/64)\n"                                                          \
+    "  -ctv, --cache-type-v T  KV cache values: f32 (default), f16, q8_0 or q4_0\n"                    \
     "      --swa-full       sliding-window layers keep every position (default: a ring of the\n" \
     "                       window plus a batch, which cannot go back further than a batch)\n"
 /* LB_DEVICE_CPU for NULL or "cpu"; for "cuda", LB_DEVICE_CUDA once the

@@ -33,9 +33,9 @@ static void help(void) {
         if (strncmp(p, "  -t,", 5)) fwrite(p, 1, (size_t)(nl - p + 1), stdout);
     }
     printf(CLI_DEVICE_HELP);
-    printf("  -ctk, --cache-type-k T[,T]  KV cache keys: f32 (default), f16 or q8_0; a list runs\n"
+    printf("  -ctk, --cache-type-k T[,T]  KV cache keys: f32 (default), f16, q8_0 or q4_0; a list runs\n"
            "                       every test with each (as llama-bench: every -ctk with every -ctv)\n"
-           "  -ctv, --cache-type-v T[,T]  KV cache values: f32 (default), f16 or q8_0\n"
+           "  -ctv, --cache-type-v T[,T]  KV cache values: f32 (default), f16, q8_0 or q4_0\n"
            "      --swa-full         sliding-window layers keep every position (default: a ring of\n"
            "                         the window plus a batch)\n");
     printf("      --synthetic SHAPE  random-weight model built in memory, no download needed\n"
@@ -277,7 +277,7 @@ static void print_row(int fmt, const bench_row *r, int index) {
 int cmd_bench(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "bench", 0};
-    int ctks[4] = {LB_TYPE_F32}, ctvs[4] = {LB_TYPE_F32}, n_ctk = 1, n_ctv = 1, swa_full = 0;
+    int ctks[LB_KV_TYPES] = {LB_TYPE_F32}, ctvs[LB_KV_TYPES] = {LB_TYPE_F32}, n_ctk = 1, n_ctv = 1, swa_full = 0;
     const char *synthetic = NULL, *type_name = "Q4_0", *device = NULL;
     int pp[8] = {512}, tg[8] = {128}, th[8] = {0}, dp[8] = {0}, n_pp = 1, n_tg = 1, n_th = 0, n_dp = 1, reps = 5,
         roofline = 1, fmt = FMT_MD;
@@ -291,7 +291,7 @@ int cmd_bench(int argc, char **argv) {
         else if (cli_flag(&a, "-ctk", "--cache-type-k") || cli_flag(&a, "-ctv", "--cache-type-v")) {
             const char *flag = argv[a.i], *v = cli_value(&a);
             const int is_k = flag[3] == 'k' || !strcmp(flag, "--cache-type-k");
-            if (v && !(*(is_k ? &n_ctk : &n_ctv) = parse_cache_list(flag, v, is_k ? ctks : ctvs, 4))) a.bad = 1;
+            if (v && !(*(is_k ? &n_ctk : &n_ctv) = parse_cache_list(flag, v, is_k ? ctks : ctvs, LB_KV_TYPES))) a.bad = 1;
         }
         else if (cli_flag(&a, "--swa-full", NULL)) swa_full = 1;
         else if (cli_flag(&a, "--synthetic", NULL)) synthetic = cli_value(&a);

@@ -141,8 +141,9 @@ int cli_cache_type(const char *cmd, const char *flag, const char *v) {
     if (!strcmp(v, "f32")) return LB_TYPE_F32;
     if (!strcmp(v, "f16")) return LB_TYPE_F16;
     if (!strcmp(v, "q8_0")) return LB_TYPE_Q8_0;
-    fprintf(stderr, "lowbit %s: %s %s: the KV cache holds f32, f16 or q8_0 (llama.cpp's other quantized caches, "
-                    "such as q4_0, are not supported)\n", cmd, flag, v);
+    if (!strcmp(v, "q4_0")) return LB_TYPE_Q4_0;
+    fprintf(stderr, "lowbit %s: %s %s: the KV cache holds f32, f16, q8_0 or q4_0 (llama.cpp's other quantized "
+                    "caches, q4_1, iq4_nl, q5_0 and q5_1, are not supported)\n", cmd, flag, v);
     return -1;
 }
 

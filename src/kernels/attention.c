@@ -21,17 +21,28 @@ size_t lb_attn_scratch_floats(int head_dim, int group) {
            (size_t)head_dim * LB_ATTN_KB + LB_ATTN_KB * hdp;
 }
 
-int lb_attn_kv_type(int t) { return t == LB_TYPE_F16 ? LB_KV_F16 : t == LB_TYPE_Q8_0 ? LB_KV_Q8_0 : LB_KV_F32; }
-const char *lb_attn_kv_type_name(int kv) { return kv == LB_KV_F16 ? "f16" : kv == LB_KV_Q8_0 ? "q8_0" : "f32"; }
+int lb_attn_kv_type(int t) {
+    return t == LB_TYPE_F16 ? LB_KV_F16 : t == LB_TYPE_Q8_0 ? LB_KV_Q8_0 : t == LB_TYPE_Q4_0 ? LB_KV_Q4_0 : LB_KV_F32;
+}
+const char *lb_attn_kv_type_name(int kv) {
+    return kv == LB_KV_F16 ? "f16" : kv == LB_KV_Q8_0 ? "q8_0" : kv == LB_KV_Q4_0 ? "q4_0" : "f32";
+}
+
+/* bytes of a q8_0 or q4_0 K block's codes (the scales follow) */
+static size_t k_codes_bytes(int head_dim, int type) {
+    return (size_t)(type == LB_KV_Q4_0 ? (head_dim + 1) / 2 : head_dim) * LB_ATTN_KB;
+}
 
 size_t lb_attn_k_block_bytes(int head_dim, int type) {
-    const size_t n = (size_t)head_dim * LB_ATTN_KB;
-    if (type == LB_KV_Q8_0) return n + (size_t)lb_attn_hd_pad(head_dim) / QK8_0 * LB_ATTN_KB * sizeof(lb_fp16);
-    return n * (type == LB_KV_F16 ? 2 : 4);
+    if (type == LB_KV_Q8_0 || type == LB_KV_Q4_0)
+        return k_codes_bytes(head_dim, type) + (size_t)lb_attn_hd_pad(head_dim) / QK8_0 * LB_ATTN_KB * sizeof(lb_fp16);
+    return (size_t)head_dim * LB_ATTN_KB * (type == LB_KV_F16 ? 2 : 4);
 }
 size_t lb_attn_v_row_bytes(int head_dim, int type) {
     const size_t hdp = (size_t)lb_attn_hd_pad(head_dim);
-    return type == LB_KV_Q8_0 ? hdp / QK8_0 * sizeof(block_q8_0) : hdp * (type == LB_KV_F16 ? 2 : 4);
+    if (type == LB_KV_Q8_0) return hdp / QK8_0 * sizeof(block_q8_0);
+    if (type == LB_KV_Q4_0) return hdp / QK4_0 * sizeof(block_q4_0);
+    return hdp * (type == LB_KV_F16 ? 2 : 4);
 }
 size_t lb_attn_k_bytes(int n_ctx, int n_head_kv, int head_dim, int type) {
     return (size_t)n_head_kv * (n_ctx / LB_ATTN_KB) * lb_attn_k_block_bytes(head_dim, type);
@@ -68,7 +79,7 @@ static void put_row(void *dst, size_t off, int f16, const float *src, int n, siz
 }
 
 /* values g * 32 .. g * 32 + 31 of x (hd floats, zero-padded to hd_pad)
- * rounded as Q8_0 */
+ * rounded as Q8_0, or as Q4_0 */
 static block_q8_0 q8_group(const float *x, int hd, int g) {
     float pad[QK8_0] = {0};
     memcpy(pad, x + g * QK8_0, (size_t)LB_MIN(QK8_0, hd - g * QK8_0) * sizeof(float));
@@ -76,6 +87,16 @@ static block_q8_0 q8_group(const float *x, int hd, int g) {
     lb_quantize_row_q8_0_ref(pad, &q, QK8_0);
     return q;
 }
+static block_q4_0 q4_group(const float *x, int hd, int g) {
+    float pad[QK4_0] = {0};
+    memcpy(pad, x + g * QK4_0, (size_t)LB_MIN(QK4_0, hd - g * QK4_0) * sizeof(float));
+    block_q4_0 q;
+    lb_quantize_row_q4_0_ref(pad, &q, QK4_0);
+    return q;
+}
+
+/* the 4-bit code of value i (0..31) of a Q4_0 block */
+static inline int q4_code(const block_q4_0 *q, int i) { return i < 16 ? q->qs[i] & 15 : q->qs[i - 16] >> 4; }
 
 void lb_attn_store_kv(void *kc, void *vc, int k_type, int v_type, int n_ctx, int n_head_kv, int head_dim,
                       const float *k, size_t k_stride, const float *v, size_t v_stride, int n, int pos0) {
@@ -89,11 +110,22 @@ void lb_attn_store_kv(void *kc, void *vc, int k_type, int v_type, int n_ctx, int
             char *kb = (char *)kc + ((size_t)h * nblk + p / LB_ATTN_KB) * kblk;
             if (k_type == LB_KV_Q8_0) { /* codes [hd][KB], then scales [hd_pad / 32][KB] */
                 int8_t *codes = (int8_t *)kb;
-                lb_fp16 *scales = (lb_fp16 *)(kb + (size_t)hd * LB_ATTN_KB);
+                lb_fp16 *scales = (lb_fp16 *)(kb + k_codes_bytes(hd, k_type));
                 for (int g = 0; g < ng; g++) {
                     const block_q8_0 q = q8_group(kx, hd, g);
                     for (int d = g * QK8_0; d < LB_MIN(hd, g * QK8_0 + QK8_0); d++)
                         codes[(size_t)d * LB_ATTN_KB + j] = q.qs[d % QK8_0];
+                    scales[(size_t)g * LB_ATTN_KB + j] = q.d;
+                }
+            } else if (k_type == LB_KV_Q4_0) { /* codes [(hd + 1) / 2][KB], two dimensions a byte; scales */
+                uint8_t *codes = (uint8_t *)kb;
+                lb_fp16 *scales = (lb_fp16 *)(kb + k_codes_bytes(hd, k_type));
+                for (int g = 0; g < ng; g++) {
+                    const block_q4_0 q = q4_group(kx, hd, g);
+                    for (int d = g * QK4_0; d < LB_MIN(hd, g * QK4_0 + QK4_0); d += 2) {
+                        const int hi = d + 1 < hd ? q4_code(&q, (d + 1) % QK4_0) : 8; /* 8: a zero */
+                        codes[(size_t)(d / 2) * LB_ATTN_KB + j] = (uint8_t)(q4_code(&q, d % QK4_0) | hi << 4);
+                    }
                     scales[(size_t)g * LB_ATTN_KB + j] = q.d;
                 }
             } else {
@@ -102,6 +134,8 @@ void lb_attn_store_kv(void *kc, void *vc, int k_type, int v_type, int n_ctx, int
             char *vr = (char *)vc + ((size_t)h * n_ctx + p) * vrow;
             if (v_type == LB_KV_Q8_0) {
                 for (int g = 0; g < ng; g++) ((block_q8_0 *)vr)[g] = q8_group(vx, hd, g);
+            } else if (v_type == LB_KV_Q4_0) {
+                for (int g = 0; g < ng; g++) ((block_q4_0 *)vr)[g] = q4_group(vx, hd, g);
             } else {
                 put_row(vr, 0, v_type == LB_KV_F16, vx, hd, 1);
                 put_row(vr, (size_t)hd, v_type == LB_KV_F16, zeros, hdp - hd, 1);
@@ -135,6 +169,15 @@ void lb_attn_widen_k(const void *kb, int type, int hd, float *restrict kw) {
             for (int j = 0; j < LB_ATTN_KB; j++)
                 kw[(size_t)d * LB_ATTN_KB + j] =
                     codes[(size_t)d * LB_ATTN_KB + j] * lb_fp16_to_f32(scales[(size_t)(d / QK8_0) * LB_ATTN_KB + j]);
+    } else if (type == LB_KV_Q4_0) {
+        const uint8_t *codes = kb;
+        const lb_fp16 *scales = (const lb_fp16 *)((const char *)kb + k_codes_bytes(hd, type));
+        for (int d = 0; d < hd; d++)
+            for (int j = 0; j < LB_ATTN_KB; j++) {
+                const int c = codes[(size_t)(d / 2) * LB_ATTN_KB + j] >> 4 * (d & 1) & 15;
+                kw[(size_t)d * LB_ATTN_KB + j] =
+                    (float)(c - 8) * lb_fp16_to_f32(scales[(size_t)(d / QK4_0) * LB_ATTN_KB + j]);
+            }
     } else {
         memcpy(kw, kb, n * sizeof(float));
     }
@@ -145,6 +188,9 @@ void lb_attn_widen_v(const void *v, int type, int hd, int nj, float *restrict vw
     if (type == LB_KV_Q8_0) {
         for (int j = 0; j < nj; j++)
             lb_dequantize_row_q8_0((const block_q8_0 *)v + (size_t)j * (hdp / QK8_0), vw + (size_t)j * hdp, hdp);
+    } else if (type == LB_KV_Q4_0) {
+        for (int j = 0; j < nj; j++)
+            lb_dequantize_row_q4_0((const block_q4_0 *)v + (size_t)j * (hdp / QK4_0), vw + (size_t)j * hdp, hdp);
     } else if (type == LB_KV_F16) {
         for (size_t i = 0; i < (size_t)nj * hdp; i++) vw[i] = lb_fp16_to_f32(((const lb_fp16 *)v)[i]);
     } else {

@@ -23,14 +23,21 @@
  * at the end. Every ISA level computes the same bits (kernels/attention.c).
  *
  * Element types: K and V are each f32, fp16 (IEEE half, round to nearest
- * even when stored; llama.cpp's -ctk/-ctv f16) or q8_0 (llama.cpp's Q8_0
+ * even when stored; llama.cpp's -ctk/-ctv f16), q8_0 (llama.cpp's Q8_0
  * rounding of each 32 values of a key or value vector along head_dim, the
- * vector zero-padded to hd_pad: 34 bytes per 32 values). A q8_0 K block keeps
- * the transposed layout for its int8 codes, [head_dim][KB], followed by the
- * fp16 scales, [hd_pad / 32][KB]; a q8_0 V row is hd_pad / 32 block_q8_0.
+ * vector zero-padded to hd_pad: 34 bytes per 32 values) or q4_0 (its Q4_0
+ * rounding: 18 bytes per 32). A q8_0 K block keeps the transposed layout for
+ * its int8 codes, [head_dim][KB], followed by the fp16 scales,
+ * [hd_pad / 32][KB]; a q4_0 K block holds its 4-bit codes two dimensions to
+ * a byte, [(head_dim + 1) / 2][KB] (dimension 2i in the low nibble, 2i + 1 in
+ * the high: each position owns its bytes, so tokens are stored side by side
+ * without sharing one), then the scales likewise. A q8_0 V row is
+ * hd_pad / 32 block_q8_0, a q4_0 row hd_pad / 32 block_q4_0 (llama.cpp's
+ * layout: values 0-15 in the low nibbles, 16-31 in the high).
  * The kernels widen entries to f32 as they load them, exactly (a q8_0 entry
- * is code * scale, a product of 8 and 11 significant bits), so the arithmetic
- * and its order are the f32 cache's for the values the cache holds. */
+ * is code * scale, a q4_0 entry (code - 8) * scale, products of at most 8 and
+ * 11 significant bits), so the arithmetic and its order are the f32 cache's
+ * for the values the cache holds. */
 #ifndef LB_ATTENTION_H
 #define LB_ATTENTION_H
 
@@ -41,19 +48,20 @@
 #define LB_ATTN_KB 32 /* positions per transposed K block */
 #define LB_ATTN_VPAD 32 /* V row padding */
 
-enum { LB_KV_F32 = 0, LB_KV_F16 = 1, LB_KV_Q8_0 = 2 }; /* cache element types */
+enum { LB_KV_F32 = 0, LB_KV_F16 = 1, LB_KV_Q8_0 = 2, LB_KV_Q4_0 = 3, LB_KV_TYPES = 4 }; /* cache element types */
 
-/* LB_TYPE_F16 -> LB_KV_F16, LB_TYPE_Q8_0 -> LB_KV_Q8_0, else LB_KV_F32 */
+/* LB_TYPE_F16 -> LB_KV_F16, LB_TYPE_Q8_0 -> LB_KV_Q8_0, LB_TYPE_Q4_0 ->
+ * LB_KV_Q4_0, else LB_KV_F32 */
 int lb_attn_kv_type(int lb_type);
 
-/* llama.cpp's name of a cache element type (-ctk / -ctv): "f32", "f16", "q8_0" */
+/* llama.cpp's name of a cache element type (-ctk / -ctv): "f32", "f16", "q8_0", "q4_0" */
 const char *lb_attn_kv_type_name(int kv_type);
 
 typedef struct {
     const float *q;     /* token t, head h: q + t * q_stride + h * head_dim */
     float *out;         /* token t, head h: out + t * o_stride + h * head_dim */
     const void *k, *v;  /* this layer's cache, layout above */
-    int k_type, v_type; /* element types: LB_KV_F32, LB_KV_F16, LB_KV_Q8_0 */
+    int k_type, v_type; /* element types: LB_KV_F32, LB_KV_F16, LB_KV_Q8_0, LB_KV_Q4_0 */
     size_t q_stride, o_stride;
     int n_ctx;          /* cache slots, a multiple of LB_ATTN_KB: position p in slot p mod n_ctx (above) */
     int n, pos0;        /* query token t is at position pos0 + t and sees keys up to it */

@@ -127,9 +127,9 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     }
     for (int i = 0; i < 2; i++) {
         const int t = i ? p.type_v : p.type_k;
-        if (t != LB_TYPE_F32 && t != LB_TYPE_F16 && t != LB_TYPE_Q8_0) {
+        if (t != LB_TYPE_F32 && t != LB_TYPE_F16 && t != LB_TYPE_Q8_0 && t != LB_TYPE_Q4_0) {
             free(c);
-            return lb_fail(LB_ERR_UNSUPPORTED, "KV cache type %d for %s: f32, f16 and q8_0 are supported", t,
+            return lb_fail(LB_ERR_UNSUPPORTED, "KV cache type %d for %s: f32, f16, q8_0 and q4_0 are supported", t,
                            i ? "V" : "K");
         }
         if (t != LB_TYPE_F32 && c->dev) {

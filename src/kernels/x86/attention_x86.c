@@ -27,6 +27,7 @@ __attribute__((target("avx2,f16c"))) void lb_attn_to_fp16_f16c(const float *s, u
 #define VLOAD _mm256_loadu_ps
 #define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(p)))
 #define VLOADB(p) _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p))))
+#define VLOADQ4(p, hi) q4_load_avx2((const uint8_t *)(p), hi)
 #define VSTORE _mm256_storeu_ps
 #define VSET1 _mm256_set1_ps
 #define VZERO _mm256_setzero_ps
@@ -48,6 +49,14 @@ __attribute__((target("avx2,f16c"))) void lb_attn_to_fp16_f16c(const float *s, u
 #define VHSUM16(lv) lb_hsum16_avx2(_mm256_loadu_ps(lv), _mm256_loadu_ps(lv + 8))
 #define VMASK_SCORES mask_scores_avx2
 #define VANY_GT(v, x) (_mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(x), _CMP_GT_OQ)) != 0)
+
+/* 8 bytes' low (hi = 0) or high nibbles, minus 8, as floats */
+ATTR static inline __m256 q4_load_avx2(const uint8_t *p, int hi) {
+    __m128i b = _mm_loadl_epi64((const __m128i *)p);
+    if (hi) b = _mm_srli_epi16(b, 4);
+    b = _mm_and_si128(b, _mm_set1_epi8(15));
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_cvtepu8_epi32(b), _mm256_set1_epi32(8)));
+}
 
 ATTR static inline float hmax_avx2(__m256 v) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -75,6 +84,7 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #undef VLOAD
 #undef VLOADH
 #undef VLOADB
+#undef VLOADQ4
 #undef VSTORE
 #undef VSET1
 #undef VZERO
@@ -101,6 +111,7 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #define VLOAD _mm512_loadu_ps
 #define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(p)))
 #define VLOADB(p) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)(p))))
+#define VLOADQ4(p, hi) q4_load_avx512((const uint8_t *)(p), hi)
 #define VSTORE _mm512_storeu_ps
 #define VSET1 _mm512_set1_ps
 #define VZERO _mm512_setzero_ps
@@ -116,6 +127,14 @@ ATTR static inline __m256 mask_scores_avx2(__m256 x, int base, int lo, int hi) {
 #define VHSUM16(lv) lb_hsum16_avx512(_mm512_loadu_ps(lv))
 #define VMASK_SCORES mask_scores_avx512
 #define VANY_GT(v, x) (_mm512_cmp_ps_mask(v, _mm512_set1_ps(x), _CMP_GT_OQ) != 0)
+
+/* 16 bytes' low (hi = 0) or high nibbles, minus 8, as floats */
+ATTR static inline __m512 q4_load_avx512(const uint8_t *p, int hi) {
+    __m128i b = _mm_loadu_si128((const __m128i *)p);
+    if (hi) b = _mm_srli_epi16(b, 4);
+    b = _mm_and_si128(b, _mm_set1_epi8(15));
+    return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(8)));
+}
 
 ATTR static inline __m512 mask_scores_avx512(__m512 x, int base, int lo, int hi) {
     const __m512i i = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),

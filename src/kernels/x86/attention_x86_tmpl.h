@@ -5,7 +5,8 @@
  * values of head_dim), so each loaded K or V vector feeds NR FMAs and the
  * NR x 2 accumulators stay in registers. An fp16 or q8_0 cache's K or V
  * vectors are widened as they are loaded (VLOADH; VLOADB times the scales for
- * q8_0, an exact product; the element types are constants in each copy), or,
+ * q8_0, VLOADQ4 (code - 8) times them for q4_0, exact products; the element
+ * types are constants in each copy), or,
  * where two or more tiles of rows read a block, widened once into scratch. */
 
 /* W floats from element i of an f32 or fp16 array */
@@ -82,6 +83,45 @@ ATTR_INLINE void SFX(qk_tile_q8)(const float *qs, int hd, const int8_t *codes, c
     SFX(acc_store)(acc, s, LB_ATTN_KB, nr);
 }
 
+/* qk_tile for a q4_0 K block: codes [(hd + 1) / 2][KB] (dimension d in the
+ * low nibble for even d, the high for odd) and scales [hd_pad / 32][KB],
+ * both offset to the tile's first key */
+ATTR_INLINE void SFX(qk_tile_q4)(const float *qs, int hd, const uint8_t *codes, const uint16_t *scales, float *s,
+                                 const int nr) {
+    VT acc[NR][2];
+    SFX(acc_zero)(acc, nr);
+    for (int d0 = 0; d0 < hd; d0 += 32) {
+        const uint16_t *sc = scales + (size_t)(d0 / 32) * LB_ATTN_KB;
+        const VT s0 = VLOADH(sc), s1 = VLOADH(sc + W);
+        const int d1 = d0 + 32 < hd ? d0 + 32 : hd;
+        for (int d = d0; d < d1; d++) {
+            const uint8_t *row = codes + (size_t)(d / 2) * LB_ATTN_KB;
+            const VT k0 = VMUL(VLOADQ4(row, d & 1), s0), k1 = VMUL(VLOADQ4(row + W, d & 1), s1);
+            SFX(acc_fma)(acc, qs + d, (size_t)hd, k0, k1, nr);
+        }
+    }
+    SFX(acc_store)(acc, s, LB_ATTN_KB, nr);
+}
+
+/* W values i .. i + W - 1 (i a multiple of W) of a Q4_0 block as floats:
+ * (code - 8) * scale */
+#define Q4_VALUES(b, i, sc) VMUL(VLOADQ4((b)->qs + (i) % 16, (i) / 16), sc)
+
+/* pv_tile for q4_0 V rows (vrow bytes apart), values d .. d + 2W of each */
+ATTR_INLINE void SFX(pv_tile_q4)(const float *p, const char *v, size_t vrow, int d, int nj, float *o, int ldo,
+                                 const int nr) {
+    VT acc[NR][2];
+    SFX(acc_load)(acc, o, ldo, nr);
+    const char *vd = v + (size_t)(d / 32) * sizeof(block_q4_0);
+    const int off = d % 32;
+    for (int j = 0; j < nj; j++) {
+        const block_q4_0 *b = (const block_q4_0 *)(vd + (size_t)j * vrow);
+        const VT sc = VSET1(_cvtsh_ss(b->d));
+        SFX(acc_fma)(acc, p + j, LB_ATTN_KB, Q4_VALUES(b, off, sc), Q4_VALUES(b, off + W, sc), nr);
+    }
+    SFX(acc_store)(acc, o, ldo, nr);
+}
+
 /* pv_tile for q8_0 V rows (vrow bytes apart), values d .. d + 2W of each */
 ATTR_INLINE void SFX(pv_tile_q8)(const float *p, const char *v, size_t vrow, int d, int nj, float *o, int ldo,
                                  const int nr) {
@@ -108,6 +148,13 @@ ATTR_INLINE void SFX(widen_k)(const char *kb, int hd, float *kw, const int kt) {
             for (int c = 0; c < LB_ATTN_KB; c += W)
                 VSTORE(kw + (size_t)d * LB_ATTN_KB + c, VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB + c),
                                                              VLOADH(scales + (size_t)(d / 32) * LB_ATTN_KB + c)));
+    } else if (kt == LB_KV_Q4_0) {
+        const uint8_t *codes = (const uint8_t *)kb;
+        const uint16_t *scales = (const uint16_t *)(kb + (size_t)(hd + 1) / 2 * LB_ATTN_KB);
+        for (int d = 0; d < hd; d++)
+            for (int c = 0; c < LB_ATTN_KB; c += W)
+                VSTORE(kw + (size_t)d * LB_ATTN_KB + c, VMUL(VLOADQ4(codes + (size_t)(d / 2) * LB_ATTN_KB + c, d & 1),
+                                                             VLOADH(scales + (size_t)(d / 32) * LB_ATTN_KB + c)));
     } else {
         for (size_t i = 0; i < n; i += W) VSTORE(kw + i, VLOADH((const uint16_t *)kb + i));
     }
@@ -121,6 +168,13 @@ ATTR_INLINE void SFX(widen_v)(const char *v, int hdp, size_t vrow, int nj, float
                 const block_q8_0 *q = (const block_q8_0 *)(v + (size_t)j * vrow) + b;
                 const VT sc = VSET1(_cvtsh_ss(q->d));
                 for (int i = 0; i < 32; i += W) VSTORE(vw + (size_t)j * hdp + b * 32 + i, VMUL(VLOADB(q->qs + i), sc));
+            }
+    } else if (vt == LB_KV_Q4_0) {
+        for (int j = 0; j < nj; j++)
+            for (int b = 0; b < hdp / 32; b++) {
+                const block_q4_0 *q = (const block_q4_0 *)(v + (size_t)j * vrow) + b;
+                const VT sc = VSET1(_cvtsh_ss(q->d));
+                for (int i = 0; i < 32; i += W) VSTORE(vw + (size_t)j * hdp + b * 32 + i, Q4_VALUES(q, i, sc));
             }
     } else {
         for (size_t i = 0; i < (size_t)nj * hdp; i += W) VSTORE(vw + i, VLOADH((const uint16_t *)v + i));
@@ -198,6 +252,11 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
                               s.s + (size_t)r * KB + c, n)
             QK_PASS
 #undef QK
+        } else if (kt == LB_KV_Q4_0) {
+#define QK(n) SFX(qk_tile_q4)(s.qs + (size_t)r * hd, hd, (const uint8_t *)kb + c, \
+                              (const uint16_t *)(kb + (size_t)(hd + 1) / 2 * KB) + c, s.s + (size_t)r * KB + c, n)
+            QK_PASS
+#undef QK
         } else {
 #define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, kb + (size_t)c * kz, s.s + (size_t)r * KB + c, n, kt == LB_KV_F16)
             QK_PASS
@@ -261,6 +320,10 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
 #define PV(n) SFX(pv_tile_q8)(s.s + (size_t)r * KB + jlo, vb, vrow, d, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n)
             PV_PASS
 #undef PV
+        } else if (vt == LB_KV_Q4_0) {
+#define PV(n) SFX(pv_tile_q4)(s.s + (size_t)r * KB + jlo, vb, vrow, d, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n)
+            PV_PASS
+#undef PV
         } else {
 #define PV(n) \
     SFX(pv_tile)(s.s + (size_t)r * KB + jlo, vb + (size_t)d * vz, hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, vt == LB_KV_F16)
@@ -287,13 +350,13 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
 /* one copy of the unit per pair of cache element types */
 ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, float *scratch) {
 #define TYPES_CASE(k, v) \
-    case (k) * 3 + (v): SFX(attn_block)(a, kvh, t0, t1, scratch, k, v); break;
-    switch (a->k_type * 3 + a->v_type) {
-        TYPES_CASE(0, 0) TYPES_CASE(0, 1) TYPES_CASE(0, 2) TYPES_CASE(1, 0) TYPES_CASE(1, 1) TYPES_CASE(1, 2)
-        TYPES_CASE(2, 0) TYPES_CASE(2, 1) TYPES_CASE(2, 2)
-    }
+    case (k) * LB_KV_TYPES + (v): SFX(attn_block)(a, kvh, t0, t1, scratch, k, v); break;
+#define TYPES_ROW(k) TYPES_CASE(k, 0) TYPES_CASE(k, 1) TYPES_CASE(k, 2) TYPES_CASE(k, 3)
+    switch (a->k_type * LB_KV_TYPES + a->v_type) { TYPES_ROW(0) TYPES_ROW(1) TYPES_ROW(2) TYPES_ROW(3) }
+#undef TYPES_ROW
 #undef TYPES_CASE
 }
 #undef DISPATCH_ROWS
 #undef ROWS_CASE
 #undef KV_LOAD
+#undef Q4_VALUES
