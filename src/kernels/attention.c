@@ -80,17 +80,21 @@ static void put_row(void *dst, size_t off, int f16, const float *src, int n, siz
 
 /* values g * 32 .. g * 32 + 31 of x (hd floats, zero-padded to hd_pad)
  * rounded as Q8_0, or as Q4_0 */
-static block_q8_0 q8_group(const float *x, int hd, int g) {
-    float pad[QK8_0] = {0};
+static void group_of(const float *x, int hd, int g, float pad[QK8_0]) {
+    memset(pad, 0, QK8_0 * sizeof(float));
     memcpy(pad, x + g * QK8_0, (size_t)LB_MIN(QK8_0, hd - g * QK8_0) * sizeof(float));
+}
+static block_q8_0 q8_group(const float *x, int hd, int g) {
+    float pad[QK8_0];
     block_q8_0 q;
+    group_of(x, hd, g, pad);
     lb_quantize_row_q8_0_ref(pad, &q, QK8_0);
     return q;
 }
 static block_q4_0 q4_group(const float *x, int hd, int g) {
-    float pad[QK4_0] = {0};
-    memcpy(pad, x + g * QK4_0, (size_t)LB_MIN(QK4_0, hd - g * QK4_0) * sizeof(float));
+    float pad[QK4_0];
     block_q4_0 q;
+    group_of(x, hd, g, pad);
     lb_quantize_row_q4_0_ref(pad, &q, QK4_0);
     return q;
 }

@@ -64,30 +64,17 @@ ATTR_INLINE void SFX(pv_tile)(const float *p, const void *v, int hdp, int nj, fl
     SFX(acc_store)(acc, o, ldo, nr);
 }
 
-/* qk_tile for a q8_0 K block: codes [hd][KB] and scales [hd_pad / 32][KB],
- * both offset to the tile's first key */
-ATTR_INLINE void SFX(qk_tile_q8)(const float *qs, int hd, const int8_t *codes, const uint16_t *scales, float *s,
-                                 const int nr) {
-    VT acc[NR][2];
-    SFX(acc_zero)(acc, nr);
-    for (int d0 = 0; d0 < hd; d0 += 32) {
-        const uint16_t *sc = scales + (size_t)(d0 / 32) * LB_ATTN_KB;
-        const VT s0 = VLOADH(sc), s1 = VLOADH(sc + W);
-        const int d1 = d0 + 32 < hd ? d0 + 32 : hd;
-        for (int d = d0; d < d1; d++) {
-            const VT k0 = VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB), s0);
-            const VT k1 = VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB + W), s1);
-            SFX(acc_fma)(acc, qs + d, (size_t)hd, k0, k1, nr);
-        }
-    }
-    SFX(acc_store)(acc, s, LB_ATTN_KB, nr);
-}
+/* W keys from element off of dimension d's codes in a quantized K block, as
+ * codes (q8_0: int8, [hd][KB]) or code - 8 (q4_0: nibbles, [(hd + 1) / 2][KB],
+ * dimension d in the low nibble for even d, the high for odd) */
+#define K_CODES(codes, d, off, q4)                                                             \
+    ((q4) ? VLOADQ4((codes) + (size_t)((d) / 2) * LB_ATTN_KB + (off), (d) & 1)                 \
+          : VLOADB((const int8_t *)(codes) + (size_t)(d) * LB_ATTN_KB + (off)))
 
-/* qk_tile for a q4_0 K block: codes [(hd + 1) / 2][KB] (dimension d in the
- * low nibble for even d, the high for odd) and scales [hd_pad / 32][KB],
- * both offset to the tile's first key */
-ATTR_INLINE void SFX(qk_tile_q4)(const float *qs, int hd, const uint8_t *codes, const uint16_t *scales, float *s,
-                                 const int nr) {
+/* qk_tile for a q8_0 or (q4) q4_0 K block: the codes (K_CODES) and the scales
+ * [hd_pad / 32][KB], both offset to the tile's first key */
+ATTR_INLINE void SFX(qk_tile_q)(const float *qs, int hd, const uint8_t *codes, const uint16_t *scales, float *s,
+                                const int nr, const int q4) {
     VT acc[NR][2];
     SFX(acc_zero)(acc, nr);
     for (int d0 = 0; d0 < hd; d0 += 32) {
@@ -95,8 +82,7 @@ ATTR_INLINE void SFX(qk_tile_q4)(const float *qs, int hd, const uint8_t *codes, 
         const VT s0 = VLOADH(sc), s1 = VLOADH(sc + W);
         const int d1 = d0 + 32 < hd ? d0 + 32 : hd;
         for (int d = d0; d < d1; d++) {
-            const uint8_t *row = codes + (size_t)(d / 2) * LB_ATTN_KB;
-            const VT k0 = VMUL(VLOADQ4(row, d & 1), s0), k1 = VMUL(VLOADQ4(row + W, d & 1), s1);
+            const VT k0 = VMUL(K_CODES(codes, d, 0, q4), s0), k1 = VMUL(K_CODES(codes, d, W, q4), s1);
             SFX(acc_fma)(acc, qs + d, (size_t)hd, k0, k1, nr);
         }
     }
@@ -141,20 +127,14 @@ ATTR_INLINE void SFX(pv_tile_q8)(const float *p, const char *v, size_t vrow, int
 /* a K block (type kt) widened into kw, [hd][KB]: lb_attn_widen_k's floats */
 ATTR_INLINE void SFX(widen_k)(const char *kb, int hd, float *kw, const int kt) {
     const size_t n = (size_t)hd * LB_ATTN_KB;
-    if (kt == LB_KV_Q8_0) {
-        const int8_t *codes = (const int8_t *)kb;
-        const uint16_t *scales = (const uint16_t *)(kb + n);
-        for (int d = 0; d < hd; d++)
-            for (int c = 0; c < LB_ATTN_KB; c += W)
-                VSTORE(kw + (size_t)d * LB_ATTN_KB + c, VMUL(VLOADB(codes + (size_t)d * LB_ATTN_KB + c),
-                                                             VLOADH(scales + (size_t)(d / 32) * LB_ATTN_KB + c)));
-    } else if (kt == LB_KV_Q4_0) {
+    if (kt == LB_KV_Q8_0 || kt == LB_KV_Q4_0) {
+        const int q4 = kt == LB_KV_Q4_0;
         const uint8_t *codes = (const uint8_t *)kb;
-        const uint16_t *scales = (const uint16_t *)(kb + (size_t)(hd + 1) / 2 * LB_ATTN_KB);
+        const uint16_t *scales = (const uint16_t *)(kb + (size_t)(q4 ? (hd + 1) / 2 : hd) * LB_ATTN_KB);
         for (int d = 0; d < hd; d++)
             for (int c = 0; c < LB_ATTN_KB; c += W)
-                VSTORE(kw + (size_t)d * LB_ATTN_KB + c, VMUL(VLOADQ4(codes + (size_t)(d / 2) * LB_ATTN_KB + c, d & 1),
-                                                             VLOADH(scales + (size_t)(d / 32) * LB_ATTN_KB + c)));
+                VSTORE(kw + (size_t)d * LB_ATTN_KB + c,
+                       VMUL(K_CODES(codes, d, c, q4), VLOADH(scales + (size_t)(d / 32) * LB_ATTN_KB + c)));
     } else {
         for (size_t i = 0; i < n; i += W) VSTORE(kw + i, VLOADH((const uint16_t *)kb + i));
     }
@@ -247,14 +227,10 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
 #define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, s.kw + c, s.s + (size_t)r * KB + c, n, 0)
             QK_PASS
 #undef QK
-        } else if (kt == LB_KV_Q8_0) {
-#define QK(n) SFX(qk_tile_q8)(s.qs + (size_t)r * hd, hd, (const int8_t *)kb + c, (const uint16_t *)(kb + (size_t)hd * KB) + c, \
-                              s.s + (size_t)r * KB + c, n)
-            QK_PASS
-#undef QK
-        } else if (kt == LB_KV_Q4_0) {
-#define QK(n) SFX(qk_tile_q4)(s.qs + (size_t)r * hd, hd, (const uint8_t *)kb + c, \
-                              (const uint16_t *)(kb + (size_t)(hd + 1) / 2 * KB) + c, s.s + (size_t)r * KB + c, n)
+        } else if (kt == LB_KV_Q8_0 || kt == LB_KV_Q4_0) {
+            const int q4 = kt == LB_KV_Q4_0;
+            const uint16_t *scales = (const uint16_t *)(kb + (size_t)(q4 ? (hd + 1) / 2 : hd) * KB);
+#define QK(n) SFX(qk_tile_q)(s.qs + (size_t)r * hd, hd, (const uint8_t *)kb + c, scales + c, s.s + (size_t)r * KB + c, n, q4)
             QK_PASS
 #undef QK
         } else {
@@ -360,3 +336,4 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
 #undef ROWS_CASE
 #undef KV_LOAD
 #undef Q4_VALUES
+#undef K_CODES
