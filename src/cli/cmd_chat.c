@@ -166,9 +166,9 @@ int cmd_chat(int argc, char **argv) {
          * the last token: its logits start the reply) */
         int keep = 0;
         while (keep < n_cached && keep < n_ids - 1 && cache[keep] == ids[keep]) keep++;
-        keep = lb_seq_reusable(ctx, 0, keep); /* 0 where a sliding-window ring has moved on past it */
-        for (int i = keep; i < n_ids; i++) lb_sampler_accept(smp, ids[i]);
-        if ((s = lb_eval(ctx, ids + keep, n_ids - keep, keep, logits, 0))) { cli_error("chat", s); goto done; }
+        for (int i = keep; i < n_ids; i++) lb_sampler_accept(smp, ids[i]); /* the tokens new to the sampler */
+        const int from = lb_seq_reusable(ctx, 0, keep); /* 0 where a sliding-window ring has moved on past it */
+        if ((s = lb_eval(ctx, ids + from, n_ids - from, from, logits, 0))) { cli_error("chat", s); goto done; }
         memcpy(cache, ids, (size_t)n_ids * sizeof *cache);
         n_cached = n_ids;
         free(ids), ids = NULL;
