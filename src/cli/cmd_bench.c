@@ -67,21 +67,24 @@ static void help(void) {
     printf("\n");
 }
 
-/* "f16,q8_0" -> {LB_TYPE_F16, LB_TYPE_Q8_0}: -ctk/-ctv's lists; returns the
- * count, 0 after printing why on a bad list */
-static int parse_cache_list(const char *flag, const char *v, int *out, int cap) {
-    for (int n = 0;; v++) {
+/* -ctk/-ctv's list, "f16,q8_0" -> {LB_TYPE_F16, LB_TYPE_Q8_0}, into
+ * out[LB_KV_TYPES]: the count, or 0 with a->bad set after printing why */
+static int cache_list_flag(cli_args *a, int *out) {
+    const char *flag = a->argv[a->i], *v = cli_value(a);
+    for (int n = 0; v; v++) {
         const size_t len = strcspn(v, ",");
         char name[16];
-        if (n == cap) {
-            fprintf(stderr, "lowbit bench: %s: at most %d cache types\n", flag, cap);
-            return 0;
+        if (n == LB_KV_TYPES) {
+            fprintf(stderr, "lowbit bench: %s: at most %d cache types\n", flag, LB_KV_TYPES);
+            break;
         }
         snprintf(name, sizeof name, "%.*s", (int)len, v);
-        if ((out[n++] = cli_cache_type("bench", flag, len < sizeof name ? name : v)) < 0) return 0;
+        if ((out[n++] = cli_cache_type("bench", flag, len < sizeof name ? name : v)) < 0) break;
         v += len;
         if (!*v) return n;
     }
+    a->bad = 1;
+    return 0;
 }
 
 /* "512,1024" -> {512, 1024}; returns the count, 0 on a bad list */
@@ -288,11 +291,8 @@ int cmd_bench(int argc, char **argv) {
         }
         else if (cli_common_flag(&a, &co)) {}
         else if (cli_device_flag(&a, &device)) {}
-        else if (cli_flag(&a, "-ctk", "--cache-type-k") || cli_flag(&a, "-ctv", "--cache-type-v")) {
-            const char *flag = argv[a.i], *v = cli_value(&a);
-            const int is_k = flag[3] == 'k' || !strcmp(flag, "--cache-type-k");
-            if (v && !(*(is_k ? &n_ctk : &n_ctv) = parse_cache_list(flag, v, is_k ? ctks : ctvs, LB_KV_TYPES))) a.bad = 1;
-        }
+        else if (cli_flag(&a, "-ctk", "--cache-type-k")) n_ctk = cache_list_flag(&a, ctks);
+        else if (cli_flag(&a, "-ctv", "--cache-type-v")) n_ctv = cache_list_flag(&a, ctvs);
         else if (cli_flag(&a, "--swa-full", NULL)) swa_full = 1;
         else if (cli_flag(&a, "--synthetic", NULL)) synthetic = cli_value(&a);
         else if (cli_flag(&a, "--type", NULL)) type_name = cli_value(&a);

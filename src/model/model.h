@@ -158,7 +158,7 @@ struct lb_context {
     int n_ctx, n_batch, n_threads;
     int n_ctx_pad;               /* n_ctx rounded up for the K cache layout */
     void *k_cache, *v_cache;     /* per sequence, per layer, in kernels/attention.h's layout: lb_kv_slots(il) slots */
-    int k_type, v_type;          /* their elements: LB_KV_F32, _F16, _Q8_0 (lb_context_params type_k, type_v) */
+    int k_type, v_type;          /* their elements: LB_KV_F32, _F16, _Q8_0, _Q4_0 (lb_context_params type_k, type_v) */
     int swa_ring;                /* > 0: the slots of a sliding-window layer's cache, a ring (lb_kv_slots) */
     size_t *k_off, *v_off;       /* n_layer + 1: layer il at k_off[il] in a sequence's cache, which takes k_off[n_layer] bytes */
     int *seq_hw;                 /* per sequence: positions below it may have been written since it last began at 0 */

@@ -83,7 +83,7 @@ typedef struct {
     int step_delay_ms; /* tests: sleep this long after every step (LOWBIT_SERVE_TEST_DELAY_MS) */
     int no_cache_prompt; /* --no-cache-prompt: every prompt is evaluated in full */
     int device;          /* --device: LB_DEVICE_CPU or LB_DEVICE_CUDA */
-    int type_k, type_v;  /* -ctk, -ctv: the KV cache's element types (LB_TYPE_F32, LB_TYPE_F16, LB_TYPE_Q8_0) */
+    int type_k, type_v;  /* -ctk, -ctv: the KV cache's element types (LB_TYPE_F32, _F16, _Q8_0, _Q4_0) */
     int swa_full;        /* --swa-full: sliding-window layers keep every position (prefixes reusable further back) */
 } srv_engine_opts;
 

@@ -5,7 +5,7 @@
  * values of head_dim), so each loaded K or V vector feeds NR FMAs and the
  * NR x 2 accumulators stay in registers. An fp16 or q8_0 cache's K or V
  * vectors are widened as they are loaded (VLOADH; VLOADB times the scales for
- * q8_0, VLOADQ4 (code - 8) times them for q4_0, exact products; the element
+ * q8_0, VLOADQ4 (code - 8) times them for q4_0 (K_CODES, V_VALUES), exact products; the element
  * types are constants in each copy), or,
  * where two or more tiles of rows read a block, widened once into scratch. */
 
@@ -89,37 +89,27 @@ ATTR_INLINE void SFX(qk_tile_q)(const float *qs, int hd, const uint8_t *codes, c
     SFX(acc_store)(acc, s, LB_ATTN_KB, nr);
 }
 
-/* W values i .. i + W - 1 (i a multiple of W) of a Q4_0 block as floats:
- * (code - 8) * scale */
-#define Q4_VALUES(b, i, sc) VMUL(VLOADQ4((b)->qs + (i) % 16, (i) / 16), sc)
+/* A q8_0 V block, or (q4) a q4_0 one, at bp: its scale, its size, and its W
+ * values i .. i + W - 1 (i a multiple of W) times the broadcast scale sc:
+ * code * scale, or (code - 8) * scale (q4_0: values 0-15 in the low nibbles,
+ * 16-31 in the high) */
+#define V_SCALE(bp, q4) _cvtsh_ss((q4) ? ((const block_q4_0 *)(bp))->d : ((const block_q8_0 *)(bp))->d)
+#define V_BLOCK_BYTES(q4) ((q4) ? sizeof(block_q4_0) : sizeof(block_q8_0))
+#define V_VALUES(bp, i, sc, q4)                                                        \
+    VMUL((q4) ? VLOADQ4(((const block_q4_0 *)(bp))->qs + (i) % 16, (i) / 16)           \
+              : VLOADB(((const block_q8_0 *)(bp))->qs + (i)), sc)
 
-/* pv_tile for q4_0 V rows (vrow bytes apart), values d .. d + 2W of each */
-ATTR_INLINE void SFX(pv_tile_q4)(const float *p, const char *v, size_t vrow, int d, int nj, float *o, int ldo,
-                                 const int nr) {
+/* pv_tile for q8_0 or (q4) q4_0 V rows (vrow bytes apart), values d .. d + 2W of each */
+ATTR_INLINE void SFX(pv_tile_q)(const float *p, const char *v, size_t vrow, int d, int nj, float *o, int ldo,
+                                const int nr, const int q4) {
     VT acc[NR][2];
     SFX(acc_load)(acc, o, ldo, nr);
-    const char *vd = v + (size_t)(d / 32) * sizeof(block_q4_0);
+    const char *vd = v + (size_t)(d / 32) * V_BLOCK_BYTES(q4);
     const int off = d % 32;
     for (int j = 0; j < nj; j++) {
-        const block_q4_0 *b = (const block_q4_0 *)(vd + (size_t)j * vrow);
-        const VT sc = VSET1(_cvtsh_ss(b->d));
-        SFX(acc_fma)(acc, p + j, LB_ATTN_KB, Q4_VALUES(b, off, sc), Q4_VALUES(b, off + W, sc), nr);
-    }
-    SFX(acc_store)(acc, o, ldo, nr);
-}
-
-/* pv_tile for q8_0 V rows (vrow bytes apart), values d .. d + 2W of each */
-ATTR_INLINE void SFX(pv_tile_q8)(const float *p, const char *v, size_t vrow, int d, int nj, float *o, int ldo,
-                                 const int nr) {
-    VT acc[NR][2];
-    SFX(acc_load)(acc, o, ldo, nr);
-    const char *vd = v + (size_t)(d / 32) * sizeof(block_q8_0);
-    const int off = d % 32;
-    for (int j = 0; j < nj; j++) {
-        const block_q8_0 *b = (const block_q8_0 *)(vd + (size_t)j * vrow);
-        const VT sc = VSET1(_cvtsh_ss(b->d));
-        const VT v0 = VMUL(VLOADB(b->qs + off), sc), v1 = VMUL(VLOADB(b->qs + off + W), sc);
-        SFX(acc_fma)(acc, p + j, LB_ATTN_KB, v0, v1, nr);
+        const char *b = vd + (size_t)j * vrow;
+        const VT sc = VSET1(V_SCALE(b, q4));
+        SFX(acc_fma)(acc, p + j, LB_ATTN_KB, V_VALUES(b, off, sc, q4), V_VALUES(b, off + W, sc, q4), nr);
     }
     SFX(acc_store)(acc, o, ldo, nr);
 }
@@ -142,19 +132,13 @@ ATTR_INLINE void SFX(widen_k)(const char *kb, int hd, float *kw, const int kt) {
 
 /* nj V rows (type vt) widened into vw, [nj][hd_pad]: lb_attn_widen_v's floats */
 ATTR_INLINE void SFX(widen_v)(const char *v, int hdp, size_t vrow, int nj, float *vw, const int vt) {
-    if (vt == LB_KV_Q8_0) {
+    if (vt == LB_KV_Q8_0 || vt == LB_KV_Q4_0) {
+        const int q4 = vt == LB_KV_Q4_0;
         for (int j = 0; j < nj; j++)
             for (int b = 0; b < hdp / 32; b++) {
-                const block_q8_0 *q = (const block_q8_0 *)(v + (size_t)j * vrow) + b;
-                const VT sc = VSET1(_cvtsh_ss(q->d));
-                for (int i = 0; i < 32; i += W) VSTORE(vw + (size_t)j * hdp + b * 32 + i, VMUL(VLOADB(q->qs + i), sc));
-            }
-    } else if (vt == LB_KV_Q4_0) {
-        for (int j = 0; j < nj; j++)
-            for (int b = 0; b < hdp / 32; b++) {
-                const block_q4_0 *q = (const block_q4_0 *)(v + (size_t)j * vrow) + b;
-                const VT sc = VSET1(_cvtsh_ss(q->d));
-                for (int i = 0; i < 32; i += W) VSTORE(vw + (size_t)j * hdp + b * 32 + i, Q4_VALUES(q, i, sc));
+                const char *q = v + (size_t)j * vrow + (size_t)b * V_BLOCK_BYTES(q4);
+                const VT sc = VSET1(V_SCALE(q, q4));
+                for (int i = 0; i < 32; i += W) VSTORE(vw + (size_t)j * hdp + b * 32 + i, V_VALUES(q, i, sc, q4));
             }
     } else {
         for (size_t i = 0; i < (size_t)nj * hdp; i += W) VSTORE(vw + i, VLOADH((const uint16_t *)v + i));
@@ -292,12 +276,9 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
 #define PV(n) SFX(pv_tile)(s.s + (size_t)r * KB + jlo, s.vw + d, hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, 0)
             PV_PASS
 #undef PV
-        } else if (vt == LB_KV_Q8_0) {
-#define PV(n) SFX(pv_tile_q8)(s.s + (size_t)r * KB + jlo, vb, vrow, d, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n)
-            PV_PASS
-#undef PV
-        } else if (vt == LB_KV_Q4_0) {
-#define PV(n) SFX(pv_tile_q4)(s.s + (size_t)r * KB + jlo, vb, vrow, d, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n)
+        } else if (vt == LB_KV_Q8_0 || vt == LB_KV_Q4_0) {
+            const int q4 = vt == LB_KV_Q4_0;
+#define PV(n) SFX(pv_tile_q)(s.s + (size_t)r * KB + jlo, vb, vrow, d, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, q4)
             PV_PASS
 #undef PV
         } else {
@@ -335,5 +316,7 @@ ATTR void SFX(lb_attn_block)(const lb_attn_args *a, int kvh, int t0, int t1, flo
 #undef DISPATCH_ROWS
 #undef ROWS_CASE
 #undef KV_LOAD
-#undef Q4_VALUES
+#undef V_SCALE
+#undef V_BLOCK_BYTES
+#undef V_VALUES
 #undef K_CODES
