@@ -59,6 +59,9 @@ TEMPLATES = [
     ("CohereForAI-c4ai-command-r-plus.jinja", "command-r", "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>"),
 ]
 
+# the templates that read enable_thinking (the others must ignore it)
+THINKING_SWITCH = ("Qwen-Qwen3-0.6B.jinja", "GLM-4.7-Flash.jinja", "GLM-4.6.jinja", "deepseek-ai-DeepSeek-V3.1.jinja")
+
 CONVERSATIONS = [
     ("full", [("system", "You are a helpful assistant"), ("user", "Hello"), ("assistant", "Hi there"),
               ("user", "Who are you"), ("assistant", "   I am an assistant   "), ("user", "Another question")]),
@@ -75,6 +78,8 @@ CONVERSATIONS = [
     # gpt-oss refuses harmony channel tags in a message's content; an empty system message
     ("channel_tags", [("user", "Q"), ("assistant", "<|channel|>final<|message|>A"), ("user", "R")]),
     ("empty_system", [("system", ""), ("user", "Q")]),
+    # GLM-4.5 / 4.6 with thinking off: '/nothink' after a user message that does not end with it already
+    ("nothink_suffix", [("user", "Q /nothink"), ("assistant", "A"), ("user", "R")]),
 ]
 
 
@@ -163,6 +168,28 @@ def main():
         o, e = render(text, CONVERSATIONS[0][1], "<|startoftext|>", "<|return|>", reasoning_effort=effort)
         assert e is None, e
         lines.append("    {%s, %s}," % (c_string(effort), c_string(o)))
+    lines.append("};")
+    # the thinking switch (chat_template_kwargs enable_thinking, which DeepSeek-V3.1's template reads as
+    # `thinking`): every conversation with it off and on, for the templates that read it; the others must
+    # render exactly as without it (lowbit ignores the switch there)
+    lines.append("static const struct { const char *file; int enable; const char *expected[N_CONV], *error[N_CONV]; }"
+                 " thinking_switch[] = {")
+    for fname, family, bos, eos in TEMPLATES:
+        text = open(os.path.join(HERE, fname), encoding="utf-8").read()
+        switch = fname in THINKING_SWITCH
+        for enable in (False, True):
+            exp, err = [], []
+            for _, msgs in CONVERSATIONS:
+                o, e = render(text, msgs, bos, eos, enable_thinking=enable)
+                if not switch:
+                    assert (o, e) == render(text, msgs, bos, eos), (fname, "renders differently with the switch")
+                exp.append(o)
+                err.append(e)
+            if not switch:
+                continue
+            lines.append("    {%s, %d," % (c_string(fname), int(enable)))
+            lines.append("     {" + ",\n      ".join(c_string(o) for o in exp) + "},")
+            lines.append("     {" + ",\n      ".join(c_string(e) for e in err) + "}},")
     lines.append("};")
     out = os.path.join(HERE, "expected.inc")
     with open(out, "w", encoding="utf-8", newline="\n") as f:

@@ -44,6 +44,33 @@ else
   bad "splitting the replies: $(cat "$WORK/split.txt")"
 fi
 
+# reasoning: DeepSeek-R1's prompt opens a <think> block, so the whole greedy reply
+# (no </think> in it) is reasoning: on stderr, nothing on stdout or in the
+# history; --reasoning-format none prints the same bytes on stdout instead
+printf 'Hello there\n' | chat --chat-template deepseek-r1 > "$WORK/r1.txt" 2> "$WORK/r1.err"
+printf 'Hello there\n' | chat --chat-template deepseek-r1 --reasoning-format none > "$WORK/r1n.txt" 2> "$WORK/r1n.err"
+python3 - "$WORK" <<'EOF2' && ok "a reply's reasoning on stderr, the same bytes on stdout with --reasoning-format none" \
+  || bad "reasoning split: stdout '$(cat "$WORK/r1.txt")' stderr '$(tail -c 200 "$WORK/r1.err")'"
+import sys
+w = sys.argv[1]
+out, err, plain = (open(w + f).read() for f in ('/r1.txt', '/r1.err', '/r1n.txt'))
+reply = plain[:-1]
+assert out == "\n" and reply.strip("\n") and "</think>" not in reply, (out, plain)
+assert err.endswith(reply.strip("\n")), (err, reply)
+EOF2
+# the thinking switch: glm4.5 has one (no warning), llama2 none (a warning); bad values exit 2
+printf 'Hi\n' | chat --chat-template glm4.5 --reasoning-budget 0 > /dev/null 2> "$WORK/sw.err"
+! grep -q "no thinking switch" "$WORK/sw.err" && ok "--reasoning-budget 0 with glm4.5" || bad "glm4.5: $(cat "$WORK/sw.err")"
+printf 'Hi\n' | chat --chat-template llama2 --chat-template-kwargs '{"enable_thinking": false, "x": [1]}' \
+  > /dev/null 2> "$WORK/sw2.err"
+grep -q "no thinking switch" "$WORK/sw2.err" && grep -q "'x' ignored" "$WORK/sw2.err" \
+  && ok "warnings: a template without the switch, an unknown key" || bad "llama2 warnings: $(cat "$WORK/sw2.err")"
+expect_fail "--reasoning-budget 512" "only -1" chat --reasoning-budget 512 < /dev/null
+expect_fail "--chat-template-kwargs enable_thinking not a boolean" "expected true or false" \
+  chat --chat-template-kwargs '{"enable_thinking": 0}' < /dev/null
+expect_fail "--chat-template-kwargs cut short" "unterminated|expected" chat --chat-template-kwargs '{"thinking": tr' < /dev/null
+expect_fail "--reasoning-format unknown" "expected none, deepseek or auto" chat --reasoning-format xml < /dev/null
+
 # bad input: no template in the model and none named; an unknown family; no model
 expect_fail "model without a chat template" "no tokenizer.chat_template.*--chat-template" \
   "$LOWBIT" chat -m "$M" -t 2 < /dev/null

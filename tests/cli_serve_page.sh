@@ -2,7 +2,9 @@
 # The chat page of lowbit serve (GET /) in headless Chromium (Debian's
 # `chromium`, driven over the DevTools pipe by tests/serve_page.py): it loads,
 # sends a prompt and streams the reply into the DOM, chunk by chunk; in
-# completion mode at temperature 0 the text is the API's own answer. Skips
+# completion mode at temperature 0 the text is the API's own answer; with
+# DeepSeek-V3.1's template and thinking on (the page's switch), the reply's
+# reasoning_content fills the reasoning box, as the API gives it. Skips
 # (77) without chromium or without the server's libraries.
 . "$(dirname "$0")/lib_cli.sh"
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
@@ -11,11 +13,11 @@ command -v python3 >/dev/null && command -v curl >/dev/null || { echo "SKIP: nee
 
 . "$(dirname "$0")/lib_serve.sh"
 # steps of at least 10 ms, so the reply streams in visible pieces even on a loaded machine
-LOWBIT_SERVE_TEST_DELAY_MS=10 start_server "$WORK/serve.log" -np 2 --chat-template chatml
+LOWBIT_SERVE_TEST_DELAY_MS=10 start_server "$WORK/serve.log" -np 2 --chat-template deepseek-v3.1
 
 want=$(curl -s "$URL/v1/completions" -d '{"prompt":"Once upon a time","max_tokens":24,"temperature":0}' |
        python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["choices"][0]["text"]))')
-mkdir -p "$WORK/chrome1" "$WORK/chrome2"
+mkdir -p "$WORK/chrome1" "$WORK/chrome2" "$WORK/chrome3"
 out=$(python3 "$(dirname "$0")/serve_page.py" "$CHROMIUM" \
       "$URL/#q=Once%20upon%20a%20time&mode=completion&max_tokens=24&temperature=0" "$WORK/chrome1")
 rc=$?
@@ -30,6 +32,16 @@ out=$(python3 "$(dirname "$0")/serve_page.py" "$CHROMIUM" "$URL/#q=Tell%20me%20a
 rc=$?
 echo "page: $out"
 [ $rc -eq 0 ] && ok "chat mode: the reply streamed into the page" || bad "chat mode ($WORK/chrome2/chromium.log)"
+want=$(curl -s "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":16,
+       "temperature":0,"chat_template_kwargs":{"enable_thinking":true}}' |
+       python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["choices"][0]["message"]["reasoning_content"]))')
+out=$(python3 "$(dirname "$0")/serve_page.py" "$CHROMIUM" \
+      "$URL/#q=Tell%20me%20a%20story&max_tokens=16&temperature=0&thinking=on" "$WORK/chrome3" reasoning)
+rc=$?
+echo "page: $out"
+got=$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["reasoning"]))' "$out" 2>/dev/null)
+[ $rc -eq 0 ] && [ "$got" = "$want" ] && ok "thinking on: the reasoning streamed into its box, as the API gives it" \
+  || bad "thinking on: page $got, API $want ($WORK/chrome3/chromium.log)"
 h=$(curl -s "$URL/health")
 grep -q '"slots_processing":0' <<<"$h" && ok "no slot busy afterwards" || bad "health: $h"
 stop_server "after the page"

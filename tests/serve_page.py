@@ -5,9 +5,10 @@ Drives the browser over the DevTools protocol on a pipe
 (--remote-debugging-pipe: JSON messages separated by NUL on fds 3 and 4), so
 it needs nothing beyond Python and Debian's `chromium`.
 
-    python3 tests/serve_page.py CHROMIUM URL_WITH_HASH WORK_DIR
+    python3 tests/serve_page.py CHROMIUM URL_WITH_HASH WORK_DIR [reasoning]
 Prints the page's state as JSON; exit 0 when a reply arrived in several
-chunks and the page finished without an error."""
+chunks and the page finished without an error (with `reasoning`: when the
+reply's reasoning arrived in its box instead)."""
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import time
 
 chromium, url, work = sys.argv[1], sys.argv[2], sys.argv[3]
+want_reasoning = len(sys.argv) > 4 and sys.argv[4] == "reasoning"
 to_chrome_r, to_chrome_w = os.pipe()
 from_chrome_r, from_chrome_w = os.pipe()
 
@@ -81,11 +83,13 @@ try:
     probe = """JSON.stringify((() => {
         const r = document.querySelectorAll('.msg.assistant');
         const last = r.length ? r[r.length - 1] : null;
+        const think = document.querySelector('.msg.reasoning');
         return { title: document.title, state: document.body ? document.body.dataset.state : null,
                  replies: r.length, text: last ? last.textContent : null,
                  chunks: last ? parseInt(last.dataset.chunks || '0', 10) : 0,
                  finish: last ? last.dataset.finish || null : null,
                  error: last ? last.classList.contains('error') : null,
+                 reasoning: think ? think.textContent : null,
                  chunk_seen_while_streaming: window.__lbSeen || false };
     })())"""
     deadline = time.time() + 90
@@ -109,6 +113,6 @@ finally:
         proc.kill()
 print(json.dumps(state))
 ok = (state.get("title") == "lowbit chat" and state.get("state") == "done" and state.get("replies") == 1 and
-      state.get("text") and state.get("chunks", 0) > 1 and not state.get("error") and
-      state.get("finish") in ("stop", "length"))
+      (state.get("reasoning") if want_reasoning else state.get("text") and state.get("chunks", 0) > 1) and
+      not state.get("error") and state.get("finish") in ("stop", "length"))
 sys.exit(0 if ok else 1)

@@ -20,6 +20,30 @@ static void show_diff(const char *want, const char *got) {
             want + (i > 20 ? i - 20 : 0), got + (i > 20 ? i - 20 : 0));
 }
 
+/* every conversation through ct against jinja2's rendering (or its error) */
+static void check_conversations(const lb_chat_template *ct, const char *what, const char *const *expected,
+                                const char *const *error) {
+    for (int c = 0; c < N_CONV; c++) {
+        char *out = NULL;
+        size_t len = 0;
+        lb_status s = lb_chat_apply(ct, conversations[c].msgs, conversations[c].n, fixed_date, &out, &len);
+        if (expected[c]) {
+            CHECK_MSG(s == LB_OK, "%s / %s: failed: %s", what, conversations[c].name, lb_last_error());
+            if (s == LB_OK) {
+                int same = !strcmp(out, expected[c]) && len == strlen(out);
+                CHECK_MSG(same, "%s / %s: output differs from jinja2's", what, conversations[c].name);
+                if (!same) show_diff(expected[c], out);
+            }
+        } else {
+            CHECK_MSG(s == LB_ERR_ARG, "%s / %s: should raise '%s'", what, conversations[c].name, error[c]);
+            if (s == LB_ERR_ARG)
+                CHECK_MSG(!strcmp(lb_last_error(), error[c]), "%s / %s: raised '%s', not '%s'", what,
+                          conversations[c].name, lb_last_error(), error[c]);
+        }
+        free(out);
+    }
+}
+
 static void check_templates(void) {
     for (int t = 0; t < N_TEMPLATES; t++) {
         lb_chat_template ct;
@@ -28,27 +52,103 @@ static void check_templates(void) {
         if (s) continue;
         CHECK_MSG(!strcmp(lb_chat_family_name(ct.family), templates[t].family), "%s: detected as %s, not %s",
                   templates[t].file, lb_chat_family_name(ct.family), templates[t].family);
-        for (int c = 0; c < N_CONV; c++) {
-            char *out = NULL;
-            size_t len = 0;
-            s = lb_chat_apply(&ct, conversations[c].msgs, conversations[c].n, fixed_date, &out, &len);
-            if (templates[t].expected[c]) {
-                CHECK_MSG(s == LB_OK, "%s / %s: failed: %s", templates[t].file, conversations[c].name,
-                          lb_last_error());
-                if (s == LB_OK) {
-                    int same = !strcmp(out, templates[t].expected[c]) && len == strlen(out);
-                    CHECK_MSG(same, "%s / %s: output differs from jinja2's", templates[t].file,
-                              conversations[c].name);
-                    if (!same) show_diff(templates[t].expected[c], out);
-                }
+        check_conversations(&ct, templates[t].file, templates[t].expected, templates[t].error);
+    }
+}
+
+/* enable_thinking false and true: jinja2's rendering for the templates that
+ * read it; the others say they have no switch and render as without it */
+static void check_thinking_switch(void) {
+    const int n_switch = (int)(sizeof thinking_switch / sizeof thinking_switch[0]);
+    for (int t = 0; t < N_TEMPLATES; t++) {
+        lb_chat_template ct;
+        if (lb_chat_template_detect(templates[t].jinja, templates[t].bos, templates[t].eos, &ct)) continue;
+        int has = 0;
+        for (int k = 0; k < n_switch; k++) {
+            if (strcmp(thinking_switch[k].file, templates[t].file)) continue;
+            has = 1;
+            lb_chat_template on = ct;
+            CHECK_OK(lb_chat_set_thinking(&on, thinking_switch[k].enable));
+            char what[128];
+            snprintf(what, sizeof what, "%s, enable_thinking %s", templates[t].file,
+                     thinking_switch[k].enable ? "true" : "false");
+            check_conversations(&on, what, thinking_switch[k].expected, thinking_switch[k].error);
+        }
+        CHECK_MSG(ct.thinking_switch == has, "%s: thinking switch %s", templates[t].file,
+                  has ? "not detected" : "detected where it has none");
+        if (has) continue;
+        for (int on = 0; on <= 1; on++) {
+            lb_chat_template sw = ct;
+            CHECK_OK(lb_chat_set_thinking(&sw, on));
+            check_conversations(&sw, templates[t].file, templates[t].expected, templates[t].error);
+        }
+    }
+    lb_chat_template ct;
+    CHECK_OK(lb_chat_template_named("glm4.5", "", "", &ct));
+    CHECK(ct.thinking_switch && lb_chat_set_thinking(&ct, 2) == LB_ERR_ARG && ct.thinking == -1);
+    /* where the prompt leaves the reply inside a reasoning block */
+    CHECK(!lb_chat_prompt_opens_think(&ct));
+    CHECK_OK(lb_chat_template_named("glm4.7", "", "", &ct));
+    CHECK(lb_chat_prompt_opens_think(&ct));
+    CHECK_OK(lb_chat_set_thinking(&ct, 0));
+    CHECK(!lb_chat_prompt_opens_think(&ct));
+    CHECK_OK(lb_chat_template_named("deepseek-v3.1", "", "", &ct));
+    CHECK(!lb_chat_prompt_opens_think(&ct));
+    CHECK_OK(lb_chat_set_thinking(&ct, 1));
+    CHECK(lb_chat_prompt_opens_think(&ct));
+    CHECK_OK(lb_chat_template_named("deepseek-r1", "", "", &ct));
+    CHECK(lb_chat_prompt_opens_think(&ct));
+}
+
+/* the reasoning / answer split, fed whole, byte by byte, and cut in two at
+ * every point: the same two strings each way */
+typedef struct {
+    char part[2][256];
+    size_t n[2];
+} split_out;
+
+static void collect(void *ud, int reasoning, const char *p, size_t n) {
+    split_out *o = ud;
+    CHECK(n > 0 && o->n[reasoning] + n < sizeof o->part[0]);
+    if (o->n[reasoning] + n >= sizeof o->part[0]) return;
+    memcpy(o->part[reasoning] + o->n[reasoning], p, n);
+    o->n[reasoning] += n;
+    o->part[reasoning][o->n[reasoning]] = 0;
+}
+
+static void check_think_split(void) {
+    static const struct {
+        int open;
+        const char *reply, *reasoning, *answer;
+    } cases[] = {
+        {0, "<think>\nhmm\n</think>\n\nHello!", "hmm", "Hello!"},           /* Qwen 3 */
+        {0, "\n <think>a\n\nb\n\n</think>x</think>\ny", "a\n\nb", "x</think>\ny"}, /* the first </think> ends it */
+        {0, "Hello <think>x</think>", "", "Hello <think>x</think>"},           /* not at the start: all answer */
+        {0, "  \nHi", "", "  \nHi"},                                            /* no block: the reply as it is */
+        {0, "<thin", "", "<thin"},                                               /* cut off at the start */
+        {0, "<thinking>x", "", "<thinking>x"},
+        {1, "\nr1 < r2 </thin </think>\n\nA\n", "r1 < r2 </thin ", "A\n"}, /* DeepSeek-R1: the prompt opened it */
+        {1, "still thinking\n\n</thi", "still thinking\n\n</thi", ""},        /* cut off in the closing tag */
+        {1, "still thinking\n\n", "still thinking", ""},
+        {1, "</think>", "", ""},
+        {1, "<<</think>A", "<<", "A"},
+        {0, "<think></think>\n\n", "", ""},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const size_t len = strlen(cases[c].reply);
+        for (size_t cut = 0; cut <= len + 1; cut++) { /* cut = len + 1: one byte at a time */
+            split_out o = {{"", ""}, {0, 0}};
+            lb_think_split t;
+            lb_think_init(&t, cases[c].open);
+            if (cut <= len) {
+                lb_think_feed(&t, cases[c].reply, cut, collect, &o);
+                lb_think_feed(&t, cases[c].reply + cut, len - cut, collect, &o);
             } else {
-                CHECK_MSG(s == LB_ERR_ARG, "%s / %s: should raise '%s'", templates[t].file, conversations[c].name,
-                          templates[t].error[c]);
-                if (s == LB_ERR_ARG)
-                    CHECK_MSG(!strcmp(lb_last_error(), templates[t].error[c]), "%s / %s: raised '%s', not '%s'",
-                              templates[t].file, conversations[c].name, lb_last_error(), templates[t].error[c]);
+                for (size_t i = 0; i < len; i++) lb_think_feed(&t, cases[c].reply + i, 1, collect, &o);
             }
-            free(out);
+            lb_think_finish(&t, collect, &o);
+            CHECK_MSG(!strcmp(o.part[1], cases[c].reasoning) && !strcmp(o.part[0], cases[c].answer),
+                      "split of case %zu cut at %zu: reasoning '%s' answer '%s'", c, cut, o.part[1], o.part[0]);
         }
     }
 }
@@ -116,6 +216,12 @@ static void check_parse_special(void) {
     for (int i = 0; i < nb; i++) CHECK(b[i] != lb_token_bos(m) && b[i] != lb_token_eos(m));
     /* after a special token the text gets SPM's dummy prefix, as llama.cpp does */
     CHECK(na >= 1 + nc && !memcmp(a + 1, c, (size_t)nc * sizeof *c));
+    /* lb_think_piece: a token's piece; a control token other than <think> / </think> prints nothing */
+    for (int i = 0; i < na; i++) {
+        size_t l1, l2;
+        const char *p1 = lb_think_piece(m, a[i], &l1), *p2 = lb_token_to_piece(m, a[i], &l2);
+        CHECK(l1 == l2 && !memcmp(p1, p2, l1));
+    }
     free(a);
     free(b);
     free(c);
@@ -202,6 +308,8 @@ static void check_deepseek_v31(void) {
 
 int main(void) {
     check_templates();
+    check_thinking_switch();
+    check_think_split();
     check_deepseek_v31();
     check_reasoning_effort();
     check_names();

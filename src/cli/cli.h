@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "lowbit.h"
+#include "model/chat_template.h"
 
 /* Exit codes: 0 ok, 1 runtime failure, 2 bad usage. */
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
@@ -72,6 +73,31 @@ int cli_cache_type(const char *cmd, const char *flag, const char *v);
     "  -ctv, --cache-type-v T  KV cache values: f32 (default), f16, q8_0 or q4_0\n"                    \
     "      --swa-full       sliding-window layers keep every position (default: a ring of the\n" \
     "                       window plus a batch, which cannot go back further than a batch)\n"
+/* Reasoning models' flags (chat, serve; cli/cli_reasoning.c), as llama.cpp
+ * spells them: --reasoning-budget -1|0 (0: thinking off, the template's
+ * enable_thinking false), --chat-template-kwargs JSON (a flat object:
+ * enable_thinking, thinking (DeepSeek-V3.1's name for it), reasoning_effort;
+ * other keys are warned about and ignored), --reasoning-effort E (gpt-oss)
+ * and --reasoning-format none|deepseek|auto (whether a <think> block is
+ * split from the answer). Values are checked as they are parsed (before the
+ * model loads); cli_reasoning_apply sets them on the model's template and
+ * warns where its template has no thinking switch. */
+typedef struct {
+    char effort[8]; /* "": the template's */
+    int thinking;   /* -1: the template's default, 0 off, 1 on */
+    int format;     /* 1 split (deepseek, auto: the default), 0 none */
+} cli_reasoning;
+#define CLI_REASONING_INIT {"", -1, 1}
+int cli_reasoning_flag(cli_args *a, cli_reasoning *r);
+void cli_reasoning_apply(const char *cmd, const cli_reasoning *r, lb_chat_template *t);
+#define CLI_REASONING_HELP                                                                            \
+    "      --reasoning-budget N  -1: the model thinks as its template says (default); 0: thinking\n"   \
+    "                       off (Qwen 3, GLM-4.5 to 4.7: the template's enable_thinking false)\n"     \
+    "      --chat-template-kwargs JSON  the template's switches, e.g. '{\"enable_thinking\": false}',\n" \
+    "                       '{\"thinking\": true}' (DeepSeek-V3.1), '{\"reasoning_effort\": \"high\"}'\n" \
+    "      --reasoning-effort E  gpt-oss: low, medium (default) or high: how long it reasons\n"         \
+    "      --reasoning-format F  deepseek or auto (default): a reply's <think> block is the\n"          \
+    "                       reasoning, shown apart from the answer; none: the reply as it is\n"
 /* LB_DEVICE_CPU for NULL or "cpu"; for "cuda", LB_DEVICE_CUDA once the
  * backend is registered, a GPU found and load-time repacking turned off (the
  * GPU takes the file's layouts); -1 after printing why not. Call before

@@ -15,14 +15,16 @@ static void help(void) {
     printf("usage: lowbit chat -m MODEL [options]\n\n"
            "Talks with an instruction-tuned model: every line read from stdin is a user turn, the\n"
            "reply streams to stdout. /reset starts the conversation over, /exit (or end of input)\n"
-           "ends it; Ctrl-C stops it. The turns are formatted by the model's chat template.\n\n"
+           "ends it; Ctrl-C stops it. The turns are formatted by the model's chat template.\n"
+           "A reasoning model's thinking (gpt-oss's analysis, a <think> block) goes to stderr, its\n"
+           "answer to stdout; only the answer stays in the conversation.\n\n"
            CLI_COMMON_HELP CLI_DEVICE_HELP CLI_CACHE_HELP
            "      --system TEXT    system message (default: none, or the template's own)\n"
            "      --chat-template NAME   format turns as this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
            "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss,\n"
            "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r\n"
-           "      --reasoning-effort E  gpt-oss: low, medium (default) or high: how long it reasons\n"
+           CLI_REASONING_HELP
            "  -n, --n-predict N    most tokens per reply (default -1: until the end of the turn)\n"
            "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"
            "  -b, --batch-size N   prompt tokens per forward pass (default 512)\n"
@@ -53,11 +55,34 @@ static void drop_from(conversation *c, int n) {
     while (c->n > n) free((char *)c->m[--c->n].content);
 }
 
+/* the reply: its reasoning to stderr, its answer to stdout and the history */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} reply_buf;
+
+static void show(void *ud, int reasoning, const char *p, size_t n) {
+    reply_buf *r = ud;
+    fwrite(p, 1, n, reasoning ? stderr : stdout);
+    if (reasoning) return;
+    fflush(stdout);
+    if (r->n + n + 1 > r->cap) {
+        const size_t cap = 2 * (r->n + n + 1);
+        char *q = realloc(r->p, cap);
+        if (!q) { r->oom = 1; return; }
+        r->p = q, r->cap = cap;
+    }
+    memcpy(r->p + r->n, p, n);
+    r->n += n;
+}
+
 int cmd_chat(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "chat", 0};
     cli_cache kv = {LB_TYPE_F32, LB_TYPE_F32, 0};
-    const char *system = NULL, *tmpl_name = NULL, *device = NULL, *effort = NULL;
+    const char *system = NULL, *tmpl_name = NULL, *device = NULL;
+    cli_reasoning rs = CLI_REASONING_INIT;
     int n_predict = -1, n_ctx = 0, n_batch = 512, seed_set = 0;
     lb_sampler_params sp = lb_sampler_default_params();
     for (; a.i < argc && !a.bad; a.i++) {
@@ -67,7 +92,7 @@ int cmd_chat(int argc, char **argv) {
         else if (cli_cache_flag(&a, &kv)) {}
         else if (cli_flag(&a, "--system", NULL)) system = cli_value(&a);
         else if (cli_flag(&a, "--chat-template", NULL)) tmpl_name = cli_value(&a);
-        else if (cli_flag(&a, "--reasoning-effort", NULL)) effort = cli_value(&a);
+        else if (cli_reasoning_flag(&a, &rs)) {}
         else if (cli_flag(&a, "-n", "--n-predict")) n_predict = cli_int(&a, -1, 1 << 24);
         else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 1, 1 << 22);
         else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 16);
@@ -76,10 +101,6 @@ int cmd_chat(int argc, char **argv) {
     }
     if (a.bad) return CLI_USAGE;
     if (!co.model) { fprintf(stderr, "lowbit chat: -m MODEL is required (see --help)\n"); return CLI_USAGE; }
-    if (effort && !lb_chat_reasoning_effort_known(effort)) { /* checked before the model loads */
-        fprintf(stderr, "lowbit chat: --reasoning-effort '%s': expected low, medium or high\n", effort);
-        return CLI_USAGE;
-    }
     if (cli_common_apply(&co)) return CLI_USAGE;
     const int dev = cli_device_apply("chat", device);
     if (dev < 0) return CLI_FAIL;
@@ -90,8 +111,9 @@ int cmd_chat(int argc, char **argv) {
     lb_sampler *smp = NULL;
     int32_t *cache = NULL, *ids = NULL;
     float *logits = NULL;
-    char *line = NULL, *reply = NULL;
-    size_t line_cap = 0, reply_cap = 0;
+    char *line = NULL;
+    size_t line_cap = 0;
+    reply_buf reply = {0};
     conversation conv = {0};
     int rc = CLI_FAIL;
     lb_chat_template tmpl;
@@ -104,7 +126,7 @@ int cmd_chat(int argc, char **argv) {
         rc = tmpl_name ? CLI_USAGE : CLI_FAIL;
         goto done;
     }
-    if (effort) lb_chat_set_reasoning_effort(&tmpl, effort);
+    cli_reasoning_apply("chat", &rs, &tmpl);
     lb_context_params cp = lb_context_default_params();
     cp.n_ctx = n_ctx ? n_ctx : LB_CTX_DEFAULT(lb_model_n_ctx_train(m));
     cp.n_batch = n_batch;
@@ -173,45 +195,45 @@ int cmd_chat(int argc, char **argv) {
         n_cached = n_ids;
         free(ids), ids = NULL;
 
-        size_t reply_len = 0;
+        reply.n = 0;
         const int limit = n_predict < 0 ? n_ctx_eff - n_cached : LB_MIN(n_predict, n_ctx_eff - n_cached);
-        /* gpt-oss: its reasoning to stderr, its answer (the final channel) to stdout and the history */
+        /* gpt-oss: its reasoning (the analysis channel) apart from its answer (the final channel) */
         const int harmony = tmpl.family == LB_CHAT_GPT_OSS;
         lb_harmony hs;
         lb_harmony_init(&hs);
+        /* a <think> block (Qwen 3, DeepSeek-R1, GLM): the same, unless --reasoning-format none */
+        const int split = !harmony && rs.format;
+        lb_think_split ts;
+        lb_think_init(&ts, lb_chat_prompt_opens_think(&tmpl));
         for (int n_gen = 0; n_gen < limit && !lb_cancel_requested(); n_gen++) {
             const int32_t next = lb_sampler_sample(smp, logits);
             lb_sampler_accept(smp, next);
             if (lb_token_is_eog(m, next)) break;
             size_t len;
             lb_harmony_kind kind = LB_HARMONY_ANSWER;
-            const char *piece = harmony ? lb_harmony_piece(&hs, m, next, &len, &kind) : lb_token_to_piece(m, next, &len);
-            if (kind == LB_HARMONY_REASONING) fwrite(piece, 1, len, stderr);
+            const char *piece = harmony ? lb_harmony_piece(&hs, m, next, &len, &kind)
+                                : split ? lb_think_piece(m, next, &len)
+                                        : lb_token_to_piece(m, next, &len);
+            if (kind == LB_HARMONY_REASONING) show(&reply, 1, piece, len);
             if (kind != LB_HARMONY_ANSWER) len = 0;
-            fwrite(piece, 1, len, stdout);
-            fflush(stdout);
-            if (reply_len + len + 1 > reply_cap) {
-                reply_cap = 2 * (reply_len + len + 1);
-                char *r = realloc(reply, reply_cap);
-                if (!r) goto done;
-                reply = r;
-            }
-            memcpy(reply + reply_len, piece, len);
-            reply_len += len;
+            if (split) lb_think_feed(&ts, piece, len, show, &reply);
+            else show(&reply, 0, piece, len);
+            if (reply.oom) goto done;
             if (n_gen + 1 == limit) break;
             if ((s = lb_eval(ctx, &next, 1, n_cached, logits, 0))) { cli_error("chat", s); goto done; }
             cache[n_cached++] = next;
         }
+        if (split) lb_think_finish(&ts, show, &reply);
         fputc('\n', stdout);
         fflush(stdout);
-        if (add_msg(&conv, "assistant", reply ? reply : "", reply_len)) goto done;
+        if (reply.oom || add_msg(&conv, "assistant", reply.p ? reply.p : "", reply.n)) goto done;
     }
     rc = lb_cancel_requested() ? 130 : CLI_OK;
 done:
     drop_from(&conv, 0);
     free(conv.m);
     free(line);
-    free(reply);
+    free(reply.p);
     free(ids);
     free(cache);
     free(logits);

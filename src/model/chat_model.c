@@ -32,3 +32,12 @@ const char *lb_harmony_piece(lb_harmony *h, const lb_model *m, int32_t token, si
     *kind = lb_harmony_step(h, lb_tokenizer_token_text(m->tok, token), piece, *len);
     return piece;
 }
+
+const char *lb_think_piece(const lb_model *m, int32_t token, size_t *len) {
+    const char *piece = lb_token_to_piece(m, token, len);
+    if (*len || !m->tok) return piece;
+    const char *text = lb_tokenizer_token_text(m->tok, token); /* a control token prints nothing */
+    if (strcmp(text, "<think>") && strcmp(text, "</think>")) return piece;
+    *len = strlen(text);
+    return text;
+}

@@ -29,6 +29,23 @@ static void init(lb_chat_template *t, lb_chat_family f, const char *bos, const c
     set_str(t->date, sizeof t->date, "26 Jul 2024");
     set_str(t->gemma_sep, sizeof t->gemma_sep, "\n\n");
     set_str(t->reasoning_effort, sizeof t->reasoning_effort, "medium");
+    t->thinking = -1;
+    t->thinking_switch = f == LB_CHAT_GLM45 || f == LB_CHAT_GLM47 || f == LB_CHAT_DEEPSEEK_V31;
+}
+
+lb_status lb_chat_set_thinking(lb_chat_template *t, int on) {
+    if (on < -1 || on > 1) return lb_fail(LB_ERR_ARG, "thinking switch %d: expected -1, 0 or 1", on);
+    t->thinking = on;
+    return LB_OK;
+}
+
+int lb_chat_prompt_opens_think(const lb_chat_template *t) {
+    switch (t->family) {
+    case LB_CHAT_DEEPSEEK_R1: return 1;
+    case LB_CHAT_GLM47: return t->thinking != 0;
+    case LB_CHAT_DEEPSEEK_V31: return t->thinking == 1;
+    default: return 0;
+    }
 }
 
 int lb_chat_reasoning_effort_known(const char *effort) {
@@ -90,6 +107,8 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         init(t, LB_CHAT_CHATML, bos, eos);
         chatml_default_system(s, t);
         t->qwen3_think = strstr(s, "last_query_index") && strstr(s, "</think>");
+        /* Qwen 3: enable_thinking false closes an empty reasoning block in the prompt */
+        t->thinking_switch = t->qwen3_think && strstr(s, "enable_thinking") && strstr(s, "'<think>\\n\\n</think>\\n\\n'");
         return LB_OK;
     }
     if (strstr(s, "<start_of_turn>")) {
@@ -524,6 +543,7 @@ static lb_status chatml(const lb_chat_template *t, const lb_chat_msg *m, int n, 
         put(b, "<|im_end|>\n");
     }
     put(b, "<|im_start|>assistant\n");
+    if (t->thinking_switch && t->thinking == 0) put(b, "<think>\n\n</think>\n\n"); /* enable_thinking is false */
     return LB_OK;
 }
 
@@ -639,13 +659,14 @@ static lb_status deepseek_r1(const lb_chat_template *t, const lb_chat_msg *m, in
     return LB_OK;
 }
 
-/* DeepSeek-V3.1's template, without tools and with `thinking` undefined
- * (off, its default): BOS, then the system messages joined by '\n\n';
+/* DeepSeek-V3.1's template, without tools, `thinking` from enable_thinking
+ * (off unless it is true): BOS, then the system messages joined by '\n\n';
  * '<｜User｜>' + each user message; an assistant message opens with
  * '<｜Assistant｜><think></think>' only right after a user message, then
  * its content after the first '</think>' (content.split('</think>', 1)[1])
- * + '<｜end▁of▁sentence｜>'; the prompt is '<｜Assistant｜><think></think>',
- * written only when the last turn is a user's. */
+ * + '<｜end▁of▁sentence｜>'; the prompt is '<｜Assistant｜><think></think>'
+ * ('<｜Assistant｜><think>' thinking), written only when the last turn is a
+ * user's. */
 static lb_status deepseek_v31(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
     put(b, t->bos);
     int n_sys = 0, last_user = 0;
@@ -670,7 +691,7 @@ static lb_status deepseek_v31(const lb_chat_template *t, const lb_chat_msg *m, i
             return raise("Only user, system and assistant roles are supported!");
         }
     }
-    if (last_user) put(b, DS_ASSISTANT "<think></think>");
+    if (last_user) put(b, t->thinking == 1 ? DS_ASSISTANT "<think>" : DS_ASSISTANT "<think></think>");
     return LB_OK;
 }
 
@@ -680,12 +701,16 @@ static lb_status deepseek_v31(const lb_chat_template *t, const lb_chat_msg *m, i
  * else '</think>') + the answer stripped, where a '</think>' in the turn
  * splits reasoning (before the first, after its last '<think>', newlines
  * off its ends) from the answer (after the last, leading newlines off); the
- * prompt ends '<|assistant|><think>'.
- * GLM-4.5 / 4.6's (v45), with enable_thinking undefined: a newline after
- * '<|system|>' and '<|user|>'; '<|assistant|>' + (with reasoning as above:
+ * prompt ends '<|assistant|><think>' ('<|assistant|></think>' with
+ * enable_thinking false).
+ * GLM-4.5 / 4.6's (v45): a newline after '<|system|>' and '<|user|>' (and
+ * with enable_thinking false, '/nothink' after a user message that does not
+ * end with it); '<|assistant|>' + (with reasoning as above:
  * '\n<think>' + reasoning.strip() + '</think>'; else '\n<think></think>') +
- * ('\n' + the answer stripped, if any); the prompt ends '<|assistant|>'. */
-static lb_status glm(const lb_chat_msg *m, int n, int v45, sbuf *b) {
+ * ('\n' + the answer stripped, if any); the prompt ends '<|assistant|>'
+ * ('<|assistant|>\n<think></think>' with enable_thinking false). */
+static lb_status glm(const lb_chat_template *t, const lb_chat_msg *m, int n, int v45, sbuf *b) {
+    const int off = t->thinking == 0; /* enable_thinking is false */
     int last_user = -1;
     for (int i = 0; i < n; i++)
         if (is(&m[i], "user")) last_user = i;
@@ -696,6 +721,8 @@ static lb_status glm(const lb_chat_msg *m, int n, int v45, sbuf *b) {
             put(b, is(&m[i], "user") ? "<|user|>" : "<|system|>");
             if (v45) put(b, "\n");
             put(b, c);
+            const size_t cn = strlen(c), nn = strlen("/nothink");
+            if (v45 && off && is(&m[i], "user") && !(cn >= nn && !strcmp(c + cn - nn, "/nothink"))) put(b, "/nothink");
             continue;
         }
         if (!is(&m[i], "assistant")) return raise("Only user, system and assistant roles are supported!");
@@ -714,7 +741,7 @@ static lb_status glm(const lb_chat_msg *m, int n, int v45, sbuf *b) {
         if (v45 && e > a) put(b, "\n");
         put_n(b, ans + a, e - a);
     }
-    put(b, v45 ? "<|assistant|>" : "<|assistant|><think>");
+    put(b, v45 ? (off ? "<|assistant|>\n<think></think>" : "<|assistant|>") : off ? "<|assistant|></think>" : "<|assistant|><think>");
     return LB_OK;
 }
 
@@ -763,8 +790,8 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
     case LB_CHAT_PHI3: s = phi3(msgs, n, &b); break;
     case LB_CHAT_GPT_OSS: s = gpt_oss(t, msgs, n, date, &b); break;
     case LB_CHAT_DEEPSEEK_R1: s = deepseek_r1(t, msgs, n, &b); break;
-    case LB_CHAT_GLM47: s = glm(msgs, n, 0, &b); break;
-    case LB_CHAT_GLM45: s = glm(msgs, n, 1, &b); break;
+    case LB_CHAT_GLM47: s = glm(t, msgs, n, 0, &b); break;
+    case LB_CHAT_GLM45: s = glm(t, msgs, n, 1, &b); break;
     case LB_CHAT_DEEPSEEK_V31: s = deepseek_v31(t, msgs, n, &b); break;
     case LB_CHAT_COMMAND_R: s = command_r(t, msgs, n, &b); break;
     case LB_CHAT_MISTRAL:

@@ -45,6 +45,8 @@ typedef struct {
     char gemma_sep[8];        /* Gemma 3: after the system text in the first user turn ("\n\n") */
     char bos[64], eos[64];    /* the model's BOS and EOS token texts */
     char reasoning_effort[8]; /* gpt-oss: "low", "medium" (the template's default) or "high" */
+    int thinking_switch;      /* the template reads enable_thinking (Qwen 3, GLM-4.5 to 4.7, DeepSeek-V3.1) */
+    int thinking;             /* enable_thinking: -1 undefined (the template's default), 0 false, 1 true */
 } lb_chat_template;
 
 typedef struct {
@@ -69,6 +71,44 @@ lb_status lb_chat_template_named(const char *name, const char *bos, const char *
  * no such setting and ignore it. _known: whether effort is one of them. */
 int lb_chat_reasoning_effort_known(const char *effort);
 lb_status lb_chat_set_reasoning_effort(lb_chat_template *t, const char *effort);
+
+/* The thinking switch (chat_template_kwargs {"enable_thinking": on}, which
+ * llama.cpp's --reasoning-budget 0 sets false): Qwen 3 and GLM think unless
+ * it is false, DeepSeek-V3.1 only when it is true. -1 leaves it undefined.
+ * Templates without the switch render as before (t->thinking_switch says
+ * whether it does anything). */
+lb_status lb_chat_set_thinking(lb_chat_template *t, int on);
+
+/* Whether the generation prompt leaves the model inside a reasoning block
+ * (it ends with an opening <think>: DeepSeek-R1, GLM-4.7 and DeepSeek-V3.1
+ * thinking), so the reply starts with reasoning; a reply may also open one
+ * itself (Qwen 3 writes <think> first). */
+int lb_chat_prompt_opens_think(const lb_chat_template *t);
+
+/* A reply split into reasoning and answer as llama.cpp's "deepseek"
+ * reasoning format splits it: a <think> at its start (after whitespace;
+ * or the prompt's, open = 1) opens the reasoning, the first </think> ends
+ * it; the reasoning's leading and trailing newlines and the answer's
+ * leading ones are dropped; anything after is the answer, tags and all.
+ * Fed the reply's bytes in any pieces, it emits each byte once as it is
+ * known (a possible tag or trailing newlines are held until the next bytes
+ * or lb_think_finish); a reply without a reasoning block is all answer. */
+struct lb_model;
+typedef void (*lb_think_emit)(void *ud, int reasoning, const char *p, size_t n);
+typedef struct {
+    int state;      /* 0 the reply's start, 1 reasoning, 2 answer's leading newlines, 3 answer */
+    int lead;       /* reasoning: no byte emitted yet (leading newlines dropped) */
+    size_t n_nl;    /* reasoning: newlines held (dropped before </think>) */
+    char hold[32];  /* the start's whitespace and a possible tag */
+    size_t n_hold;
+} lb_think_split;
+void lb_think_init(lb_think_split *t, int open);
+void lb_think_feed(lb_think_split *t, const char *p, size_t n, lb_think_emit emit, void *ud);
+void lb_think_finish(lb_think_split *t, lb_think_emit emit, void *ud); /* the reply ended: what is held */
+/* A token's piece for lb_think_feed (model/chat_model.c): its text, and
+ * "<think>" / "</think>" also where a vocabulary marks them control tokens,
+ * which print nothing. */
+const char *lb_think_piece(const struct lb_model *m, int32_t token, size_t *len);
 
 /* Formats the conversation as the template does, with the generation prompt
  * (the assistant's turn opened). date: Llama 3.2's strftime_now text, NULL for

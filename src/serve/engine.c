@@ -37,6 +37,7 @@ struct srv_req {
     size_t max_stop;
     int cache_prompt;
     int harmony;  /* gpt-oss chat: only the final channel's text is the reply */
+    int think_split; /* a <think> block is reasoning, not reply (2: the prompt opened it) */
     int n_cached; /* prompt tokens taken from the slot's cache */
     /* under the engine's lock */
     int state, cancelled, refs;
@@ -64,6 +65,8 @@ typedef struct {
     size_t gen_len, gen_cap, released, published;
     uint64_t order;     /* admission order (prefill goes first come, first served) */
     lb_harmony hs;      /* the reply's harmony state (r->harmony) */
+    lb_think_split ts;  /* its <think> split (r->think_split) */
+    int oom;            /* a reply buffer could not grow */
     char *think;        /* its reasoning bytes, and how many the request has */
     size_t think_len, think_cap, think_published;
 } slot;
@@ -132,6 +135,7 @@ srv_req *srv_req_new(const int32_t *prompt, int n_prompt, const srv_params *p, u
     r->max_tokens = p->max_tokens;
     r->cache_prompt = p->cache_prompt;
     r->harmony = p->harmony;
+    r->think_split = p->think;
     for (int i = 0; i < p->n_stop; i++) {
         size_t n = strlen(p->stop[i]);
         if (!(r->stop[r->n_stop] = malloc(n + 1))) continue;
@@ -457,8 +461,17 @@ static void admit(srv_engine *e) {
         const int room = lb_context_n_ctx(e->ctx) - r->n_prompt;
         s->limit = r->max_tokens < 0 ? room : LB_MIN(r->max_tokens, room);
         lb_harmony_init(&s->hs);
+        lb_think_init(&s->ts, r->think_split == 2);
         r->state = REQ_RUNNING;
     }
+}
+
+/* lb_think_split's output: the reasoning apart, the answer as the reply */
+static void slot_emit(void *ud, int reasoning, const char *p, size_t n) {
+    slot *s = ud;
+    if (reasoning ? srv_buf_append(&s->think, &s->think_len, &s->think_cap, p, n)
+                  : srv_buf_append(&s->gen, &s->gen_len, &s->gen_cap, p, n))
+        s->oom = 1;
 }
 
 /* A sampled token: the text grows, stop strings end it, and what can be
@@ -469,17 +482,26 @@ static void on_token(srv_engine *e, slot *s, int32_t t) {
     lb_sampler_accept(s->smp, t);
     s->n_gen++;
     if (lb_token_is_eog(e->m, t)) {
+        if (r->think_split) lb_think_finish(&s->ts, slot_emit, s); /* what it held back */
         s->finish = "stop";
         s->released = s->gen_len;
         return;
     }
     size_t len;
     lb_harmony_kind kind = LB_HARMONY_ANSWER;
-    const char *piece = r->harmony ? lb_harmony_piece(&s->hs, e->m, t, &len, &kind) : lb_token_to_piece(e->m, t, &len);
+    const char *piece = r->harmony       ? lb_harmony_piece(&s->hs, e->m, t, &len, &kind)
+                        : r->think_split ? lb_think_piece(e->m, t, &len)
+                                         : lb_token_to_piece(e->m, t, &len);
     if (kind == LB_HARMONY_REASONING) srv_buf_append(&s->think, &s->think_len, &s->think_cap, piece, len);
     if (kind != LB_HARMONY_ANSWER) len = 0; /* gpt-oss's reasoning and headers are not the reply */
     const size_t before = s->gen_len;
-    if (srv_buf_append(&s->gen, &s->gen_len, &s->gen_cap, piece, len)) {
+    if (r->think_split) {
+        lb_think_feed(&s->ts, piece, len, slot_emit, s);
+        if (s->n_gen >= s->limit) lb_think_finish(&s->ts, slot_emit, s); /* the last token */
+    } else if (srv_buf_append(&s->gen, &s->gen_len, &s->gen_cap, piece, len)) {
+        s->oom = 1;
+    }
+    if (s->oom) {
         s->finish = "length";
         s->released = s->gen_len;
         return;

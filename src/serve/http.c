@@ -392,8 +392,9 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
                           h->o.tmpl_error ? h->o.tmpl_error : "none");
             goto fail;
         }
-        lb_chat_template t = *h->o.tmpl; /* the request's reasoning effort, else the server's */
+        lb_chat_template t = *h->o.tmpl; /* the request's reasoning settings, else the server's */
         if (p.reasoning_effort[0]) lb_chat_set_reasoning_effort(&t, p.reasoning_effort);
+        if (p.thinking >= 0) lb_chat_set_thinking(&t, p.thinking);
         if (lb_chat_apply(&t, p.msgs, p.n_msgs, NULL, &text, NULL)) {
             srv_error_set(&err, 400, "invalid_request_error", "invalid_value", "messages",
                           "The chat template refused the conversation: %s", lb_last_error());
@@ -401,6 +402,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         }
         if (tokenize(h, text, &ids, &n_ids, &err)) goto fail;
         p.harmony = h->o.tmpl->family == LB_CHAT_GPT_OSS;
+        if (!p.harmony && (p.reasoning_format >= 0 ? p.reasoning_format : h->o.reasoning_format))
+            p.think = 1 + lb_chat_prompt_opens_think(&t);
     } else if (p.prompt_is_ids) {
         const int V = lb_model_n_vocab(h->o.model);
         for (int i = 0; i < p.n_prompt_ids; i++)

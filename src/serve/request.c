@@ -174,6 +174,29 @@ static int get_effort(const cJSON *root, srv_params *p, srv_error *err) {
     return 0;
 }
 
+/* The thinking switch, chat_template_kwargs' "enable_thinking" (DeepSeek-V3.1's
+ * template also reads "thinking"; llama-server passes either to the
+ * template), and llama-server's "reasoning_format": none, or deepseek / auto
+ * (the <think> block in reasoning_content). */
+static int get_thinking(const cJSON *root, srv_params *p, srv_error *err) {
+    const cJSON *kw = field(root, "chat_template_kwargs"), *v;
+    static const char *const keys[2] = {"enable_thinking", "thinking"};
+    for (int i = 0; kw && i < 2; i++)
+        if ((v = field(kw, keys[i]))) {
+            char name[64];
+            snprintf(name, sizeof name, "chat_template_kwargs.%s", keys[i]);
+            if (!cJSON_IsBool(v)) return bad_type(err, name, "a boolean", v);
+            p->thinking = cJSON_IsTrue(v);
+        }
+    if (!(v = field(root, "reasoning_format"))) return 0;
+    if (!cJSON_IsString(v)) return bad_type(err, "reasoning_format", "a string", v);
+    const char *f = v->valuestring;
+    if (strcmp(f, "none") && strcmp(f, "deepseek") && strcmp(f, "auto"))
+        return bad_value(err, "reasoning_format", "expected 'none', 'deepseek' or 'auto', but got '%.40s' instead.", f);
+    p->reasoning_format = strcmp(f, "none") != 0;
+    return 0;
+}
+
 /* An integer (a JSON number with no fraction) in [lo, hi]. */
 static int get_int(const cJSON *o, const char *name, double lo, double hi, double *out, srv_error *err) {
     const cJSON *v = field(o, name);
@@ -369,7 +392,7 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
         if (!(p->model = dup_str(v->valuestring))) return oom(err);
     }
     if (kind == SRV_CHAT ? get_messages(root, p, err) : get_prompt(root, p, err)) return -1;
-    if (kind == SRV_CHAT && get_effort(root, p, err)) return -1;
+    if (kind == SRV_CHAT && (get_effort(root, p, err) || get_thinking(root, p, err))) return -1;
     if (get_bool(root, "stream", &p->stream, err)) return -1;
     if (get_bool(root, "cache_prompt", &p->cache_prompt, err)) return -1; /* llama-server's */
     if ((v = field(root, "stream_options"))) {
@@ -437,6 +460,7 @@ int srv_parse_request(const char *body, size_t len, srv_kind kind, srv_params *p
     p->repeat_penalty = 1.0f;
     p->max_tokens = kind == SRV_COMPLETION ? 16 : -1;
     p->cache_prompt = 1;
+    p->thinking = p->reasoning_format = -1;
     const char *end = NULL;
     if (!body) body = "", len = 0;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);

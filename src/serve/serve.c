@@ -34,8 +34,9 @@ static void help(void) {
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
            "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss,\n"
            "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r\n"
-           "      --reasoning-effort E  gpt-oss: low, medium (default) or high, for requests that do not\n"
-           "                       say (\"reasoning_effort\", or \"chat_template_kwargs\": {\"reasoning_effort\"})\n"
+           CLI_REASONING_HELP
+           "                       (for requests that do not say: \"chat_template_kwargs\": {\"enable_thinking\",\n"
+           "                       \"thinking\", \"reasoning_effort\"}, \"reasoning_effort\", \"reasoning_format\")\n"
            "      --alias NAME     the model's id in /v1/models (default: the file's name)\n"
            "      --max-body N     largest request body in bytes (default 8388608)\n"
            "      --max-connections N  simultaneous connections (default 256)\n");
@@ -46,7 +47,8 @@ int srv_main(int argc, char **argv) {
     cli_args a = {argc, 1, argv, "serve", 0};
     cli_cache kv = {LB_TYPE_F32, LB_TYPE_F32, 0};
     const char *host = "127.0.0.1", *api_key = getenv("LOWBIT_API_KEY"), *tmpl_name = NULL, *alias = NULL,
-               *device = NULL, *effort = NULL;
+               *device = NULL;
+    cli_reasoning rs = CLI_REASONING_INIT;
     int port = 8080, n_slots = 4, n_ctx = 0, n_batch = 512, chunk = 128, queue = 64, max_conn = 256, no_cache = 0;
     long long max_body = 8 << 20;
     for (; a.i < argc && !a.bad; a.i++) {
@@ -64,7 +66,7 @@ int srv_main(int argc, char **argv) {
         else if (cli_flag(&a, "--no-cache-prompt", NULL)) no_cache = 1;
         else if (cli_flag(&a, "--api-key", NULL)) api_key = cli_value(&a);
         else if (cli_flag(&a, "--chat-template", NULL)) tmpl_name = cli_value(&a);
-        else if (cli_flag(&a, "--reasoning-effort", NULL)) effort = cli_value(&a);
+        else if (cli_reasoning_flag(&a, &rs)) {}
         else if (cli_flag(&a, "--alias", NULL)) alias = cli_value(&a);
         else if (cli_flag(&a, "--max-body", NULL)) max_body = cli_int(&a, 1024, 1 << 30);
         else if (cli_flag(&a, "--max-connections", NULL)) max_conn = cli_int(&a, 1, 1 << 16);
@@ -76,10 +78,6 @@ int srv_main(int argc, char **argv) {
         return CLI_USAGE;
     }
     if (api_key && !api_key[0]) api_key = NULL;
-    if (effort && !lb_chat_reasoning_effort_known(effort)) { /* checked before the model loads */
-        fprintf(stderr, "lowbit serve: --reasoning-effort '%s': expected low, medium or high\n", effort);
-        return CLI_USAGE;
-    }
     if (cli_common_apply(&co)) return CLI_USAGE;
     const int dev = cli_device_apply("serve", device);
     if (dev < 0) return CLI_FAIL;
@@ -106,7 +104,7 @@ int srv_main(int argc, char **argv) {
         lb_status ts = lb_chat_template_of_model(m, tmpl_name, &tmpl);
         if (ts == LB_OK) {
             tp = &tmpl;
-            if (effort) lb_chat_set_reasoning_effort(&tmpl, effort);
+            cli_reasoning_apply("serve", &rs, &tmpl);
         } else if (tmpl_name) {
             fprintf(stderr, "lowbit serve: --chat-template: %s\n", lb_last_error());
             rc = CLI_USAGE;
@@ -156,6 +154,7 @@ int srv_main(int argc, char **argv) {
     ho.model = m;
     ho.engine = e;
     ho.tmpl = tp;
+    ho.reasoning_format = rs.format;
     ho.tmpl_error = tmpl_error;
     ho.verbose = co.verbose;
     signal(SIGPIPE, SIG_IGN);

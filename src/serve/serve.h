@@ -60,6 +60,10 @@ typedef struct {
                                 * server's (model/chat_template.h) */
     int harmony;               /* set by the server, not the client: a gpt-oss chat reply, of which only the
                                 * final channel is the content (model/chat_template.h, lb_harmony) */
+    int thinking;              /* chat_template_kwargs' "enable_thinking" (or "thinking"): 0, 1; -1: the server's */
+    int reasoning_format;      /* "reasoning_format": 0 none, 1 deepseek or auto; -1: the server's */
+    int think;                 /* set by the server: the reply's <think> block goes to reasoning_content (1; 2
+                                * when the prompt opened it; lb_think_split), 0 the reply as it is */
 } srv_params;
 
 /* 0 and *p filled, or -1 with *err set (400s). p is always safe to free. */
@@ -152,6 +156,7 @@ typedef struct {
     srv_engine *engine;
     const lb_chat_template *tmpl; /* NULL: chat requests get an error */
     const char *tmpl_error;       /* why there is no template */
+    int reasoning_format;         /* chat replies' <think> block as reasoning_content: 1, or 0 (none) */
     int verbose;
 } srv_http_opts;
 
