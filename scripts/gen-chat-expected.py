@@ -14,7 +14,10 @@ Where the templates come from: llama.cpp b4748's models/templates/ (fetched
 from the Hugging Face repositories by its scripts/get_chat_template.py; Qwen3-0.6B
 and gpt-oss-120b from ik_llama.cpp 8337e4c's, the same script's) and
 tests/test-chat-template.cpp (Command R+'s from the latter; DeepSeek-R1-Distill-Llama-8B's from the former;
-GLM-4.7-Flash, GLM-4.6 and DeepSeek-V3.1 from ik_llama.cpp 8337e4c's);
+GLM-4.7-Flash, GLM-4.6 and DeepSeek-V3.1 from ik_llama.cpp 8337e4c's, as are the
+templates lowbit must refuse, REFUSED below: SmolLM3, Bielik, Nemotron 3, Qwen 3.5, Step 3.5, QwQ (as edited
+there, with a thinking switch), Cohere2 MoE, Apriel 1.5, GLM-5.2, functionary, Command R7B (tool_use),
+DeepSeek-V3.2, Mistral Small 3.2, Granite 3.3, Kimi K2, LFM2 and 2.5);
 Qwen2.5-Coder from the GGUF that
 scripts/get-model.sh fetches; Llama 2, Llama 3 and Gemma 3 from the models'
 tokenizer_config.json as quoted in public code.
@@ -57,6 +60,19 @@ TEMPLATES = [
     ("GLM-4.7-Flash.jinja", "glm4.7", "", "<|endoftext|>"),
     ("GLM-4.6.jinja", "glm4.5", "", "<|endoftext|>"),
     ("CohereForAI-c4ai-command-r-plus.jinja", "command-r", "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>"),
+]
+
+# real templates that a family's markers match but that write something else (reasoning rules, default
+# system messages, function definitions): lowbit must refuse them (name a family with --chat-template)
+# rather than format them as that family; and templates of families lowbit does not know
+REFUSED = [
+    "HuggingFaceTB-SmolLM3-3B.jinja", "Bielik-11B-v3.0-Instruct.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
+    "Qwen3.5-4B.jinja", "stepfun-ai-Step-3.5-Flash.jinja", "Qwen-QwQ-32B.jinja", "Cohere2MoE.jinja",
+    "unsloth-Apriel-1.5.jinja", "GLM-5.2.jinja", "meetkai-functionary-medium-v3.1.jinja",
+    "meetkai-functionary-medium-v3.2.jinja", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+    "deepseek-ai-DeepSeek-V3.2.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja",
+    "ibm-granite-granite-3.3-2B-Instruct.jinja", "moonshotai-Kimi-K2.jinja", "LFM2.5-Instruct.jinja",
+    "LFM2-8B-A1B.jinja",
 ]
 
 # the templates that read enable_thinking (the others must ignore it)
@@ -190,6 +206,11 @@ def main():
             lines.append("    {%s, %d," % (c_string(fname), int(enable)))
             lines.append("     {" + ",\n      ".join(c_string(o) for o in exp) + "},")
             lines.append("     {" + ",\n      ".join(c_string(e) for e in err) + "}},")
+    lines.append("};")
+    lines.append("static const struct { const char *file, *jinja; } refused[] = {")
+    for fname in REFUSED:
+        text = open(os.path.join(HERE, fname), encoding="utf-8").read()
+        lines.append("    {%s,\n     %s}," % (c_string(fname), c_string(text)))
     lines.append("};")
     out = os.path.join(HERE, "expected.inc")
     with open(out, "w", encoding="utf-8", newline="\n") as f:

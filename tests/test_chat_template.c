@@ -56,6 +56,17 @@ static void check_templates(void) {
     }
 }
 
+/* templates a family's markers match but that write something else, and
+ * families lowbit does not know: refused with a message, never formatted */
+static void check_refused(void) {
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        lb_chat_template ct;
+        const lb_status s = lb_chat_template_detect(refused[i].jinja, "<s>", "</s>", &ct);
+        CHECK_MSG(s == LB_ERR_UNSUPPORTED && *lb_last_error(), "%s: not refused (detected as %s)", refused[i].file,
+                  s ? "-" : lb_chat_family_name(ct.family));
+    }
+}
+
 /* enable_thinking false and true: jinja2's rendering for the templates that
  * read it; the others say they have no switch and render as without it */
 static void check_thinking_switch(void) {
@@ -309,6 +320,7 @@ static void check_deepseek_v31(void) {
 int main(void) {
     check_templates();
     check_thinking_switch();
+    check_refused();
     check_think_split();
     check_deepseek_v31();
     check_reasoning_effort();

@@ -109,6 +109,18 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         t->qwen3_think = strstr(s, "last_query_index") && strstr(s, "</think>");
         /* Qwen 3: enable_thinking false closes an empty reasoning block in the prompt */
         t->thinking_switch = t->qwen3_think && strstr(s, "enable_thinking") && strstr(s, "'<think>\\n\\n</think>\\n\\n'");
+        /* ChatML templates with reasoning rules other than Qwen 3's (QwQ's and Nemotron's prompt
+         * opening <think>, SmolLM3's and Bielik's switches, Qwen 3.5's and Step 3.5's trimmed parts):
+         * refused rather than formatted as plain ChatML, which would differ from them */
+        const int think = strstr(s, "<think>") || strstr(s, "enable_thinking");
+        if (think && (!t->qwen3_think || (strstr(s, "enable_thinking") && !t->thinking_switch) ||
+                      strstr(s, "render_content") || !strstr(s, "'\\n</think>\\n\\n'")))
+            return lb_fail(LB_ERR_UNSUPPORTED, "a ChatML chat template with reasoning rules lowbit does not know (only "
+                                               "Qwen 3's); --chat-template chatml formats plain ChatML");
+        /* LFM2's: the system message kept apart, left out when empty, past reasoning dropped */
+        if (strstr(s, "ns.system_prompt"))
+            return lb_fail(LB_ERR_UNSUPPORTED, "a ChatML chat template with its own system-message rules (LFM2's) is "
+                                               "not supported; --chat-template chatml formats plain ChatML");
         return LB_OK;
     }
     if (strstr(s, "<start_of_turn>")) {
@@ -130,13 +142,16 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
     /* Phi-3 and 3.5 (llama.cpp's test: "<|assistant|>" and "<|end|>"; it
      * renders Phi-4-mini's newline-free variant the same way) */
     if (strstr(s, "<|assistant|>") && strstr(s, "<|end|>")) {
+        if (strstr(s, "bos_token")) /* Apriel's: BOS, a default system message, newlines of its own */
+            return lb_fail(LB_ERR_UNSUPPORTED, "a Phi-3-like chat template that writes BOS (not Phi-3's); name a "
+                                               "family with --chat-template");
         init(t, LB_CHAT_PHI3, bos, eos);
         return LB_OK;
     }
     /* Command R / R+ (R7B's template, with <|START_RESPONSE|> and a long
      * preamble, is not this one) */
     if (strstr(s, "<|START_OF_TURN_TOKEN|>") && strstr(s, "<|CHATBOT_TOKEN|>")) {
-        if (strstr(s, "<|START_RESPONSE|>"))
+        if (strstr(s, "<|START_RESPONSE|>") || strstr(s, "<|START_TEXT|>")) /* R7B's, Cohere2 MoE's */
             return lb_fail(LB_ERR_UNSUPPORTED, "Command R7B's chat template is not supported; name a family with "
                                                "--chat-template");
         init(t, LB_CHAT_COMMAND_R, bos, eos);
@@ -145,6 +160,9 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
     /* GLM-4.7 and 4.7-Flash; GLM-4.5 and 4.6, which write a newline after
      * each role and an empty <think></think> in the earlier assistant turns */
     if (strstr(s, "[gMASK]<sop>") && strstr(s, "<|assistant|>") && strstr(s, "clear_thinking")) {
+        if (strstr(s, "reasoning_effort")) /* GLM-5's: a "Reasoning Effort" system line */
+            return lb_fail(LB_ERR_UNSUPPORTED, "a GLM chat template with a reasoning effort (GLM-5's) is not "
+                                               "supported; name a family with --chat-template");
         init(t, LB_CHAT_GLM47, bos, eos);
         return LB_OK;
     }
@@ -157,6 +175,10 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
      * render differently) */
     if (strstr(s, "<\xef\xbd\x9c" "User\xef\xbd\x9c>") && strstr(s, "<\xef\xbd\x9c" "Assistant\xef\xbd\x9c><think>\\n") &&
         !strstr(s, "is_last_user")) {
+        /* edited copies: a thinking switch, or an end of sentence after each user turn */
+        if (strstr(s, "enable_thinking") || strstr(s, "'<\xef\xbd\x9c" "User\xef\xbd\x9c>' + message['content'] + '<\xef\xbd\x9c" "end"))
+            return lb_fail(LB_ERR_UNSUPPORTED, "a DeepSeek-R1 chat template edited from the official one; name a "
+                                               "family with --chat-template");
         init(t, LB_CHAT_DEEPSEEK_R1, bos, eos);
         return LB_OK;
     }
@@ -168,6 +190,10 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         return LB_OK;
     }
     if (strstr(s, "<|start_header_id|>")) {
+        /* functionary's: function definitions in the system header, or its >>> recipients */
+        if (strstr(s, ">>>all") || (strstr(s, "Cutting Knowledge Date") && !strstr(s, "Today Date")))
+            return lb_fail(LB_ERR_UNSUPPORTED, "a Llama 3 chat template with functions (functionary's) is not "
+                                               "supported; name a family with --chat-template");
         if (!strstr(s, "Cutting Knowledge Date")) {
             init(t, LB_CHAT_LLAMA3, bos, eos);
             return LB_OK;
