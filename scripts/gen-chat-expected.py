@@ -17,7 +17,7 @@ tests/test-chat-template.cpp (Command R+'s from the latter; DeepSeek-R1-Distill-
 GLM-4.7-Flash, GLM-4.6 and DeepSeek-V3.1 from ik_llama.cpp 8337e4c's, as are the
 templates lowbit must refuse, REFUSED below: SmolLM3, Bielik, Nemotron 3, Qwen 3.5, Step 3.5, QwQ (as edited
 there, with a thinking switch), Cohere2 MoE, Apriel 1.5, GLM-5.2, functionary, Command R7B (tool_use),
-DeepSeek-V3.2, Mistral Small 3.2, Granite 3.3, Kimi K2, LFM2 and 2.5);
+DeepSeek-V3.2, Kimi K2, LFM2 and 2.5), and Mistral Small 3.2's and Granite 3.3's);
 Qwen2.5-Coder from the GGUF that
 scripts/get-model.sh fetches; Llama 2, Llama 3 and Gemma 3 from the models'
 tokenizer_config.json as quoted in public code.
@@ -60,6 +60,8 @@ TEMPLATES = [
     ("GLM-4.7-Flash.jinja", "glm4.7", "", "<|endoftext|>"),
     ("GLM-4.6.jinja", "glm4.5", "", "<|endoftext|>"),
     ("CohereForAI-c4ai-command-r-plus.jinja", "command-r", "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>"),
+    ("Mistral-Small-3.2-24B-Instruct-2506.jinja", "mistral-small3", "<s>", "</s>"),
+    ("ibm-granite-granite-3.3-2B-Instruct.jinja", "granite", "<|end_of_text|>", "<|end_of_text|>"),
 ]
 
 # real templates that a family's markers match but that write something else (reasoning rules, default
@@ -70,13 +72,12 @@ REFUSED = [
     "Qwen3.5-4B.jinja", "stepfun-ai-Step-3.5-Flash.jinja", "Qwen-QwQ-32B.jinja", "Cohere2MoE.jinja",
     "unsloth-Apriel-1.5.jinja", "GLM-5.2.jinja", "meetkai-functionary-medium-v3.1.jinja",
     "meetkai-functionary-medium-v3.2.jinja", "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
-    "deepseek-ai-DeepSeek-V3.2.jinja", "Mistral-Small-3.2-24B-Instruct-2506.jinja",
-    "ibm-granite-granite-3.3-2B-Instruct.jinja", "moonshotai-Kimi-K2.jinja", "LFM2.5-Instruct.jinja",
-    "LFM2-8B-A1B.jinja",
+    "deepseek-ai-DeepSeek-V3.2.jinja", "moonshotai-Kimi-K2.jinja", "LFM2.5-Instruct.jinja", "LFM2-8B-A1B.jinja",
 ]
 
 # the templates that read enable_thinking (the others must ignore it)
-THINKING_SWITCH = ("Qwen-Qwen3-0.6B.jinja", "GLM-4.7-Flash.jinja", "GLM-4.6.jinja", "deepseek-ai-DeepSeek-V3.1.jinja")
+THINKING_SWITCH = ("Qwen-Qwen3-0.6B.jinja", "GLM-4.7-Flash.jinja", "GLM-4.6.jinja", "deepseek-ai-DeepSeek-V3.1.jinja",
+                   "ibm-granite-granite-3.3-2B-Instruct.jinja")
 
 CONVERSATIONS = [
     ("full", [("system", "You are a helpful assistant"), ("user", "Hello"), ("assistant", "Hi there"),
@@ -185,8 +186,8 @@ def main():
         assert e is None, e
         lines.append("    {%s, %s}," % (c_string(effort), c_string(o)))
     lines.append("};")
-    # the thinking switch (chat_template_kwargs enable_thinking, which DeepSeek-V3.1's template reads as
-    # `thinking`): every conversation with it off and on, for the templates that read it; the others must
+    # the thinking switch (chat_template_kwargs enable_thinking and thinking, the name DeepSeek-V3.1's and
+    # Granite's templates read): every conversation with it off and on, for the templates that read it; the others must
     # render exactly as without it (lowbit ignores the switch there)
     lines.append("static const struct { const char *file; int enable; const char *expected[N_CONV], *error[N_CONV]; }"
                  " thinking_switch[] = {")
@@ -196,7 +197,7 @@ def main():
         for enable in (False, True):
             exp, err = [], []
             for _, msgs in CONVERSATIONS:
-                o, e = render(text, msgs, bos, eos, enable_thinking=enable)
+                o, e = render(text, msgs, bos, eos, enable_thinking=enable, thinking=enable)
                 if not switch:
                     assert (o, e) == render(text, msgs, bos, eos), (fname, "renders differently with the switch")
                 exp.append(o)

@@ -23,7 +23,7 @@ static void help(void) {
            "      --chat-template NAME   format turns as this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
            "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss,\n"
-           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r\n"
+           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r, mistral-small3\n"
            CLI_REASONING_HELP
            "  -n, --n-predict N    most tokens per reply (default -1: until the end of the turn)\n"
            "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"

@@ -1,6 +1,7 @@
-/* A reply's reasoning block split from its answer (model/chat_template.h),
- * byte by byte so that a tag cut across tokens is still seen: the serve
- * engine feeds each token's piece as it is sampled and streams both parts. */
+/* Replies read back (model/chat_template.h): a reasoning block split from
+ * the answer, byte by byte so that a tag cut across tokens is still seen
+ * (the serve engine feeds each token's piece as it is sampled and streams
+ * both parts), and gpt-oss's harmony channels. */
 #include <string.h>
 
 #include "model/chat_template.h"
@@ -105,4 +106,28 @@ void lb_think_finish(lb_think_split *t, lb_think_emit emit, void *ud) {
     }
     t->n_hold = 0, t->n_nl = 0;
     run_flush(&o);
+}
+
+/* ---- gpt-oss's harmony replies ---- */
+
+void lb_harmony_init(lb_harmony *h) { memset(h, 0, sizeof *h); } /* the prompt ends in a header */
+
+lb_harmony_kind lb_harmony_step(lb_harmony *h, const char *text, const char *piece, size_t len) {
+    if (!strcmp(text, "<|channel|>")) {
+        h->state = 1, h->n_channel = 0, h->channel[0] = 0;
+    } else if (!strcmp(text, "<|message|>")) {
+        h->state = 2;
+        h->answer = !strcmp(h->channel, "final");
+    } else if (!strcmp(text, "<|end|>") || !strcmp(text, "<|start|>") || !strcmp(text, "<|return|>") ||
+               !strcmp(text, "<|call|>")) {
+        h->state = 0;
+    } else if (h->state == 1) { /* the channel's name, possibly in pieces */
+        const size_t room = sizeof h->channel - 1 - h->n_channel, k = len < room ? len : room;
+        memcpy(h->channel + h->n_channel, piece, k);
+        h->n_channel += k;
+        h->channel[h->n_channel] = 0;
+    } else if (h->state == 2) {
+        return h->answer ? LB_HARMONY_ANSWER : LB_HARMONY_REASONING;
+    }
+    return LB_HARMONY_NONE; /* control tokens, channel names, headers ("assistant") */
 }

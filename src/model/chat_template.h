@@ -31,21 +31,26 @@ typedef enum {
     LB_CHAT_COMMAND_R,         /* Command R / R+: <|START_OF_TURN_TOKEN|><|USER_TOKEN|>...<|END_OF_TURN_TOKEN|> */
     LB_CHAT_GLM45,             /* GLM-4.5 / 4.6 / 4.5-Air: [gMASK]<sop><|user|>\n...<|assistant|>\n<think></think>\n... */
     LB_CHAT_DEEPSEEK_V31,      /* DeepSeek-V3.1 (thinking off): <｜User｜>...<｜Assistant｜><think></think>... */
+    LB_CHAT_MISTRAL_SMALL3,    /* Mistral Small 3.2: [SYSTEM_PROMPT] default or given [/SYSTEM_PROMPT][INST]x[/INST]y</s> */
+    LB_CHAT_GRANITE,           /* Granite 3.x: <|start_of_role|>role<|end_of_role|>...<|end_of_text|>\n */
     LB_CHAT_COUNT
 } lb_chat_family;
 
 typedef struct {
     lb_chat_family family;
     /* details a family's templates vary in, read from the template text */
-    char default_system[512]; /* ChatML: the system message when none is given (Qwen), "" if none */
+    char default_system[4096]; /* ChatML, Mistral Small 3: the system message when none is given, "" if none */
     int has_default_system;
+    int default_system_date;  /* Mistral Small 3, Granite: where today's date goes into it (-1: nowhere) */
+    char system_suffix[2][1536]; /* Granite: after the default system message, without and with `thinking` */
     int qwen3_think;          /* ChatML: Qwen 3's reasoning blocks (<think>) in assistant turns */
     char date[32];            /* Llama 3.1: date_string's default ("26 Jul 2024") */
     int date_now;             /* Llama 3.2+: strftime_now("%d %b %Y") (today), else `date` */
     char gemma_sep[8];        /* Gemma 3: after the system text in the first user turn ("\n\n") */
     char bos[64], eos[64];    /* the model's BOS and EOS token texts */
     char reasoning_effort[8]; /* gpt-oss: "low", "medium" (the template's default) or "high" */
-    int thinking_switch;      /* the template reads enable_thinking (Qwen 3, GLM-4.5 to 4.7, DeepSeek-V3.1) */
+    int thinking_switch;      /* the template reads enable_thinking (Qwen 3, GLM-4.5 to 4.7, DeepSeek-V3.1) or
+                               * `thinking` (DeepSeek-V3.1, Granite 3.3) */
     int thinking;             /* enable_thinking: -1 undefined (the template's default), 0 false, 1 true */
 } lb_chat_template;
 
@@ -56,7 +61,8 @@ typedef struct {
 
 /* Names for --chat-template: "llama2", "llama3", "llama3.1", "mistral",
  * "mistral-v1", "mistral-v3", "mistral-v3-tekken", "mistral-v7", "chatml",
- * "gemma", "gemma3", "phi3", "gpt-oss"; NULL-terminated. */
+ * "gemma", "gemma3", "phi3", "gpt-oss", "deepseek-r1", "glm4.7", "command-r",
+ * "glm4.5", "deepseek-v3.1", "mistral-small3", "granite"; NULL-terminated. */
 const char *const *lb_chat_template_names(void);
 const char *lb_chat_family_name(lb_chat_family f);
 

@@ -33,7 +33,7 @@ static void help(void) {
            "      --chat-template NAME  use this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
            "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss,\n"
-           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r\n"
+           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r, mistral-small3\n"
            CLI_REASONING_HELP
            "                       (for requests that do not say: \"chat_template_kwargs\": {\"enable_thinking\",\n"
            "                       \"thinking\", \"reasoning_effort\"}, \"reasoning_effort\", \"reasoning_format\")\n"

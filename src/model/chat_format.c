@@ -1,0 +1,344 @@
+/* Chat formatters (model/chat_template.h), one per family: each follows its
+ * official Jinja template statement by statement; the comments quote the
+ * parts that decide the bytes. The reasoning models' families are in
+ * chat_format_think.c. */
+#include <stdio.h>
+
+#include "model/chat_format_impl.h"
+
+static lb_status llama2(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    const int off = first_system(m, n);
+    for (int i = off; i < n; i++) {
+        const int k = i - off;
+        if (is(&m[i], "user") != (k % 2 == 0)) return raise(ALTERNATE);
+        /* {% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\n' + system_message
+         * + '\n<</SYS>>\n\n' + message['content'] %} ... content.strip() */
+        sbuf c = {0};
+        if (k == 0 && off) {
+            put(&c, "<<SYS>>\n");
+            put(&c, content(&m[0]));
+            put(&c, "\n<</SYS>>\n\n");
+        }
+        put(&c, content(&m[i]));
+        if (c.oom) return lb_fail(LB_ERR_NOMEM, "out of memory");
+        if (is(&m[i], "user")) {
+            put(b, t->bos); /* bos_token + '[INST] ' + content.strip() + ' [/INST]' */
+            put(b, "[INST] ");
+            put_trim(b, c.p ? c.p : "");
+            put(b, " [/INST]");
+        } else if (is(&m[i], "assistant")) {
+            put(b, " "); /* ' '  + content.strip() + ' ' + eos_token */
+            put_trim(b, c.p ? c.p : "");
+            put(b, " ");
+            put(b, t->eos);
+        }
+        free(c.p);
+    }
+    return LB_OK;
+}
+
+static void llama3_turn(sbuf *b, const char *role, const char *text) {
+    /* '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' */
+    put(b, "<|start_header_id|>");
+    put(b, role);
+    put(b, "<|end_header_id|>\n\n");
+    put_trim(b, text);
+    put(b, "<|eot_id|>");
+}
+
+
+static lb_status llama3(const lb_chat_template *t, const lb_chat_msg *m, int n, const char *date, sbuf *b) {
+    if (t->family == LB_CHAT_LLAMA3) {
+        for (int i = 0; i < n; i++) {
+            if (i == 0) put(b, t->bos); /* {% if loop.index0 == 0 %}{% set content = bos_token + content %} */
+            llama3_turn(b, m[i].role, content(&m[i]));
+        }
+    } else {
+        /* 3.1+: {{- bos_token }} ... the system header always, with the dates and the trimmed system message */
+        const int off = first_system(m, n);
+        char today[32];
+        if (!date && t->date_now) date = today_as(today, "%d %b %Y");
+        put(b, t->bos);
+        put(b, "<|start_header_id|>system<|end_header_id|>\n\n");
+        put(b, "Cutting Knowledge Date: December 2023\n");
+        put(b, "Today Date: ");
+        put(b, date && t->date_now ? date : t->date);
+        put(b, "\n\n");
+        if (off) put_trim(b, content(&m[0]));
+        put(b, "<|eot_id|>");
+        for (int i = off; i < n; i++) llama3_turn(b, m[i].role, content(&m[i]));
+    }
+    put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    return LB_OK;
+}
+
+static lb_status mistral(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    switch (t->family) {
+    case LB_CHAT_MISTRAL: /* old: no system message, roles alternate from the first */
+        put(b, t->bos);
+        for (int i = 0; i < n; i++) {
+            if (is(&m[i], "user") != (i % 2 == 0)) return raise(ALTERNATE);
+            if (is(&m[i], "user")) {
+                put(b, "[INST] ");
+                put(b, content(&m[i]));
+                put(b, " [/INST]");
+            } else if (is(&m[i], "assistant")) {
+                put(b, content(&m[i]));
+                put(b, t->eos);
+            } else {
+                return raise("Only user and assistant roles are supported!");
+            }
+        }
+        return LB_OK;
+    case LB_CHAT_MISTRAL_V1: {
+        const int off = first_system(m, n);
+        put(b, t->bos);
+        for (int i = off; i < n; i++) {
+            if (is(&m[i], "user") != ((i - off) % 2 == 0)) return raise(ALTERNATE_V1);
+            if (is(&m[i], "user")) {
+                put(b, " [INST] "); /* loop.first and system_message is defined: sys + '\n\n' + content */
+                if (i == off && off) {
+                    put(b, content(&m[0]));
+                    put(b, "\n\n");
+                }
+                put(b, content(&m[i]));
+                put(b, " [/INST]");
+            } else if (is(&m[i], "assistant")) {
+                put(b, " ");
+                put(b, content(&m[i]));
+                put(b, t->eos);
+            } else {
+                return raise(ONLY_UA_V1);
+            }
+        }
+        return LB_OK;
+    }
+    case LB_CHAT_MISTRAL_V3:
+    case LB_CHAT_MISTRAL_V3_TEKKEN: {
+        const int off = first_system(m, n), tekken = t->family == LB_CHAT_MISTRAL_V3_TEKKEN;
+        /* the alternation is checked over all of loop_messages before any output */
+        for (int i = off; i < n; i++)
+            if (is(&m[i], "user") != ((i - off) % 2 == 0)) return raise(ALTERNATE_V1);
+        put(b, t->bos);
+        for (int i = off; i < n; i++) {
+            if (is(&m[i], "user")) {
+                put(b, tekken ? "[INST]" : "[INST] "); /* loop.last and system_message is defined */
+                if (i == n - 1 && off) {
+                    put(b, content(&m[0]));
+                    put(b, "\n\n");
+                }
+                put(b, content(&m[i]));
+                put(b, "[/INST]");
+            } else if (is(&m[i], "assistant")) {
+                if (tekken) put(b, content(&m[i])); /* message["content"] + eos_token */
+                else {
+                    put(b, " "); /* " " + message["content"]|trim + eos_token */
+                    put_trim(b, content(&m[i]));
+                }
+                put(b, t->eos);
+            } else {
+                return raise(ONLY_UA_V1);
+            }
+        }
+        return LB_OK;
+    }
+    default: /* LB_CHAT_MISTRAL_V7 */
+        put(b, t->bos);
+        for (int i = 0; i < n; i++) {
+            if (is(&m[i], "user")) {
+                put(b, "[INST] ");
+                put(b, content(&m[i]));
+                put(b, "[/INST]");
+            } else if (is(&m[i], "system")) {
+                put(b, "[SYSTEM_PROMPT] ");
+                put(b, content(&m[i]));
+                put(b, "[/SYSTEM_PROMPT]");
+            } else if (is(&m[i], "assistant")) {
+                put(b, " ");
+                put(b, content(&m[i]));
+                put(b, t->eos);
+            } else {
+                return raise("Only user, system and assistant roles are supported!");
+            }
+        }
+        return LB_OK;
+    }
+}
+
+/* Qwen 3's assistant turn i: a '</think>' in it splits reasoning from the
+ * answer; after the last user query the turn is written with its reasoning
+ * block (always when it is the last message), before it with the answer
+ * only. */
+static void qwen3_assistant(const lb_chat_msg *m, int i, int n, int last_query, sbuf *b) {
+    const char *c = content(&m[i]), *end = c + strlen(c), *ans, *r0, *r1;
+    split_think(c, &ans, &r0, &r1);
+    put(b, "<|im_start|>assistant\n");
+    if (i > last_query && (i == n - 1 || r1 > r0)) {
+        /* '<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n');
+         * [r0, r1) is stripped already */
+        put(b, "<think>\n");
+        put_n(b, r0, (size_t)(r1 - r0));
+        put(b, "\n</think>\n\n");
+        put(b, skip_nl(ans, end));
+    } else {
+        put(b, ans);
+    }
+    put(b, "<|im_end|>\n");
+}
+
+static lb_status chatml(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    if (t->has_default_system && !first_system(m, n)) {
+        put(b, "<|im_start|>system\n");
+        put(b, t->default_system);
+        put(b, "<|im_end|>\n");
+    }
+    /* Qwen 3: the last user message that is not a wrapped tool response */
+    int last_query = n - 1;
+    for (int i = n - 1; t->qwen3_think && i >= 0; i--) {
+        const char *c = content(&m[i]);
+        const size_t cn = strlen(c), tn = strlen("</tool_response>");
+        if (is(&m[i], "user") &&
+            !(!strncmp(c, "<tool_response>", strlen("<tool_response>")) && cn >= tn && !strcmp(c + cn - tn, "</tool_response>"))) {
+            last_query = i;
+            break;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (t->qwen3_think && is(&m[i], "assistant")) {
+            qwen3_assistant(m, i, n, last_query, b);
+            continue;
+        }
+        put(b, "<|im_start|>"); /* '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' */
+        put(b, m[i].role);
+        put(b, "\n");
+        put(b, content(&m[i]));
+        put(b, "<|im_end|>\n");
+    }
+    put(b, "<|im_start|>assistant\n");
+    if (t->thinking_switch && t->thinking == 0) put(b, "<think>\n\n</think>\n\n"); /* enable_thinking is false */
+    return LB_OK;
+}
+
+static lb_status phi3(const lb_chat_msg *m, int n, sbuf *b) {
+    for (int i = 0; i < n; i++) {
+        /* system (if its content is not empty), user, assistant:
+         * '<|' role '|>\n' + message['content'] + '<|end|>\n'; other roles nothing */
+        const char *c = content(&m[i]);
+        if (!(is(&m[i], "system") && *c) && !is(&m[i], "user") && !is(&m[i], "assistant")) continue;
+        put(b, "<|");
+        put(b, m[i].role);
+        put(b, "|>\n");
+        put(b, c);
+        put(b, "<|end|>\n");
+    }
+    put(b, "<|assistant|>\n");
+    return LB_OK;
+}
+
+/* gpt-oss (openai-gpt-oss-120b.jinja without tools, builtin_tools or
+ * model_identity: their defaults; reasoning_effort from t): the system preamble
+ * with today's date, a first system message as the developer's
+ * instructions, user turns, and earlier assistant turns as their final
+ * channel (reasoning is never sent back); later system messages are not
+ * written. */
+static lb_status gpt_oss(const lb_chat_template *t, const lb_chat_msg *m, int n, const char *date, sbuf *b) {
+    char today[32];
+    if (!date) date = today_as(today, "%Y-%m-%d"); /* strftime_now("%Y-%m-%d") */
+    put(b, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+           "Knowledge cutoff: 2024-06\nCurrent date: ");
+    put(b, date);
+    put(b, "\n\nReasoning: "); /* "Reasoning: " + reasoning_effort */
+    put(b, t->reasoning_effort[0] ? t->reasoning_effort : "medium");
+    put(b, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>");
+    const int off = n > 0 && (is(&m[0], "system") || is(&m[0], "developer"));
+    if (off && *content(&m[0])) {
+        put(b, "<|start|>developer<|message|># Instructions\n\n");
+        put(b, content(&m[0]));
+        put(b, "\n\n<|end|>");
+    }
+    for (int i = off; i < n; i++) {
+        const char *c = content(&m[i]);
+        if (is(&m[i], "assistant")) {
+            if (strstr(c, "<|channel|>analysis<|message|>") || strstr(c, "<|channel|>final<|message|>"))
+                return raise("You have passed a message containing <|channel|> tags in the content field. Instead of "
+                             "doing this, you should pass analysis messages (the string between '<|message|>' and "
+                             "'<|end|>') in the 'thinking' field, and final messages (the string between "
+                             "'<|message|>' and '<|end|>') in the 'content' field.");
+            put(b, "<|start|>assistant<|channel|>final<|message|>");
+            put(b, c);
+            put(b, "<|end|>");
+        } else if (is(&m[i], "user")) {
+            put(b, "<|start|>user<|message|>");
+            put(b, c);
+            put(b, "<|end|>");
+        } else if (is(&m[i], "tool")) {
+            return raise("Message has tool role, but there was no previous assistant message with a tool call!");
+        }
+    }
+    put(b, "<|start|>assistant");
+    return LB_OK;
+}
+
+static lb_status gemma(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    const int g3 = t->family == LB_CHAT_GEMMA3, off = first_system(m, n);
+    if (off && !g3) return raise("System role not supported");
+    put(b, t->bos);
+    for (int i = off; i < n; i++) {
+        if (is(&m[i], "user") != ((i - off) % 2 == 0)) return raise(ALTERNATE);
+        /* '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else "") + content | trim */
+        put(b, "<start_of_turn>");
+        put(b, is(&m[i], "assistant") ? "model" : m[i].role);
+        put(b, "\n");
+        if (g3 && off && i == off) {
+            put(b, content(&m[0]));
+            put(b, t->gemma_sep);
+        }
+        put_trim(b, content(&m[i]));
+        put(b, "<end_of_turn>\n");
+    }
+    put(b, "<start_of_turn>model\n");
+    return LB_OK;
+}
+
+lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int n, const char *date, char **out,
+                        size_t *out_len) {
+    *out = NULL;
+    if (out_len) *out_len = 0;
+    if (n < 0 || (n > 0 && !msgs)) return lb_fail(LB_ERR_ARG, "lb_chat_apply: bad arguments");
+    for (int i = 0; i < n; i++)
+        if (!msgs[i].role) return lb_fail(LB_ERR_ARG, "message %d has no role", i);
+    sbuf b = {0};
+    put(&b, ""); /* an empty result is still a string */
+    lb_status s;
+    switch (t->family) {
+    case LB_CHAT_LLAMA2: s = llama2(t, msgs, n, &b); break;
+    case LB_CHAT_LLAMA3:
+    case LB_CHAT_LLAMA31: s = llama3(t, msgs, n, date, &b); break;
+    case LB_CHAT_CHATML: s = chatml(t, msgs, n, &b); break;
+    case LB_CHAT_GEMMA:
+    case LB_CHAT_GEMMA3: s = gemma(t, msgs, n, &b); break;
+    case LB_CHAT_PHI3: s = phi3(msgs, n, &b); break;
+    case LB_CHAT_GPT_OSS: s = gpt_oss(t, msgs, n, date, &b); break;
+    case LB_CHAT_DEEPSEEK_R1: s = chat_fmt_deepseek_r1(t, msgs, n, &b); break;
+    case LB_CHAT_GLM47: s = chat_fmt_glm(t, msgs, n, 0, &b); break;
+    case LB_CHAT_GLM45: s = chat_fmt_glm(t, msgs, n, 1, &b); break;
+    case LB_CHAT_DEEPSEEK_V31: s = chat_fmt_deepseek_v31(t, msgs, n, &b); break;
+    case LB_CHAT_COMMAND_R: s = chat_fmt_command_r(t, msgs, n, &b); break;
+    case LB_CHAT_MISTRAL_SMALL3: s = chat_fmt_mistral_small3(t, msgs, n, date, &b); break;
+    case LB_CHAT_GRANITE: s = chat_fmt_granite(t, msgs, n, date, &b); break;
+    case LB_CHAT_MISTRAL:
+    case LB_CHAT_MISTRAL_V1:
+    case LB_CHAT_MISTRAL_V3:
+    case LB_CHAT_MISTRAL_V3_TEKKEN:
+    case LB_CHAT_MISTRAL_V7: s = mistral(t, msgs, n, &b); break;
+    default: s = lb_fail(LB_ERR_ARG, "bad chat template family %d", (int)t->family);
+    }
+    if (!s && b.oom) s = lb_fail(LB_ERR_NOMEM, "out of memory formatting a conversation");
+    if (s) {
+        free(b.p);
+        return s;
+    }
+    *out = b.p;
+    if (out_len) *out_len = b.n;
+    return LB_OK;
+}
