@@ -1,11 +1,12 @@
 /* libFuzzer target for lowbit serve's request parser (src/serve/request.c,
  * over cJSON) and what a parsed chat request reaches next, the chat
- * template formatters (src/model/chat_template.c): any body must either be
+ * template formatters (src/model/chat_format*.c): any body must either be
  * refused with a well-formed 4xx error or give parameters in range, and
  * every family must format the messages or refuse them with a message.
  * Input: the first byte picks the endpoint (bit 0: chat) and a template
  * family, the rest is the HTTP body. The same bytes are also run through
- * template detection (as a template text) and the UTF-8 helpers. */
+ * template detection (as a template text), the reasoning split (as a reply)
+ * and the UTF-8 helpers. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,11 @@ static int valid_utf8(const char *s, size_t n) {
     return same;
 }
 
+static void count(void *ud, int reasoning, const char *p, size_t n) {
+    REQUIRE(p && n > 0);
+    ((size_t *)ud)[reasoning != 0] += n;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     const srv_kind kind = data[0] & 1 ? SRV_CHAT : SRV_COMPLETION;
@@ -48,11 +54,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         REQUIRE(p.frequency_penalty >= -2 && p.frequency_penalty <= 2);
         REQUIRE(p.max_tokens == -1 || p.max_tokens >= 1);
         REQUIRE(p.n_stop >= 0 && p.n_stop <= SRV_MAX_STOP);
+        REQUIRE(p.top_logprobs >= 0 && p.top_logprobs <= SRV_MAX_TOP_LOGPROBS && (p.logprobs || !p.top_logprobs));
+        REQUIRE(p.thinking >= -1 && p.thinking <= 1 && p.reasoning_format >= -1 && p.reasoning_format <= 1);
         for (int i = 0; i < p.n_stop; i++) REQUIRE(p.stop[i] && p.stop[i][0]);
         if (kind == SRV_CHAT) {
             REQUIRE(p.n_msgs >= 1 && p.msgs);
             lb_chat_template t;
             REQUIRE(lb_chat_template_named(lb_chat_template_names()[family], "<s>", "</s>", &t) == LB_OK);
+            if (p.thinking >= 0) REQUIRE(lb_chat_set_thinking(&t, p.thinking) == LB_OK);
             char *out = NULL;
             size_t n = 0;
             lb_status s = lb_chat_apply(&t, p.msgs, p.n_msgs, "01 Jan 2025", &out, &n);
@@ -82,6 +91,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             free(out);
         }
         free(text);
+    }
+
+    /* the body as a reply: split into reasoning and answer in pieces of the first byte's size, every
+     * byte out at most once */
+    {
+        lb_think_split ts;
+        size_t got[2] = {0, 0};
+        lb_think_init(&ts, data[0] & 2);
+        const size_t piece = 1 + data[0] % 7;
+        for (size_t i = 0; i < len; i += piece) lb_think_feed(&ts, body + i, LB_MIN(piece, len - i), count, got);
+        lb_think_finish(&ts, count, got);
+        REQUIRE(got[0] + got[1] <= len);
     }
 
     /* UTF-8: the cleaned text is valid, and complete() cuts at most 3 bytes */

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The official `openai` client against a running `lowbit serve`
 (tests/cli_serve_openai.sh starts it): models, chat and completions, streamed
-and not, usage and finish_reason, and the client's exceptions for errors.
+and not, usage and finish_reason, log probabilities read by the client's own
+models, and the client's exceptions for errors.
 
     python3 tests/serve_openai.py BASE_URL API_KEY MODEL_ID
 Exit 0 when every check passes; 77 (skip) when `openai` is not installed."""
@@ -67,6 +68,30 @@ check("completion stream: same text", "".join(parts) == c.text, ("".join(parts),
 a = client.completions.create(model=model, prompt="The dog", max_tokens=20, temperature=1.0, seed=3).choices[0].text
 b = client.completions.create(model=model, prompt="The dog", max_tokens=20, temperature=1.0, seed=3).choices[0].text
 check("seed: the same draws", a == b, (a, b))
+
+# log probabilities: the client's own models read them; greedy picks the likeliest token
+r = client.chat.completions.create(model=model, messages=msgs, max_tokens=12, temperature=0, logprobs=True,
+                                   top_logprobs=3)
+lp = r.choices[0].logprobs.content
+check("chat logprobs: one entry a token, the text's pieces", len(lp) == 12 and
+      "".join(e.token for e in lp) == r.choices[0].message.content, lp)
+check("chat logprobs: greedy = the first alternative", all(
+    len(e.top_logprobs) == 3 and e.top_logprobs[0].token == e.token and abs(e.top_logprobs[0].logprob - e.logprob) < 1e-6
+    and e.logprob <= 0 and bytes(e.bytes).decode() == e.token for e in lp), lp[:2])
+streamed = []
+for ch in client.chat.completions.create(model=model, messages=msgs, max_tokens=12, temperature=0, logprobs=True,
+                                         top_logprobs=3, stream=True):
+    if ch.choices and ch.choices[0].logprobs:
+        streamed += ch.choices[0].logprobs.content
+# the same tokens; the values up to the rounding of a prompt evaluated in another batch shape (the cache)
+check("chat logprobs streamed: the same entries", [e.token for e in streamed] == [e.token for e in lp] and
+      all(abs(a.logprob - b.logprob) < 1e-3 for a, b in zip(streamed, lp)),
+      [(a.token, a.logprob, b.logprob) for a, b in zip(streamed, lp)])
+r = client.completions.create(model=model, prompt="Once upon a time", max_tokens=10, temperature=0, logprobs=2)
+l = r.choices[0].logprobs
+check("completion logprobs: tokens, offsets, alternatives", "".join(l.tokens) == r.choices[0].text and
+      l.text_offset == [sum(len(t) for t in l.tokens[:i]) for i in range(len(l.tokens))] and
+      all(len(d) <= 2 and abs(max(d.values()) - x) < 1e-6 for d, x in zip(l.top_logprobs, l.token_logprobs)), l)
 
 try:
     client.completions.create(model="no-such-model", prompt="x", max_tokens=2)

@@ -14,6 +14,7 @@
  * Connection threads only queue requests, cancel them and take their text
  * (srv_req_take); everything a slot holds is the engine thread's. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@ struct srv_req {
     size_t text_len, text_cap;
     char *think; /* gpt-oss: released reasoning (its analysis channel), valid UTF-8 */
     size_t think_len, think_cap, think_taken;
+    int logprobs, top_logprobs; /* "logprobs": one entry a released token */
+    srv_logprob *lp;
+    int n_lp, cap_lp, lp_taken;
     size_t *marks; /* text_len after each step that released text: one stream event each */
     int n_marks, cap_marks;
     int n_gen;
@@ -66,6 +70,9 @@ typedef struct {
     uint64_t order;     /* admission order (prefill goes first come, first served) */
     lb_harmony hs;      /* the reply's harmony state (r->harmony) */
     lb_think_split ts;  /* its <think> split (r->think_split) */
+    srv_logprob *lp;    /* r->logprobs: the tokens with text in gen, offsets in gen, */
+    size_t *lp_end;     /* and where each one's text ends */
+    int n_lp, cap_lp, lp_published;
     int oom;            /* a reply buffer could not grow */
     char *think;        /* its reasoning bytes, and how many the request has */
     size_t think_len, think_cap, think_published;
@@ -136,6 +143,8 @@ srv_req *srv_req_new(const int32_t *prompt, int n_prompt, const srv_params *p, u
     r->cache_prompt = p->cache_prompt;
     r->harmony = p->harmony;
     r->think_split = p->think;
+    r->logprobs = p->logprobs;
+    r->top_logprobs = LB_MIN(LB_MAX(p->top_logprobs, 0), SRV_MAX_TOP_LOGPROBS);
     for (int i = 0; i < p->n_stop; i++) {
         size_t n = strlen(p->stop[i]);
         if (!(r->stop[r->n_stop] = malloc(n + 1))) continue;
@@ -153,6 +162,7 @@ static void req_free(srv_req *r) {
     free(r->text);
     free(r->think);
     free(r->marks);
+    free(r->lp);
     pthread_cond_destroy(&r->cv);
     free(r);
 }
@@ -234,6 +244,11 @@ int srv_req_take(srv_engine *e, srv_req *r, size_t *have, int timeout_ms, srv_ta
         out->reasoning[out->reasoning_len] = 0;
         r->think_taken = r->think_len;
         changed = 1;
+    }
+    if (r->n_lp > r->lp_taken && (out->lp = malloc((size_t)(r->n_lp - r->lp_taken) * sizeof *out->lp))) {
+        out->n_lp = r->n_lp - r->lp_taken;
+        memcpy(out->lp, r->lp + r->lp_taken, (size_t)out->n_lp * sizeof *out->lp);
+        r->lp_taken = r->n_lp;
     }
     if (r->text_len > *have) {
         out->delta_len = r->text_len - *have;
@@ -359,6 +374,8 @@ static void slot_free(srv_engine *e, slot *s) {
     lb_sampler_free(s->smp);
     free(s->gen);
     free(s->think);
+    free(s->lp);
+    free(s->lp_end);
     unref(s->r);
     memset(s, 0, sizeof *s);
 }
@@ -539,6 +556,48 @@ static void on_token(srv_engine *e, slot *s, int32_t t) {
     if (rel > s->released) s->released = rel;
 }
 
+/* The sampled token's log probability under the model's distribution
+ * (log-softmax of the raw logits, before the sampler's penalties and
+ * temperature, as OpenAI and llama-server report it) and the n_top most
+ * likely tokens, most likely first. */
+static void logprob_of(const float *lg, int V, int32_t t, int n_top, srv_logprob *o) {
+    float mx = lg[0];
+    for (int i = 1; i < V; i++) mx = lg[i] > mx ? lg[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((double)(lg[i] - mx));
+    const float lse = mx + (float)log(sum);
+    o->token = t;
+    o->logprob = lg[t] - lse;
+    o->n_top = 0;
+    for (int i = 0; i < V && n_top > 0; i++) {
+        if (o->n_top == n_top && lg[i] <= o->top_logprob[n_top - 1]) continue;
+        int j = o->n_top < n_top ? o->n_top++ : n_top - 1; /* insertion, the smallest falls out */
+        for (; j > 0 && o->top_logprob[j - 1] < lg[i]; j--) {
+            o->top_logprob[j] = o->top_logprob[j - 1];
+            o->top[j] = o->top[j - 1];
+        }
+        o->top_logprob[j] = lg[i];
+        o->top[j] = i;
+    }
+    for (int j = 0; j < o->n_top; j++) o->top_logprob[j] -= lse;
+}
+
+/* a token's entry, its text at [start, end) of gen */
+static void lp_add(slot *s, const srv_logprob *lp, size_t start, size_t end) {
+    if (s->n_lp == s->cap_lp) {
+        const int cap = s->cap_lp ? 2 * s->cap_lp : 64;
+        srv_logprob *a = realloc(s->lp, (size_t)cap * sizeof *a);
+        if (a) s->lp = a;
+        size_t *b = realloc(s->lp_end, (size_t)cap * sizeof *b);
+        if (b) s->lp_end = b;
+        if (!a || !b) return; /* the entry is lost, not the reply */
+        s->cap_lp = cap;
+    }
+    s->lp[s->n_lp] = *lp;
+    s->lp[s->n_lp].offset = start;
+    s->lp_end[s->n_lp++] = end;
+}
+
 /* One forward pass over every active slot (engine thread, unlocked).
  * Returns 0, or -1 when the pass failed (every running request is failed). */
 static int step(srv_engine *e) {
@@ -604,7 +663,14 @@ static int step(srv_engine *e) {
         }
         if (!b->logits) continue;
         const float *lg = e->logits + (size_t)row++ * e->V;
-        on_token(e, s, lb_sampler_sample(s->smp, lg));
+        const int32_t t = lb_sampler_sample(s->smp, lg);
+        const size_t before = s->gen_len;
+        srv_logprob lp;
+        if (s->r->logprobs) logprob_of(lg, e->V, t, s->r->top_logprobs, &lp);
+        on_token(e, s, t);
+        /* a stop string's bytes are cut from gen: so are the entries of the tokens that began it */
+        while (s->n_lp > s->lp_published && s->lp[s->n_lp - 1].offset >= s->gen_len) s->n_lp--;
+        if (s->r->logprobs && s->gen_len > before) lp_add(s, &lp, before, s->gen_len);
     }
     return 0;
 }
@@ -629,6 +695,19 @@ static void publish(srv_engine *e, int failed) {
             free(clean);
             s->published = s->released;
             pthread_cond_broadcast(&r->cv);
+        }
+        /* the entries of the tokens whose text went out, offsets into the request's text (which is gen's
+         * released bytes, longer only where a replacement character stands for invalid UTF-8) */
+        while (s->lp_published < s->n_lp && (s->lp_end[s->lp_published] <= s->released || s->finish)) {
+            srv_logprob lp = s->lp[s->lp_published++];
+            lp.offset = LB_MIN(lp.offset + (r->text_len - LB_MIN(s->published, r->text_len)), r->text_len);
+            if (r->n_lp == r->cap_lp) {
+                const int cap = r->cap_lp ? 2 * r->cap_lp : 64;
+                srv_logprob *a = realloc(r->lp, (size_t)cap * sizeof *a);
+                if (!a) continue;
+                r->lp = a, r->cap_lp = cap;
+            }
+            r->lp[r->n_lp++] = lp;
         }
         /* the reasoning: whole UTF-8 characters, the rest once it is done */
         const size_t think_rel = s->finish ? s->think_len : srv_utf8_complete(s->think, s->think_len);

@@ -220,6 +220,7 @@ typedef struct {
     size_t out_len, out_off, out_cap;
     size_t have;
     int started, finished;
+    int logprobs; /* the request asked for them */
     double t0;
 } stream_state;
 
@@ -270,10 +271,73 @@ static cJSON *envelope(srv_http *h, srv_kind kind, int chunk, const char *id, lo
     return o;
 }
 
+/* a token's text for JSON: invalid UTF-8 (a piece of a character) replaced;
+ * malloc'ed, NULL out of memory */
+static char *token_text(srv_http *h, int32_t t) {
+    size_t len, n;
+    const char *piece = lb_token_to_piece(h->o.model, t, &len);
+    return srv_utf8_clean(piece, len, &n);
+}
+
+/* "token", "logprob" and "bytes" (the raw bytes) of a token */
+static void add_token(srv_http *h, cJSON *o, int32_t t, float logprob) {
+    char *text = token_text(h, t);
+    cJSON_AddStringToObject(o, "token", text ? text : "");
+    free(text);
+    cJSON_AddNumberToObject(o, "logprob", logprob);
+    size_t len;
+    const char *piece = lb_token_to_piece(h->o.model, t, &len);
+    cJSON *b = cJSON_AddArrayToObject(o, "bytes");
+    for (size_t i = 0; i < len; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)piece[i]));
+}
+
+/* A choice's "logprobs" for n tokens: chat's {"content": [{token, logprob,
+ * bytes, top_logprobs: [...]}]}, or the completions API's {tokens,
+ * token_logprobs, top_logprobs: [{token: logprob}], text_offset}. */
+static cJSON *logprobs_json(srv_http *h, srv_kind kind, const srv_logprob *lp, int n) {
+    cJSON *o = cJSON_CreateObject();
+    if (kind == SRV_CHAT) {
+        cJSON *c = cJSON_AddArrayToObject(o, "content");
+        for (int i = 0; i < n; i++) {
+            cJSON *e = cJSON_CreateObject();
+            add_token(h, e, lp[i].token, lp[i].logprob);
+            cJSON *top = cJSON_AddArrayToObject(e, "top_logprobs");
+            for (int j = 0; j < lp[i].n_top; j++) {
+                cJSON *a = cJSON_CreateObject();
+                add_token(h, a, lp[i].top[j], lp[i].top_logprob[j]);
+                cJSON_AddItemToArray(top, a);
+            }
+            cJSON_AddItemToArray(c, e);
+        }
+        cJSON_AddNullToObject(o, "refusal");
+        return o;
+    }
+    cJSON *tok = cJSON_AddArrayToObject(o, "tokens"), *tlp = cJSON_AddArrayToObject(o, "token_logprobs");
+    cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs"), *off = cJSON_AddArrayToObject(o, "text_offset");
+    for (int i = 0; i < n; i++) {
+        char *text = token_text(h, lp[i].token);
+        cJSON_AddItemToArray(tok, cJSON_CreateString(text ? text : ""));
+        free(text);
+        cJSON_AddItemToArray(tlp, cJSON_CreateNumber(lp[i].logprob));
+        cJSON *alt = cJSON_CreateObject();
+        for (int j = 0; j < lp[i].n_top; j++) {
+            char *name = token_text(h, lp[i].top[j]);
+            if (name && !cJSON_GetObjectItemCaseSensitive(alt, name)) /* two tokens of one text: the likelier */
+                cJSON_AddNumberToObject(alt, name, lp[i].top_logprob[j]);
+            free(name);
+        }
+        cJSON_AddItemToArray(top, alt);
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)lp[i].offset));
+    }
+    return o;
+}
+
 /* One streamed choice: text (may be NULL) and finish (NULL while running);
  * a chat delta's field is "content", or "reasoning_content" for gpt-oss's
- * reasoning (as llama.cpp's server sends it). */
-static void chunk_event_as(stream_state *st, const char *field, const char *text, const char *finish, int role) {
+ * reasoning (as llama.cpp's server sends it); lp: its tokens' log
+ * probabilities (n_lp of them, when the request asked). */
+static void chunk_event_lp(stream_state *st, const char *field, const char *text, const char *finish, int role,
+                           const srv_logprob *lp, int n_lp) {
     cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
     cJSON *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", 0);
@@ -284,11 +348,15 @@ static void chunk_event_as(stream_state *st, const char *field, const char *text
     } else {
         cJSON_AddStringToObject(ch, "text", text ? text : "");
     }
-    cJSON_AddNullToObject(ch, "logprobs");
+    if (lp && n_lp) cJSON_AddItemToObject(ch, "logprobs", logprobs_json(st->h, st->kind, lp, n_lp));
+    else cJSON_AddNullToObject(ch, "logprobs");
     if (finish) cJSON_AddStringToObject(ch, "finish_reason", finish);
     else cJSON_AddNullToObject(ch, "finish_reason");
     cJSON_AddItemToArray(choices, ch);
     out_event(st, o);
+}
+static void chunk_event_as(stream_state *st, const char *field, const char *text, const char *finish, int role) {
+    chunk_event_lp(st, field, text, finish, role, NULL, 0);
 }
 static void chunk_event(stream_state *st, const char *text, const char *finish, int role) {
     chunk_event_as(st, "content", text, finish, role);
@@ -311,21 +379,27 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             continue;
         }
         srv_take tk;
+        const size_t base = st->have; /* where this take's text begins in the reply */
         srv_req_take(st->h->o.engine, st->r, &st->have, 100, &tk);
         if (tk.reasoning_len) chunk_event_as(st, "reasoning_content", tk.reasoning, NULL, 0);
         free(tk.reasoning);
         size_t from = 0;
+        int lp0 = 0; /* the entries not sent yet: each goes with the event holding its first byte */
         for (int i = 0; i <= tk.n_cuts && from < tk.delta_len; i++) { /* an event per step's text */
             const size_t to = i < tk.n_cuts && tk.cuts[i] <= tk.delta_len ? tk.cuts[i] : tk.delta_len;
             if (to <= from) continue;
+            int lp1 = lp0;
+            while (lp1 < tk.n_lp && (tk.lp[lp1].offset < base + to || to == tk.delta_len)) lp1++;
             const char keep = tk.delta[to];
             tk.delta[to] = 0;
-            chunk_event(st, tk.delta + from, NULL, 0);
+            chunk_event_lp(st, "content", tk.delta + from, NULL, 0, tk.lp + lp0, lp1 - lp0);
             tk.delta[to] = keep;
-            from = to;
+            from = to, lp0 = lp1;
         }
+        if (lp0 < tk.n_lp) chunk_event_lp(st, "content", "", NULL, 0, tk.lp + lp0, tk.n_lp - lp0);
         free(tk.delta);
         free(tk.cuts);
+        free(tk.lp);
         if (tk.done) {
             if (tk.err.status) {
                 char *e = srv_error_json(&tk.err);
@@ -462,6 +536,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         snprintf(st->id, sizeof st->id, "%s", id);
         st->created = created;
         st->include_usage = p.include_usage;
+        st->logprobs = p.logprobs;
         st->n_prompt = n_ids;
         st->t0 = cs->t0;
         MHD_add_response_header(resp, "Content-Type", "text/event-stream");
@@ -473,12 +548,22 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
     /* the whole answer, watching the client meanwhile */
     char *answer = NULL, *thought = NULL;
     size_t answer_len = 0, answer_cap = 0, have = 0, thought_len = 0, thought_cap = 0;
+    srv_logprob *lps = NULL;
+    int n_lps = 0;
     srv_take tk;
     double checked = lb_time_s();
     for (;;) {
         srv_req_take(h->o.engine, r, &have, 100, &tk);
         if (tk.delta_len) srv_buf_append(&answer, &answer_len, &answer_cap, tk.delta, tk.delta_len);
         if (tk.reasoning_len) srv_buf_append(&thought, &thought_len, &thought_cap, tk.reasoning, tk.reasoning_len);
+        if (tk.n_lp) {
+            srv_logprob *a = realloc(lps, (size_t)(n_lps + tk.n_lp) * sizeof *a);
+            if (a) {
+                memcpy(a + n_lps, tk.lp, (size_t)tk.n_lp * sizeof *a);
+                lps = a, n_lps += tk.n_lp;
+            }
+        }
+        free(tk.lp);
         free(tk.reasoning);
         free(tk.delta);
         free(tk.cuts);
@@ -490,12 +575,14 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
             if (h->o.verbose) fprintf(stderr, "lowbit serve: client disconnected\n");
             free(answer);
             free(thought);
+            free(lps);
             goto done; /* MHD_NO: drop the connection */
         }
     }
     if (tk.err.status) {
         free(answer);
         free(thought);
+        free(lps);
         err = tk.err;
         goto fail;
     }
@@ -510,7 +597,9 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
     } else {
         cJSON_AddStringToObject(ch, "text", answer ? answer : "");
     }
-    cJSON_AddNullToObject(ch, "logprobs");
+    if (p.logprobs) cJSON_AddItemToObject(ch, "logprobs", logprobs_json(h, kind, lps, n_lps));
+    else cJSON_AddNullToObject(ch, "logprobs");
+    free(lps);
     cJSON_AddStringToObject(ch, "finish_reason", tk.finish ? tk.finish : "stop");
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddItemToObject(o, "usage", usage_object(&tk));

@@ -197,6 +197,28 @@ static int get_thinking(const cJSON *root, srv_params *p, srv_error *err) {
     return 0;
 }
 
+static int get_int(const cJSON *o, const char *name, double lo, double hi, double *out, srv_error *err);
+
+/* Log probabilities (OpenAI's): chat "logprobs": true with "top_logprobs" 0..20
+ * alternatives a token; completions "logprobs": N (0..20) alternatives. */
+static int get_logprobs(const cJSON *root, srv_kind kind, srv_params *p, srv_error *err) {
+    const cJSON *v = field(root, "logprobs");
+    double x;
+    int r;
+    if (kind == SRV_COMPLETION) {
+        if (v && cJSON_IsNull(v)) return 0;
+        if ((r = get_int(root, "logprobs", 0, SRV_MAX_TOP_LOGPROBS, &x, err)) < 0) return -1;
+        if (r) p->logprobs = 1, p->top_logprobs = (int)x;
+        return 0;
+    }
+    if (v && !cJSON_IsNull(v) && get_bool(root, "logprobs", &p->logprobs, err)) return -1;
+    if ((r = get_int(root, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, &x, err)) < 0) return -1;
+    if (r && !p->logprobs)
+        return bad_value(err, "top_logprobs", "'logprobs' must be true when 'top_logprobs' is given.");
+    if (r) p->top_logprobs = (int)x;
+    return 0;
+}
+
 /* An integer (a JSON number with no fraction) in [lo, hi]. */
 static int get_int(const cJSON *o, const char *name, double lo, double hi, double *out, srv_error *err) {
     const cJSON *v = field(o, name);
@@ -426,14 +448,14 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
         p->seed = x < 0 ? (uint64_t)(int64_t)x : (uint64_t)x;
     }
     if (get_stop(root, p, err)) return -1;
+    if (get_logprobs(root, kind, p, err)) return -1;
     if ((r = get_int(root, "n", 1, 1, &x, err)) < 0) {
         if (!strcmp(err->code, "invalid_value"))
             snprintf(err->message, sizeof err->message, "Invalid 'n': only n = 1 is supported.");
         return -1;
     }
     /* features that would change the answer's meaning: refused, not ignored */
-    static const char *const unsupported[] = {"tools", "functions", "logprobs", "top_logprobs", "suffix", "echo",
-                                              "best_of", "response_format"};
+    static const char *const unsupported[] = {"tools", "functions", "suffix", "echo", "best_of", "response_format"};
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         v = field(root, unsupported[i]);
         if (!v || (cJSON_IsBool(v) && !cJSON_IsTrue(v)) || (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))

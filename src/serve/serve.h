@@ -62,6 +62,8 @@ typedef struct {
                                 * final channel is the content (model/chat_template.h, lb_harmony) */
     int thinking;              /* chat_template_kwargs' "enable_thinking" (or "thinking"): 0, 1; -1: the server's */
     int reasoning_format;      /* "reasoning_format": 0 none, 1 deepseek or auto; -1: the server's */
+    int logprobs;              /* chat "logprobs": true, or completions "logprobs": N given */
+    int top_logprobs;          /* alternatives a token (0..SRV_MAX_TOP_LOGPROBS) */
     int think;                 /* set by the server: the reply's <think> block goes to reasoning_content (1; 2
                                 * when the prompt opened it; lb_think_split), 0 the reply as it is */
 } srv_params;
@@ -123,6 +125,18 @@ void srv_req_release(srv_engine *e, srv_req *r);
  * after them); -1 out of memory, the buffer as it was. */
 int srv_buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n);
 
+/* One generated token's log probability (natural log, of the model's
+ * distribution before sampling) and its most likely alternatives. */
+enum { SRV_MAX_TOP_LOGPROBS = 20 };
+typedef struct {
+    int32_t token;
+    float logprob;
+    int n_top;
+    int32_t top[SRV_MAX_TOP_LOGPROBS];
+    float top_logprob[SRV_MAX_TOP_LOGPROBS];
+    size_t offset; /* its first byte in the reply's text */
+} srv_logprob;
+
 /* What a waiter takes out of a request. */
 typedef struct {
     char *delta;          /* new text since the last take (malloc'ed, may be NULL) */
@@ -131,6 +145,8 @@ typedef struct {
     size_t reasoning_len;
     size_t *cuts;         /* where the steps that produced it end in delta (malloc'ed): */
     int n_cuts;           /* a stream sends one event per step, i.e. per token */
+    srv_logprob *lp;      /* the tokens of delta, with "logprobs" (malloc'ed, may be NULL) */
+    int n_lp;
     int done;             /* finished (or failed) */
     const char *finish;   /* "stop" or "length" once done without an error */
     int n_prompt, n_gen;

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# lowbit serve's log probabilities (docs/serve.md) on stories260K: chat's
+# "logprobs" / "top_logprobs" and the completions API's "logprobs": N, whole
+# and streamed. Each entry is a token of the reply, in order, its text the
+# reply's next bytes; log probabilities are <= 0, the alternatives sorted and
+# their probabilities summing to at most 1; greedy picks the first
+# alternative; a sampled token's own log probability is the one its entry
+# among the alternatives shows; a stop string drops the entries of the tokens
+# after it; bad values are 400s. (The openai client's reading of them is in
+# serve_openai.py.)
+. "$(dirname "$0")/lib_cli.sh"
+command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+. "$(dirname "$0")/lib_serve.sh"
+
+start_server "$WORK/serve.log" -np 2 -c 256 --chat-template chatml
+C=(-H "Content-Type: application/json")
+for body in '{"messages":[{"role":"user","content":"x"}],"top_logprobs":2}' \
+            '{"messages":[{"role":"user","content":"x"}],"logprobs":1}' \
+            '{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21}' \
+            '{"prompt":"x","logprobs":-1}' '{"prompt":"x","logprobs":true}'; do
+  route=chat/completions; [[ $body == *prompt* ]] && route=completions
+  out=$(curl -s -w '\n%{http_code}' "${C[@]}" "$URL/v1/$route" -d "$body")
+  [ "${out##*$'\n'}" = 400 ] && ok "400 for $body" || bad "$body: $out"
+done
+
+python3 - "$URL" <<'EOF' && ok "entries: order, text, values, alternatives, stop, streaming" || bad "logprobs (see above)"
+import json, math, sys, urllib.request
+url = sys.argv[1]
+def post(route, body):
+    req = urllib.request.Request(url + "/v1/" + route, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        if not body.get("stream"):
+            return json.loads(r.read())
+        return [json.loads(l[6:]) for l in r.read().decode().splitlines() if l.startswith("data: {")]
+def entries_ok(entries, text, greedy):
+    assert "".join(e["token"] for e in entries).startswith(text), (entries, text)
+    for e in entries:
+        tops = e["top_logprobs"]
+        assert e["logprob"] <= 0 and bytes(e["bytes"]).decode() == e["token"], e
+        assert all(a["logprob"] >= b["logprob"] for a, b in zip(tops, tops[1:])), tops
+        assert sum(math.exp(a["logprob"]) for a in tops) <= 1 + 1e-5, tops
+        assert not greedy or (tops[0]["token"] == e["token"] and abs(tops[0]["logprob"] - e["logprob"]) < 1e-6), e
+        mine = [a["logprob"] for a in tops if a["token"] == e["token"]]
+        assert not mine or abs(mine[0] - e["logprob"]) < 1e-6, e  # a sampled token among the alternatives
+msgs = [{"role": "user", "content": "Tell me a story"}]
+# greedy, whole and streamed
+d = post("chat/completions", {"messages": msgs, "max_tokens": 16, "temperature": 0, "logprobs": True, "top_logprobs": 5})
+m, lp = d["choices"][0]["message"], d["choices"][0]["logprobs"]["content"]
+assert len(lp) == 16 == d["usage"]["completion_tokens"], (len(lp), d["usage"])
+entries_ok(lp, m["content"], True)
+assert "".join(e["token"] for e in lp) == m["content"]
+s = post("chat/completions", {"messages": msgs, "max_tokens": 16, "temperature": 0, "logprobs": True, "top_logprobs": 5,
+                              "stream": True})
+got = [e for c in s for ch in c["choices"] if ch.get("logprobs") for e in ch["logprobs"]["content"]]
+assert [e["token"] for e in got] == [e["token"] for e in lp], (got, lp)
+# sampled (temperature 1.5): the entries follow the draws; without top_logprobs, empty alternatives
+d = post("chat/completions", {"messages": msgs, "max_tokens": 24, "temperature": 1.5, "seed": 7, "logprobs": True,
+                              "top_logprobs": 20})
+entries_ok(d["choices"][0]["logprobs"]["content"], d["choices"][0]["message"]["content"], False)
+d = post("chat/completions", {"messages": msgs, "max_tokens": 4, "temperature": 0, "logprobs": True})
+assert all(e["top_logprobs"] == [] for e in d["choices"][0]["logprobs"]["content"]), d
+# not asked: null
+d = post("chat/completions", {"messages": msgs, "max_tokens": 2})
+assert d["choices"][0]["logprobs"] is None, d
+# completions: a stop string cuts the text inside a token; entries after it are gone
+base = post("completions", {"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "logprobs": 3})
+l = base["choices"][0]["logprobs"]
+text = base["choices"][0]["text"]
+assert "".join(l["tokens"]) == text and len(l["tokens"]) == 12, l
+assert l["text_offset"] == [sum(len(t) for t in l["tokens"][:i]) for i in range(12)], l
+stop = text[l["text_offset"][4] + 1:l["text_offset"][6] + 1]  # from inside token 4 into token 6
+d = post("completions", {"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "logprobs": 3, "stop": [stop]})
+c = d["choices"][0]
+print("stop %r: text %r, tokens %r" % (stop, c["text"], c["logprobs"]["tokens"]))
+assert c["finish_reason"] == "stop" and c["logprobs"]["tokens"] == l["tokens"][:5], c
+s = post("completions", {"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "logprobs": 3, "stream": True})
+toks = [t for ch in s for x in ch["choices"] if x.get("logprobs") for t in x["logprobs"]["tokens"]]
+assert toks == l["tokens"], (toks, l["tokens"])
+EOF
+stop_server "the logprobs server"
+finish
