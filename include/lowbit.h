@@ -257,7 +257,9 @@ lb_status lb_eval(lb_context *ctx, const int32_t *tokens, int n, int pos, float 
  * pos..pos+n-1, attending to that sequence's own KV cache (which must hold
  * 0..pos-1). The matmuls see all the tokens as one batch: the total must be
  * <= n_batch. logits: n_vocab floats for the last token of every entry with
- * `logits` set, in entry order (may be NULL if none is). */
+ * `logits` set (LB_LOGITS_ALL: for each of its n tokens), in entry order (may
+ * be NULL if none is). */
+enum { LB_LOGITS_ALL = 2 };
 typedef struct {
     int seq, pos, n;
     const int32_t *tokens;

@@ -6,8 +6,10 @@
 # their probabilities summing to at most 1; greedy picks the first
 # alternative; a sampled token's own log probability is the one its entry
 # among the alternatives shows; a stop string drops the entries of the tokens
-# after it; bad values are 400s. (The openai client's reading of them is in
-# serve_openai.py.)
+# after it; "echo" returns the prompt first and, with logprobs, its tokens'
+# values (evaluated in one pass, equal to what decoding gave the same tokens),
+# also for lm-evaluation-harness's [[ids]] requests and max_tokens 0; bad
+# values are 400s. (The openai client's reading of them is in serve_openai.py.)
 . "$(dirname "$0")/lib_cli.sh"
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
 . "$(dirname "$0")/lib_serve.sh"
@@ -17,7 +19,9 @@ C=(-H "Content-Type: application/json")
 for body in '{"messages":[{"role":"user","content":"x"}],"top_logprobs":2}' \
             '{"messages":[{"role":"user","content":"x"}],"logprobs":1}' \
             '{"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":21}' \
-            '{"prompt":"x","logprobs":-1}' '{"prompt":"x","logprobs":true}'; do
+            '{"prompt":"x","logprobs":-1}' '{"prompt":"x","logprobs":true}' '{"prompt":"x","max_tokens":0}' \
+            '{"messages":[{"role":"user","content":"x"}],"echo":true}' '{"prompt":"x","echo":1}' \
+            '{"prompt":[[1,2],[3]]}'; do
   route=chat/completions; [[ $body == *prompt* ]] && route=completions
   out=$(curl -s -w '\n%{http_code}' "${C[@]}" "$URL/v1/$route" -d "$body")
   [ "${out##*$'\n'}" = 400 ] && ok "400 for $body" || bad "$body: $out"
@@ -76,6 +80,35 @@ assert c["finish_reason"] == "stop" and c["logprobs"]["tokens"] == l["tokens"][:
 s = post("completions", {"prompt": "Once upon a time", "max_tokens": 12, "temperature": 0, "logprobs": 3, "stream": True})
 toks = [t for ch in s for x in ch["choices"] if x.get("logprobs") for t in x["logprobs"]["tokens"]]
 assert toks == l["tokens"], (toks, l["tokens"])
+# echo: the prompt's tokens scored by the same model, the first one null; evaluated in one pass (all
+# positions' logits), they agree with the values decoding gave the same tokens one at a time
+full = "Once upon a time" + text[:l["text_offset"][5]]
+d = post("completions", {"prompt": full, "max_tokens": 1, "temperature": 0, "logprobs": 3, "echo": True})
+c, e = d["choices"][0], d["choices"][0]["logprobs"]
+print("echo:", repr(c["text"]), e["tokens"])
+assert c["text"].startswith(full) and e["token_logprobs"][0] is None and e["top_logprobs"][0] is None, c
+assert len(e["tokens"]) == d["usage"]["prompt_tokens"] + 1 and e["tokens"][-6:-1] == l["tokens"][:5], e
+assert all(abs(a - b) < 1e-3 for a, b in zip(e["token_logprobs"][-6:-1], l["token_logprobs"][:5])), e
+assert all(max(t.values()) >= x - 1e-6 for t, x in zip(e["top_logprobs"][1:], e["token_logprobs"][1:])), e
+# each offset points at its token's text (the first piece's leading space is the decoder's, dropped)
+assert all(c["text"][o:].startswith(t) or c["text"][o:].startswith(t[1:]) for o, t in zip(e["text_offset"], e["tokens"])), e
+# what lm-evaluation-harness sends: [[ids]], echo, max_tokens 1, logprobs 1; and max_tokens 0: the prompt alone
+ids = [1, 403, 407, 261, 378]
+d = post("completions", {"prompt": [ids], "max_tokens": 1, "temperature": 0, "logprobs": 1, "echo": True})
+e = d["choices"][0]["logprobs"]
+assert len(e["tokens"]) == 6 and e["token_logprobs"][0] is None and all(x <= 0 for x in e["token_logprobs"][1:]), e
+d0 = post("completions", {"prompt": [ids], "max_tokens": 0, "logprobs": 1, "echo": True})
+e0 = d0["choices"][0]["logprobs"]
+assert d0["usage"]["completion_tokens"] == 0 and e0["token_logprobs"] == e["token_logprobs"][:5], (d0, e)
+# echo without logprobs: the prompt's text before the reply; streamed, the prompt's event first
+d = post("completions", {"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "echo": True})
+assert d["choices"][0]["text"] == "Once upon a time" + text[:len(d["choices"][0]["text"]) - 16], d
+s = post("completions", {"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "echo": True, "stream": True})
+parts = [x["text"] for ch in s for x in ch["choices"]]
+assert parts[0] == "Once upon a time" and "".join(parts) == d["choices"][0]["text"], parts
+s = post("completions", {"prompt": [ids], "max_tokens": 2, "temperature": 0, "echo": True, "logprobs": 1, "stream": True})
+got = [x["logprobs"]["token_logprobs"] for ch in s for x in ch["choices"] if x.get("logprobs")]
+assert got[0][0] is None and len(got[0]) == 5 and len(sum(got, [])) == 7, got
 EOF
 stop_server "the logprobs server"
 finish

@@ -163,7 +163,7 @@ lb_status lb_context_new(lb_model *m, const lb_context_params *params, lb_contex
     c->tok_pos = malloc(B * sizeof *c->tok_pos);
     c->tok_seq = malloc(B * sizeof *c->tok_seq);
     c->tok_buf = malloc(B * sizeof *c->tok_buf);
-    c->row_buf = malloc((size_t)c->n_seq * sizeof *c->row_buf);
+    c->row_buf = malloc(LB_MAX((size_t)c->n_seq, B) * sizeof *c->row_buf); /* an LB_LOGITS_ALL entry: a row a token */
     /* the widest dense FFN (MoE models: the shared expert's, if any; the
      * experts have buffers of their own, model/moe.c) */
     size_t ffm = 1;
@@ -645,7 +645,10 @@ lb_status lb_eval_multi(lb_context *c, const lb_seq_batch *b, int n_entries, flo
         if (st) break;
         segs[e] = (lb_seg){s->seq, s->pos, total, s->n};
         total += s->n;
-        if (s->logits) c->row_buf[rows++] = total - 1;
+        if (s->logits == LB_LOGITS_ALL)
+            for (int i = total - s->n; i < total; i++) c->row_buf[rows++] = i;
+        else if (s->logits)
+            c->row_buf[rows++] = total - 1;
     }
     if (!st) st = forward_batch(c, c->tok_buf, total, segs, n_entries, logits, 0, rows, c->row_buf);
     free(segs);

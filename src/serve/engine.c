@@ -47,6 +47,9 @@ struct srv_req {
     char *think; /* gpt-oss: released reasoning (its analysis channel), valid UTF-8 */
     size_t think_len, think_cap, think_taken;
     int logprobs, top_logprobs; /* "logprobs": one entry a released token */
+    int echo;                   /* completions' "echo": with logprobs, the prompt's entries too */
+    srv_logprob *prompt_lp;     /* tokens 1..n_prompt-1, set once the prompt is evaluated */
+    int n_prompt_lp, prompt_lp_taken;
     srv_logprob *lp;
     int n_lp, cap_lp, lp_taken;
     size_t *marks; /* text_len after each step that released text: one stream event each */
@@ -56,6 +59,9 @@ struct srv_req {
     srv_error err;
     pthread_cond_t cv;
 };
+
+/* prompt rows whose logits one step computes for an echo request's logprobs */
+enum { ECHO_ROWS = 16 };
 
 typedef struct {
     srv_req *r;        /* NULL: free */
@@ -73,6 +79,8 @@ typedef struct {
     srv_logprob *lp;    /* r->logprobs: the tokens with text in gen, offsets in gen, */
     size_t *lp_end;     /* and where each one's text ends */
     int n_lp, cap_lp, lp_published;
+    srv_logprob *prompt_lp; /* r->echo && r->logprobs: the prompt's entries so far (n_prompt - 1 of them) */
+    int n_prompt_lp;
     int oom;            /* a reply buffer could not grow */
     char *think;        /* its reasoning bytes, and how many the request has */
     size_t think_len, think_cap, think_published;
@@ -144,6 +152,7 @@ srv_req *srv_req_new(const int32_t *prompt, int n_prompt, const srv_params *p, u
     r->harmony = p->harmony;
     r->think_split = p->think;
     r->logprobs = p->logprobs;
+    r->echo = p->echo;
     r->top_logprobs = LB_MIN(LB_MAX(p->top_logprobs, 0), SRV_MAX_TOP_LOGPROBS);
     for (int i = 0; i < p->n_stop; i++) {
         size_t n = strlen(p->stop[i]);
@@ -163,6 +172,7 @@ static void req_free(srv_req *r) {
     free(r->think);
     free(r->marks);
     free(r->lp);
+    free(r->prompt_lp);
     pthread_cond_destroy(&r->cv);
     free(r);
 }
@@ -235,7 +245,8 @@ int srv_req_take(srv_engine *e, srv_req *r, size_t *have, int timeout_ms, srv_ta
         dl.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&e->mu);
-    while (r->text_len == *have && r->think_len == r->think_taken && r->state != REQ_DONE)
+    while (r->text_len == *have && r->think_len == r->think_taken && r->state != REQ_DONE &&
+           !(r->prompt_lp && !r->prompt_lp_taken))
         if (pthread_cond_timedwait(&r->cv, &e->mu, &dl) == ETIMEDOUT) break;
     int changed = 0;
     if (r->think_len > r->think_taken && (out->reasoning = malloc(r->think_len - r->think_taken + 1))) {
@@ -243,6 +254,13 @@ int srv_req_take(srv_engine *e, srv_req *r, size_t *have, int timeout_ms, srv_ta
         memcpy(out->reasoning, r->think + r->think_taken, out->reasoning_len);
         out->reasoning[out->reasoning_len] = 0;
         r->think_taken = r->think_len;
+        changed = 1;
+    }
+    if (r->prompt_lp && !r->prompt_lp_taken &&
+        (out->prompt_lp = malloc((size_t)LB_MAX(r->n_prompt_lp, 1) * sizeof *out->prompt_lp))) {
+        memcpy(out->prompt_lp, r->prompt_lp, (size_t)r->n_prompt_lp * sizeof *out->prompt_lp);
+        out->n_prompt_lp = r->n_prompt_lp;
+        r->prompt_lp_taken = 1;
         changed = 1;
     }
     if (r->n_lp > r->lp_taken && (out->lp = malloc((size_t)(r->n_lp - r->lp_taken) * sizeof *out->lp))) {
@@ -309,7 +327,7 @@ srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o) {
     e->slots = calloc((size_t)o->n_slots, sizeof *e->slots);
     e->cache = calloc((size_t)o->n_slots, sizeof *e->cache);
     e->cache_tok = malloc((size_t)o->n_slots * lb_context_n_ctx(e->ctx) * sizeof *e->cache_tok);
-    e->logits = malloc((size_t)o->n_slots * e->V * sizeof *e->logits);
+    e->logits = malloc(((size_t)o->n_slots + ECHO_ROWS) * e->V * sizeof *e->logits);
     e->batch = calloc((size_t)o->n_slots, sizeof *e->batch);
     e->batch_slot = calloc((size_t)o->n_slots, sizeof *e->batch_slot);
     pthread_mutex_init(&e->mu, NULL);
@@ -376,6 +394,7 @@ static void slot_free(srv_engine *e, slot *s) {
     free(s->think);
     free(s->lp);
     free(s->lp_end);
+    free(s->prompt_lp);
     unref(s->r);
     memset(s, 0, sizeof *s);
 }
@@ -450,7 +469,9 @@ static cache_plan plan_cache(const srv_engine *e, const srv_req *r) {
 static void admit(srv_engine *e) {
     while (e->q_n > 0) {
         srv_req *r = e->queue[e->q_head];
-        const int use_cache = r->cache_prompt && !e->o.no_cache_prompt, last = r->n_prompt - 1;
+        /* echo with logprobs needs every prompt position's logits: nothing is taken from a cache */
+        const int use_cache = r->cache_prompt && !e->o.no_cache_prompt && !(r->echo && r->logprobs),
+                  last = r->n_prompt - 1;
         cache_plan p = plan_cache(e, r);
         if (p.slot < 0) break;
         if (use_cache) {
@@ -619,7 +640,7 @@ static int step(srv_engine *e) {
         budget--;
         decoding = 1;
     }
-    int cap = decoding ? LB_MIN(e->o.prefill_chunk, budget) : budget;
+    int cap = decoding ? LB_MIN(e->o.prefill_chunk, budget) : budget, echo_rows = 0;
     for (;;) { /* prompts, oldest first */
         int best = -1;
         for (int i = 0; i < ns; i++) {
@@ -631,8 +652,13 @@ static int step(srv_engine *e) {
         }
         if (best < 0 || cap <= 0) break;
         slot *s = &e->slots[best];
-        const int k = LB_MIN(s->r->n_prompt - s->n_fed, cap);
-        e->batch[nb] = (lb_seq_batch){best, s->n_fed, k, s->r->prompt + s->n_fed, s->n_fed + k == s->r->n_prompt};
+        /* echo with logprobs: every position's logits, ECHO_ROWS at most a step */
+        const int all = s->r->echo && s->r->logprobs;
+        if (all && echo_rows) break;
+        int k = LB_MIN(s->r->n_prompt - s->n_fed, cap);
+        if (all) k = echo_rows = LB_MIN(k, ECHO_ROWS);
+        const int done = s->n_fed + k == s->r->n_prompt;
+        e->batch[nb] = (lb_seq_batch){best, s->n_fed, k, s->r->prompt + s->n_fed, all ? LB_LOGITS_ALL : done};
         e->batch_slot[nb++] = best;
         cap -= k;
         budget -= k;
@@ -662,7 +688,20 @@ static int step(srv_engine *e) {
             e->last_prompt += b->n;
         }
         if (!b->logits) continue;
+        if (b->logits == LB_LOGITS_ALL) { /* the entries of the prompt tokens these rows predict */
+            for (int i = 0; i < b->n && b->pos + i + 1 < s->r->n_prompt; i++)
+                if (s->prompt_lp || (s->prompt_lp = malloc((size_t)s->r->n_prompt * sizeof *s->prompt_lp)))
+                    logprob_of(e->logits + (size_t)(row + i) * e->V, e->V, s->r->prompt[b->pos + i + 1],
+                               s->r->top_logprobs, &s->prompt_lp[s->n_prompt_lp++]);
+            row += b->n;
+            if (s->n_fed < s->r->n_prompt) continue; /* more of the prompt to come */
+            row--; /* its last row: the first token's logits */
+        }
         const float *lg = e->logits + (size_t)row++ * e->V;
+        if (s->limit == 0) { /* echo with max_tokens 0: the prompt alone */
+            s->finish = "length";
+            continue;
+        }
         const int32_t t = lb_sampler_sample(s->smp, lg);
         const size_t before = s->gen_len;
         srv_logprob lp;
@@ -694,6 +733,11 @@ static void publish(srv_engine *e, int failed) {
             if (clean) append_text(r, clean, n);
             free(clean);
             s->published = s->released;
+            pthread_cond_broadcast(&r->cv);
+        }
+        if (s->prompt_lp && s->n_fed == r->n_prompt && !r->prompt_lp) { /* the prompt's entries, all at once */
+            r->prompt_lp = s->prompt_lp, r->n_prompt_lp = s->n_prompt_lp;
+            s->prompt_lp = NULL;
             pthread_cond_broadcast(&r->cv);
         }
         /* the entries of the tokens whose text went out, offsets into the request's text (which is gen's

@@ -221,6 +221,9 @@ typedef struct {
     size_t have;
     int started, finished;
     int logprobs; /* the request asked for them */
+    int32_t *echo_ids; /* completions' "echo": the prompt, sent first (with logprobs: once they are in) */
+    int n_echo_ids;
+    size_t echo_len;   /* the echoed text's length: the reply's offsets come after it */
     double t0;
 } stream_state;
 
@@ -291,6 +294,68 @@ static void add_token(srv_http *h, cJSON *o, int32_t t, float logprob) {
     for (size_t i = 0; i < len; i++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)piece[i]));
 }
 
+/* Appends n entries to a completions "logprobs" object, their offsets + shift. */
+static void completion_entries(srv_http *h, cJSON *o, const srv_logprob *lp, int n, size_t shift) {
+    cJSON *tok = cJSON_GetObjectItem(o, "tokens"), *tlp = cJSON_GetObjectItem(o, "token_logprobs");
+    cJSON *top = cJSON_GetObjectItem(o, "top_logprobs"), *off = cJSON_GetObjectItem(o, "text_offset");
+    for (int i = 0; i < n; i++) {
+        char *text = token_text(h, lp[i].token);
+        cJSON_AddItemToArray(tok, cJSON_CreateString(text ? text : ""));
+        free(text);
+        cJSON_AddItemToArray(tlp, cJSON_CreateNumber(lp[i].logprob));
+        cJSON *alt = cJSON_CreateObject();
+        for (int j = 0; j < lp[i].n_top; j++) {
+            char *name = token_text(h, lp[i].top[j]);
+            if (name && !cJSON_GetObjectItemCaseSensitive(alt, name)) /* two tokens of one text: the likelier */
+                cJSON_AddNumberToObject(alt, name, lp[i].top_logprob[j]);
+            free(name);
+        }
+        cJSON_AddItemToArray(top, alt);
+        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)(lp[i].offset + shift)));
+    }
+}
+
+/* "echo": the prompt's text, decoded from its tokens as the tokenizer does
+ * (an SPM vocabulary's added leading space dropped; malloc'ed, *len bytes,
+ * invalid UTF-8 replaced), and with plp (the entries of tokens 1..n-1, or
+ * NULL) a completions "logprobs" object that begins with them: the first
+ * token's log probability and alternatives are null, as in OpenAI's API.
+ * Each token's offset is where its piece (or the piece less the dropped
+ * space) stands in the text. */
+static char *echo_text(srv_http *h, const int32_t *ids, int n, size_t *len, srv_logprob *plp, int n_plp,
+                       cJSON **lp_out) {
+    char *raw = NULL, *text;
+    size_t raw_len = 0;
+    if (lb_tokenizer_decode(h->o.model->tok, ids, n, &raw, &raw_len)) raw = NULL, raw_len = 0;
+    size_t *off = malloc((size_t)LB_MAX(n, 1) * sizeof *off), pos = 0;
+    for (int i = 0; off && i < n; i++) {
+        size_t pl;
+        const char *piece = lb_token_to_piece(h->o.model, ids[i], &pl);
+        off[i] = pos;
+        if (pos + pl <= raw_len && !memcmp(raw + pos, piece, pl)) pos += pl;
+        else if (pl && piece[0] == ' ' && pos + pl - 1 <= raw_len && !memcmp(raw + pos, piece + 1, pl - 1)) pos += pl - 1;
+    }
+    text = srv_utf8_clean(raw ? raw : "", raw_len, len);
+    free(raw);
+    if (lp_out && off) {
+        cJSON *o = *lp_out = cJSON_CreateObject();
+        cJSON *tok = cJSON_AddArrayToObject(o, "tokens"), *tlp = cJSON_AddArrayToObject(o, "token_logprobs");
+        cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs"), *to = cJSON_AddArrayToObject(o, "text_offset");
+        if (n > 0) {
+            char *t0 = token_text(h, ids[0]);
+            cJSON_AddItemToArray(tok, cJSON_CreateString(t0 ? t0 : ""));
+            free(t0);
+            cJSON_AddItemToArray(tlp, cJSON_CreateNull());
+            cJSON_AddItemToArray(top, cJSON_CreateNull());
+            cJSON_AddItemToArray(to, cJSON_CreateNumber(0));
+        }
+        for (int i = 0; i < n_plp && i + 1 < n; i++) plp[i].offset = off[i + 1];
+        completion_entries(h, o, plp, LB_MIN(n_plp, LB_MAX(n - 1, 0)), 0);
+    }
+    free(off);
+    return text;
+}
+
 /* A choice's "logprobs" for n tokens: chat's {"content": [{token, logprob,
  * bytes, top_logprobs: [...]}]}, or the completions API's {tokens,
  * token_logprobs, top_logprobs: [{token: logprob}], text_offset}. */
@@ -312,23 +377,11 @@ static cJSON *logprobs_json(srv_http *h, srv_kind kind, const srv_logprob *lp, i
         cJSON_AddNullToObject(o, "refusal");
         return o;
     }
-    cJSON *tok = cJSON_AddArrayToObject(o, "tokens"), *tlp = cJSON_AddArrayToObject(o, "token_logprobs");
-    cJSON *top = cJSON_AddArrayToObject(o, "top_logprobs"), *off = cJSON_AddArrayToObject(o, "text_offset");
-    for (int i = 0; i < n; i++) {
-        char *text = token_text(h, lp[i].token);
-        cJSON_AddItemToArray(tok, cJSON_CreateString(text ? text : ""));
-        free(text);
-        cJSON_AddItemToArray(tlp, cJSON_CreateNumber(lp[i].logprob));
-        cJSON *alt = cJSON_CreateObject();
-        for (int j = 0; j < lp[i].n_top; j++) {
-            char *name = token_text(h, lp[i].top[j]);
-            if (name && !cJSON_GetObjectItemCaseSensitive(alt, name)) /* two tokens of one text: the likelier */
-                cJSON_AddNumberToObject(alt, name, lp[i].top_logprob[j]);
-            free(name);
-        }
-        cJSON_AddItemToArray(top, alt);
-        cJSON_AddItemToArray(off, cJSON_CreateNumber((double)lp[i].offset));
-    }
+    cJSON_AddArrayToObject(o, "tokens");
+    cJSON_AddArrayToObject(o, "token_logprobs");
+    cJSON_AddArrayToObject(o, "top_logprobs");
+    cJSON_AddArrayToObject(o, "text_offset");
+    completion_entries(h, o, lp, n, 0);
     return o;
 }
 
@@ -368,6 +421,25 @@ static void log_done(srv_http *h, const char *what, int status, int n_prompt, in
     (void)h;
 }
 
+/* completions' "echo" when streaming: the prompt's text in one event first,
+ * with its tokens' logprobs when asked (plp: tokens 1..n-1) */
+static void echo_event(stream_state *st, srv_logprob *plp, int n_plp) {
+    cJSON *elp = NULL;
+    char *et = echo_text(st->h, st->echo_ids, st->n_echo_ids, &st->echo_len, plp, n_plp, st->logprobs ? &elp : NULL);
+    if (!et) st->echo_len = 0;
+    cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
+    cJSON *ch = cJSON_CreateObject();
+    cJSON_AddNumberToObject(ch, "index", 0);
+    cJSON_AddStringToObject(ch, "text", et ? et : "");
+    cJSON_AddItemToObject(ch, "logprobs", elp ? elp : cJSON_CreateNull());
+    cJSON_AddNullToObject(ch, "finish_reason");
+    cJSON_AddItemToArray(choices, ch);
+    out_event(st, o);
+    free(et);
+    free(st->echo_ids);
+    st->echo_ids = NULL;
+}
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream_state *st = cls;
@@ -376,11 +448,15 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
         if (!st->started) {
             st->started = 1;
             if (st->kind == SRV_CHAT) chunk_event(st, "", NULL, 1);
+            if (st->echo_ids && !st->logprobs) echo_event(st, NULL, 0);
             continue;
         }
         srv_take tk;
         const size_t base = st->have; /* where this take's text begins in the reply */
         srv_req_take(st->h->o.engine, st->r, &st->have, 100, &tk);
+        if (st->echo_ids && (tk.prompt_lp || tk.done)) echo_event(st, tk.prompt_lp, tk.n_prompt_lp);
+        free(tk.prompt_lp);
+        for (int i = 0; i < tk.n_lp; i++) tk.lp[i].offset += st->echo_len;
         if (tk.reasoning_len) chunk_event_as(st, "reasoning_content", tk.reasoning, NULL, 0);
         free(tk.reasoning);
         size_t from = 0;
@@ -389,7 +465,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             const size_t to = i < tk.n_cuts && tk.cuts[i] <= tk.delta_len ? tk.cuts[i] : tk.delta_len;
             if (to <= from) continue;
             int lp1 = lp0;
-            while (lp1 < tk.n_lp && (tk.lp[lp1].offset < base + to || to == tk.delta_len)) lp1++;
+            while (lp1 < tk.n_lp && (tk.lp[lp1].offset < st->echo_len + base + to || to == tk.delta_len)) lp1++;
             const char keep = tk.delta[to];
             tk.delta[to] = 0;
             chunk_event_lp(st, "content", tk.delta + from, NULL, 0, tk.lp + lp0, lp1 - lp0);
@@ -439,6 +515,7 @@ static void stream_free(void *cls) {
     stream_state *st = cls;
     srv_req_cancel(st->h->o.engine, st->r); /* no-op when it finished */
     srv_req_release(st->h->o.engine, st->r);
+    free(st->echo_ids);
     free(st->out);
     free(st);
 }
@@ -537,6 +614,10 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         st->created = created;
         st->include_usage = p.include_usage;
         st->logprobs = p.logprobs;
+        if (p.echo && (st->echo_ids = malloc((size_t)LB_MAX(n_ids, 1) * sizeof *ids))) {
+            memcpy(st->echo_ids, ids, (size_t)n_ids * sizeof *ids);
+            st->n_echo_ids = n_ids;
+        }
         st->n_prompt = n_ids;
         st->t0 = cs->t0;
         MHD_add_response_header(resp, "Content-Type", "text/event-stream");
@@ -548,8 +629,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
     /* the whole answer, watching the client meanwhile */
     char *answer = NULL, *thought = NULL;
     size_t answer_len = 0, answer_cap = 0, have = 0, thought_len = 0, thought_cap = 0;
-    srv_logprob *lps = NULL;
-    int n_lps = 0;
+    srv_logprob *lps = NULL, *plp = NULL;
+    int n_lps = 0, n_plp = 0;
     srv_take tk;
     double checked = lb_time_s();
     for (;;) {
@@ -564,6 +645,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
             }
         }
         free(tk.lp);
+        if (tk.prompt_lp && !plp) plp = tk.prompt_lp, n_plp = tk.n_prompt_lp;
+        else free(tk.prompt_lp);
         free(tk.reasoning);
         free(tk.delta);
         free(tk.cuts);
@@ -576,6 +659,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
             free(answer);
             free(thought);
             free(lps);
+            free(plp);
             goto done; /* MHD_NO: drop the connection */
         }
     }
@@ -583,6 +667,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         free(answer);
         free(thought);
         free(lps);
+        free(plp);
         err = tk.err;
         goto fail;
     }
@@ -594,12 +679,27 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         cJSON_AddStringToObject(m, "role", "assistant");
         cJSON_AddStringToObject(m, "content", answer ? answer : "");
         if (thought) cJSON_AddStringToObject(m, "reasoning_content", thought);
-    } else {
+    } else if (!p.echo) {
         cJSON_AddStringToObject(ch, "text", answer ? answer : "");
+    } else { /* the prompt, then the reply; their entries in one list */
+        size_t elen = 0, flen = 0, fcap = 0;
+        cJSON *elp = NULL;
+        char *et = echo_text(h, ids, n_ids, &elen, plp, n_plp, p.logprobs ? &elp : NULL), *full = NULL;
+        if (!et) elen = 0;
+        srv_buf_append(&full, &flen, &fcap, et ? et : "", elen);
+        srv_buf_append(&full, &flen, &fcap, answer ? answer : "", answer_len);
+        cJSON_AddStringToObject(ch, "text", full ? full : "");
+        if (elp) completion_entries(h, elp, lps, n_lps, elen);
+        cJSON_AddItemToObject(ch, "logprobs", elp ? elp : cJSON_CreateNull());
+        free(et);
+        free(full);
     }
-    if (p.logprobs) cJSON_AddItemToObject(ch, "logprobs", logprobs_json(h, kind, lps, n_lps));
-    else cJSON_AddNullToObject(ch, "logprobs");
+    if (!p.echo || kind == SRV_CHAT) {
+        if (p.logprobs) cJSON_AddItemToObject(ch, "logprobs", logprobs_json(h, kind, lps, n_lps));
+        else cJSON_AddNullToObject(ch, "logprobs");
+    }
     free(lps);
+    free(plp);
     cJSON_AddStringToObject(ch, "finish_reason", tk.finish ? tk.finish : "stop");
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddItemToObject(o, "usage", usage_object(&tk));

@@ -381,7 +381,15 @@ static int get_prompt(const cJSON *root, srv_params *p, srv_error *err) {
     const int n = cJSON_GetArraySize(v);
     if (n == 0) return bad_value(err, "prompt", "expected a non-empty string or array.");
     const cJSON *first = cJSON_GetArrayItem(v, 0);
-    if (cJSON_IsString(first)) {
+    if (cJSON_IsArray(first)) { /* [[ids]]: a batch of one token-id prompt (what lm-evaluation-harness sends) */
+        if (n > 1) {
+            srv_error_set(err, 400, "invalid_request_error", "unsupported_value", "prompt",
+                          "several prompts in one request are not supported: send one request per prompt.");
+            return -1;
+        }
+        v = first;
+        if (cJSON_GetArraySize(v) == 0) return bad_value(err, "prompt", "expected a non-empty string or array.");
+    } else if (cJSON_IsString(first)) {
         if (n > 1) {
             srv_error_set(err, 400, "invalid_request_error", "unsupported_value", "prompt",
                           "several prompts in one request are not supported: send one request per prompt.");
@@ -390,7 +398,7 @@ static int get_prompt(const cJSON *root, srv_params *p, srv_error *err) {
         p->prompt = dup_str(first->valuestring);
         return p->prompt ? 0 : oom(err);
     }
-    if (!(p->prompt_ids = malloc((size_t)n * sizeof *p->prompt_ids))) return oom(err);
+    if (!(p->prompt_ids = malloc((size_t)cJSON_GetArraySize(v) * sizeof *p->prompt_ids))) return oom(err);
     const cJSON *t;
     cJSON_ArrayForEach(t, v) {
         if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
@@ -437,8 +445,9 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
         const cJSON *f = field(root, mt[i]);
         if (f && (!cJSON_IsNumber(f) || f->valuedouble != floor(f->valuedouble) || !isfinite(f->valuedouble)))
             return bad_type(err, mt[i], "an integer", f);
-        if (f && f->valuedouble <= 0)
-            return bad_value(err, mt[i], "expected a value >= 1, but got %.0f instead.", f->valuedouble);
+        const int echo = kind == SRV_COMPLETION && cJSON_IsTrue(field(root, "echo")); /* the prompt alone: 0 */
+        if (f && f->valuedouble < !echo)
+            return bad_value(err, mt[i], "expected a value >= %d, but got %.0f instead.", !echo, f->valuedouble);
         if (f) p->max_tokens = f->valuedouble > INT_MAX ? INT_MAX : (int)f->valuedouble;
     }
     /* any int64 or uint64 (the upper bound: the largest double below 2^64) */
@@ -449,6 +458,7 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
     }
     if (get_stop(root, p, err)) return -1;
     if (get_logprobs(root, kind, p, err)) return -1;
+    if (kind == SRV_COMPLETION && get_bool(root, "echo", &p->echo, err)) return -1;
     if ((r = get_int(root, "n", 1, 1, &x, err)) < 0) {
         if (!strcmp(err->code, "invalid_value"))
             snprintf(err->message, sizeof err->message, "Invalid 'n': only n = 1 is supported.");
@@ -466,6 +476,7 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
             if (cJSON_IsString(t) && !strcmp(t->valuestring, "text")) continue;
         }
         if (!strcmp(unsupported[i], "suffix") && cJSON_IsString(v) && !v->valuestring[0]) continue;
+        if (!strcmp(unsupported[i], "echo") && kind == SRV_COMPLETION) continue; /* read above */
         srv_error_set(err, 400, "invalid_request_error", "unsupported_parameter", unsupported[i],
                       "'%s' is not supported by lowbit serve.", unsupported[i]);
         return -1;

@@ -64,6 +64,8 @@ typedef struct {
     int reasoning_format;      /* "reasoning_format": 0 none, 1 deepseek or auto; -1: the server's */
     int logprobs;              /* chat "logprobs": true, or completions "logprobs": N given */
     int top_logprobs;          /* alternatives a token (0..SRV_MAX_TOP_LOGPROBS) */
+    int echo;                  /* completions: the prompt comes back before the reply (with "logprobs", its
+                                * tokens' too); "max_tokens" may then be 0 */
     int think;                 /* set by the server: the reply's <think> block goes to reasoning_content (1; 2
                                 * when the prompt opened it; lb_think_split), 0 the reply as it is */
 } srv_params;
@@ -147,6 +149,8 @@ typedef struct {
     int n_cuts;           /* a stream sends one event per step, i.e. per token */
     srv_logprob *lp;      /* the tokens of delta, with "logprobs" (malloc'ed, may be NULL) */
     int n_lp;
+    srv_logprob *prompt_lp; /* "echo" with "logprobs": the prompt's tokens 1..n-1, once it is evaluated */
+    int n_prompt_lp;      /* (malloc'ed; handed out by one take) */
     int done;             /* finished (or failed) */
     const char *finish;   /* "stop" or "length" once done without an error */
     int n_prompt, n_gen;
