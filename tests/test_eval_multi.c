@@ -3,8 +3,10 @@
  * that each sequence gets alone through lb_eval: prompts split into chunks
  * and mixed with other sequences' decode steps, sequences at different
  * depths, a slot reused from position 0. F32 and Q8_0 (GEMM rows against
- * GEMV), and F32 with an fp16, a q8_0 and a q4_0 KV cache (both sides). Bad batches are
- * refused. */
+ * GEMV), and F32 with an fp16, a q8_0 and a q4_0 KV cache (both sides); an
+ * entry's every token's logits (LB_LOGITS_ALL). Bad batches are refused. */
+#include <math.h>
+
 #include "lowbit.h"
 #include "test_util.h"
 
@@ -172,6 +174,49 @@ static void check_model(const char *path) {
     lb_model_free(m);
 }
 
+/* LB_LOGITS_ALL: an entry's every token's logits, in order, beside another
+ * entry's last-token row: the same as lb_eval's all_logits over the whole
+ * prompt (the serve engine's echo) */
+static void check_all_logits(const char *path) {
+    lb_model *m = NULL;
+    lb_model_params mp = lb_model_default_params();
+    mp.n_threads = 2;
+    CHECK_OK(lb_model_load(path, &mp, &m));
+    if (!m) return;
+    const int V = lb_model_n_vocab(m);
+    static const int32_t p1[] = {1, 300, 260, 290, 415, 270, 402, 280, 300, 401, 277, 299, 333};
+    static const int32_t p0[] = {1, 403, 407, 261, 378};
+    enum { N1 = 13, N0 = 5, CUT = 8 };
+    float *ref = malloc((size_t)N1 * V * sizeof *ref), *ref0 = malloc((size_t)V * sizeof *ref0);
+    float *got = malloc((size_t)(N1 + 1) * V * sizeof *got);
+    lb_context_params cp = lb_context_default_params();
+    cp.n_ctx = 64;
+    cp.n_threads = 2;
+    lb_context *c = NULL;
+    CHECK_OK(lb_context_new(m, &cp, &c));
+    if (c) {
+        CHECK_OK(lb_eval(c, p1, N1, 0, ref, 1));
+        CHECK_OK(lb_eval(c, p0, N0, 0, ref0, 0));
+        lb_context_free(c);
+    }
+    cp.n_seq = 2;
+    c = NULL;
+    CHECK_OK(lb_context_new(m, &cp, &c));
+    if (c && ref && ref0 && got) {
+        const lb_seq_batch b[2] = {{0, 0, CUT, p1, LB_LOGITS_ALL}, {1, 0, N0, p0, 1}};
+        CHECK_OK(lb_eval_multi(c, b, 2, got)); /* rows: p1's 0..CUT-1, then p0's last */
+        const lb_seq_batch b2 = {0, CUT, N1 - CUT, p1 + CUT, LB_LOGITS_ALL};
+        float worst = lb_test_max_rel_diff(ref0, got + (size_t)CUT * V, V);
+        CHECK_OK(lb_eval_multi(c, &b2, 1, got + (size_t)CUT * V)); /* p1's CUT..N1-1 after its 0..CUT-1 */
+        for (int i = 0; i < N1; i++)
+            worst = fmaxf(worst, lb_test_max_rel_diff(ref + (size_t)i * V, got + (size_t)i * V, V));
+        CHECK_MSG(worst < 1e-4f, "%s: LB_LOGITS_ALL rows differ from lb_eval's by %g (relative)", path, worst);
+    }
+    lb_context_free(c);
+    free(ref), free(ref0), free(got);
+    lb_model_free(m);
+}
+
 int main(void) {
     const char *f32 = lb_test_shared("models/stories260K-f32.gguf");
     struct stat st;
@@ -180,6 +225,7 @@ int main(void) {
         return 77;
     }
     check_model(f32);
+    check_all_logits(f32);
     kv_type = LB_TYPE_F16; /* lb_seq_copy and the slots of an fp16 cache */
     check_model(f32);
     kv_type = LB_TYPE_Q8_0; /* and of a q8_0 cache */
@@ -196,6 +242,7 @@ int main(void) {
     qp.type = LB_TYPE_Q4_K;
     CHECK_OK(lb_quantize_file(f32, q4, &qp, NULL));
     check_model(q4);
+    check_all_logits(q4);
     remove(q8);
     remove(q4);
     return lb_test_result("test_eval_multi");
