@@ -3,8 +3,8 @@
  * template formatters (src/model/chat_format*.c): any body must either be
  * refused with a well-formed 4xx error or give parameters in range, and
  * every family must format the messages or refuse them with a message.
- * Input: the first byte picks the endpoint (bit 0: chat) and a template
- * family, the rest is the HTTP body. The same bytes are also run through
+ * Input: the first byte picks the endpoint (bits 0-1: completions, chat,
+ * /tokenize, /detokenize) and a template family, the rest is the HTTP body. The same bytes are also run through
  * template detection (as a template text), the reasoning split (as a reply)
  * and the UTF-8 helpers. */
 #include <stdint.h>
@@ -37,8 +37,8 @@ static void count(void *ud, int reasoning, const char *p, size_t n) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
-    const srv_kind kind = data[0] & 1 ? SRV_CHAT : SRV_COMPLETION;
-    const int family = (data[0] >> 1) % LB_CHAT_COUNT;
+    const srv_kind kind = (srv_kind)(data[0] & 3); /* completions, chat, /tokenize, /detokenize */
+    const int family = (data[0] >> 2) % LB_CHAT_COUNT;
     const size_t len = size - 1;
     /* an exact-size copy, so any read past the body trips ASan */
     char *body = malloc(len ? len : 1);
@@ -67,8 +67,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             lb_status s = lb_chat_apply(&t, p.msgs, p.n_msgs, "01 Jan 2025", &out, &n);
             REQUIRE(s == LB_OK ? out && strlen(out) == n : out == NULL && s == LB_ERR_ARG);
             free(out);
-        } else {
+        } else if (kind == SRV_COMPLETION) {
             REQUIRE(p.prompt_is_ids ? p.n_prompt_ids >= 1 : p.prompt != NULL);
+        } else if (kind == SRV_TOKENIZE) {
+            REQUIRE(p.prompt != NULL);
+        } else {
+            REQUIRE(p.prompt_is_ids && p.n_prompt_ids >= 0 && (p.prompt_ids || !p.n_prompt_ids));
         }
     } else {
         REQUIRE(e.status >= 400 && e.status < 600 && e.message[0] && e.type[0]);

@@ -9,7 +9,7 @@
 # after it; "echo" returns the prompt first and, with logprobs, its tokens'
 # values (evaluated in one pass, equal to what decoding gave the same tokens),
 # also for lm-evaluation-harness's [[ids]] requests and max_tokens 0; bad
-# values are 400s. (The openai client's reading of them is in serve_openai.py.)
+# values are 400s. Also llama-server's /tokenize and /detokenize. (The openai client's reading of them is in serve_openai.py.)
 . "$(dirname "$0")/lib_cli.sh"
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
 . "$(dirname "$0")/lib_serve.sh"
@@ -109,6 +109,36 @@ assert parts[0] == "Once upon a time" and "".join(parts) == d["choices"][0]["tex
 s = post("completions", {"prompt": [ids], "max_tokens": 2, "temperature": 0, "echo": True, "logprobs": 1, "stream": True})
 got = [x["logprobs"]["token_logprobs"] for ch in s for x in ch["choices"] if x.get("logprobs")]
 assert got[0][0] is None and len(got[0]) == 5 and len(sum(got, [])) == 7, got
+EOF
+# llama-server's /tokenize and /detokenize: the ids echo and lm-eval use, round trips, errors
+python3 - "$URL" <<'EOF' && ok "/tokenize and /detokenize" || bad "/tokenize, /detokenize (see above)"
+import json, sys, urllib.error, urllib.request
+url = sys.argv[1]
+def post(route, body):
+    req = urllib.request.Request(url + route, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+st, d = post("/tokenize", {"content": "Once upon a time"})
+assert st == 200 and d["tokens"] == [403, 407, 261, 378], d
+st, d = post("/tokenize", {"content": "Once upon a time", "add_special": True, "with_pieces": True})
+assert st == 200 and [t["id"] for t in d["tokens"]] == [1, 403, 407, 261, 378], d
+assert "".join(t["piece"] for t in d["tokens"]) == " Once upon a time", d
+for text in ["Once upon a time", "The dog ran.\nIt was happy!", "a  b"]:
+    st, ids = post("/tokenize", {"content": text})
+    st2, back = post("/v1/detokenize", {"tokens": ids["tokens"]})
+    assert st == st2 == 200 and back["content"] == text, (text, ids, back)
+# the ids /tokenize gives are the prompt's: echo of [[BOS] + ids] scores the same tokens as the text prompt
+st, d = post("/v1/completions", {"prompt": [[1] + [403, 407, 261, 378]], "max_tokens": 0, "echo": True, "logprobs": 1})
+st2, d2 = post("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 0, "echo": True, "logprobs": 1})
+assert st == st2 == 200 and d["choices"][0]["logprobs"]["tokens"] == d2["choices"][0]["logprobs"]["tokens"], (d, d2)
+for route, body, code in [("/tokenize", {"text": "x"}, 400), ("/tokenize", {"content": 5}, 400),
+                          ("/detokenize", {"tokens": [1, 99999]}, 400), ("/detokenize", {"tokens": "1 2"}, 400),
+                          ("/detokenize", {}, 400)]:
+    st, d = post(route, body)
+    assert st == code and d["error"]["message"], (route, body, st, d)
 EOF
 stop_server "the logprobs server"
 finish

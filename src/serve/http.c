@@ -34,7 +34,9 @@ struct srv_http {
     atomic_int in_flight; /* completion requests queued and not yet answered to the end */
 };
 
-typedef enum { R_NONE, R_PAGE, R_HEALTH, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_NOT_FOUND, R_BAD_METHOD } route;
+typedef enum {
+    R_NONE, R_PAGE, R_HEALTH, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE, R_NOT_FOUND, R_BAD_METHOD
+} route;
 
 typedef struct {
     route rt;
@@ -133,6 +135,8 @@ static route route_of(const char *method, const char *url) {
     else if (!strncmp(url, "/models/", 8)) r = R_MODEL;
     else if (!strcmp(url, "/completions")) r = R_COMPLETIONS, want_get = 0;
     else if (!strcmp(url, "/chat/completions")) r = R_CHAT, want_get = 0;
+    else if (!strcmp(url, "/tokenize")) r = R_TOKENIZE, want_get = 0; /* llama-server's */
+    else if (!strcmp(url, "/detokenize")) r = R_DETOKENIZE, want_get = 0;
     else return R_NOT_FOUND;
     if (want_get ? !get : !post) return R_BAD_METHOD;
     return r;
@@ -718,6 +722,70 @@ done:
     return ok;
 }
 
+/* llama-server's /tokenize ({"tokens": [ids]}, or with "with_pieces" [{"id",
+ * "piece"}], a piece that is not whole UTF-8 as its bytes) and /detokenize
+ * ({"content"}): the model's tokenizer, control-token texts parsed as those
+ * tokens, as prompts are */
+static enum MHD_Result tokenize_route(srv_http *h, struct MHD_Connection *c, srv_kind kind, conn_state *cs,
+                                      const char *method, const char *url) {
+    srv_params p;
+    srv_error err;
+    enum MHD_Result ok;
+    if (srv_parse_request(cs->body, cs->len, kind, &p, &err)) goto fail;
+    const lb_tokenizer *tok = h->o.model->tok;
+    cJSON *o = cJSON_CreateObject();
+    if (kind == SRV_TOKENIZE) {
+        int32_t *ids = NULL;
+        int n = 0;
+        if (lb_tokenizer_encode_special(tok, p.prompt, strlen(p.prompt), p.add_special && lb_add_bos_default(h->o.model),
+                                        1, &ids, &n)) {
+            cJSON_Delete(o);
+            srv_error_set(&err, 400, "invalid_request_error", "invalid_value", "content", "cannot tokenize: %s",
+                          lb_last_error());
+            goto fail;
+        }
+        cJSON *a = cJSON_AddArrayToObject(o, "tokens");
+        for (int i = 0; i < n; i++) {
+            if (!p.with_pieces) {
+                cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+                continue;
+            }
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddNumberToObject(e, "id", ids[i]);
+            size_t len;
+            const char *piece = lb_token_to_piece(h->o.model, ids[i], &len);
+            char *clean = srv_utf8_clean(piece, len, NULL);
+            if (clean && strlen(clean) == len && !memcmp(clean, piece, len)) {
+                cJSON_AddStringToObject(e, "piece", clean);
+            } else {
+                cJSON *b = cJSON_AddArrayToObject(e, "piece");
+                for (size_t k = 0; k < len; k++) cJSON_AddItemToArray(b, cJSON_CreateNumber((unsigned char)piece[k]));
+            }
+            free(clean);
+            cJSON_AddItemToArray(a, e);
+        }
+        free(ids);
+    } else {
+        char *text = NULL;
+        size_t len = 0;
+        if (lb_tokenizer_decode(tok, p.prompt_ids, p.n_prompt_ids, &text, &len)) {
+            cJSON_Delete(o);
+            srv_error_set(&err, 400, "invalid_request_error", "invalid_value", "tokens", "%s", lb_last_error());
+            goto fail;
+        }
+        char *clean = srv_utf8_clean(text, len, NULL);
+        cJSON_AddStringToObject(o, "content", clean ? clean : "");
+        free(clean);
+        free(text);
+    }
+    srv_params_free(&p);
+    return send_json(c, 200, o);
+fail:
+    srv_params_free(&p);
+    ok = send_error(h, c, &err, method, url);
+    return ok;
+}
+
 /* ---- the handler ---- */
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -792,6 +860,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     switch (cs->rt) {
     case R_COMPLETIONS: return completion(h, c, SRV_COMPLETION, cs, method, url);
     case R_CHAT: return completion(h, c, SRV_CHAT, cs, method, url);
+    case R_TOKENIZE: return tokenize_route(h, c, SRV_TOKENIZE, cs, method, url);
+    case R_DETOKENIZE: return tokenize_route(h, c, SRV_DETOKENIZE, cs, method, url);
     default: return get_route(h, c, cs->rt, url);
     }
 }

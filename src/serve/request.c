@@ -410,12 +410,41 @@ static int get_prompt(const cJSON *root, srv_params *p, srv_error *err) {
     return 0;
 }
 
+/* llama-server's /tokenize and /detokenize bodies */
+static int tokenize_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_error *err) {
+    const cJSON *v = field(root, kind == SRV_TOKENIZE ? "content" : "tokens");
+    if (!v) {
+        srv_error_set(err, 400, "invalid_request_error", "missing_required_parameter",
+                      kind == SRV_TOKENIZE ? "content" : "tokens", "Missing required parameter: '%s'.",
+                      kind == SRV_TOKENIZE ? "content" : "tokens");
+        return -1;
+    }
+    if (kind == SRV_TOKENIZE) {
+        if (!cJSON_IsString(v)) return bad_type(err, "content", "a string", v);
+        if (!(p->prompt = dup_str(v->valuestring))) return oom(err);
+        if (get_bool(root, "add_special", &p->add_special, err)) return -1;
+        return get_bool(root, "with_pieces", &p->with_pieces, err);
+    }
+    if (!cJSON_IsArray(v)) return bad_type(err, "tokens", "an array of token ids", v);
+    if (!(p->prompt_ids = malloc((size_t)LB_MAX(cJSON_GetArraySize(v), 1) * sizeof *p->prompt_ids))) return oom(err);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, v) {
+        if (!cJSON_IsNumber(t) || t->valuedouble != floor(t->valuedouble) || t->valuedouble < 0 ||
+            t->valuedouble > INT32_MAX)
+            return bad_type(err, "tokens", "an array of token ids (non-negative integers)", t);
+        p->prompt_ids[p->n_prompt_ids++] = (int32_t)t->valuedouble;
+    }
+    p->prompt_is_ids = 1;
+    return 0;
+}
+
 static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_error *err) {
     if (!cJSON_IsObject(root)) {
         srv_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
                       "The request body must be a JSON object, but it is %s.", type_name(root));
         return -1;
     }
+    if (kind == SRV_TOKENIZE || kind == SRV_DETOKENIZE) return tokenize_fields(root, kind, p, err);
     const cJSON *v = field(root, "model");
     if (v) {
         if (!cJSON_IsString(v)) return bad_type(err, "model", "a string", v);

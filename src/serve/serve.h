@@ -19,7 +19,10 @@
 
 enum { SRV_MAX_STOP = 4 };
 
-typedef enum { SRV_COMPLETION, SRV_CHAT } srv_kind;
+/* the POST routes: /v1/completions, /v1/chat/completions, and llama-server's
+ * /tokenize ({"content", "add_special", "with_pieces"}) and /detokenize
+ * ({"tokens"}) */
+typedef enum { SRV_COMPLETION, SRV_CHAT, SRV_TOKENIZE, SRV_DETOKENIZE } srv_kind;
 
 /* An error as OpenAI reports it: {"error": {"message", "type", "param", "code"}}. */
 typedef struct {
@@ -40,7 +43,7 @@ typedef struct {
     srv_kind kind;
     int stream, include_usage;
     char *model;               /* NULL when absent */
-    /* completions: text, or token ids */
+    /* completions: text, or token ids (/tokenize: its "content"; /detokenize: its "tokens") */
     char *prompt;
     int32_t *prompt_ids;
     int n_prompt_ids, prompt_is_ids;
@@ -64,6 +67,7 @@ typedef struct {
     int reasoning_format;      /* "reasoning_format": 0 none, 1 deepseek or auto; -1: the server's */
     int logprobs;              /* chat "logprobs": true, or completions "logprobs": N given */
     int top_logprobs;          /* alternatives a token (0..SRV_MAX_TOP_LOGPROBS) */
+    int add_special, with_pieces; /* /tokenize: BOS as the model adds it; each token's text beside its id */
     int echo;                  /* completions: the prompt comes back before the reply (with "logprobs", its
                                 * tokens' too); "max_tokens" may then be 0 */
     int think;                 /* set by the server: the reply's <think> block goes to reasoning_content (1; 2
