@@ -472,7 +472,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             while (lp1 < tk.n_lp && (tk.lp[lp1].offset < st->echo_len + base + to || to == tk.delta_len)) lp1++;
             const char keep = tk.delta[to];
             tk.delta[to] = 0;
-            chunk_event_lp(st, "content", tk.delta + from, NULL, 0, tk.lp + lp0, lp1 - lp0);
+            chunk_event_lp(st, "content", tk.delta + from, NULL, 0, tk.lp ? tk.lp + lp0 : NULL, lp1 - lp0);
             tk.delta[to] = keep;
             from = to, lp0 = lp1;
         }
