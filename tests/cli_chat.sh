@@ -65,6 +65,11 @@ printf 'Hi\n' | chat --chat-template llama2 --chat-template-kwargs '{"enable_thi
   > /dev/null 2> "$WORK/sw2.err"
 grep -q "no thinking switch" "$WORK/sw2.err" && grep -q "'x' ignored" "$WORK/sw2.err" \
   && ok "warnings: a template without the switch, an unknown key" || bad "llama2 warnings: $(cat "$WORK/sw2.err")"
+# llama.cpp command lines: its flags that change nothing here run, each with a note
+printf 'Hi\n' | chat -ngl 99 -fa on --jinja --mlock --no-mmap -cb > /dev/null 2> "$WORK/compat.err" &&
+  [ "$(grep -c "(llama.cpp's) ignored" "$WORK/compat.err")" = 6 ] && ok "llama.cpp's -ngl, -fa, --jinja, --mlock, --no-mmap, -cb: notes" ||
+  bad "compat flags: $(cat "$WORK/compat.err")"
+expect_fail "-ngl without a value" "-ngl needs a value" chat -ngl < /dev/null
 expect_fail "--reasoning-budget 512" "only -1" chat --reasoning-budget 512 < /dev/null
 expect_fail "--chat-template-kwargs enable_thinking not a boolean" "expected true or false" \
   chat --chat-template-kwargs '{"enable_thinking": 0}' < /dev/null

@@ -47,7 +47,9 @@ int cli_common_flag(cli_args *a, cli_common *c);
     "      --act-bits P     ABQ models: quantize activations to P bits, 1..8, or 16: keep them in\n" \
     "                       fp32 (WqA16; default: the file's lowbit.abq.act_bits, set by quantize)\n" \
     "  -v, --verbose        more logging\n"                                  \
-    "  -h, --help           this help\n"
+    "  -h, --help           this help\n"                                     \
+    "  (llama.cpp's -ngl N, -fa [on|off|auto], --jinja, --mlock, --no-mmap and -cb are accepted\n" \
+    "   and ignored, each with a note saying why)\n"
 /* --device DEV (run, perplexity, bench, serve): consumed into *device;
  * returns 1 if it did. */
 int cli_device_flag(cli_args *a, const char **device);

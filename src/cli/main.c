@@ -115,7 +115,39 @@ void cli_unknown(cli_args *a) {
     a->bad = 1;
 }
 
+/* llama.cpp's flags that copied command lines carry and that change nothing
+ * here: accepted with a note saying why, so the command line runs. -fa takes
+ * an optional on/off/auto (or llama-bench's 0/1). */
+static int compat_flag(cli_args *a) {
+    static const struct {
+        const char *s1, *s2;
+        int value; /* 1: takes one, 2: an optional on/off/auto/0/1 */
+        const char *why;
+    } flags[] = {
+        {"--jinja", NULL, 0, "chat templates are always the model's, formatted by lowbit's C formatters"},
+        {"-ngl", "--n-gpu-layers", 1, "lowbit runs on the CPU (--device cuda: every layer on the GPU)"},
+        {"-fa", "--flash-attn", 2, "lowbit's attention is always the fused kind"},
+        {"--mlock", NULL, 0, "the file stays mapped as the kernel pages it"},
+        {"--no-mmap", NULL, 0, "the file is mapped, and matrices repacked at load are copies anyway"},
+        {"-cb", "--cont-batching", 0, "serve always batches its slots"},
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        if (!cli_flag(a, flags[i].s1, flags[i].s2)) continue;
+        const char *flag = a->argv[a->i];
+        if (flags[i].value == 1 && !cli_value(a)) return 1;
+        if (flags[i].value == 2 && a->i + 1 < a->argc) {
+            const char *v = a->argv[a->i + 1];
+            if (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto") || !strcmp(v, "0") || !strcmp(v, "1"))
+                a->i++;
+        }
+        fprintf(stderr, "lowbit %s: note: %s (llama.cpp's) ignored: %s\n", a->cmd, flag, flags[i].why);
+        return 1;
+    }
+    return 0;
+}
+
 int cli_common_flag(cli_args *a, cli_common *c) {
+    if (compat_flag(a)) return 1;
     if (cli_flag(a, "-m", "--model")) c->model = cli_value(a);
     else if (cli_flag(a, "-t", "--threads")) c->threads = cli_int(a, 1, 1024);
     else if (cli_flag(a, "--isa", NULL)) c->isa = cli_value(a);
