@@ -65,6 +65,15 @@ printf 'Hi\n' | chat --chat-template llama2 --chat-template-kwargs '{"enable_thi
   > /dev/null 2> "$WORK/sw2.err"
 grep -q "no thinking switch" "$WORK/sw2.err" && grep -q "'x' ignored" "$WORK/sw2.err" \
   && ok "warnings: a template without the switch, an unknown key" || bad "llama2 warnings: $(cat "$WORK/sw2.err")"
+# /think in the conversation: DeepSeek-V3.1 thinks only when switched on, so after /think on the prompt ends
+# '<think>' and the greedy reply is reasoning (stderr), after /think off it is the answer again (stdout)
+printf 'Hello there\n/think on\nHello there\n/think off\n/think bogus\n' |
+  chat --chat-template deepseek-v3.1 > "$WORK/t.txt" 2> "$WORK/t.err"
+grep -q '(thinking on)' "$WORK/t.err" && grep -q '(thinking off)' "$WORK/t.err" && grep -q '/think on, /think off' "$WORK/t.err" &&
+  [ "$(head -n 1 "$WORK/t.txt")" != "" ] && [ "$(sed -n 2p "$WORK/t.txt")" = "" ] &&
+  ok "/think on|off: the reply moves to the reasoning and back" || bad "/think: $(cat "$WORK/t.txt") | $(tail -n 4 "$WORK/t.err")"
+printf '/think on\n' | chat --chat-template llama2 2>&1 >/dev/null | grep -q 'no switch' && ok "/think on a template without a switch says so" ||
+  bad "/think with llama2"
 # llama.cpp command lines: its flags that change nothing here run, each with a note
 printf 'Hi\n' | chat -ngl 99 -fa on --jinja --mlock --no-mmap -cb > /dev/null 2> "$WORK/compat.err" &&
   [ "$(grep -c "(llama.cpp's) ignored" "$WORK/compat.err")" = 6 ] && ok "llama.cpp's -ngl, -fa, --jinja, --mlock, --no-mmap, -cb: notes" ||

@@ -14,8 +14,9 @@
 static void help(void) {
     printf("usage: lowbit chat -m MODEL [options]\n\n"
            "Talks with an instruction-tuned model: every line read from stdin is a user turn, the\n"
-           "reply streams to stdout. /reset starts the conversation over, /exit (or end of input)\n"
-           "ends it; Ctrl-C stops it. The turns are formatted by the model's chat template.\n"
+           "reply streams to stdout. /reset starts the conversation over, /think on|off|default sets\n"
+           "the template's thinking switch, /exit (or end of input) ends it; Ctrl-C stops it. The\n"
+           "turns are formatted by the model's chat template.\n"
            "A reasoning model's thinking (gpt-oss's analysis, a <think> block) goes to stderr, its\n"
            "answer to stdout; only the answer stays in the conversation.\n\n"
            CLI_COMMON_HELP CLI_DEVICE_HELP CLI_CACHE_HELP
@@ -150,7 +151,7 @@ int cmd_chat(int argc, char **argv) {
         free(text);
     }
     const int n_fixed = conv.n, tty = isatty(STDIN_FILENO);
-    fprintf(stderr, "lowbit chat: %s, template %s, context %d; /reset, /exit\n", lb_model_desc(m),
+    fprintf(stderr, "lowbit chat: %s, template %s, context %d; /reset, /think on|off, /exit\n", lb_model_desc(m),
             lb_chat_family_name(tmpl.family), n_ctx_eff);
 
     int n_cached = 0; /* tokens whose keys and values the cache holds, in order */
@@ -161,6 +162,19 @@ int cmd_chat(int argc, char **argv) {
         while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = 0;
         if (!got) continue;
         if (!strcmp(line, "/exit") || !strcmp(line, "/quit")) break;
+        if (!strncmp(line, "/think", 6) && (!line[6] || line[6] == ' ')) { /* the switch, from the next turn */
+            const char *v = line[6] ? line + 7 : "";
+            const int on = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : !strcmp(v, "default") ? -1 : -2;
+            if (on == -2) {
+                fprintf(stderr, "(/think on, /think off or /think default; thinking is %s)\n",
+                        tmpl.thinking < 0 ? "the template's default" : tmpl.thinking ? "on" : "off");
+            } else {
+                lb_chat_set_thinking(&tmpl, on);
+                fprintf(stderr, "(thinking %s%s)\n", on < 0 ? "as the template says" : on ? "on" : "off",
+                        tmpl.thinking_switch ? "" : ": this template has no switch, nothing changes");
+            }
+            continue;
+        }
         if (!strcmp(line, "/reset")) {
             drop_from(&conv, n_fixed);
             fprintf(stderr, "(conversation reset)\n");
