@@ -100,6 +100,13 @@ assert len(e["tokens"]) == 6 and e["token_logprobs"][0] is None and all(x <= 0 f
 d0 = post("completions", {"prompt": [ids], "max_tokens": 0, "logprobs": 1, "echo": True})
 e0 = d0["choices"][0]["logprobs"]
 assert d0["usage"]["completion_tokens"] == 0 and e0["token_logprobs"] == e["token_logprobs"][:5], (d0, e)
+# a prompt longer than an echo step (64 rows): 150 tokens over three steps, their values the same as those
+# of its first 100 tokens' (two steps) and each position's own
+long_ids = [1] + [(7 * i) % 500 + 3 for i in range(149)]
+a = post("completions", {"prompt": [long_ids], "max_tokens": 0, "echo": True, "logprobs": 2})["choices"][0]["logprobs"]
+b = post("completions", {"prompt": [long_ids[:100]], "max_tokens": 0, "echo": True, "logprobs": 2})["choices"][0]["logprobs"]
+assert len(a["token_logprobs"]) == 150 and len(b["token_logprobs"]) == 100, (len(a["token_logprobs"]), len(b["token_logprobs"]))
+assert all(abs(x - y) < 1e-3 for x, y in zip(a["token_logprobs"][1:100], b["token_logprobs"][1:])), (a, b)
 # echo without logprobs: the prompt's text before the reply; streamed, the prompt's event first
 d = post("completions", {"prompt": "Once upon a time", "max_tokens": 4, "temperature": 0, "echo": True})
 assert d["choices"][0]["text"] == "Once upon a time" + text[:len(d["choices"][0]["text"]) - 16], d

@@ -60,8 +60,11 @@ struct srv_req {
     pthread_cond_t cv;
 };
 
-/* prompt rows whose logits one step computes for an echo request's logprobs */
-enum { ECHO_ROWS = 16 };
+/* prompt rows whose logits one step computes for an echo request's logprobs:
+ * 64 rows ran a 512-token gemma-3-270m prompt 1.6x faster than 16 (the
+ * weights are read once per step); their logits (64 x n_vocab floats, 67 MB
+ * for a 262144-token vocabulary) are allocated at the first such request */
+enum { ECHO_ROWS = 64 };
 
 typedef struct {
     srv_req *r;        /* NULL: free */
@@ -111,7 +114,8 @@ struct srv_engine {
     uint64_t admitted;
     long long steps, prompt_tokens, generated_tokens, cached_tokens, shared_tokens; /* under the lock */
     int max_batch_seqs, last_nb, last_prompt;         /* last_*: the engine thread's, for publish */
-    float *logits;
+    float *logits;      /* n_slots rows, + ECHO_ROWS once echo_logits says so */
+    int echo_logits;    /* 0: not yet needed; then the prompt rows an echo entry may take a step */
     lb_seq_batch *batch;
     int *batch_slot;
 };
@@ -327,7 +331,7 @@ srv_engine *srv_engine_new(lb_model *m, const srv_engine_opts *o) {
     e->slots = calloc((size_t)o->n_slots, sizeof *e->slots);
     e->cache = calloc((size_t)o->n_slots, sizeof *e->cache);
     e->cache_tok = malloc((size_t)o->n_slots * lb_context_n_ctx(e->ctx) * sizeof *e->cache_tok);
-    e->logits = malloc(((size_t)o->n_slots + ECHO_ROWS) * e->V * sizeof *e->logits);
+    e->logits = malloc((size_t)o->n_slots * e->V * sizeof *e->logits);
     e->batch = calloc((size_t)o->n_slots, sizeof *e->batch);
     e->batch_slot = calloc((size_t)o->n_slots, sizeof *e->batch_slot);
     pthread_mutex_init(&e->mu, NULL);
@@ -658,8 +662,13 @@ static int step(srv_engine *e) {
         /* echo with logprobs: every position's logits, ECHO_ROWS at most a step */
         const int all = s->r->echo && s->r->logprobs;
         if (all && echo_rows) break;
+        if (all && !e->echo_logits) { /* ECHO_ROWS more rows of logits; without them, one row a step */
+            float *l = realloc(e->logits, ((size_t)ns + ECHO_ROWS) * e->V * sizeof *l);
+            if (l) e->logits = l;
+            e->echo_logits = l ? ECHO_ROWS : 1;
+        }
         int k = LB_MIN(s->r->n_prompt - s->n_fed, cap);
-        if (all) k = echo_rows = LB_MIN(k, ECHO_ROWS);
+        if (all) k = echo_rows = LB_MIN(k, e->echo_logits);
         const int done = s->n_fed + k == s->r->n_prompt;
         e->batch[nb] = (lb_seq_batch){best, s->n_fed, k, s->r->prompt + s->n_fed, all ? LB_LOGITS_ALL : done};
         e->batch_slot[nb++] = best;
