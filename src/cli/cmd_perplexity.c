@@ -10,12 +10,17 @@
  * own layout, recognised by its magic), so lowbit's distributions can be
  * held to llama.cpp's or ik_llama.cpp's on the same model. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/common.h"
 #include "kernels/vecops.h"
+
+/* scored rows whose log-softmax (a pass over the vocabulary each: most of the
+ * time for a large vocabulary) runs on the threads at once */
+enum { LP_ROWS = 16 };
 
 static void help(void) {
     printf("usage: lowbit perplexity -m MODEL -f TEXT [options]\n\n"
@@ -138,7 +143,7 @@ int cmd_perplexity(int argc, char **argv) {
     cli_cache_apply(&kv, &cp);
     if ((s = lb_context_new(m, &cp, &ctx))) { cli_error("perplexity", s); goto done; }
     logits = malloc((size_t)n_ctx * V * sizeof *logits);
-    lp = malloc((size_t)V * sizeof *lp);
+    lp = malloc((size_t)LP_ROWS * V * sizeof *lp); /* LP_ROWS rows' log-probabilities, computed in parallel */
     lp_base = malloc((size_t)V * sizeof *lp_base);
     qbuf = malloc((size_t)V * sizeof *qbuf);
     if (!logits || !lp || !lp_base || !qbuf) { fprintf(stderr, "lowbit perplexity: out of memory\n"); goto done; }
@@ -154,6 +159,7 @@ int cmd_perplexity(int argc, char **argv) {
     }
 
     const int bos = lb_add_bos_default(m) ? lb_token_bos(m) : -1;
+    const int n_par = co.threads > 0 ? co.threads : omp_get_max_threads();
     fprintf(stderr, "perplexity: %d chunks of %d tokens, scoring the last %d of each\n", n_chunk, n_ctx, n_scored);
     double nll = 0.0, nll2 = 0.0, nll_base = 0.0, kld_sum = 0.0, kld_sum2 = 0.0;
     long count = 0, same_top = 0;
@@ -167,19 +173,24 @@ int cmd_perplexity(int argc, char **argv) {
         chunk[0] = saved;
         if (s) { cli_error("perplexity", s); goto done; }
         for (int j = first; j < n_ctx - 1; j++) {
-            const int target = chunk[j + 1];
-            lb_log_softmax(logits + (size_t)j * V, V, lp);
-            const double l = -(double)lp[target];
+            const int target = chunk[j + 1], r = (j - first) % LP_ROWS;
+            if (r == 0) { /* the next rows' log-softmaxes side by side, each row computed as alone (same bits) */
+                const int nr = LB_MIN(LP_ROWS, n_ctx - 1 - j);
+#pragma omp parallel for num_threads(n_par) schedule(static, 1)
+                for (int k = 0; k < nr; k++) lb_log_softmax(logits + (size_t)(j + k) * V, V, lp + (size_t)k * V);
+            }
+            const float *lpr = lp + (size_t)r * V;
+            const double l = -(double)lpr[target];
             nll += l;
             nll2 += l * l;
             count++;
             if (kld_file && !kld_compare) {
-                float mn = lp[0], mx = lp[0];
-                for (int i = 1; i < V; i++) { mn = lp[i] < mn ? lp[i] : mn; mx = lp[i] > mx ? lp[i] : mx; }
+                float mn = lpr[0], mx = lpr[0];
+                for (int i = 1; i < V; i++) { mn = lpr[i] < mn ? lpr[i] : mn; mx = lpr[i] > mx ? lpr[i] : mx; }
                 if (mn < mx - 60.0f) mn = mx - 60.0f; /* probabilities below e^-60 don't matter */
                 const float scale = (mx - mn) / 65535.0f;
                 for (int i = 0; i < V; i++) {
-                    float v = (lp[i] - mn) / (scale > 0 ? scale : 1.0f);
+                    float v = (lpr[i] - mn) / (scale > 0 ? scale : 1.0f);
                     qbuf[i] = (uint16_t)(v < 0 ? 0 : v > 65535.0f ? 65535 : lrintf(v));
                 }
                 fwrite(&mn, sizeof mn, 1, out.f);
@@ -209,9 +220,9 @@ int cmd_perplexity(int argc, char **argv) {
                 for (int i = 0; i < V; i++) {
                     lp_base[i] -= lz;
                     const double p = exp(lp_base[i]);
-                    kl += p * ((double)lp_base[i] - lp[i]);
+                    kl += p * ((double)lp_base[i] - lpr[i]);
                     if (lp_base[i] > lp_base[top_b]) top_b = i;
-                    if (lp[i] > lp[top_q]) top_q = i;
+                    if (lpr[i] > lpr[top_q]) top_q = i;
                 }
                 if (kl < 0) kl = 0;
                 kld_vals[count - 1] = kl;
