@@ -5,7 +5,8 @@
 # (usage.prompt_tokens) and, once the prompt opens a <think> block, the greedy
 # reply comes back as reasoning_content (whole and streamed, the same text);
 # "reasoning_format": "none" gives the same bytes as content; bad values get
-# 400s, bad flags stop the server before it loads the model.
+# 400s, bad flags stop the server before it loads the model. Also /props and
+# /metrics.
 . "$(dirname "$0")/lib_cli.sh"
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
 . "$(dirname "$0")/lib_serve.sh"
@@ -54,6 +55,22 @@ r = m_on.get("reasoning_content", "")
 assert r and m_on["content"] == "" and "</think>" not in m_none["content"], m_on
 assert r == m_none["content"].strip("\n") and "reasoning_content" not in m_none, (r, m_none)
 assert stream == (r, ""), stream
+EOF
+# llama-server's /props and /metrics
+python3 - "$URL" <<'EOF' && ok "/props and /metrics" || bad "/props, /metrics (see above)"
+import json, sys, urllib.request
+url = sys.argv[1]
+p = json.loads(urllib.request.urlopen(url + "/props", timeout=30).read())
+print({k: v for k, v in p.items() if k != "chat_template"})
+assert p["default_generation_settings"]["n_ctx"] == 256 and p["total_slots"] == 2, p
+assert p["chat_template_family"] == "deepseek-v3.1" and p["thinking_switch"] is True, p
+assert p["reasoning_format"] == "deepseek" and p["bos_token"] == "<s>" and p["model_path"].endswith(".gguf"), p
+m = urllib.request.urlopen(url + "/metrics", timeout=30).read().decode()
+vals = {l.split()[0]: float(l.split()[1]) for l in m.splitlines() if l and not l.startswith("#")}
+print(vals)
+assert vals["llamacpp:prompt_tokens_total"] > 0 and vals["llamacpp:tokens_predicted_total"] > 0, vals
+assert vals["llamacpp:requests_processing"] == 0 and vals["llamacpp:n_decode_total"] > 0, vals
+assert "# TYPE llamacpp:prompt_tokens_total counter" in m, m
 EOF
 stop_server "the reasoning server"
 

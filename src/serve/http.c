@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "gguf/gguf.h"
 #include "model/model.h"
 #include "serve/serve.h"
 #include "tokenizer/tokenizer.h"
@@ -35,7 +36,8 @@ struct srv_http {
 };
 
 typedef enum {
-    R_NONE, R_PAGE, R_HEALTH, R_MODELS, R_MODEL, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE, R_NOT_FOUND, R_BAD_METHOD
+    R_NONE, R_PAGE, R_HEALTH, R_MODELS, R_MODEL, R_PROPS, R_METRICS, R_COMPLETIONS, R_CHAT, R_TOKENIZE, R_DETOKENIZE,
+    R_NOT_FOUND, R_BAD_METHOD
 } route;
 
 typedef struct {
@@ -133,6 +135,8 @@ static route route_of(const char *method, const char *url) {
     else if (!strcmp(url, "/health")) r = R_HEALTH;
     else if (!strcmp(url, "/models")) r = R_MODELS;
     else if (!strncmp(url, "/models/", 8)) r = R_MODEL;
+    else if (!strcmp(url, "/props")) r = R_PROPS; /* llama-server's */
+    else if (!strcmp(url, "/metrics")) r = R_METRICS;
     else if (!strcmp(url, "/completions")) r = R_COMPLETIONS, want_get = 0;
     else if (!strcmp(url, "/chat/completions")) r = R_CHAT, want_get = 0;
     else if (!strcmp(url, "/tokenize")) r = R_TOKENIZE, want_get = 0; /* llama-server's */
@@ -151,6 +155,68 @@ static cJSON *model_object(srv_http *h) {
     cJSON_AddNumberToObject(m, "created", (double)h->created);
     cJSON_AddStringToObject(m, "owned_by", "lowbit");
     return m;
+}
+
+/* llama-server's /props: what its web UI and tools read (the context, the
+ * slots, the model, the chat template's text, BOS/EOS), and lowbit's own:
+ * the template family it formats and the reasoning defaults */
+static enum MHD_Result props(srv_http *h, struct MHD_Connection *c) {
+    const lb_model *m = h->o.model;
+    cJSON *o = cJSON_CreateObject(), *g = cJSON_AddObjectToObject(o, "default_generation_settings");
+    cJSON_AddNumberToObject(g, "n_ctx", srv_engine_n_ctx(h->o.engine));
+    cJSON *p = cJSON_AddObjectToObject(g, "params");
+    cJSON_AddNumberToObject(p, "temperature", 1.0); /* OpenAI's defaults, as requests get them */
+    cJSON_AddNumberToObject(p, "top_p", 1.0);
+    cJSON_AddNumberToObject(p, "min_p", 0.0);
+    cJSON_AddNumberToObject(p, "top_k", 0);
+    cJSON_AddNumberToObject(p, "repeat_penalty", 1.0);
+    srv_stats st;
+    srv_engine_stats(h->o.engine, &st);
+    cJSON_AddNumberToObject(o, "total_slots", st.idle + st.busy);
+    cJSON_AddStringToObject(o, "model_path", h->o.model_path ? h->o.model_path : "");
+    cJSON_AddStringToObject(o, "model_alias", h->o.model_id);
+    const char *tmpl = m->gguf ? gguf_get_str(m->gguf, "tokenizer.chat_template") : NULL;
+    cJSON_AddStringToObject(o, "chat_template", tmpl ? tmpl : "");
+    if (h->o.tmpl) cJSON_AddStringToObject(o, "chat_template_family", lb_chat_family_name(h->o.tmpl->family));
+    else cJSON_AddNullToObject(o, "chat_template_family");
+    cJSON_AddBoolToObject(o, "thinking_switch", h->o.tmpl && h->o.tmpl->thinking_switch);
+    cJSON_AddStringToObject(o, "reasoning_format", h->o.reasoning_format ? "deepseek" : "none");
+    const int bos = lb_token_bos(m), eos = lb_token_eos(m);
+    cJSON_AddStringToObject(o, "bos_token", bos >= 0 ? lb_tokenizer_token_text(m->tok, bos) : "");
+    cJSON_AddStringToObject(o, "eos_token", eos >= 0 ? lb_tokenizer_token_text(m->tok, eos) : "");
+    cJSON_AddStringToObject(o, "build_info", "lowbit");
+    return send_json(c, 200, o);
+}
+
+/* Prometheus text metrics under llama-server's names (llamacpp:...), and
+ * lowbit's prompt cache counters */
+static enum MHD_Result metrics(srv_http *h, struct MHD_Connection *c) {
+    srv_stats st;
+    srv_engine_stats(h->o.engine, &st);
+    const struct { const char *name, *type, *help; double v; } ms[] = {
+        {"llamacpp:prompt_tokens_total", "counter", "Prompt tokens evaluated.", (double)st.prompt_tokens},
+        {"llamacpp:tokens_predicted_total", "counter", "Tokens generated.", (double)st.generated_tokens},
+        {"llamacpp:n_decode_total", "counter", "Forward passes (engine steps).", (double)st.steps},
+        {"llamacpp:requests_processing", "gauge", "Requests in a slot.", (double)st.busy},
+        {"llamacpp:requests_deferred", "gauge", "Requests waiting for a slot.", (double)st.queued},
+        {"lowbit:prompt_tokens_cached_total", "counter", "Prompt tokens taken from a slot's cache.",
+         (double)st.cached_tokens},
+        {"lowbit:prompt_tokens_shared_total", "counter", "Of those, copied from another slot's cache.",
+         (double)st.shared_tokens},
+        {"lowbit:max_batch_sequences", "gauge", "The most sequences one forward pass has held.",
+         (double)st.max_batch_seqs},
+    };
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+        char line[512];
+        const int n = snprintf(line, sizeof line, "# HELP %s %s\n# TYPE %s %s\n%s %.0f\n", ms[i].name, ms[i].help,
+                               ms[i].name, ms[i].type, ms[i].name, ms[i].v);
+        if (n > 0) srv_buf_append(&text, &len, &cap, line, (size_t)LB_MIN(n, (int)sizeof line - 1));
+    }
+    enum MHD_Result ok = send_body(c, 200, "text/plain; version=0.0.4", text ? text : "", len);
+    free(text);
+    return ok;
 }
 
 static enum MHD_Result get_route(srv_http *h, struct MHD_Connection *c, route rt, const char *url) {
@@ -181,6 +247,8 @@ static enum MHD_Result get_route(srv_http *h, struct MHD_Connection *c, route rt
         cJSON_AddNumberToObject(o, "generated_tokens", (double)st.generated_tokens);
         return send_json(c, 200, o);
     }
+    if (rt == R_PROPS) return props(h, c);
+    if (rt == R_METRICS) return metrics(h, c);
     if (rt == R_MODELS) {
         cJSON *o = cJSON_CreateObject(), *data = cJSON_AddArrayToObject(o, "data");
         cJSON_AddStringToObject(o, "object", "list");
