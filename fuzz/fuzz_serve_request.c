@@ -5,8 +5,8 @@
  * every family must format the messages or refuse them with a message.
  * Input: the first byte picks the endpoint (bits 0-1: completions, chat,
  * /tokenize, /detokenize) and a template family, the rest is the HTTP body. The same bytes are also run through
- * template detection (as a template text), the reasoning split (as a reply)
- * and the UTF-8 helpers. */
+ * template detection (as a template text), the reasoning split and the
+ * tool-call parser (as a reply) and the UTF-8 helpers. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             lb_chat_template t;
             REQUIRE(lb_chat_template_named(lb_chat_template_names()[family], "<s>", "</s>", &t) == LB_OK);
             if (p.thinking >= 0) REQUIRE(lb_chat_set_thinking(&t, p.thinking) == LB_OK);
+            for (int i = 0; i < p.n_tools; i++) REQUIRE(p.tools[i] && p.tools[i][0] == '{');
+            t.tools = (const char *const *)p.tools;
+            t.n_tools = p.n_tools;
             char *out = NULL;
             size_t n = 0;
             lb_status s = lb_chat_apply(&t, p.msgs, p.n_msgs, "01 Jan 2025", &out, &n);
@@ -89,7 +92,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         text[len] = 0;
         lb_chat_template t;
         if (lb_chat_template_detect(text, "<s>", "</s>", &t) == LB_OK) {
-            lb_chat_msg m[3] = {{"system", "s"}, {"user", "u"}, {"assistant", " a "}};
+            lb_chat_msg m[3] = {{.role = "system", .content = "s"}, {.role = "user", .content = "u"},
+                                 {.role = "assistant", .content = " a "}};
             char *out = NULL;
             if (lb_chat_apply(&t, m, 3, NULL, &out, NULL) == LB_OK) REQUIRE(out && strstr(out, "u"));
             free(out);
@@ -107,6 +111,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (size_t i = 0; i < len; i += piece) lb_think_feed(&ts, body + i, LB_MIN(piece, len - i), count, got);
         lb_think_finish(&ts, count, got);
         REQUIRE(got[0] + got[1] <= len);
+    }
+
+    /* the body as a reply with tool calls: calls cut out, the rest no longer than it was */
+    {
+        char *t = malloc(len + 1);
+        if (t) {
+            memcpy(t, body, len);
+            t[len] = 0;
+            size_t tl = strlen(t); /* up to a NUL, as replies are */
+            const size_t before = tl;
+            char **names, **args;
+            int n;
+            srv_parse_tool_calls(t, &tl, &names, &args, &n);
+            REQUIRE(n >= 0 && tl <= before && strlen(t) == tl);
+            for (int k = 0; k < n; k++) {
+                REQUIRE(names[k][0] && args[k][0] == '{');
+                free(names[k]), free(args[k]);
+            }
+            free(names), free(args), free(t);
+        }
     }
 
     /* UTF-8: the cleaned text is valid, and complete() cuts at most 3 bytes */

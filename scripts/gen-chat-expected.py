@@ -75,6 +75,38 @@ REFUSED = [
     "deepseek-ai-DeepSeek-V3.2.jinja", "moonshotai-Kimi-K2.jinja", "LFM2.5-Instruct.jinja", "LFM2-8B-A1B.jinja",
 ]
 
+# Tool calls (Hermes style: <tools> in the system turn, <tool_call> JSON in replies, <tool_response> turns):
+# the templates that have them, the tools offered, and conversations with calls and results. A call's
+# arguments are an object (transformers' convention; lowbit parses OpenAI's JSON string into one).
+TOOL_TEMPLATES = ("qwen2.5-7b-instruct.jinja", "qwen2.5-coder-1.5b-instruct.jinja", "Qwen-Qwen3-0.6B.jinja")
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city, \"now\"",
+                                      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                                     "unit": {"type": "string", "enum": ["c", "f"]}},
+                                                     "required": ["city"]}}},
+    {"type": "function", "function": {"name": "täglich", "parameters": {"type": "object", "properties": {}}}},
+]
+def call(name, args):
+    return {"type": "function", "function": {"name": name, "arguments": args}}
+TOOL_CONVERSATIONS = [
+    ("ask", [("user", "Weather in Paris?")], True),
+    ("ask_sys", [("system", "Be brief."), ("user", "Weather in Paris?")], True),
+    ("called", [("system", "Be brief."), ("user", "Weather in Paris?"),
+                {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"})]},
+                ("tool", "{\"temp\": 21}"), ("user", "Thanks")], True),
+    ("two_calls", [("user", "Paris and Rome?"),
+                   {"role": "assistant", "content": "Checking both.",
+                    "tool_calls": [call("get_weather", {"city": "Paris", "unit": "c"}), call("täglich", {})]},
+                   ("tool", "21"), ("tool", "ok")], True),
+    ("think_call", [("user", "Q"),
+                    {"role": "assistant", "content": "<think>\nneed data\n</think>\n\n",
+                     "tool_calls": [call("get_weather", {"city": "Oslo"})]},
+                    ("tool", "-3")], True),
+    ("history_no_tools", [("user", "Weather in Paris?"),
+                          {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"})]},
+                          ("tool", "21"), ("user", "Thanks")], False),
+]
+
 # the templates that read enable_thinking (the others must ignore it)
 THINKING_SWITCH = ("Qwen-Qwen3-0.6B.jinja", "GLM-4.7-Flash.jinja", "GLM-4.6.jinja", "deepseek-ai-DeepSeek-V3.1.jinja",
                    "ibm-granite-granite-3.3-2B-Instruct.jinja")
@@ -108,15 +140,15 @@ def raise_exception(message):
     raise TemplateError(message)
 
 
-def render(text, msgs, bos, eos, **kwargs):
+def render(text, msgs, bos, eos, tools=None, **kwargs):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
     env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False)
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: FIXED_DATE
     tmpl = env.from_string(text)
-    messages = [{"role": r, "content": c} for r, c in msgs]
+    messages = [m if isinstance(m, dict) else {"role": m[0], "content": m[1]} for m in msgs]
     try:
-        return tmpl.render(messages=messages, add_generation_prompt=True, tools=None, documents=None,
+        return tmpl.render(messages=messages, add_generation_prompt=True, tools=tools, documents=None,
                            bos_token=bos, eos_token=eos, **kwargs), None
     except TemplateError as e:
         return None, str(e)
@@ -153,7 +185,7 @@ def main():
     for name, msgs in CONVERSATIONS:
         lines.append("static const lb_chat_msg conv_%s[] = {" % name)
         for r, c in msgs:
-            lines.append("    {%s, %s}," % (c_string(r), c_string(c)))
+            lines.append("    {%s, %s, NULL, 0}," % (c_string(r), c_string(c)))
         lines.append("};")
     lines.append("static const struct { const char *name; const lb_chat_msg *msgs; int n; } conversations[] = {")
     for name, msgs in CONVERSATIONS:
@@ -207,6 +239,36 @@ def main():
             lines.append("    {%s, %d," % (c_string(fname), int(enable)))
             lines.append("     {" + ",\n      ".join(c_string(o) for o in exp) + "},")
             lines.append("     {" + ",\n      ".join(c_string(e) for e in err) + "}},")
+    lines.append("};")
+    # tool calls: the tools and each call's arguments as JSON text (what lowbit's formatters take), and
+    # the renderings
+    lines.append("static const char *const tool_json[] = {%s};" % ", ".join(
+        c_string(json.dumps(t, ensure_ascii=False)) for t in TOOLS))
+    for name, msgs, _ in TOOL_CONVERSATIONS:
+        for i, m in enumerate(msgs):
+            if isinstance(m, dict) and m.get("tool_calls"):
+                lines.append("static const lb_chat_tool_call tc_%s_%d[] = {%s};" % (name, i, ", ".join(
+                    "{%s, %s}" % (c_string(tc["function"]["name"]),
+                                  c_string(json.dumps(tc["function"]["arguments"], ensure_ascii=False)))
+                    for tc in m["tool_calls"])))
+        lines.append("static const lb_chat_msg tconv_%s[] = {" % name)
+        for i, m in enumerate(msgs):
+            if isinstance(m, dict):
+                calls = m.get("tool_calls") or []
+                lines.append("    {%s, %s, %s, %d}," % (c_string(m["role"]), c_string(m["content"]),
+                                                        ("tc_%s_%d" % (name, i)) if calls else "NULL", len(calls)))
+            else:
+                lines.append("    {%s, %s, NULL, 0}," % (c_string(m[0]), c_string(m[1])))
+        lines.append("};")
+    lines.append("static const struct { const char *file, *conv; const lb_chat_msg *msgs; int n, with_tools; "
+                 "const char *expected; } tool_expected[] = {")
+    for fname in TOOL_TEMPLATES:
+        text = open(os.path.join(HERE, fname), encoding="utf-8").read()
+        for name, msgs, with_tools in TOOL_CONVERSATIONS:
+            o, e = render(text, msgs, "", "<|im_end|>", tools=TOOLS if with_tools else None)
+            assert e is None, (fname, name, e)
+            lines.append("    {%s, %s, tconv_%s, %d, %d,\n     %s}," % (c_string(fname), c_string(name), name,
+                                                                   len(msgs), int(with_tools), c_string(o)))
     lines.append("};")
     lines.append("static const struct { const char *file, *jinja; } refused[] = {")
     for fname in REFUSED:

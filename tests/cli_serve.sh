@@ -68,7 +68,8 @@ expect 400 invalid_type "chat_template_kwargs not an object" "${C[@]}" "$URL/v1/
 out=$(curl -s -w '\n%{http_code}' "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"reasoning_effort":"low"}')
 [ "${out##*$'\n'}" = 200 ] && ok "a valid reasoning_effort is accepted (llama2's template has no such setting)" ||
   bad "reasoning_effort low: $out"
-expect 400 unsupported_parameter "tools" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}'
+expect 400 unsupported_parameter "tools with a template that has none (llama2)" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}'
+expect 400 invalid_value "a malformed tool" "${C[@]}" "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function"}]}'
 expect 404 model_not_found "unknown model" "${C[@]}" "$URL/v1/completions" -d '{"model":"gpt-4o","prompt":"x"}'
 expect 404 model_not_found "unknown model (chat)" "${C[@]}" "$URL/v1/chat/completions" -d '{"model":"gpt-4o","messages":[{"role":"user","content":"x"}]}'
 python3 -c 'import json; print(json.dumps({"prompt": "Once upon a time " * 100}))' >"$WORK/long.json"

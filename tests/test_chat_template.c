@@ -56,6 +56,39 @@ static void check_templates(void) {
     }
 }
 
+/* tools and tool calls (Qwen 2.5 / 3): the tools' signatures in the system
+ * turn, calls in assistant turns, results in user turns, as jinja2 renders
+ * the real templates; the other templates do not take tools */
+static void check_tools(void) {
+    const int n_cases = (int)(sizeof tool_expected / sizeof tool_expected[0]);
+    for (int k = 0; k < n_cases; k++) {
+        int t = 0;
+        while (t < N_TEMPLATES && strcmp(templates[t].file, tool_expected[k].file)) t++;
+        lb_chat_template ct;
+        if (t == N_TEMPLATES || lb_chat_template_detect(templates[t].jinja, templates[t].bos, templates[t].eos, &ct)) {
+            CHECK_MSG(0, "%s: not found or not recognised", tool_expected[k].file);
+            continue;
+        }
+        CHECK_MSG(ct.tool_calls, "%s: tool calls not detected", tool_expected[k].file);
+        if (tool_expected[k].with_tools) {
+            ct.tools = tool_json;
+            ct.n_tools = (int)(sizeof tool_json / sizeof tool_json[0]);
+        }
+        char *out = NULL;
+        CHECK_OK(lb_chat_apply(&ct, tool_expected[k].msgs, tool_expected[k].n, fixed_date, &out, NULL));
+        const int same = out && !strcmp(out, tool_expected[k].expected);
+        CHECK_MSG(same, "%s / %s: output differs from jinja2's", tool_expected[k].file, tool_expected[k].conv);
+        if (out && !same) show_diff(tool_expected[k].expected, out);
+        free(out);
+    }
+    int with = 0;
+    for (int t = 0; t < N_TEMPLATES; t++) {
+        lb_chat_template ct;
+        if (!lb_chat_template_detect(templates[t].jinja, templates[t].bos, templates[t].eos, &ct)) with += ct.tool_calls;
+    }
+    CHECK_MSG(with == 3, "%d templates take tools, expected the 3 Qwen ones", with);
+}
+
 /* templates a family's markers match but that write something else, and
  * families lowbit does not know: refused with a message, never formatted */
 static void check_refused(void) {
@@ -172,7 +205,7 @@ static void check_names(void) {
         CHECK_OK(lb_chat_template_named(names[n], "<s>", "</s>", &ct));
         CHECK(!strcmp(lb_chat_family_name(ct.family), names[n]));
         /* every family formats a plain conversation */
-        lb_chat_msg m[2] = {{"user", "hi"}, {"assistant", "ho"}};
+        lb_chat_msg m[2] = {{.role = "user", .content = "hi"}, {.role = "assistant", .content = "ho"}};
         char *out = NULL;
         CHECK_OK(lb_chat_apply(&ct, m, 2, NULL, &out, NULL));
         CHECK(out && strstr(out, "hi") && strstr(out, "ho"));
@@ -197,7 +230,7 @@ static void check_names(void) {
             CHECK_OK(lb_chat_template_detect(templates[t].jinja, "", "", &ct));
             CHECK(ct.date_now);
             char *out = NULL;
-            lb_chat_msg m = {"user", "x"};
+            lb_chat_msg m = {.role = "user", .content = "x"};
             CHECK_OK(lb_chat_apply(&ct, &m, 1, NULL, &out, NULL));
             CHECK(out && strstr(out, "Today Date: ") && !strstr(out, fixed_date));
             free(out);
@@ -297,8 +330,8 @@ static void check_reasoning_effort(void) {
  * turn cut after its first '</think>', a second assistant turn with no
  * '<｜Assistant｜>' of its own (jinja2's rendering of the template) */
 static void check_deepseek_v31(void) {
-    static const lb_chat_msg msgs[] = {{"system", "A"}, {"user", "Q"},      {"system", "B"},
-                                       {"assistant", "r</think>x</think>y"}, {"assistant", "z"}, {"user", "R"}};
+    static const lb_chat_msg msgs[] = {{.role = "system", .content = "A"}, {.role = "user", .content = "Q"},      {.role = "system", .content = "B"},
+                                       {.role = "assistant", .content = "r</think>x</think>y"}, {.role = "assistant", .content = "z"}, {.role = "user", .content = "R"}};
     static const char expected[] =
         "<B>A\012"
         "\012"
@@ -313,7 +346,7 @@ static void check_deepseek_v31(void) {
     if (out && strcmp(out, expected)) show_diff(expected, out);
     free(out);
     out = NULL;
-    const lb_chat_msg tool[] = {{"user", "Q"}, {"tool", "T"}};
+    const lb_chat_msg tool[] = {{.role = "user", .content = "Q"}, {.role = "tool", .content = "T"}};
     CHECK(lb_chat_apply(&ct, tool, 2, fixed_date, &out, NULL) == LB_ERR_ARG && !out);
 }
 
@@ -321,6 +354,7 @@ int main(void) {
     check_templates();
     check_thinking_switch();
     check_refused();
+    check_tools();
     check_think_split();
     check_deepseek_v31();
     check_reasoning_effort();

@@ -100,6 +100,11 @@ void cli_reasoning_apply(const char *cmd, const cli_reasoning *r, lb_chat_templa
     "      --reasoning-effort E  gpt-oss: low, medium (default) or high: how long it reasons\n"         \
     "      --reasoning-format F  deepseek or auto (default): a reply's <think> block is the\n"          \
     "                       reasoning, shown apart from the answer; none: the reply as it is\n"
+/* The chat template of chat and serve: --chat-template-file FILE's text (a
+ * Jinja template, recognised as the model's would be), else the family
+ * --chat-template NAME, else the model's own. */
+lb_status cli_chat_template(const char *cmd, const lb_model *m, const char *name, const char *file,
+                            lb_chat_template *out);
 /* LB_DEVICE_CPU for NULL or "cpu"; for "cuda", LB_DEVICE_CUDA once the
  * backend is registered, a GPU found and load-time repacking turned off (the
  * GPU takes the file's layouts); -1 after printing why not. Call before

@@ -24,7 +24,10 @@ static void help(void) {
            "      --chat-template NAME   format turns as this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
            "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss,\n"
-           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r, mistral-small3\n"
+           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r, mistral-small3,\n"
+           "                       granite\n"
+           "      --chat-template-file FILE  a Jinja chat template to use instead of the model's\n"
+           "                       (recognised as the model's would be: one of the families above)\n"
            CLI_REASONING_HELP
            "  -n, --n-predict N    most tokens per reply (default -1: until the end of the turn)\n"
            "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"
@@ -48,7 +51,7 @@ static int add_msg(conversation *c, const char *role, const char *text, size_t l
     if (!t) return -1;
     memcpy(t, text, len);
     t[len] = 0;
-    c->m[c->n++] = (lb_chat_msg){role, t};
+    c->m[c->n++] = (lb_chat_msg){.role = role, .content = t};
     return 0;
 }
 
@@ -82,7 +85,7 @@ int cmd_chat(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "chat", 0};
     cli_cache kv = {LB_TYPE_F32, LB_TYPE_F32, 0};
-    const char *system = NULL, *tmpl_name = NULL, *device = NULL;
+    const char *system = NULL, *tmpl_name = NULL, *tmpl_file = NULL, *device = NULL;
     cli_reasoning rs = CLI_REASONING_INIT;
     int n_predict = -1, n_ctx = 0, n_batch = 512, seed_set = 0;
     lb_sampler_params sp = lb_sampler_default_params();
@@ -93,6 +96,7 @@ int cmd_chat(int argc, char **argv) {
         else if (cli_cache_flag(&a, &kv)) {}
         else if (cli_flag(&a, "--system", NULL)) system = cli_value(&a);
         else if (cli_flag(&a, "--chat-template", NULL)) tmpl_name = cli_value(&a);
+        else if (cli_flag(&a, "--chat-template-file", NULL)) tmpl_file = cli_value(&a);
         else if (cli_reasoning_flag(&a, &rs)) {}
         else if (cli_flag(&a, "-n", "--n-predict")) n_predict = cli_int(&a, -1, 1 << 24);
         else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 1, 1 << 22);
@@ -121,10 +125,11 @@ int cmd_chat(int argc, char **argv) {
     lb_status s = cli_load_model(&co, &m);
     if (s) { cli_error("chat", s); goto done; }
     if (!lb_model_has_vocab(m)) { fprintf(stderr, "lowbit chat: %s has no vocabulary\n", co.model); goto done; }
-    if ((s = lb_chat_template_of_model(m, tmpl_name, &tmpl))) {
-        if (tmpl_name) fprintf(stderr, "lowbit chat: --chat-template: %s\n", lb_last_error());
+    if ((s = cli_chat_template("chat", m, tmpl_name, tmpl_file, &tmpl))) {
+        if (tmpl_file) fprintf(stderr, "lowbit chat: --chat-template-file %s: %s\n", tmpl_file, lb_last_error());
+        else if (tmpl_name) fprintf(stderr, "lowbit chat: --chat-template: %s\n", lb_last_error());
         else fprintf(stderr, "lowbit chat: %s (name a family with --chat-template)\n", lb_last_error());
-        rc = tmpl_name ? CLI_USAGE : CLI_FAIL;
+        rc = tmpl_name || tmpl_file ? CLI_USAGE : CLI_FAIL;
         goto done;
     }
     cli_reasoning_apply("chat", &rs, &tmpl);
@@ -142,7 +147,7 @@ int cmd_chat(int argc, char **argv) {
     if (!logits || !cache) goto done;
     if (system && add_msg(&conv, "system", system, strlen(system))) goto done;
     if (system) { /* a template that refuses a system message (Gemma 1/2) says so once, not every turn */
-        const lb_chat_msg probe[2] = {{"system", system}, {"user", "hi"}};
+        const lb_chat_msg probe[2] = {{.role = "system", .content = system}, {.role = "user", .content = "hi"}};
         char *text = NULL;
         if (lb_chat_apply(&tmpl, probe, 2, NULL, &text, NULL)) {
             fprintf(stderr, "lowbit chat: --system: %s\n", lb_last_error());

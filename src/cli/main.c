@@ -327,3 +327,16 @@ int main(int argc, char **argv) {
     usage(stderr);
     return CLI_USAGE;
 }
+
+lb_status cli_chat_template(const char *cmd, const lb_model *m, const char *name, const char *file,
+                            lb_chat_template *out) {
+    if (!file) return lb_chat_template_of_model(m, name, out);
+    char *text = NULL;
+    size_t len = 0;
+    lb_status s = lb_read_file(file, &text, &len);
+    if (!s && strlen(text) != len) s = lb_fail(LB_ERR_FORMAT, "%s holds a NUL byte: not a template", file);
+    if (!s) s = lb_chat_template_of_text(m, text, out);
+    free(text);
+    (void)cmd;
+    return s;
+}

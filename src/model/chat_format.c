@@ -169,6 +169,8 @@ static lb_status mistral(const lb_chat_template *t, const lb_chat_msg *m, int n,
  * answer; after the last user query the turn is written with its reasoning
  * block (always when it is the last message), before it with the answer
  * only. */
+static void tool_calls(const lb_chat_msg *m, int qwen3, int answer, sbuf *b);
+
 static void qwen3_assistant(const lb_chat_msg *m, int i, int n, int last_query, sbuf *b) {
     const char *c = content(&m[i]), *end = c + strlen(c), *ans, *r0, *r1;
     split_think(c, &ans, &r0, &r1);
@@ -183,11 +185,48 @@ static void qwen3_assistant(const lb_chat_msg *m, int i, int n, int last_query, 
     } else {
         put(b, ans);
     }
+    tool_calls(&m[i], 1, *ans != 0, b);
     put(b, "<|im_end|>\n");
 }
 
+/* An assistant message's tool calls, after its text: each
+ * '<tool_call>\n{"name": "' + name + '", "arguments": ' + arguments + '}\n</tool_call>',
+ * after a newline (Qwen 3: but for the first when the answer is empty) */
+static void tool_calls(const lb_chat_msg *m, int qwen3, int answer, sbuf *b) {
+    for (int k = 0; k < m->n_calls && m->calls; k++) {
+        if (!qwen3 || k > 0 || answer) put(b, "\n");
+        put(b, "<tool_call>\n{\"name\": \"");
+        put(b, m->calls[k].name ? m->calls[k].name : "");
+        put(b, "\", \"arguments\": ");
+        put(b, m->calls[k].arguments ? m->calls[k].arguments : "{}");
+        put(b, "}\n</tool_call>");
+    }
+}
+
+/* Qwen 2.5 / 3's tools header: the system turn with the first system
+ * message (or Qwen 2.5's default one) and the tools' signatures */
+static void tools_header(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
+    const int qwen25 = t->tools_head[0] == '\n'; /* the system text, then "\n\n# Tools..." */
+    put(b, "<|im_start|>system\n");
+    if (first_system(m, n)) {
+        put(b, content(&m[0]));
+        if (!qwen25) put(b, "\n\n"); /* Qwen 3: messages[0].content + '\n\n' */
+    } else if (qwen25) {
+        put(b, t->has_default_system ? t->default_system : "");
+    }
+    put(b, t->tools_head);
+    for (int k = 0; k < t->n_tools; k++) {
+        put(b, "\n");
+        put(b, t->tools[k]);
+    }
+    put(b, t->tools_tail);
+}
+
 static lb_status chatml(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
-    if (t->has_default_system && !first_system(m, n)) {
+    const int tools = t->tool_calls && t->n_tools > 0 && t->tools;
+    if (tools) {
+        tools_header(t, m, n, b);
+    } else if (t->has_default_system && !first_system(m, n)) {
         put(b, "<|im_start|>system\n");
         put(b, t->default_system);
         put(b, "<|im_end|>\n");
@@ -204,8 +243,27 @@ static lb_status chatml(const lb_chat_template *t, const lb_chat_msg *m, int n, 
         }
     }
     for (int i = 0; i < n; i++) {
+        if (tools && i == 0 && first_system(m, n)) continue; /* in the tools header */
         if (t->qwen3_think && is(&m[i], "assistant")) {
             qwen3_assistant(m, i, n, last_query, b);
+            continue;
+        }
+        if (t->tool_calls && is(&m[i], "tool")) { /* consecutive results share one user turn */
+            if (i == 0 || !is(&m[i - 1], "tool")) put(b, "<|im_start|>user");
+            put(b, "\n<tool_response>\n");
+            put(b, content(&m[i]));
+            put(b, "\n</tool_response>");
+            if (i == n - 1 || !is(&m[i + 1], "tool")) put(b, "<|im_end|>\n");
+            continue;
+        }
+        if (t->tool_calls && is(&m[i], "assistant") && m[i].n_calls > 0) { /* Qwen 2.5 */
+            put(b, "<|im_start|>assistant");
+            if (*content(&m[i])) {
+                put(b, "\n");
+                put(b, content(&m[i]));
+            }
+            tool_calls(&m[i], 0, 1, b);
+            put(b, "<|im_end|>\n");
             continue;
         }
         put(b, "<|im_start|>"); /* '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' */

@@ -6,6 +6,12 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
+lb_status lb_chat_template_of_text(const lb_model *m, const char *jinja, lb_chat_template *out) {
+    const int bos = lb_token_bos(m), eos = lb_token_eos(m);
+    return lb_chat_template_detect(jinja, bos >= 0 ? lb_tokenizer_token_text(m->tok, bos) : "",
+                                   eos >= 0 ? lb_tokenizer_token_text(m->tok, eos) : "", out);
+}
+
 lb_status lb_chat_template_of_model(const lb_model *m, const char *name, lb_chat_template *out) {
     const int bos = lb_token_bos(m), eos = lb_token_eos(m);
     const char *bt = bos >= 0 ? lb_tokenizer_token_text(m->tok, bos) : "";

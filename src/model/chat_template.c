@@ -151,6 +151,21 @@ static int granite_default_system(const char *s, lb_chat_template *t) {
     return 1;
 }
 
+/* Qwen 2.5 / 3's texts around the tools' signatures: the string literals
+ * that hold "# Tools" and "</tools>" (Qwen 2.5's first begins with the
+ * "\n\n" after the system text; Qwen2.5-Coder's second writes "{{") */
+static int tools_texts(const char *s, lb_chat_template *t) {
+    static const char *const keys[2] = {"# Tools", "\\n</tools>"};
+    char *const out[2] = {t->tools_head, t->tools_tail};
+    for (int k = 0; k < 2; k++) {
+        const char *p = strstr(s, keys[k]);
+        if (!p) return 0;
+        while (p > s && p[-1] != '"') p--; /* back to the literal's opening quote */
+        if (p == s || !read_literal(p, '"', out[k], 512)) return 0;
+    }
+    return 1;
+}
+
 lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eos, lb_chat_template *t) {
     if (!s || !*s) return lb_fail(LB_ERR_UNSUPPORTED, "the model has no chat template");
     if (strstr(s, "<|im_start|>")) {
@@ -167,6 +182,10 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
                       strstr(s, "render_content") || !strstr(s, "'\\n</think>\\n\\n'")))
             return lb_fail(LB_ERR_UNSUPPORTED, "a ChatML chat template with reasoning rules lowbit does not know (only "
                                                "Qwen 3's); --chat-template chatml formats plain ChatML");
+        /* Qwen 2.5 / 3's tools: <tools> in the system turn, <tool_call> in replies, results as
+         * <tool_response> in a user turn */
+        t->tool_calls = strstr(s, "<tools>") && strstr(s, "<tool_call>") && strstr(s, "<tool_response>") &&
+                        strstr(s, "message.tool_calls") && tools_texts(s, t);
         /* LFM2's: the system message kept apart, left out when empty, past reasoning dropped */
         if (strstr(s, "ns.system_prompt"))
             return lb_fail(LB_ERR_UNSUPPORTED, "a ChatML chat template with its own system-message rules (LFM2's) is "

@@ -52,11 +52,26 @@ typedef struct {
     int thinking_switch;      /* the template reads enable_thinking (Qwen 3, GLM-4.5 to 4.7, DeepSeek-V3.1) or
                                * `thinking` (DeepSeek-V3.1, Granite 3.3) */
     int thinking;             /* enable_thinking: -1 undefined (the template's default), 0 false, 1 true */
+    int tool_calls;           /* the template offers tools and writes calls and results (Qwen 2.5 / 3's
+                               * Hermes style: <tools>, <tool_call>, <tool_response>) */
+    char tools_head[512], tools_tail[512]; /* its texts before and after the tools' signatures */
+    const char *const *tools; /* the tools offered (JSON text each, as `tool | tojson` writes it; n_tools);
+                               * set per conversation, NULL: none */
+    int n_tools;
 } lb_chat_template;
 
+/* A tool call an assistant message made: the function's name and its
+ * arguments as JSON text (an object, written as Python's json.dumps writes it,
+ * which is what the templates' `tojson` gives). */
 typedef struct {
-    const char *role;    /* "system", "user", "assistant" */
+    const char *name, *arguments;
+} lb_chat_tool_call;
+
+typedef struct {
+    const char *role;    /* "system", "user", "assistant", "tool" (a tool's result) */
     const char *content; /* UTF-8 */
+    const lb_chat_tool_call *calls; /* assistant: the tool calls it made (n_calls of them) */
+    int n_calls;
 } lb_chat_msg;
 
 /* Names for --chat-template: "llama2", "llama3", "llama3.1", "mistral",
@@ -128,6 +143,9 @@ lb_status lb_chat_apply(const lb_chat_template *t, const lb_chat_msg *msgs, int 
  * tokenizer.chat_template recognised; LB_ERR_UNSUPPORTED if it has none. */
 struct lb_model;
 lb_status lb_chat_template_of_model(const struct lb_model *m, const char *name, lb_chat_template *out);
+/* A template text given apart from the model (llama.cpp's --chat-template-file),
+ * recognised as lb_chat_template_detect does, with the model's BOS and EOS. */
+lb_status lb_chat_template_of_text(const struct lb_model *m, const char *jinja, lb_chat_template *out);
 /* A rendered prompt's tokens (*ids malloc'ed): the special tokens' texts as
  * those tokens, BOS as the model adds it unless the text begins with the
  * BOS text (templates that write it). */

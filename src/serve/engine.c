@@ -210,21 +210,6 @@ static void finish_req(srv_req *r, const char *finish, const srv_error *err) {
     pthread_cond_broadcast(&r->cv);
 }
 
-int srv_buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n) {
-    if (*len + n + 1 > *cap) {
-        size_t c = *cap ? *cap : 256;
-        while (c < *len + n + 1) c *= 2;
-        char *b = realloc(*buf, c);
-        if (!b) return -1;
-        *buf = b;
-        *cap = c;
-    }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    (*buf)[*len] = 0;
-    return 0;
-}
-
 static int append_text(srv_req *r, const char *s, size_t n) {
     if (srv_buf_append(&r->text, &r->text_len, &r->text_cap, s, n)) return -1;
     if (r->n_marks == r->cap_marks) {

@@ -293,6 +293,10 @@ typedef struct {
     size_t have;
     int started, finished;
     int logprobs; /* the request asked for them */
+    int tools;         /* chat with "tools": a reply's <tool_call> blocks become tool_calls */
+    char *held;        /* text held back: a possible start of "<tool_call>", or all of it from there on */
+    size_t held_len, held_cap;
+    int in_call;       /* a "<tool_call>" came: the rest waits for the end */
     int32_t *echo_ids; /* completions' "echo": the prompt, sent first (with logprobs: once they are in) */
     int n_echo_ids;
     size_t echo_len;   /* the echoed text's length: the reply's offsets come after it */
@@ -512,6 +516,100 @@ static void echo_event(stream_state *st, srv_logprob *plp, int n_plp) {
     st->echo_ids = NULL;
 }
 
+/* a tool call's id: "call_" and 24 letters and digits */
+static void call_id(char out[32]) {
+    static _Atomic unsigned long long counter;
+    unsigned long long x = (unsigned long long)time(NULL) * 0x9E3779B97F4A7C15ull + ++counter * 0xBF58476D1CE4E5B9ull;
+    static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    memcpy(out, "call_", 5);
+    for (int i = 0; i < 24; i++) {
+        x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
+        out[5 + i] = al[x % 62];
+    }
+    out[29] = 0;
+}
+
+/* OpenAI's tool_calls array: [{(index), id, type, function: {name, arguments}}] */
+static cJSON *tool_calls_json(char **names, char **args, int n, int with_index) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON *c = cJSON_CreateObject(), *f;
+        char id[32];
+        call_id(id);
+        if (with_index) cJSON_AddNumberToObject(c, "index", i);
+        cJSON_AddStringToObject(c, "id", id);
+        cJSON_AddStringToObject(c, "type", "function");
+        f = cJSON_AddObjectToObject(c, "function");
+        cJSON_AddStringToObject(f, "name", names[i]);
+        cJSON_AddStringToObject(f, "arguments", args[i]);
+        cJSON_AddItemToArray(a, c);
+    }
+    return a;
+}
+
+static void free_calls(char **names, char **args, int n) {
+    for (int i = 0; i < n; i++) free(names[i]), free(args[i]);
+    free(names);
+    free(args);
+}
+
+/* A streamed chat's content, with tools offered: text goes out unless it may
+ * begin "<tool_call>" (held until it cannot), and from a "<tool_call>" on
+ * everything waits for the end (tool_calls_end) */
+static void content_event(stream_state *st, const char *text, const srv_logprob *lp, int n_lp) {
+    if (!st->tools) {
+        chunk_event_lp(st, "content", text, NULL, 0, lp, n_lp);
+        return;
+    }
+    static const char open[] = "<tool_call>";
+    srv_buf_append(&st->held, &st->held_len, &st->held_cap, text, strlen(text));
+    size_t send = 0;
+    if (!st->in_call) {
+        const char *o = st->held ? strstr(st->held, open) : NULL;
+        if (o) {
+            send = (size_t)(o - st->held);
+            st->in_call = 1;
+        } else { /* all but the longest tail that begins "<tool_call>" */
+            size_t keep = 0;
+            for (size_t k = LB_MIN(strlen(open) - 1, st->held_len); k > 0 && !keep; k--)
+                if (!memcmp(st->held + st->held_len - k, open, k)) keep = k;
+            send = st->held_len - keep;
+        }
+    }
+    char *out = malloc(send + 1);
+    if (out) {
+        memcpy(out, st->held, send);
+        out[send] = 0;
+        memmove(st->held, st->held + send, st->held_len - send + 1);
+        st->held_len -= send;
+    }
+    if ((out && *out) || n_lp) chunk_event_lp(st, "content", out ? out : "", NULL, 0, lp, n_lp);
+    free(out);
+}
+
+/* the end of a streamed chat with tools: the held text's calls as one
+ * tool_calls delta (what is left of the text as content before it);
+ * returns the finish reason */
+static const char *tool_calls_end(stream_state *st, const char *finish) {
+    if (!st->tools || !st->held_len) return finish;
+    char **names, **args;
+    int n;
+    srv_parse_tool_calls(st->held, &st->held_len, &names, &args, &n);
+    if (st->held_len) chunk_event(st, st->held, NULL, 0);
+    st->held_len = 0;
+    if (!n) return finish;
+    cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
+    cJSON *ch = cJSON_CreateObject(), *d = cJSON_AddObjectToObject(ch, "delta");
+    cJSON_AddNumberToObject(ch, "index", 0);
+    cJSON_AddItemToObject(d, "tool_calls", tool_calls_json(names, args, n, 1));
+    cJSON_AddNullToObject(ch, "logprobs");
+    cJSON_AddNullToObject(ch, "finish_reason");
+    cJSON_AddItemToArray(choices, ch);
+    out_event(st, o);
+    free_calls(names, args, n);
+    return "tool_calls";
+}
+
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream_state *st = cls;
@@ -540,7 +638,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             while (lp1 < tk.n_lp && (tk.lp[lp1].offset < st->echo_len + base + to || to == tk.delta_len)) lp1++;
             const char keep = tk.delta[to];
             tk.delta[to] = 0;
-            chunk_event_lp(st, "content", tk.delta + from, NULL, 0, tk.lp ? tk.lp + lp0 : NULL, lp1 - lp0);
+            content_event(st, tk.delta + from, tk.lp ? tk.lp + lp0 : NULL, lp1 - lp0);
             tk.delta[to] = keep;
             from = to, lp0 = lp1;
         }
@@ -558,7 +656,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
                 }
                 free(e);
             } else {
-                chunk_event(st, st->kind == SRV_CHAT ? NULL : "", tk.finish, 0);
+                chunk_event(st, st->kind == SRV_CHAT ? NULL : "", tool_calls_end(st, tk.finish), 0);
                 if (st->include_usage) {
                     cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
                     cJSON_AddItemToObject(o, "usage", usage_object(&tk));
@@ -588,6 +686,7 @@ static void stream_free(void *cls) {
     srv_req_cancel(st->h->o.engine, st->r); /* no-op when it finished */
     srv_req_release(st->h->o.engine, st->r);
     free(st->echo_ids);
+    free(st->held);
     free(st->out);
     free(st);
 }
@@ -618,6 +717,17 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         lb_chat_template t = *h->o.tmpl; /* the request's reasoning settings, else the server's */
         if (p.reasoning_effort[0]) lb_chat_set_reasoning_effort(&t, p.reasoning_effort);
         if (p.thinking >= 0) lb_chat_set_thinking(&t, p.thinking);
+        int tool_msgs = 0;
+        for (int i = 0; i < p.n_msgs; i++) tool_msgs += p.msgs[i].n_calls > 0 || !strcmp(p.msgs[i].role, "tool");
+        if ((p.n_tools || tool_msgs) && !t.tool_calls) {
+            srv_error_set(&err, 400, "invalid_request_error", "unsupported_parameter", p.n_tools ? "tools" : "messages",
+                          "This model's chat template (%s) does not take tools: lowbit formats tools, tool calls and "
+                          "tool results for Qwen 2.5 / Qwen 3 templates.",
+                          lb_chat_family_name(t.family));
+            goto fail;
+        }
+        t.tools = (const char *const *)p.tools;
+        t.n_tools = p.n_tools;
         if (lb_chat_apply(&t, p.msgs, p.n_msgs, NULL, &text, NULL)) {
             srv_error_set(&err, 400, "invalid_request_error", "invalid_value", "messages",
                           "The chat template refused the conversation: %s", lb_last_error());
@@ -686,6 +796,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         st->created = created;
         st->include_usage = p.include_usage;
         st->logprobs = p.logprobs;
+        st->tools = p.n_tools > 0;
         if (p.echo && (st->echo_ids = malloc((size_t)LB_MAX(n_ids, 1) * sizeof *ids))) {
             memcpy(st->echo_ids, ids, (size_t)n_ids * sizeof *ids);
             st->n_echo_ids = n_ids;
@@ -746,11 +857,21 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
     cJSON *choices, *o = envelope(h, kind, 0, id, created, &choices);
     cJSON *ch = cJSON_CreateObject();
     cJSON_AddNumberToObject(ch, "index", 0);
+    const char *finish = tk.finish ? tk.finish : "stop";
     if (kind == SRV_CHAT) {
         cJSON *m = cJSON_AddObjectToObject(ch, "message");
         cJSON_AddStringToObject(m, "role", "assistant");
-        cJSON_AddStringToObject(m, "content", answer ? answer : "");
+        char **names = NULL, **args = NULL;
+        int n_calls = 0;
+        if (p.n_tools && answer) srv_parse_tool_calls(answer, &answer_len, &names, &args, &n_calls);
+        if (n_calls && !answer_len) cJSON_AddNullToObject(m, "content"); /* OpenAI's, when the reply is calls */
+        else cJSON_AddStringToObject(m, "content", answer ? answer : "");
         if (thought) cJSON_AddStringToObject(m, "reasoning_content", thought);
+        if (n_calls) {
+            cJSON_AddItemToObject(m, "tool_calls", tool_calls_json(names, args, n_calls, 0));
+            finish = "tool_calls";
+        }
+        free_calls(names, args, n_calls);
     } else if (!p.echo) {
         cJSON_AddStringToObject(ch, "text", answer ? answer : "");
     } else { /* the prompt, then the reply; their entries in one list */
@@ -772,7 +893,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
     }
     free(lps);
     free(plp);
-    cJSON_AddStringToObject(ch, "finish_reason", tk.finish ? tk.finish : "stop");
+    cJSON_AddStringToObject(ch, "finish_reason", finish);
     cJSON_AddItemToArray(choices, ch);
     cJSON_AddItemToObject(o, "usage", usage_object(&tk));
     free(answer);

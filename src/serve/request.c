@@ -312,6 +312,8 @@ static int get_content(const cJSON *m, int idx, char **out, srv_error *err) {
     return 0;
 }
 
+static int get_tool_calls(const cJSON *calls, int idx, lb_chat_msg *msg, srv_error *err);
+
 static int get_messages(const cJSON *root, srv_params *p, srv_error *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "messages");
     if (!v || cJSON_IsNull(v)) {
@@ -339,18 +341,19 @@ static int get_messages(const cJSON *root, srv_params *p, srv_error *err) {
         if (!cJSON_IsString(role)) return bad_type(err, param, "a string", role);
         const char *r = role->valuestring;
         if (!strcmp(r, "developer")) r = "system"; /* OpenAI's newer name for it */
-        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant")) {
+        if (strcmp(r, "system") && strcmp(r, "user") && strcmp(r, "assistant") && strcmp(r, "tool")) {
             srv_error_set(err, 400, "invalid_request_error", "unsupported_value", param,
-                          "Invalid value for '%s': '%.64s' (supported: system, developer, user, assistant).", param,
-                          role->valuestring);
+                          "Invalid value for '%s': '%.64s' (supported: system, developer, user, assistant, tool).",
+                          param, role->valuestring);
             return -1;
         }
         const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
         if (calls && !cJSON_IsNull(calls) && !(cJSON_IsArray(calls) && cJSON_GetArraySize(calls) == 0)) {
             snprintf(param, sizeof param, "messages[%d].tool_calls", i);
-            srv_error_set(err, 400, "invalid_request_error", "unsupported_parameter", param,
-                          "tool calls are not supported.");
-            return -1;
+            if (!cJSON_IsArray(calls)) return bad_type(err, param, "an array", calls);
+            if (strcmp(r, "assistant")) return bad_value(err, param, "only assistant messages make tool calls.");
+            p->n_msgs = i + 1; /* freed with the rest, whatever happens below */
+            if (get_tool_calls(calls, i, &p->msgs[i], err)) return -1;
         }
         char *content = NULL;
         if (get_content(m, i, &content, err)) return -1;
@@ -410,6 +413,198 @@ static int get_prompt(const cJSON *root, srv_params *p, srv_error *err) {
     return 0;
 }
 
+int srv_buf_append(char **buf, size_t *len, size_t *cap, const char *p, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (c < *len + n + 1) c *= 2;
+        char *b = realloc(*buf, c);
+        if (!b) return -1;
+        *buf = b;
+        *cap = c;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 0;
+}
+
+static int py_str(const char *q, char **buf, size_t *len, size_t *cap) {
+    if (srv_buf_append(buf, len, cap, "\"", 1)) return -1;
+    for (const unsigned char *c = (const unsigned char *)q; *c; c++) {
+        char e[8];
+        const char *w = e;
+        size_t n = 2;
+        switch (*c) {
+        case '"': w = "\\\""; break;
+        case '\\': w = "\\\\"; break;
+        case '\n': w = "\\n"; break;
+        case '\r': w = "\\r"; break;
+        case '\t': w = "\\t"; break;
+        case '\b': w = "\\b"; break;
+        case '\f': w = "\\f"; break;
+        default:
+            if (*c < 0x20) n = (size_t)snprintf(e, sizeof e, "\\u%04x", *c);
+            else e[0] = (char)*c, n = 1;
+        }
+        if (srv_buf_append(buf, len, cap, w, n)) return -1;
+    }
+    return srv_buf_append(buf, len, cap, "\"", 1);
+}
+
+int srv_json_py(const cJSON *v, char **buf, size_t *len, size_t *cap) {
+    char num[40];
+    if (cJSON_IsString(v)) return py_str(v->valuestring, buf, len, cap);
+    if (cJSON_IsTrue(v)) return srv_buf_append(buf, len, cap, "true", 4);
+    if (cJSON_IsFalse(v)) return srv_buf_append(buf, len, cap, "false", 5);
+    if (cJSON_IsNumber(v)) {
+        const double x = v->valuedouble;
+        if (x == floor(x) && fabs(x) < 9007199254740992.0) snprintf(num, sizeof num, "%.0f", x);
+        else
+            for (int prec = 1; prec <= 17; prec++) { /* the shortest text that reads back (Python's repr) */
+                snprintf(num, sizeof num, "%.*g", prec, x);
+                if (strtod(num, NULL) == x) break;
+            }
+        return srv_buf_append(buf, len, cap, num, strlen(num));
+    }
+    if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
+        const int obj = cJSON_IsObject(v);
+        if (srv_buf_append(buf, len, cap, obj ? "{" : "[", 1)) return -1;
+        const cJSON *e;
+        int first = 1;
+        cJSON_ArrayForEach(e, v) {
+            if (!first && srv_buf_append(buf, len, cap, ", ", 2)) return -1;
+            first = 0;
+            if (obj && (py_str(e->string ? e->string : "", buf, len, cap) || srv_buf_append(buf, len, cap, ": ", 2)))
+                return -1;
+            if (srv_json_py(e, buf, len, cap)) return -1;
+        }
+        return srv_buf_append(buf, len, cap, obj ? "}" : "]", 1);
+    }
+    return srv_buf_append(buf, len, cap, "null", 4);
+}
+
+int srv_parse_tool_calls(char *text, size_t *text_len, char ***names, char ***args, int *n) {
+    static const char open[] = "<tool_call>", close[] = "</tool_call>";
+    *names = *args = NULL;
+    *n = 0;
+    size_t w = 0, r = 0, len = *text_len;
+    while (r < len) {
+        const char *o = strstr(text + r, open), *c = o ? strstr(o, close) : NULL;
+        if (!o || !c) break;
+        const size_t jo = (size_t)(o - text) + strlen(open), jc = (size_t)(c - text);
+        cJSON *j = cJSON_ParseWithLength(text + jo, jc - jo);
+        const cJSON *name = j ? cJSON_GetObjectItemCaseSensitive(j, "name") : NULL;
+        const cJSON *a = j ? cJSON_GetObjectItemCaseSensitive(j, "arguments") : NULL;
+        char *as = NULL;
+        if (cJSON_IsString(name) && name->valuestring[0] && (!a || cJSON_IsObject(a)))
+            as = a ? cJSON_PrintUnformatted(a) : strdup("{}");
+        char **nn = as ? realloc(*names, (size_t)(*n + 1) * sizeof *nn) : NULL;
+        if (nn) *names = nn;
+        char **na = nn ? realloc(*args, (size_t)(*n + 1) * sizeof *na) : NULL;
+        if (na) *args = na;
+        char *nm = na ? strdup(name->valuestring) : NULL;
+        if (!nm) { /* not a call (or out of memory): the block stays in the text */
+            free(as);
+            cJSON_Delete(j);
+            const size_t keep = jc + strlen(close) - r;
+            memmove(text + w, text + r, keep);
+            w += keep, r += keep;
+            continue;
+        }
+        (*names)[*n] = nm, (*args)[(*n)++] = as;
+        cJSON_Delete(j);
+        const size_t before = (size_t)(o - text) - r; /* the text before the block stays */
+        memmove(text + w, text + r, before);
+        w += before;
+        r = jc + strlen(close);
+    }
+    memmove(text + w, text + r, len - r);
+    w += len - r;
+    size_t a0 = 0; /* what is left, trimmed */
+    while (a0 < w && (text[a0] == ' ' || text[a0] == '\n' || text[a0] == '\r' || text[a0] == '\t')) a0++;
+    while (w > a0 && (text[w - 1] == ' ' || text[w - 1] == '\n' || text[w - 1] == '\r' || text[w - 1] == '\t')) w--;
+    if (*n) {
+        memmove(text, text + a0, w - a0);
+        w -= a0;
+    } else {
+        w = len; /* no call: the text as it was */
+    }
+    text[w] = 0;
+    *text_len = w;
+    return 0;
+}
+
+/* "tools": [{"type": "function", "function": {"name", ...}}], each kept as
+ * the templates' tojson writes it; "tool_choice": "auto" (the default) or
+ * "none" (no tools offered); a forced choice needs constrained decoding and is
+ * refused */
+static int get_tools(const cJSON *root, srv_params *p, srv_error *err) {
+    const cJSON *v = field(root, "tools"), *choice = field(root, "tool_choice");
+    if (choice && !cJSON_IsNull(choice)) {
+        if (!cJSON_IsString(choice) && !cJSON_IsObject(choice))
+            return bad_type(err, "tool_choice", "a string or an object", choice);
+        if (!cJSON_IsString(choice) || (strcmp(choice->valuestring, "auto") && strcmp(choice->valuestring, "none"))) {
+            srv_error_set(err, 400, "invalid_request_error", "unsupported_value", "tool_choice",
+                          "only 'auto' and 'none' are supported for 'tool_choice' (a forced call needs constrained "
+                          "decoding, which lowbit serve does not do).");
+            return -1;
+        }
+        if (!strcmp(choice->valuestring, "none")) return 0;
+    }
+    if (!v || cJSON_IsNull(v)) return 0;
+    if (!cJSON_IsArray(v)) return bad_type(err, "tools", "an array", v);
+    const int n = cJSON_GetArraySize(v);
+    if (n == 0) return 0;
+    if (!(p->tools = calloc((size_t)n, sizeof *p->tools))) return oom(err);
+    const cJSON *t;
+    int i = 0;
+    cJSON_ArrayForEach(t, v) {
+        char param[48];
+        snprintf(param, sizeof param, "tools[%d]", i);
+        const cJSON *type = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "type") : NULL;
+        const cJSON *fn = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "function") : NULL;
+        const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsString(name) ||
+            !name->valuestring[0])
+            return bad_value(err, param, "expected {\"type\": \"function\", \"function\": {\"name\": ...}}.");
+        size_t len = 0, cap = 0;
+        if (srv_json_py(t, &p->tools[i], &len, &cap)) return oom(err);
+        p->n_tools = ++i;
+    }
+    return 0;
+}
+
+/* an assistant message's "tool_calls": [{"type": "function", "function":
+ * {"name", "arguments": JSON text}}], the arguments parsed and written as
+ * the templates' tojson writes them (text that is no JSON object: as a JSON
+ * string) */
+static int get_tool_calls(const cJSON *calls, int idx, lb_chat_msg *msg, srv_error *err) {
+    const int n = cJSON_GetArraySize(calls);
+    lb_chat_tool_call *tc = calloc((size_t)n, sizeof *tc);
+    if (!tc) return oom(err);
+    msg->calls = tc;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, calls) {
+        char param[64];
+        snprintf(param, sizeof param, "messages[%d].tool_calls[%d]", idx, msg->n_calls);
+        const cJSON *fn = cJSON_IsObject(c) ? cJSON_GetObjectItemCaseSensitive(c, "function") : NULL;
+        const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+        const cJSON *a = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
+        if (!cJSON_IsString(name) || (a && !cJSON_IsString(a) && !cJSON_IsObject(a)))
+            return bad_value(err, param, "expected {\"function\": {\"name\": ..., \"arguments\": \"{...}\"}}.");
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        cJSON *parsed = cJSON_IsString(a) ? cJSON_Parse(a->valuestring) : NULL;
+        const cJSON *src = cJSON_IsObject(parsed) ? parsed : a;
+        const int bad = src ? srv_json_py(src, &buf, &len, &cap) : srv_buf_append(&buf, &len, &cap, "{}", 2);
+        cJSON_Delete(parsed);
+        tc[msg->n_calls].name = dup_str(name->valuestring);
+        tc[msg->n_calls++].arguments = buf;
+        if (bad || !tc[msg->n_calls - 1].name) return oom(err);
+    }
+    return 0;
+}
+
 /* llama-server's /tokenize and /detokenize bodies */
 static int tokenize_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_error *err) {
     const cJSON *v = field(root, kind == SRV_TOKENIZE ? "content" : "tokens");
@@ -451,7 +646,8 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
         if (!(p->model = dup_str(v->valuestring))) return oom(err);
     }
     if (kind == SRV_CHAT ? get_messages(root, p, err) : get_prompt(root, p, err)) return -1;
-    if (kind == SRV_CHAT && (get_effort(root, p, err) || get_thinking(root, p, err))) return -1;
+    if (kind == SRV_CHAT && (get_effort(root, p, err) || get_thinking(root, p, err) || get_tools(root, p, err)))
+        return -1;
     if (get_bool(root, "stream", &p->stream, err)) return -1;
     if (get_bool(root, "cache_prompt", &p->cache_prompt, err)) return -1; /* llama-server's */
     if ((v = field(root, "stream_options"))) {
@@ -495,6 +691,7 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
     }
     /* features that would change the answer's meaning: refused, not ignored */
     static const char *const unsupported[] = {"tools", "functions", "suffix", "echo", "best_of", "response_format"};
+    /* chat's tools are read above */
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         v = field(root, unsupported[i]);
         if (!v || (cJSON_IsBool(v) && !cJSON_IsTrue(v)) || (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
@@ -506,6 +703,7 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
         }
         if (!strcmp(unsupported[i], "suffix") && cJSON_IsString(v) && !v->valuestring[0]) continue;
         if (!strcmp(unsupported[i], "echo") && kind == SRV_COMPLETION) continue; /* read above */
+        if (!strcmp(unsupported[i], "tools") && kind == SRV_CHAT) continue;
         srv_error_set(err, 400, "invalid_request_error", "unsupported_parameter", unsupported[i],
                       "'%s' is not supported by lowbit serve.", unsupported[i]);
         return -1;
@@ -551,8 +749,15 @@ void srv_params_free(srv_params *p) {
     for (int i = 0; i < p->n_msgs; i++) {
         free((char *)p->msgs[i].role);
         free((char *)p->msgs[i].content);
+        for (int k = 0; k < p->msgs[i].n_calls; k++) {
+            free((char *)p->msgs[i].calls[k].name);
+            free((char *)p->msgs[i].calls[k].arguments);
+        }
+        free((void *)p->msgs[i].calls);
     }
     free(p->msgs);
+    for (int i = 0; i < p->n_tools; i++) free(p->tools[i]);
+    free(p->tools);
     for (int i = 0; i < p->n_stop; i++) free(p->stop[i]);
     memset(p, 0, sizeof *p);
 }

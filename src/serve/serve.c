@@ -33,7 +33,10 @@ static void help(void) {
            "      --chat-template NAME  use this family instead of the model's template:\n"
            "                       llama2, llama3, llama3.1, mistral, mistral-v1, mistral-v3,\n"
            "                       mistral-v3-tekken, mistral-v7, chatml, gemma, gemma3, phi3, gpt-oss,\n"
-           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r, mistral-small3\n"
+           "                       deepseek-r1, deepseek-v3.1, glm4.5, glm4.7, command-r, mistral-small3,\n"
+           "                       granite\n"
+           "      --chat-template-file FILE  a Jinja chat template to use instead of the model's\n"
+           "                       (recognised as the model's would be: one of the families above)\n"
            CLI_REASONING_HELP
            "                       (for requests that do not say: \"chat_template_kwargs\": {\"enable_thinking\",\n"
            "                       \"thinking\", \"reasoning_effort\"}, \"reasoning_effort\", \"reasoning_format\")\n"
@@ -46,7 +49,7 @@ int srv_main(int argc, char **argv) {
     cli_common co = {0};
     cli_args a = {argc, 1, argv, "serve", 0};
     cli_cache kv = {LB_TYPE_F32, LB_TYPE_F32, 0};
-    const char *host = "127.0.0.1", *api_key = getenv("LOWBIT_API_KEY"), *tmpl_name = NULL, *alias = NULL,
+    const char *host = "127.0.0.1", *api_key = getenv("LOWBIT_API_KEY"), *tmpl_name = NULL, *tmpl_file = NULL, *alias = NULL,
                *device = NULL;
     cli_reasoning rs = CLI_REASONING_INIT;
     int port = 8080, n_slots = 4, n_ctx = 0, n_batch = 512, chunk = 128, queue = 64, max_conn = 256, no_cache = 0;
@@ -66,6 +69,7 @@ int srv_main(int argc, char **argv) {
         else if (cli_flag(&a, "--no-cache-prompt", NULL)) no_cache = 1;
         else if (cli_flag(&a, "--api-key", NULL)) api_key = cli_value(&a);
         else if (cli_flag(&a, "--chat-template", NULL)) tmpl_name = cli_value(&a);
+        else if (cli_flag(&a, "--chat-template-file", NULL)) tmpl_file = cli_value(&a);
         else if (cli_reasoning_flag(&a, &rs)) {}
         else if (cli_flag(&a, "--alias", NULL)) alias = cli_value(&a);
         else if (cli_flag(&a, "--max-body", NULL)) max_body = cli_int(&a, 1024, 1 << 30);
@@ -101,12 +105,13 @@ int srv_main(int argc, char **argv) {
     const lb_chat_template *tp = NULL;
     const char *tmpl_error = NULL;
     {
-        lb_status ts = lb_chat_template_of_model(m, tmpl_name, &tmpl);
+        lb_status ts = cli_chat_template("serve", m, tmpl_name, tmpl_file, &tmpl);
         if (ts == LB_OK) {
             tp = &tmpl;
             cli_reasoning_apply("serve", &rs, &tmpl);
-        } else if (tmpl_name) {
-            fprintf(stderr, "lowbit serve: --chat-template: %s\n", lb_last_error());
+        } else if (tmpl_name || tmpl_file) {
+            if (tmpl_file) fprintf(stderr, "lowbit serve: --chat-template-file %s: %s\n", tmpl_file, lb_last_error());
+            else fprintf(stderr, "lowbit serve: --chat-template: %s\n", lb_last_error());
             rc = CLI_USAGE;
             goto done;
         } else if (m->gguf && gguf_get_str(m->gguf, "tokenizer.chat_template")) {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# lowbit serve's tools (docs/serve.md) on stories260K with Qwen 2.5's real
+# template given by --chat-template-file: tools offered lengthen the prompt
+# by their signatures; a reply without a call streams the same text as it
+# comes whole (the stream holds back only what may begin "<tool_call>"); an
+# assistant's tool calls and the tool results of a follow-up are taken;
+# tool_choice other than auto / none and tools with a template that has none
+# are 400s; a missing or unknown template file stops the server. (The calls'
+# formatting against jinja2 and the parsing of <tool_call> replies are
+# tests/serve/test_serve_request.c's; the model here never calls a tool.)
+. "$(dirname "$0")/lib_cli.sh"
+command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+. "$(dirname "$0")/lib_serve.sh"
+TEMPLATES="$(cd "$(dirname "$0")" && pwd)/data/chat-templates"
+
+start_server "$WORK/serve.log" -np 2 -c 1024 --chat-template-file "$TEMPLATES/qwen2.5-7b-instruct.jinja"
+python3 - "$URL" <<'EOF' && ok "tools offered, replies streamed and whole, a follow-up with calls and results" || bad "tools (see above)"
+import json, sys, urllib.error, urllib.request
+url = sys.argv[1]
+def post(body, stream=False):
+    body = dict(body, stream=stream)
+    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            if not stream:
+                return r.status, json.loads(r.read())
+            return r.status, [json.loads(l[6:]) for l in r.read().decode().splitlines() if l.startswith("data: {")]
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+          "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+msgs = [{"role": "user", "content": "Once upon a time"}]
+st, plain = post({"messages": msgs, "max_tokens": 12, "temperature": 0})
+st2, d = post({"messages": msgs, "max_tokens": 12, "temperature": 0, "tools": tools})
+assert st == st2 == 200, (plain, d)
+print("prompt tokens without / with tools:", plain["usage"]["prompt_tokens"], d["usage"]["prompt_tokens"])
+assert d["usage"]["prompt_tokens"] > plain["usage"]["prompt_tokens"] + 50, (plain["usage"], d["usage"])
+st, s = post({"messages": msgs, "max_tokens": 12, "temperature": 0, "tools": tools}, stream=True)
+text = "".join(c["choices"][0]["delta"].get("content") or "" for c in s if c["choices"])
+assert text == d["choices"][0]["message"]["content"] and d["choices"][0]["finish_reason"] == "length", (text, d)
+st, n = post({"messages": msgs, "max_tokens": 12, "temperature": 0, "tools": tools, "tool_choice": "none"})
+assert n["usage"]["prompt_tokens"] == plain["usage"]["prompt_tokens"], n
+follow = msgs + [{"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                  "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+                 {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]
+st, f = post({"messages": follow, "max_tokens": 4, "temperature": 0, "tools": tools})
+assert st == 200 and f["usage"]["prompt_tokens"] > d["usage"]["prompt_tokens"], f
+for body in [{"messages": msgs, "tools": tools, "tool_choice": "required"},
+             {"messages": msgs, "tools": [{"type": "function"}]},
+             {"messages": [{"role": "user", "content": "x", "tool_calls": [{"function": {"name": "f"}}]}]}]:
+    st, e = post(body)
+    assert st == 400 and e["error"]["message"], (body, st, e)
+EOF
+stop_server "the tools server"
+
+# a template without tools: tools and tool messages are 400s
+start_server "$WORK/serve2.log" -np 1 -c 256 --chat-template llama2
+out=$(curl -s -w '\n%{http_code}' "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}')
+[ "${out##*$'\n'}" = 400 ] && grep -q 'does not take tools' <<<"$out" && ok "tools with llama2's template: 400" || bad "llama2 tools: $out"
+out=$(curl -s -w '\n%{http_code}' "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"},{"role":"tool","content":"r"}]}')
+[ "${out##*$'\n'}" = 400 ] && ok "a tool message with llama2's template: 400" || bad "llama2 tool message: $out"
+stop_server "the llama2 server"
+
+expect_fail "--chat-template-file missing" "cannot open|no such" "$LOWBIT" serve -m "$MODEL" --port 0 --chat-template-file "$WORK/none.jinja"
+printf '{{ messages }}' > "$WORK/odd.jinja"
+expect_fail "--chat-template-file of no known family" "unrecognised chat template" "$LOWBIT" serve -m "$MODEL" --port 0 --chat-template-file "$WORK/odd.jinja"
+finish

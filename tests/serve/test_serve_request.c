@@ -1,0 +1,162 @@
+/* lowbit serve's request side of tool calls (src/serve/request.c): an
+ * OpenAI chat request with tools, an assistant's tool calls (arguments as
+ * JSON text) and tool results goes through srv_parse_request and the Qwen
+ * formatters and gives, byte for byte, what jinja2 renders from the real
+ * templates for the same conversation (tests/data/chat-templates/
+ * expected.inc's tool conversations); the tools and arguments are written as
+ * Python's json.dumps writes them; a reply's <tool_call> blocks are cut out
+ * as calls, and malformed ones stay text; bad tool fields are 400s. Built
+ * only with the server's libraries (cJSON). */
+#include <cjson/cJSON.h>
+
+#include "model/chat_template.h"
+#include "serve/serve.h"
+#include "test_util.h"
+
+#include "data/chat-templates/expected.inc"
+
+/* the tool conversations as OpenAI requests: arguments as JSON strings */
+static char *request_of(const lb_chat_msg *m, int n, int with_tools) {
+    cJSON *o = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(o, "messages");
+    for (int i = 0; i < n; i++) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "role", m[i].role);
+        cJSON_AddStringToObject(j, "content", m[i].content);
+        if (m[i].n_calls) {
+            cJSON *calls = cJSON_AddArrayToObject(j, "tool_calls");
+            for (int k = 0; k < m[i].n_calls; k++) {
+                cJSON *c = cJSON_CreateObject(), *f;
+                cJSON_AddStringToObject(c, "id", "call_1");
+                cJSON_AddStringToObject(c, "type", "function");
+                f = cJSON_AddObjectToObject(c, "function");
+                cJSON_AddStringToObject(f, "name", m[i].calls[k].name);
+                cJSON *args = cJSON_Parse(m[i].calls[k].arguments); /* re-printed compactly: a JSON string */
+                char *txt = cJSON_PrintUnformatted(args);
+                cJSON_AddStringToObject(f, "arguments", txt);
+                free(txt);
+                cJSON_Delete(args);
+                cJSON_AddItemToArray(calls, c);
+            }
+            cJSON_AddStringToObject(j, "tool_call_id", "call_1");
+        }
+        cJSON_AddItemToArray(msgs, j);
+    }
+    if (with_tools) {
+        cJSON *tools = cJSON_AddArrayToObject(o, "tools");
+        for (size_t k = 0; k < sizeof tool_json / sizeof tool_json[0]; k++)
+            cJSON_AddItemToArray(tools, cJSON_Parse(tool_json[k]));
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static void check_tool_requests(void) {
+    for (size_t k = 0; k < sizeof tool_expected / sizeof tool_expected[0]; k++) {
+        int t = 0;
+        while (t < N_TEMPLATES && strcmp(templates[t].file, tool_expected[k].file)) t++;
+        lb_chat_template ct;
+        if (t == N_TEMPLATES || lb_chat_template_detect(templates[t].jinja, templates[t].bos, templates[t].eos, &ct))
+            continue;
+        char *body = request_of(tool_expected[k].msgs, tool_expected[k].n, tool_expected[k].with_tools);
+        srv_params p;
+        srv_error e;
+        CHECK_MSG(body && srv_parse_request(body, strlen(body), SRV_CHAT, &p, &e) == 0, "%s: %s", tool_expected[k].conv,
+                  e.message);
+        ct.tools = (const char *const *)p.tools;
+        ct.n_tools = p.n_tools;
+        char *out = NULL;
+        CHECK_OK(lb_chat_apply(&ct, p.msgs, p.n_msgs, fixed_date, &out, NULL));
+        CHECK_MSG(out && !strcmp(out, tool_expected[k].expected), "%s / %s: the request renders differently",
+                  tool_expected[k].file, tool_expected[k].conv);
+        free(out);
+        srv_params_free(&p);
+        free(body);
+    }
+}
+
+/* Python's json.dumps(ensure_ascii=False) */
+static void check_py_json(void) {
+    static const struct { const char *in, *want; } cases[] = {
+        {"{\"a\":1,\"b\":[true,false,null],\"c\":{}}", "{\"a\": 1, \"b\": [true, false, null], \"c\": {}}"},
+        {"{\"z\":\"x\\\"y\\\\\\n\\t\\u0001\",\"ä\":\"日本\"}", "{\"z\": \"x\\\"y\\\\\\n\\t\\u0001\", \"ä\": \"日本\"}"},
+        {"[0.5,-2,1e-05,3.25,100000000000]", "[0.5, -2, 1e-05, 3.25, 100000000000]"},
+        {"[]", "[]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *v = cJSON_Parse(cases[i].in);
+        char *buf = NULL;
+        size_t len = 0, cap = 0;
+        CHECK(v && srv_json_py(v, &buf, &len, &cap) == 0);
+        CHECK_MSG(buf && !strcmp(buf, cases[i].want), "json.dumps of %s: %s", cases[i].in, buf ? buf : "(null)");
+        free(buf);
+        cJSON_Delete(v);
+    }
+}
+
+static void check_reply_calls(void) {
+    static const struct {
+        const char *reply, *left;
+        int n;
+        const char *name0, *args0;
+    } cases[] = {
+        {"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>", "", 1, "get_weather",
+         "{\"city\":\"Paris\"}"},
+        {"Checking.\n<tool_call>\n{\"name\": \"a\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\"}\n"
+         "</tool_call>\n", "Checking.", 2, "a", "{}"},
+        {"<tool_call>not json</tool_call> after", "<tool_call>not json</tool_call> after", 0, NULL, NULL},
+        {"<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"arguments\": {}}</tool_call>", 0, NULL, NULL},
+        {"  plain text, no call  ", "  plain text, no call  ", 0, NULL, NULL},
+        {"<tool_call>{\"name\": \"x\", \"arguments\": {}} cut off", "<tool_call>{\"name\": \"x\", \"arguments\": {}} cut off",
+         0, NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *t = strdup(cases[i].reply);
+        size_t len = strlen(t);
+        char **names, **args;
+        int n;
+        srv_parse_tool_calls(t, &len, &names, &args, &n);
+        CHECK_MSG(n == cases[i].n && len == strlen(t) && !strcmp(t, cases[i].left), "reply %zu: %d calls, left '%s'", i,
+                  n, t);
+        if (n && cases[i].name0)
+            CHECK_MSG(!strcmp(names[0], cases[i].name0) && !strcmp(args[0], cases[i].args0), "reply %zu: %s %s", i,
+                      names[0], args[0]);
+        for (int k = 0; k < n; k++) free(names[k]), free(args[k]);
+        free(names), free(args), free(t);
+    }
+}
+
+static void check_bad_tools(void) {
+    static const char *const bodies[] = {
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":{}}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"retrieval\"}]}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tools\":[{\"type\":\"function\",\"function\":{}}]}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\"}",
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"x\",\"tool_calls\":[{\"function\":{\"name\":\"f\"}}]}]}",
+        "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"function\":{\"name\":5}}]}]}",
+        "{\"messages\":[{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":{}}]}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        srv_params p;
+        srv_error e;
+        CHECK_MSG(srv_parse_request(bodies[i], strlen(bodies[i]), SRV_CHAT, &p, &e) == -1 && e.status == 400 &&
+                      e.message[0],
+                  "not refused: %s", bodies[i]);
+        srv_params_free(&p);
+    }
+    /* "none": no tools offered */
+    const char *none = "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"none\","
+                       "\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}";
+    srv_params p;
+    srv_error e;
+    CHECK(srv_parse_request(none, strlen(none), SRV_CHAT, &p, &e) == 0 && p.n_tools == 0);
+    srv_params_free(&p);
+}
+
+int main(void) {
+    check_tool_requests();
+    check_py_json();
+    check_reply_calls();
+    check_bad_tools();
+    return lb_test_result("test_serve_request");
+}
