@@ -123,7 +123,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             const size_t before = tl;
             char **names, **args;
             int n;
-            srv_parse_tool_calls(t, &tl, &names, &args, &n);
+            char *offered[2] = {"f", "get_weather"};
+            srv_parse_tool_calls(t, &tl, offered, 2, &names, &args, &n);
             REQUIRE(n >= 0 && tl <= before && strlen(t) == tl);
             for (int k = 0; k < n; k++) {
                 REQUIRE(names[k][0] && args[k][0] == '{');

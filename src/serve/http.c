@@ -294,6 +294,8 @@ typedef struct {
     int started, finished;
     int logprobs; /* the request asked for them */
     int tools;         /* chat with "tools": a reply's <tool_call> blocks become tool_calls */
+    char **tool_names; /* the tools' names (fenced JSON calls must name one) */
+    int n_tool_names;
     char *held;        /* text held back: a possible start of "<tool_call>", or all of it from there on */
     size_t held_len, held_cap;
     int in_call;       /* a "<tool_call>" came: the rest waits for the end */
@@ -554,25 +556,30 @@ static void free_calls(char **names, char **args, int n) {
 }
 
 /* A streamed chat's content, with tools offered: text goes out unless it may
- * begin "<tool_call>" (held until it cannot), and from a "<tool_call>" on
- * everything waits for the end (tool_calls_end) */
+ * begin "<tool_call>" or a fenced block (held until it cannot), and from one
+ * on everything waits for the end (tool_calls_end) */
 static void content_event(stream_state *st, const char *text, const srv_logprob *lp, int n_lp) {
     if (!st->tools) {
         chunk_event_lp(st, "content", text, NULL, 0, lp, n_lp);
         return;
     }
-    static const char open[] = "<tool_call>";
+    static const char *const opens[2] = {"<tool_call>", "```"}; /* a call, or a fenced block that may be one */
     srv_buf_append(&st->held, &st->held_len, &st->held_cap, text, strlen(text));
     size_t send = 0;
-    if (!st->in_call) {
-        const char *o = st->held ? strstr(st->held, open) : NULL;
+    if (!st->in_call && st->held) {
+        const char *o = NULL;
+        for (int k = 0; k < 2; k++) {
+            const char *ok = strstr(st->held, opens[k]);
+            if (ok && (!o || ok < o)) o = ok;
+        }
         if (o) {
             send = (size_t)(o - st->held);
             st->in_call = 1;
-        } else { /* all but the longest tail that begins "<tool_call>" */
+        } else { /* all but the longest tail that begins one */
             size_t keep = 0;
-            for (size_t k = LB_MIN(strlen(open) - 1, st->held_len); k > 0 && !keep; k--)
-                if (!memcmp(st->held + st->held_len - k, open, k)) keep = k;
+            for (int j = 0; j < 2; j++)
+                for (size_t k = LB_MIN(strlen(opens[j]) - 1, st->held_len); k > keep; k--)
+                    if (!memcmp(st->held + st->held_len - k, opens[j], k)) keep = k;
             send = st->held_len - keep;
         }
     }
@@ -594,7 +601,7 @@ static const char *tool_calls_end(stream_state *st, const char *finish) {
     if (!st->tools || !st->held_len) return finish;
     char **names, **args;
     int n;
-    srv_parse_tool_calls(st->held, &st->held_len, &names, &args, &n);
+    srv_parse_tool_calls(st->held, &st->held_len, st->tool_names, st->n_tool_names, &names, &args, &n);
     if (st->held_len) chunk_event(st, st->held, NULL, 0);
     st->held_len = 0;
     if (!n) return finish;
@@ -687,6 +694,8 @@ static void stream_free(void *cls) {
     srv_req_release(st->h->o.engine, st->r);
     free(st->echo_ids);
     free(st->held);
+    for (int i = 0; i < st->n_tool_names; i++) free(st->tool_names[i]);
+    free(st->tool_names);
     free(st->out);
     free(st);
 }
@@ -797,6 +806,13 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         st->include_usage = p.include_usage;
         st->logprobs = p.logprobs;
         st->tools = p.n_tools > 0;
+        if (st->tools) { /* the params go when this request is answered: the stream keeps the names */
+            st->tool_names = p.tool_names, st->n_tool_names = p.n_tools;
+            p.tool_names = NULL;
+            for (int i = 0; i < p.n_tools; i++) free(p.tools[i]);
+            free(p.tools);
+            p.tools = NULL, p.n_tools = 0;
+        }
         if (p.echo && (st->echo_ids = malloc((size_t)LB_MAX(n_ids, 1) * sizeof *ids))) {
             memcpy(st->echo_ids, ids, (size_t)n_ids * sizeof *ids);
             st->n_echo_ids = n_ids;
@@ -863,7 +879,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         cJSON_AddStringToObject(m, "role", "assistant");
         char **names = NULL, **args = NULL;
         int n_calls = 0;
-        if (p.n_tools && answer) srv_parse_tool_calls(answer, &answer_len, &names, &args, &n_calls);
+        if (p.n_tools && answer)
+            srv_parse_tool_calls(answer, &answer_len, p.tool_names, p.n_tools, &names, &args, &n_calls);
         if (n_calls && !answer_len) cJSON_AddNullToObject(m, "content"); /* OpenAI's, when the reply is calls */
         else cJSON_AddStringToObject(m, "content", answer ? answer : "");
         if (thought) cJSON_AddStringToObject(m, "reasoning_content", thought);

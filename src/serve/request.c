@@ -483,40 +483,64 @@ int srv_json_py(const cJSON *v, char **buf, size_t *len, size_t *cap) {
     return srv_buf_append(buf, len, cap, "null", 4);
 }
 
-int srv_parse_tool_calls(char *text, size_t *text_len, char ***names, char ***args, int *n) {
-    static const char open[] = "<tool_call>", close[] = "</tool_call>";
+/* one call's JSON (an object with a string "name" and an object or no
+ * "arguments") at [p, p + n): its name and compact arguments, or 0 */
+static int read_call(const char *p, size_t n, char *const *tool_names, int n_tools, char **name, char **args) {
+    cJSON *j = cJSON_ParseWithLength(p, n);
+    const cJSON *nm = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "name") : NULL;
+    const cJSON *a = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "arguments") : NULL;
+    int ok = cJSON_IsString(nm) && nm->valuestring[0] && (!a || cJSON_IsObject(a));
+    if (ok && tool_names) { /* a fenced block: only a tool that was offered */
+        ok = 0;
+        for (int i = 0; i < n_tools && !ok; i++) ok = !strcmp(tool_names[i], nm->valuestring);
+    }
+    *name = ok ? strdup(nm->valuestring) : NULL;
+    *args = ok ? (a ? cJSON_PrintUnformatted(a) : strdup("{}")) : NULL;
+    cJSON_Delete(j);
+    if (ok && (!*name || !*args)) free(*name), free(*args), ok = 0;
+    return ok;
+}
+
+int srv_parse_tool_calls(char *text, size_t *text_len, char *const *tool_names, int n_tools, char ***names,
+                         char ***args, int *n) {
+    static const struct { const char *open, *close; int fenced; } tags[] = {
+        {"<tool_call>", "</tool_call>", 0}, {"```json", "```", 1}, {"```\n{", "```", 1}};
     *names = *args = NULL;
     *n = 0;
     size_t w = 0, r = 0, len = *text_len;
     while (r < len) {
-        const char *o = strstr(text + r, open), *c = o ? strstr(o, close) : NULL;
-        if (!o || !c) break;
-        const size_t jo = (size_t)(o - text) + strlen(open), jc = (size_t)(c - text);
-        cJSON *j = cJSON_ParseWithLength(text + jo, jc - jo);
-        const cJSON *name = j ? cJSON_GetObjectItemCaseSensitive(j, "name") : NULL;
-        const cJSON *a = j ? cJSON_GetObjectItemCaseSensitive(j, "arguments") : NULL;
-        char *as = NULL;
-        if (cJSON_IsString(name) && name->valuestring[0] && (!a || cJSON_IsObject(a)))
-            as = a ? cJSON_PrintUnformatted(a) : strdup("{}");
-        char **nn = as ? realloc(*names, (size_t)(*n + 1) * sizeof *nn) : NULL;
-        if (nn) *names = nn;
-        char **na = nn ? realloc(*args, (size_t)(*n + 1) * sizeof *na) : NULL;
-        if (na) *args = na;
-        char *nm = na ? strdup(name->valuestring) : NULL;
-        if (!nm) { /* not a call (or out of memory): the block stays in the text */
-            free(as);
-            cJSON_Delete(j);
-            const size_t keep = jc + strlen(close) - r;
+        /* the earliest block of any kind from r */
+        const char *o = NULL, *c = NULL;
+        int kind = -1;
+        for (int k = 0; k < 3; k++) {
+            const char *ok = strstr(text + r, tags[k].open);
+            if (!ok || (o && ok >= o)) continue;
+            const char *ck = strstr(ok + strlen(tags[k].open), tags[k].close);
+            if (ck) o = ok, c = ck, kind = k;
+        }
+        if (!o) break;
+        const size_t jo = (size_t)(o - text) + strlen(tags[kind].open) - (kind == 2), jc = (size_t)(c - text);
+        const size_t end = jc + strlen(tags[kind].close);
+        char *nm = NULL, *as = NULL;
+        char **nn = NULL, **na = NULL;
+        if (read_call(text + jo, jc - jo, tags[kind].fenced ? tool_names : NULL, n_tools, &nm, &as)) {
+            nn = realloc(*names, (size_t)(*n + 1) * sizeof *nn);
+            if (nn) *names = nn;
+            na = nn ? realloc(*args, (size_t)(*n + 1) * sizeof *na) : NULL;
+            if (na) *args = na;
+        }
+        if (!na) { /* not a call (or out of memory): the block stays in the text */
+            free(nm), free(as);
+            const size_t keep = end - r;
             memmove(text + w, text + r, keep);
             w += keep, r += keep;
             continue;
         }
         (*names)[*n] = nm, (*args)[(*n)++] = as;
-        cJSON_Delete(j);
         const size_t before = (size_t)(o - text) - r; /* the text before the block stays */
         memmove(text + w, text + r, before);
         w += before;
-        r = jc + strlen(close);
+        r = end;
     }
     memmove(text + w, text + r, len - r);
     w += len - r;
@@ -555,7 +579,8 @@ static int get_tools(const cJSON *root, srv_params *p, srv_error *err) {
     if (!cJSON_IsArray(v)) return bad_type(err, "tools", "an array", v);
     const int n = cJSON_GetArraySize(v);
     if (n == 0) return 0;
-    if (!(p->tools = calloc((size_t)n, sizeof *p->tools))) return oom(err);
+    if (!(p->tools = calloc((size_t)n, sizeof *p->tools)) || !(p->tool_names = calloc((size_t)n, sizeof *p->tool_names)))
+        return oom(err);
     const cJSON *t;
     int i = 0;
     cJSON_ArrayForEach(t, v) {
@@ -567,8 +592,13 @@ static int get_tools(const cJSON *root, srv_params *p, srv_error *err) {
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsString(name) ||
             !name->valuestring[0])
             return bad_value(err, param, "expected {\"type\": \"function\", \"function\": {\"name\": ...}}.");
+        char *js = NULL, *nm = NULL;
         size_t len = 0, cap = 0;
-        if (srv_json_py(t, &p->tools[i], &len, &cap)) return oom(err);
+        if (srv_json_py(t, &js, &len, &cap) || !(nm = dup_str(name->valuestring))) {
+            free(js);
+            return oom(err);
+        }
+        p->tools[i] = js, p->tool_names[i] = nm;
         p->n_tools = ++i;
     }
     return 0;
@@ -756,8 +786,9 @@ void srv_params_free(srv_params *p) {
         free((void *)p->msgs[i].calls);
     }
     free(p->msgs);
-    for (int i = 0; i < p->n_tools; i++) free(p->tools[i]);
+    for (int i = 0; i < p->n_tools; i++) free(p->tools[i]), free(p->tool_names[i]);
     free(p->tools);
+    free(p->tool_names);
     for (int i = 0; i < p->n_stop; i++) free(p->stop[i]);
     memset(p, 0, sizeof *p);
 }

@@ -70,6 +70,7 @@ typedef struct {
     int add_special, with_pieces; /* /tokenize: BOS as the model adds it; each token's text beside its id */
     char **tools;              /* chat "tools": each tool as JSON text, written as the templates' tojson writes
                                 * it (Python's json.dumps); n_tools of them ("tool_choice": "none": none) */
+    char **tool_names;         /* and each one's function name */
     int n_tools;
     int echo;                  /* completions: the prompt comes back before the reply (with "logprobs", its
                                 * tokens' too); "max_tokens" may then be 0 */
@@ -86,11 +87,14 @@ int srv_json_py(const struct cJSON *v, char **buf, size_t *len, size_t *cap);
 
 /* A reply's tool calls (Qwen 2.5 / 3's Hermes style): each
  * <tool_call>{"name": ..., "arguments": {...}}</tool_call> block whose JSON
- * reads as a call is cut out of text (in place; *text_len updated, leading and
- * trailing whitespace of what is left trimmed) and its name and arguments
+ * reads as a call, and each fenced ```json block holding such an object whose
+ * name is one of the tools offered (tool_names, n_tools: what small models
+ * write instead), is cut out of text (in place; *text_len updated, leading
+ * and trailing whitespace of what is left trimmed) and its name and arguments
  * (compact JSON) returned in *names / *args (malloc'ed arrays of malloc'ed
- * strings, *n of them). Blocks that do not parse stay in the text. */
-int srv_parse_tool_calls(char *text, size_t *text_len, char ***names, char ***args, int *n);
+ * strings, *n of them). Blocks that do not read as calls stay in the text. */
+int srv_parse_tool_calls(char *text, size_t *text_len, char *const *tool_names, int n_tools, char ***names,
+                         char ***args, int *n);
 
 /* 0 and *p filled, or -1 with *err set (400s). p is always safe to free. */
 int srv_parse_request(const char *body, size_t len, srv_kind kind, srv_params *p, srv_error *err);

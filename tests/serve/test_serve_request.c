@@ -107,6 +107,13 @@ static void check_reply_calls(void) {
         {"<tool_call>not json</tool_call> after", "<tool_call>not json</tool_call> after", 0, NULL, NULL},
         {"<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>{\"arguments\": {}}</tool_call>", 0, NULL, NULL},
         {"  plain text, no call  ", "  plain text, no call  ", 0, NULL, NULL},
+        /* fenced JSON (small models' way): a call when it names a tool offered, else text */
+        {"```json\n{\n  \"name\": \"get_weather\",\n  \"arguments\": {\"city\": \"Paris\"}\n}\n```", "", 1,
+         "get_weather", "{\"city\":\"Paris\"}"},
+        {"Here:\n```\n{\"name\": \"lookup\", \"arguments\": {}}\n```\nDone.", "Here:\n\nDone.", 1, "lookup", "{}"},
+        {"```json\n{\"name\": \"Alice\", \"arguments\": {}}\n```", "```json\n{\"name\": \"Alice\", \"arguments\": {}}\n```", 0,
+         NULL, NULL},
+        {"```python\nprint(1)\n```", "```python\nprint(1)\n```", 0, NULL, NULL},
         {"<tool_call>{\"name\": \"x\", \"arguments\": {}} cut off", "<tool_call>{\"name\": \"x\", \"arguments\": {}} cut off",
          0, NULL, NULL},
     };
@@ -115,7 +122,8 @@ static void check_reply_calls(void) {
         size_t len = strlen(t);
         char **names, **args;
         int n;
-        srv_parse_tool_calls(t, &len, &names, &args, &n);
+        char *offered[2] = {"get_weather", "lookup"};
+        srv_parse_tool_calls(t, &len, offered, 2, &names, &args, &n);
         CHECK_MSG(n == cases[i].n && len == strlen(t) && !strcmp(t, cases[i].left), "reply %zu: %d calls, left '%s'", i,
                   n, t);
         if (n && cases[i].name0)
