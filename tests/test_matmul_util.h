@@ -12,6 +12,7 @@
 
 #include "core/common.h"
 #include "core/fp16.h"
+#include "formats/q8_256.h"
 #include "formats/repack.h"
 #include "formats/types.h"
 #include "kernels/dispatch.h"
@@ -76,14 +77,61 @@ static inline void lb_test_reference_bf16(int base, const uint8_t *plain, const 
     free(p);
 }
 
+/* The AMX int8 256-chunk GEMM's reference (formats/q8_256.h): want[m][n] as
+ * a double sum over chunks of sa * sw * (the integer dot of the codes of
+ * lb_quantize_q8_256x16_ref and lb_requant_q8_256_ref), mag the same over
+ * |products|, for the rows in whole groups of 16. */
+static inline void lb_test_reference_q8_256(int base, const uint8_t *plain, const float *x, int64_t K, int64_t N,
+                                            int M, double *want, double *mag) {
+    const size_t rs = lb_row_size(base, K), gs = (size_t)(K / 32) * LB_Q8_256X16_BLOCK;
+    const int64_t nc = (K + 255) / 256;
+    int8_t *wq = malloc((size_t)K);
+    float *ws = malloc(sizeof(float) * (size_t)nc);
+    uint8_t *g = malloc(gs);
+    for (int m0 = 0; m0 + 16 <= M; m0 += 16) {
+        lb_quantize_q8_256x16_ref(x + (size_t)m0 * K, (size_t)K, g, K);
+        const float *sa = (const float *)(g + lb_q8_256x16_scales_at(K));
+        for (int64_t n = 0; n < N; n++) {
+            lb_requant_q8_256_ref(base, plain + n * rs, K, wq, ws);
+            for (int r = 0; r < 16; r++) {
+                double s = 0, t = 0;
+                for (int64_t c = 0; c < nc; c++) {
+                    int64_t dot = 0, adot = 0;
+                    for (int64_t i = 256 * c; i < K && i < 256 * c + 256; i++) {
+                        const int a = ((const int8_t *)g)[(i / 64) * 1024 + r * 64 + i % 64];
+                        dot += (int64_t)a * wq[i];
+                        adot += llabs((int64_t)a * wq[i]);
+                    }
+                    const double sc = (double)sa[c * 16 + r] * ws[c];
+                    s += sc * (double)dot;
+                    t += fabs(sc) * (double)adot;
+                }
+                want[(m0 + r) * N + n] = s;
+                mag[(m0 + r) * N + n] = t;
+            }
+        }
+    }
+    free(wq);
+    free(ws);
+    free(g);
+}
+
 /* Whether lb_matmul of an interleaved type at the current level computes
- * output (m, n) of an N x M product in the AMX-BF16 GEMM: rows in whole
- * groups of 16, weight rows in whole interleaved groups (the tails go to
- * the GEMV and the plain kernel, with Q8_0 / Q8_K activations). */
+ * output (m, n) of an N x M product in an AMX GEMM with rounded operands,
+ * the AMX-BF16 GEMM or the int8 256-chunk one (lb_test_from_q8_256): rows in
+ * whole groups of 16, weight rows in whole interleaved groups (the tails go
+ * to the GEMV and the plain kernel, with Q8_0 / Q8_K activations). */
 static inline int lb_test_from_bf16(int type, int64_t N, int M, int m, int64_t n) {
     const lb_kernel *k = lb_kernel_get(type);
     const int R = lb_type_rows(type);
-    return k->act_x4_block == sizeof(lb_block_bf16x16) && m < M - M % 16 && n < N - N % R;
+    return (k->act_x4_block == sizeof(lb_block_bf16x16) || k->act_x4_block == LB_Q8_256X16_BLOCK) &&
+           m < M - M % 16 && n < N - N % R;
+}
+
+/* Whether the kernel in force for type is the int8 256-chunk GEMM (its
+ * outputs then go against lb_test_reference_q8_256, not the bf16 one). */
+static inline int lb_test_from_q8_256(int type) {
+    return lb_kernel_get(type)->act_x4_block == LB_Q8_256X16_BLOCK;
 }
 
 /* y (M rows of N, from lb_matmul of `type` at the current level) against

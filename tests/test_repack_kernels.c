@@ -20,8 +20,11 @@
  *          its rows past a multiple of 16, and the plain tail columns, still
  *          take Q8_0 activations (the GEMV) and the first reference.
  * Also: each level's 4-row activation quantizer is bit-identical to the
- * reference one, and the x86 levels hand out the AVX2 and AVX-512 VNNI kernels;
- * with AMX-BF16 turned off the AMX level runs (and is checked on) the int8 GEMM. */
+ * reference one, and the x86 levels hand out the AVX2 and AVX-512 VNNI kernels.
+ * The AMX level's int8 GEMM on 256-value chunks (formats/q8_256.h) is held to
+ * its own reference (lb_test_reference_q8_256, the same bound; in test_exact
+ * too, as its Q4_0 / MXFP4 weight scales are not 1): the AMX level runs it
+ * with AMX-BF16 turned off, and the per-block int8 GEMM with both off. */
 #include "test_util.h"
 
 #include "formats/repack.h"
@@ -121,13 +124,28 @@ static void test_exact(void) {
             lb_repack_tensor(L->type, plain, packed, K, N);
             float *x = int_acts(K, M, &seed);
             double *want = malloc(sizeof(double) * N * M), *mag = malloc(sizeof(double) * N * M);
+            double *want8 = malloc(sizeof(double) * N * M), *mag8 = malloc(sizeof(double) * N * M);
             reference(L->base, plain, x, K, N, M, want, mag);
             for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
                 if (!lb_test_level_available(kLevels[li])) continue;
                 lb_cpu_force_level(kLevels[li]);
                 float *y = lb_test_matmul(L->type, packed, K, N, x, M, 1);
                 int bad = 0;
-                for (int64_t i = 0; i < N * M; i++) bad += (double)y[i] != want[i];
+                if (lb_test_from_q8_256(L->type)) {
+                    /* the int8 256-chunk GEMM's outputs: its own reference (its
+                     * weight scale qmax / 127 is not 1), the float bound */
+                    lb_test_reference_q8_256(L->base, plain, x, K, N, M, want8, mag8);
+                    for (int m = 0; m < M; m++)
+                        for (int64_t n = 0; n < N; n++) {
+                            const size_t o = (size_t)m * N + n;
+                            if (lb_test_from_bf16(L->type, N, M, m, n))
+                                bad += !(fabs((double)y[o] - want8[o]) <= TOL * mag8[o] + 1e-30);
+                            else
+                                bad += (double)y[o] != want[o];
+                        }
+                } else {
+                    for (int64_t i = 0; i < N * M; i++) bad += (double)y[i] != want[i];
+                }
                 CHECK_MSG(!bad, "%s at %s, K=%lld: %d of %lld outputs not exact", lb_type_name(L->type),
                           lb_isa_name(kLevels[li]), (long long)K, bad, (long long)(N * M));
                 free(y);
@@ -138,6 +156,8 @@ static void test_exact(void) {
             free(x);
             free(want);
             free(mag);
+            free(want8);
+            free(mag8);
         }
     }
 }
@@ -160,11 +180,14 @@ static void test_float(void) {
                 float *x = rand_acts(K, Mmax, &seed);
                 double *want = malloc(sizeof(double) * N * Mmax), *mag = malloc(sizeof(double) * N * Mmax);
                 double *want16 = malloc(sizeof(double) * N * Mmax), *mag16 = malloc(sizeof(double) * N * Mmax);
+                double *want8 = malloc(sizeof(double) * N * Mmax), *mag8 = malloc(sizeof(double) * N * Mmax);
                 reference(L->base, plain, x, K, N, Mmax, want, mag);
                 lb_test_reference_bf16(L->base, plain, x, K, N, Mmax, want16, mag16);
+                lb_test_reference_q8_256(L->base, plain, x, K, N, Mmax, want8, mag8);
                 for (size_t li = 0; li < sizeof kLevels / sizeof kLevels[0]; li++) {
                     if (!lb_test_level_available(kLevels[li])) continue;
                     lb_cpu_force_level(kLevels[li]);
+                    const int q8 = lb_test_from_q8_256(L->type);
                     for (int M = 1; M <= Mmax; M++) {
                         /* every M to 17 at K = 96; a few elsewhere (time) */
                         const int some = M == 1 || M == 4 || M == 7 || M == 17 || M == 32 || M == 48;
@@ -176,8 +199,8 @@ static void test_float(void) {
                         for (int ti = 0; ti < n_th; ti++) {
                             const int nth = threads[ti];
                             float *y = lb_test_matmul(L->type, packed, K, N, x, M, nth);
-                            const int bad = lb_test_compare_bf16(y, want, mag, want16, mag16, L->type, N, 0, M, TOL, 0,
-                                                                 &worst, lb_type_name(L->type));
+                            const int bad = lb_test_compare_bf16(y, want, mag, q8 ? want8 : want16, q8 ? mag8 : mag16,
+                                                                 L->type, N, 0, M, TOL, 0, &worst, lb_type_name(L->type));
                             CHECK_MSG(!bad, "%s at %s: K=%lld N=%lld M=%d threads=%d: %d outputs off",
                                       lb_type_name(L->type), lb_isa_name(kLevels[li]), (long long)K, (long long)N, M,
                                       nth, bad);
@@ -193,6 +216,8 @@ static void test_float(void) {
                 free(mag);
                 free(want16);
                 free(mag16);
+                free(want8);
+                free(mag8);
             }
     }
 }
@@ -224,22 +249,34 @@ static void test_entries(void) {
             const int x4v = k->act_x4_block == sizeof(lb_block_q8_0x4v);
             const int x16 = k->act_x4_block == sizeof(lb_block_q8_0x16);
             const int bf16 = k->act_x4_block == sizeof(lb_block_bf16x16);
-            CHECK(k->gemm && (x16 || bf16 ? k->act_rows == 16
+            const int q8c = k->act_x4_block == LB_Q8_256X16_BLOCK;
+            CHECK(k->gemm && (x16 || bf16 || q8c ? k->act_rows == 16
                                           : k->act_rows == 4 && (x4v || k->act_x4_block == sizeof(lb_block_q8_0x4a))));
             if (kLevels[li] == LB_ISA_AVX512)
                 CHECK_MSG(k->isa == LB_ISA_AVX512 && x4v, "%s: no AVX-512 VNNI kernel", k->name);
             if (kLevels[li] == LB_ISA_AMX) {
-                /* the bf16 tiles exactly where the CPU has AMX-BF16 (and it is not turned off) */
-                const int has_bf = (lb_cpu_extra_features() & LB_CPU_AMXBF16) != 0;
-                CHECK_MSG(k->isa == LB_ISA_AMX && (has_bf ? bf16 : x16), "%s: not the AMX %s kernel", k->name,
-                          has_bf ? "bf16" : "int8");
+                /* the bf16 tiles where the CPU has AMX-BF16 (and it is not turned
+                 * off), else the int8 256-chunk tiles, else the per-block int8 tiles */
+                const unsigned f = lb_cpu_extra_features();
+                const int has_q8 = (f & LB_CPU_AMXQ8) != 0, has_bf = (f & LB_CPU_AMXBF16) != 0;
+                CHECK_MSG(k->isa == LB_ISA_AMX && (has_bf ? bf16 : has_q8 ? q8c : x16), "%s: not the AMX %s kernel",
+                          k->name, has_bf ? "bf16" : has_q8 ? "q8_256" : "int8");
             }
             /* which layout: compare with every reference */
             uint8_t *y = malloc(k->act_x4_block * (K / 32)), *r4 = malloc(k->act_x4_block * (K / 32)),
                     *r8 = malloc(k->act_x4_block * (K / 32));
             k->quantize_act_x4(x, (size_t)K, y, K);
             const size_t n = k->act_x4_block * (K / 32);
-            if (x16) {
+            if (q8c) {
+                lb_quantize_q8_256x16_ref(x, (size_t)K, r4, K);
+                CHECK_MSG(!memcmp(y, r4, lb_q8_256x16_scales_at(K) + (size_t)(K + 255) / 256 * 64),
+                          "%s: 256-chunk quantizer differs from the reference", k->name);
+                /* K = 96: a half step and a short chunk */
+                lb_quantize_q8_256x16_ref(x, (size_t)K, r8, 96);
+                k->quantize_act_x4(x, (size_t)K, y, 96);
+                CHECK_MSG(!memcmp(y, r8, lb_q8_256x16_scales_at(96) + 64),
+                          "%s: 256-chunk quantizer differs from the reference at K = 96", k->name);
+            } else if (x16) {
                 lb_quantize_q8_0x16_ref(x, (size_t)K, r4, K);
                 CHECK_MSG(!memcmp(y, r4, n), "%s: 16-row quantizer differs from the reference", k->name);
             } else if (bf16) {
@@ -390,7 +427,7 @@ static void test_rows(void) {
     }
 }
 
-/* More rows than the driver hands the AMX-BF16 GEMM at once (1024): two calls. */
+/* More rows than the driver hands the AMX GEMMs at once (1024): two calls. */
 static void test_many_rows(void) {
     uint64_t seed = 5;
     const int64_t K = 64, N = 24;
@@ -404,7 +441,8 @@ static void test_many_rows(void) {
     double *want = malloc(sizeof(double) * N * M), *mag = malloc(sizeof(double) * N * M);
     double *want16 = malloc(sizeof(double) * N * M), *mag16 = malloc(sizeof(double) * N * M);
     reference(L->base, plain, x, K, N, M, want, mag);
-    lb_test_reference_bf16(L->base, plain, x, K, N, M, want16, mag16);
+    if (lb_test_from_q8_256(type)) lb_test_reference_q8_256(L->base, plain, x, K, N, M, want16, mag16);
+    else lb_test_reference_bf16(L->base, plain, x, K, N, M, want16, mag16);
     float *y = lb_test_matmul(type, packed, K, N, x, M, 2);
     const int bad = lb_test_compare_bf16(y, want, mag, want16, mag16, type, N, 0, M, TOL, 0, NULL, lb_type_name(type));
     CHECK_MSG(!bad, "%s, M=%d: %d outputs off", lb_type_name(type), M, bad);
@@ -439,10 +477,17 @@ int main(void) {
         test_float();
         lb_cpu_disable_features(0);
     }
-    if (lb_cpu_extra_features() & LB_CPU_AMXBF16) {
-        /* once more without AMX-BF16: the int8 tile GEMM at the amx level */
+    if (lb_cpu_extra_features() & LB_CPU_AMXQ8) {
+        /* once more without AMX-BF16: the int8 GEMM on 256-value chunks at the amx level */
         printf("again without AMX-BF16\n");
         lb_cpu_disable_features(LB_CPU_AMXBF16);
+        test_entries();
+        test_many_rows();
+        test_exact();
+        test_float();
+        /* and without it either: the per-block int8 tile GEMM */
+        printf("again without AMX-BF16 and q8_256\n");
+        lb_cpu_disable_features(LB_CPU_AMXBF16 | LB_CPU_AMXQ8);
         test_entries();
         test_exact();
         test_float();

@@ -67,7 +67,10 @@ static lb_isa detect(void) {
     if (avx512bf16 && avx512f && xgetbv_ok(0xe6)) lb_extra |= LB_CPU_AVX512BF16;
     if (!(avx512f && avx512bw && avx512vl && vnni && xgetbv_ok(0xe6))) return LB_ISA_AVX2;
     /* XCR0 bits 17-18: the OS manages the tile configuration and data */
-    if (amx && xgetbv_ok(0x60000) && amx_permitted()) return LB_ISA_AMX;
+    if (amx && xgetbv_ok(0x60000) && amx_permitted()) {
+        lb_extra |= LB_CPU_AMXQ8;
+        return LB_ISA_AMX;
+    }
     return LB_ISA_AVX512;
 }
 #elif defined(__aarch64__)
@@ -96,9 +99,33 @@ static lb_isa detect(void) { return LB_ISA_SCALAR; }
 static int lb_detected = -1;
 static unsigned lb_disabled;
 
+/* The bits LOWBIT_CPU_OFF names (read once; an unknown name is warned of). */
+static unsigned env_off(void) {
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"vbmi", LB_CPU_VBMI},           {"gfni", LB_CPU_GFNI},           {"amx-bf16", LB_CPU_AMXBF16},
+                 {"avx-vnni", LB_CPU_AVXVNNI},     {"vpopcntdq", LB_CPU_VPOPCNTDQ}, {"avx512-bf16", LB_CPU_AVX512BF16},
+                 {"amx-q8", LB_CPU_AMXQ8}};
+    static int done;
+    static unsigned off;
+    if (done) return off;
+    const char *env = getenv("LOWBIT_CPU_OFF");
+    for (const char *p = env ? env : ""; *p;) {
+        const size_t n = strcspn(p, ",");
+        size_t i = 0;
+        while (i < sizeof names / sizeof names[0] && (strlen(names[i].name) != n || strncmp(p, names[i].name, n))) i++;
+        if (i < sizeof names / sizeof names[0]) off |= names[i].bit;
+        else if (n) lb_log(0, "warning: LOWBIT_CPU_OFF: '%.*s' is not one of vbmi|gfni|amx-bf16|avx-vnni|vpopcntdq|avx512-bf16|amx-q8; ignored\n", (int)n, p);
+        p += n + (p[n] == ',');
+    }
+    done = 1;
+    return off;
+}
+
 unsigned lb_cpu_extra_features(void) {
     lb_cpu_detected();
-    return lb_extra & ~lb_disabled;
+    return lb_extra & ~lb_disabled & ~env_off();
 }
 
 void lb_cpu_disable_features(unsigned bits) { lb_disabled = bits; }

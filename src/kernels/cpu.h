@@ -41,7 +41,11 @@ lb_isa lb_cpu_force_level(lb_isa isa);
 #define LB_CPU_AVXVNNI 8u /* x86 AVX-VNNI (VEX vpdpbusd on ymm), with the AVX2 level */
 #define LB_CPU_VPOPCNTDQ 16u /* x86 AVX-512 VPOPCNTDQ (vpopcntq), with the AVX-512 level */
 #define LB_CPU_AVX512BF16 32u /* x86 AVX512-BF16 (vdpbf16ps), with the AVX-512 level */
-/* The LB_CPU_* bits this CPU has, less any disabled below. */
+#define LB_CPU_AMXQ8 64u /* x86 AMX-INT8 GEMMs on int8 requantized in chunks of 256 (formats/q8_256.h):
+                          * set with the AMX level; LOWBIT_CPU_OFF=amx-q8 turns them off */
+/* The LB_CPU_* bits this CPU has, less any disabled below or named in
+ * LOWBIT_CPU_OFF (comma-separated: vbmi, gfni, amx-bf16, avx-vnni,
+ * vpopcntdq, avx512-bf16, amx-q8), which A/B runs use to compare kernels. */
 unsigned lb_cpu_extra_features(void);
 /* Tests: pretend the CPU lacks these LB_CPU_* bits (0 restores). */
 void lb_cpu_disable_features(unsigned bits);

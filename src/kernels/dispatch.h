@@ -53,7 +53,7 @@ typedef struct {
 
 /* Upper bound of act_x4_block per 4 rows over all kernels: scratch sizes use
  * it, so a context stays valid whatever kernel level is forced later. */
-#define LB_ACT_X4_MAX_BLOCK 256
+#define LB_ACT_X4_MAX_BLOCK 272 /* the AMX int8 256-chunk groups (formats/q8_256.h) */
 
 /* Best kernel for type at the current level, NULL if the type has no dot. */
 const lb_kernel *lb_kernel_get(int type);
