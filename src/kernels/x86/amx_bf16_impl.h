@@ -26,6 +26,7 @@
 
 #include "core/common.h"
 #include "kernels/x86/amx_config.h"
+#include "kernels/x86/amx_tiles_impl.h"
 #include "kernels/thread_scratch.h"
 
 #define LB_AMXBF16                                                                                                \
@@ -85,11 +86,6 @@ INLINE_BF __m512 bf16_byte_ps(__m512i v, int e) {
     return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(v, (unsigned)(24 - 8 * e)), 24));
 }
 
-INLINE_BF __mmask16 bf16_col_mask(int n, int n1) {
-    const int k = n1 - n;
-    return k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << k) - 1);
-}
-
 /* Output tiles (2 or 1 row tiles) x (2 or 1 column tiles) over kc blocks:
  * c[i][j] in the scratch (zeroed when first), a[i] the activation tiles of
  * the chunk's first block (1 KiB each per block), bt[j] the decoded weight
@@ -134,19 +130,6 @@ INLINE_BF void tdp_tiles(int two_m, int two_n, int first, int kc, const uint16_t
     else if (two_m) TDP_BODY(1, 0);
     else if (two_n) TDP_BODY(0, 1);
     else TDP_BODY(0, 0);
-}
-
-/* Y rows [0, 16 * mtn) of the pass starting at row tile mt0, columns of the
- * block [nb0, nbe), from the scratch. */
-INLINE_BF void write_back(const float *cbuf, int mtn, int ntn, int nb0, int nbe, float *Y, size_t ldy) {
-    /* row after row of Y (its 16 tiles' rows are contiguous there) */
-    for (int i = 0; i < mtn; i++)
-        for (int r = 0; r < 16; r++) {
-            const float *c = cbuf + (size_t)i * NBT * TILE + 16 * r;
-            float *y = Y + (size_t)(16 * i + r) * ldy + nb0;
-            for (int j = 0; j < ntn; j++)
-                _mm512_mask_storeu_ps(y + 16 * j, bf16_col_mask(nb0 + 16 * j, nbe), _mm512_load_ps(c + (size_t)j * TILE));
-        }
 }
 
 /* Work item q of a column block of ntn tiles: K chunk q / npairs (blocks
@@ -231,7 +214,7 @@ INLINE_BF void lb_amx_bf16_gemm(lb_bf16_tile_fn tile, const void *ctx, int64_t K
                     if (more) decode_tiles(&dec, tile, ctx, per, nxt);
                 }
             }
-            write_back(cbuf, mtn, ntn, nb0, nbe, Y + (size_t)mt0 * 16 * ldy, ldy);
+            lb_amx_write_back(cbuf, NBT, mtn, ntn, nb0, nbe, Y + (size_t)mt0 * 16 * ldy, ldy);
         }
     }
     _tile_release();

@@ -25,9 +25,9 @@
 #include "kernels/x86/repack_amx.h"
 
 #if LB_HAVE_X86_KERNELS
-#include "formats/q8_256.h"
 #include "kernels/thread_scratch.h"
 #include "kernels/x86/amx_config.h"
+#include "kernels/x86/amx_tiles_impl.h"
 #include "kernels/x86/repack_avx512_impl.h"
 
 #define LB_AMX8 __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
@@ -41,7 +41,7 @@ enum {
     STK_MT = 2, /* row tiles per pass when the scratch cannot be allocated */
 };
 
-/* Tiles 0-3: C (16 x 16 int32), 4/5: A (16 rows x 64 bytes), 6/7: B (16 rows of 16 x 4 bytes). */
+/* Tiles 0-3: C (16 x 16 int32), 4: A (16 rows x 64 bytes), 5-7: B (16 rows of 16 x 4 bytes). */
 static const lb_amx_config q8_cfg __attribute__((aligned(64))) = {
     .palette_id = 1,
     .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
@@ -109,13 +109,12 @@ INLINE8 q8_item q8_item_at(int ntn, int64_t nb, int q) {
  * u % kc of column tile u / kc; a column tile's first unit finds its scales. */
 typedef struct {
     q8_item it;
-    int nb0, count, done;
+    int count, done;
     rows16 r[NTI];
 } q8_decoder;
 
 INLINE8 void dec_start(q8_decoder *d, const q8_ctx *c, int nb0, q8_item it) {
     d->it = it;
-    d->nb0 = nb0;
     d->count = it.nt * it.kc;
     d->done = 0;
     for (int t = 0; t < it.nt; t++) d->r[t] = rows_at(&c->G, c->W, nb0 + 16 * (it.j + t), c->n1);
@@ -213,21 +212,6 @@ INLINE8 void scale_pending(const q8_pending *p) {
     for (int j = 0; j < p->nt; j++) scale_tile(p->cst + j * TL, p->sa, p->w[j].s, p->c + j * TL, p->first);
 }
 
-INLINE8 __mmask16 q8_col_mask(int n, int n1) {
-    const int k = n1 - n;
-    return k >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << k) - 1);
-}
-
-INLINE8 void q8_write_back(const float *cbuf, int mtn, int ntn, int nb0, int nbe, float *Y, size_t ldy) {
-    for (int i = 0; i < mtn; i++)
-        for (int r = 0; r < 16; r++) {
-            const float *c = cbuf + (size_t)i * NBT8 * TL + 16 * r;
-            float *y = Y + (size_t)(16 * i + r) * ldy + nb0;
-            for (int j = 0; j < ntn; j++)
-                _mm512_mask_storeu_ps(y + 16 * j, q8_col_mask(nb0 + 16 * j, nbe), _mm512_load_ps(c + (size_t)j * TL));
-        }
-}
-
 INLINE8 void gemm_q8_256(int wt, int base, int R, int C, int64_t K, const void *W, size_t w_row_size, int n0, int n1,
                          const void *A, size_t a_row_size, int M, float *Y, size_t ldy) {
     q8_ctx c;
@@ -275,7 +259,7 @@ INLINE8 void gemm_q8_256(int wt, int base, int R, int C, int64_t K, const void *
                 }
             }
             if (have) scale_pending(&pend);
-            q8_write_back(cbuf, mtn, ntn, nb0, nbe, Y + (size_t)mt0 * 16 * ldy, ldy);
+            lb_amx_write_back(cbuf, NBT8, mtn, ntn, nb0, nbe, Y + (size_t)mt0 * 16 * ldy, ldy);
         }
     }
     _tile_release();
