@@ -6,12 +6,15 @@
  * Input: the first byte picks the endpoint (bits 0-1: completions, chat,
  * /tokenize, /detokenize) and a template family, the rest is the HTTP body. The same bytes are also run through
  * template detection (as a template text), the reasoning split and the
- * tool-call parser (as a reply) and the UTF-8 helpers. */
+ * tool-call parser (as a reply) and the UTF-8 helpers. A request's grammar
+ * (its GBNF, or the one its JSON Schema or forced tool call became) goes
+ * through the GBNF parser, and the body itself does too. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/grammar_impl.h"
 #include "model/chat_template.h"
 #include "serve/serve.h"
 
@@ -57,6 +60,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         REQUIRE(p.top_logprobs >= 0 && p.top_logprobs <= SRV_MAX_TOP_LOGPROBS && (p.logprobs || !p.top_logprobs));
         REQUIRE(p.thinking >= -1 && p.thinking <= 1 && p.reasoning_format >= -1 && p.reasoning_format <= 1);
         for (int i = 0; i < p.n_stop; i++) REQUIRE(p.stop[i] && p.stop[i][0]);
+        if (p.grammar) { /* what the schemas and forced tools become always parses; a client's GBNF parses or
+                          * is refused with a message */
+            REQUIRE(p.grammar_param);
+            lb_grules r;
+            const lb_status gs = lb_grules_parse(p.grammar, &r);
+            if (strcmp(p.grammar_param, "grammar")) {
+                if (gs) fprintf(stderr, "generated grammar refused: %s\n%s\n", lb_last_error(), p.grammar);
+                REQUIRE(gs == LB_OK);
+            } else REQUIRE(gs == LB_OK || (gs == LB_ERR_ARG && strstr(lb_last_error(), "grammar: ")) || gs == LB_ERR_NOMEM);
+            if (gs == LB_OK) {
+                REQUIRE(r.root >= 0 && r.root < r.n_rules);
+                lb_grules_free(&r);
+            }
+        }
         if (kind == SRV_CHAT) {
             REQUIRE(p.n_msgs >= 1 && p.msgs);
             lb_chat_template t;
@@ -85,11 +102,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     srv_params_free(&p);
 
-    /* the body as a template text */
+    /* the body as a template text, and as GBNF */
     char *text = malloc(len + 1);
     if (text) {
         memcpy(text, body, len);
         text[len] = 0;
+        lb_grules gr;
+        if (lb_grules_parse(text, &gr) == LB_OK) lb_grules_free(&gr);
         lb_chat_template t;
         if (lb_chat_template_detect(text, "<s>", "</s>", &t) == LB_OK) {
             lb_chat_msg m[3] = {{.role = "system", .content = "s"}, {.role = "user", .content = "u"},

@@ -317,6 +317,30 @@ void lb_sampler_free(lb_sampler *s);
 void lb_sampler_accept(lb_sampler *s, int32_t token); /* for the repetition penalty */
 int32_t lb_sampler_sample(lb_sampler *s, const float *logits);
 
+/* ---- grammar-constrained sampling (src/grammar/, docs/grammar.md) ----
+ * A grammar in GBNF, llama.cpp's notation (root rule "root"), over model m's
+ * vocabulary: only tokens whose text keeps the output a prefix of a sentence
+ * of the grammar are drawn, and end-of-generation only once it is whole. */
+typedef struct lb_grammar lb_grammar;
+lb_status lb_grammar_new(const lb_model *m, const char *gbnf, lb_grammar **out);
+void lb_grammar_free(lb_grammar *g);
+int lb_grammar_allows(lb_grammar *g, int32_t token);
+/* Moves past a generated token (LB_ERR_ARG if the grammar refuses it). */
+lb_status lb_grammar_accept(lb_grammar *g, int32_t token);
+/* 0: the text so far is not a whole sentence; 1: it is, and may go on; 2: it
+ * is, and nothing may follow. */
+int lb_grammar_complete(lb_grammar *g);
+/* lb_sampler_sample from the tokens g allows (g NULL: no constraint). When
+ * g allows none, an end-of-generation token (-1 if the model has none). */
+int32_t lb_sampler_sample_grammar(lb_sampler *s, const float *logits, lb_grammar *g);
+/* GBNF for any JSON value (object_only: a JSON object at the top, what
+ * OpenAI's response_format json_object asks for). Static text. */
+const char *lb_grammar_json(int object_only);
+/* GBNF for the JSON values a JSON Schema allows (the subset docs/grammar.md
+ * lists; other keywords are refused with LB_ERR_UNSUPPORTED, naming them).
+ * *gbnf is malloc'd. */
+lb_status lb_json_schema_to_grammar(const char *schema, size_t len, char **gbnf);
+
 /* ---- file tools ---- */
 typedef void (*lb_progress_fn)(void *user, const char *what, int done, int total);
 

@@ -4,8 +4,9 @@
 # by their signatures; a reply without a call streams the same text as it
 # comes whole (the stream holds back only what may begin "<tool_call>"); an
 # assistant's tool calls and the tool results of a follow-up are taken;
-# tool_choice other than auto / none and tools with a template that has none
-# are 400s; a missing or unknown template file stops the server. (The calls'
+# tool_choice "required" and a named tool force a call (a grammar: even this
+# model, which never calls a tool, writes one, with arguments its schema
+# allows); tools with a template that has none are 400s; a missing or unknown template file stops the server. (The calls'
 # formatting against jinja2 and the parsing of <tool_call> replies are
 # tests/serve/test_serve_request.c's; the model here never calls a tool.)
 . "$(dirname "$0")/lib_cli.sh"
@@ -45,7 +46,29 @@ follow = msgs + [{"role": "assistant", "content": None, "tool_calls": [{"id": "c
                  {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}]
 st, f = post({"messages": follow, "max_tokens": 4, "temperature": 0, "tools": tools})
 assert st == 200 and f["usage"]["prompt_tokens"] > d["usage"]["prompt_tokens"], f
-for body in [{"messages": msgs, "tools": tools, "tool_choice": "required"},
+forced = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties":
+           {"city": {"enum": ["Paris", "Oslo"]}}, "required": ["city"]}}},
+          {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties":
+           {"utc": {"type": "boolean"}}, "required": ["utc"]}}}]
+for choice, names in [("required", {"get_weather", "get_time"}),
+                      ({"type": "function", "function": {"name": "get_time"}}, {"get_time"})]:
+    for stream in (False, True):
+        st, r = post({"messages": msgs, "max_tokens": 300, "temperature": 0, "tools": forced, "tool_choice": choice},
+                     stream=stream)
+        if stream:
+            calls = [tc for c in r if c["choices"] for tc in c["choices"][0]["delta"].get("tool_calls") or []]
+            finish = [c["choices"][0]["finish_reason"] for c in r if c["choices"] and c["choices"][0]["finish_reason"]]
+        else:
+            calls = r["choices"][0]["message"].get("tool_calls") or []
+            finish = [r["choices"][0]["finish_reason"]]
+        assert st == 200 and calls and finish == ["tool_calls"], (choice, stream, r)
+        for c in calls:
+            args = json.loads(c["function"]["arguments"])
+            assert c["function"]["name"] in names, c
+            assert args in ({"city": "Paris"}, {"city": "Oslo"}, {"utc": True}, {"utc": False}), c
+        print("forced", choice, "stream" if stream else "whole", "->", [(c["function"]["name"], c["function"]["arguments"]) for c in calls])
+for body in [{"messages": msgs, "tools": tools, "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+             {"messages": msgs, "tool_choice": "required"},
              {"messages": msgs, "tools": [{"type": "function"}]},
              {"messages": [{"role": "user", "content": "x", "tool_calls": [{"function": {"name": "f"}}]}]}]:
     st, e = post(body)

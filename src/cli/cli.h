@@ -147,6 +147,19 @@ int32_t *cli_chunk_tokens(lb_model *m, const cli_chunk_opts *o, int32_t *toks, i
 void cli_chunk_progress(double t0, int done, int total);
 /* Sampling (run, chat): --temp --top-k --top-p --min-p --repeat-penalty
  * --repeat-last-n -s/--seed; 1 if it consumed the flag (*seed_set: -s given). */
+/* Grammar flags (run, chat, serve; cli/cli_grammar.c): the GBNF text, from
+ * --grammar, --grammar-file, -j/--json-schema or --json-schema-file. */
+typedef struct {
+    char *gbnf; /* NULL: no grammar */
+} cli_grammar;
+int cli_grammar_flag(cli_args *a, cli_grammar *g);
+lb_status cli_grammar_new(const cli_grammar *g, const lb_model *m, lb_grammar **out);
+void cli_grammar_free(cli_grammar *g);
+#define CLI_GRAMMAR_HELP                                                                            \
+    "      --grammar GBNF   constrain the output to a grammar (llama.cpp's GBNF, rule root)\n"       \
+    "      --grammar-file FILE  the same, from a file\n"                                              \
+    "  -j, --json-schema SCHEMA  constrain the output to JSON this JSON Schema allows\n"              \
+    "      --json-schema-file FILE  the same, from a file (docs/grammar.md: the keywords read)\n"
 int cli_sampler_flag(cli_args *a, lb_sampler_params *sp, int *seed_set);
 #define CLI_SAMPLER_HELP                                                                          \
     "      --temp T         temperature (default 0.8; 0 = greedy)\n"                              \

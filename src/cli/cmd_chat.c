@@ -32,7 +32,8 @@ static void help(void) {
            "  -n, --n-predict N    most tokens per reply (default -1: until the end of the turn)\n"
            "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"
            "  -b, --batch-size N   prompt tokens per forward pass (default 512)\n"
-           CLI_SAMPLER_HELP);
+           CLI_SAMPLER_HELP CLI_GRAMMAR_HELP
+           "                       (in chat, every reply follows it)\n");
 }
 
 typedef struct {
@@ -89,6 +90,7 @@ int cmd_chat(int argc, char **argv) {
     cli_reasoning rs = CLI_REASONING_INIT;
     int n_predict = -1, n_ctx = 0, n_batch = 512, seed_set = 0;
     lb_sampler_params sp = lb_sampler_default_params();
+    cli_grammar gr = {0};
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_common_flag(&a, &co)) {}
@@ -102,25 +104,28 @@ int cmd_chat(int argc, char **argv) {
         else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 1, 1 << 22);
         else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 16);
         else if (cli_sampler_flag(&a, &sp, &seed_set)) {}
+        else if (cli_grammar_flag(&a, &gr)) {}
         else cli_unknown(&a);
     }
-    if (a.bad) return CLI_USAGE;
-    if (!co.model) { fprintf(stderr, "lowbit chat: -m MODEL is required (see --help)\n"); return CLI_USAGE; }
-    if (cli_common_apply(&co)) return CLI_USAGE;
+    int rc = CLI_USAGE;
+    if (a.bad) goto usage;
+    if (!co.model) { fprintf(stderr, "lowbit chat: -m MODEL is required (see --help)\n"); goto usage; }
+    if (cli_common_apply(&co)) goto usage;
     const int dev = cli_device_apply("chat", device);
-    if (dev < 0) return CLI_FAIL;
+    if (dev < 0) { rc = CLI_FAIL; goto usage; }
     if (!seed_set) sp.seed = (uint64_t)(lb_time_s() * 1e9);
 
     lb_model *m = NULL;
     lb_context *ctx = NULL;
     lb_sampler *smp = NULL;
+    lb_grammar *grammar = NULL;
     int32_t *cache = NULL, *ids = NULL;
     float *logits = NULL;
     char *line = NULL;
     size_t line_cap = 0;
     reply_buf reply = {0};
     conversation conv = {0};
-    int rc = CLI_FAIL;
+    rc = CLI_FAIL;
     lb_chat_template tmpl;
     lb_status s = cli_load_model(&co, &m);
     if (s) { cli_error("chat", s); goto done; }
@@ -224,8 +229,12 @@ int cmd_chat(int argc, char **argv) {
         const int split = !harmony && rs.format;
         lb_think_split ts;
         lb_think_init(&ts, lb_chat_prompt_opens_think(&tmpl));
+        lb_grammar_free(grammar), grammar = NULL; /* every reply from the grammar's start */
+        if ((s = cli_grammar_new(&gr, m, &grammar))) { cli_error("chat", s); goto done; }
         for (int n_gen = 0; n_gen < limit && !lb_cancel_requested(); n_gen++) {
-            const int32_t next = lb_sampler_sample(smp, logits);
+            const int32_t next = lb_sampler_sample_grammar(smp, logits, grammar);
+            if (next < 0) break; /* the grammar is complete and the model has no end token */
+            if (grammar && (s = lb_grammar_accept(grammar, next))) { cli_error("chat", s); goto done; }
             lb_sampler_accept(smp, next);
             if (lb_token_is_eog(m, next)) break;
             size_t len;
@@ -257,7 +266,10 @@ done:
     free(cache);
     free(logits);
     lb_sampler_free(smp);
+    lb_grammar_free(grammar);
     lb_context_free(ctx);
     lb_model_free(m);
+usage:
+    cli_grammar_free(&gr);
     return rc;
 }

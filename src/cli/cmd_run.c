@@ -14,7 +14,7 @@ static void help(void) {
            "  -n, --n-predict N    tokens to generate (default 128; -1 = until end of text or context)\n"
            "  -c, --ctx-size N     context length (default: the model's, capped at 4096)\n"
            "  -b, --batch-size N   prompt tokens per forward pass (default 512)\n"
-           CLI_SAMPLER_HELP
+           CLI_SAMPLER_HELP CLI_GRAMMAR_HELP
            "      --no-bos         do not prepend BOS\n"
            "      --ids            also print the generated token ids at the end\n");
 }
@@ -26,6 +26,7 @@ int cmd_run(int argc, char **argv) {
     const char *prompt = "", *prompt_file = NULL, *device = NULL;
     int n_predict = 128, n_ctx = 0, n_batch = 512, no_bos = 0, print_ids = 0, seed_set = 0;
     lb_sampler_params sp = lb_sampler_default_params();
+    cli_grammar gr = {0};
     for (; a.i < argc && !a.bad; a.i++) {
         if (cli_flag(&a, "-h", "--help")) { help(); return CLI_OK; }
         else if (cli_common_flag(&a, &co)) {}
@@ -37,16 +38,17 @@ int cmd_run(int argc, char **argv) {
         else if (cli_flag(&a, "-c", "--ctx-size")) n_ctx = cli_int(&a, 1, 1 << 22);
         else if (cli_flag(&a, "-b", "--batch-size")) n_batch = cli_int(&a, 1, 1 << 16);
         else if (cli_sampler_flag(&a, &sp, &seed_set)) {}
+        else if (cli_grammar_flag(&a, &gr)) {}
         else if (cli_flag(&a, "--no-bos", NULL)) no_bos = 1;
         else if (cli_flag(&a, "--ids", NULL)) print_ids = 1;
         else cli_unknown(&a);
     }
-    if (a.bad) return CLI_USAGE;
-    if (!co.model) { fprintf(stderr, "lowbit run: -m MODEL is required (see --help)\n"); return CLI_USAGE; }
-    if (!prompt) return CLI_USAGE;
-    if (cli_common_apply(&co)) return CLI_USAGE;
+    int rc = CLI_USAGE;
+    if (a.bad) goto usage;
+    if (!co.model) { fprintf(stderr, "lowbit run: -m MODEL is required (see --help)\n"); goto usage; }
+    if (!prompt || cli_common_apply(&co)) goto usage;
     const int dev = cli_device_apply("run", device);
-    if (dev < 0) return CLI_FAIL;
+    if (dev < 0) { rc = CLI_FAIL; goto usage; }
     if (!seed_set) sp.seed = (uint64_t)(lb_time_s() * 1e9);
 
     char *file_text = NULL;
@@ -54,11 +56,12 @@ int cmd_run(int argc, char **argv) {
         /* lb_read_file names the file and the reason (missing, a directory, ...) */
         size_t len;
         lb_status rs = lb_read_file(prompt_file, &file_text, &len);
-        if (rs) { cli_error("run", rs); return CLI_FAIL; }
+        if (rs) { cli_error("run", rs); rc = CLI_FAIL; goto usage; }
         if (strlen(file_text) != len) {
             fprintf(stderr, "lowbit run: %s contains a NUL byte: not a text file\n", prompt_file);
             free(file_text);
-            return CLI_FAIL;
+            rc = CLI_FAIL;
+            goto usage;
         }
         prompt = file_text;
     }
@@ -67,8 +70,9 @@ int cmd_run(int argc, char **argv) {
     lb_model *m = NULL;
     lb_context *ctx = NULL;
     lb_sampler *smp = NULL;
+    lb_grammar *grammar = NULL;
     int32_t *toks = NULL;
-    int rc = CLI_FAIL;
+    rc = CLI_FAIL;
     lb_status s = cli_load_model(&co, &m);
     if (s) { cli_error("run", s); goto done; }
     if (!lb_model_has_vocab(m)) { fprintf(stderr, "lowbit run: %s has no vocabulary\n", co.model); goto done; }
@@ -95,6 +99,7 @@ int cmd_run(int argc, char **argv) {
         goto done;
     }
     if ((s = lb_sampler_new(&sp, V, &smp))) { cli_error("run", s); goto done; }
+    if ((s = cli_grammar_new(&gr, m, &grammar))) { cli_error("run", s); goto done; }
     float *logits = malloc((size_t)V * sizeof *logits);
     if (!logits) goto done;
 
@@ -116,7 +121,9 @@ int cmd_run(int argc, char **argv) {
     const int limit = n_predict < 0 ? n_ctx_eff - n_prompt : LB_MIN(n_predict, n_ctx_eff - n_prompt);
     double t2 = lb_time_s();
     while (n_gen < limit && !lb_cancel_requested()) {
-        int32_t next = lb_sampler_sample(smp, logits);
+        int32_t next = lb_sampler_sample_grammar(smp, logits, grammar);
+        if (next < 0) break; /* the grammar allows nothing more and the model has no end token */
+        if (grammar && (s = lb_grammar_accept(grammar, next))) { cli_error("run", s); free(logits); goto done; }
         lb_sampler_accept(smp, next);
         toks[pos] = next;
         n_gen++;
@@ -147,7 +154,10 @@ done:
     free(toks);
     free(file_text);
     lb_sampler_free(smp);
+    lb_grammar_free(grammar);
     lb_context_free(ctx);
     lb_model_free(m);
+usage:
+    cli_grammar_free(&gr);
     return rc;
 }

@@ -40,6 +40,7 @@ struct srv_req {
     int harmony;  /* gpt-oss chat: only the final channel's text is the reply */
     int think_split; /* a <think> block is reasoning, not reply (2: the prompt opened it) */
     int n_cached; /* prompt tokens taken from the slot's cache */
+    lb_grammar *grammar; /* what the reply must follow, or NULL (the engine thread's) */
     /* under the engine's lock */
     int state, cancelled, refs;
     char *text; /* released text, valid UTF-8 */
@@ -169,8 +170,14 @@ srv_req *srv_req_new(const int32_t *prompt, int n_prompt, const srv_params *p, u
     return r;
 }
 
+void srv_req_set_grammar(srv_req *r, lb_grammar *g) {
+    lb_grammar_free(r->grammar);
+    r->grammar = g;
+}
+
 static void req_free(srv_req *r) {
     free(r->prompt);
+    lb_grammar_free(r->grammar);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
     free(r->text);
     free(r->think);
@@ -699,7 +706,12 @@ static int step(srv_engine *e) {
             s->finish = "length";
             continue;
         }
-        const int32_t t = lb_sampler_sample(s->smp, lg);
+        const int32_t t = lb_sampler_sample_grammar(s->smp, lg, s->r->grammar);
+        if (t < 0) { /* the grammar is complete and this model has no end token */
+            s->finish = "stop";
+            continue;
+        }
+        if (s->r->grammar) lb_grammar_accept(s->r->grammar, t); /* allowed: it was drawn among what it allows */
         const size_t before = s->gen_len;
         srv_logprob lp;
         if (s->r->logprobs) logprob_of(lg, e->V, t, s->r->top_logprobs, e->o.n_threads, &lp);

@@ -776,10 +776,18 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         goto fail;
     }
     uint64_t seed = p.has_seed ? p.seed : (uint64_t)(lb_time_s() * 1e9) ^ (uint64_t)(uintptr_t)cs;
+    lb_grammar *grammar = NULL;
+    if (p.grammar && lb_grammar_new(h->o.model, p.grammar, &grammar)) {
+        srv_error_set(&err, 400, "invalid_request_error", "invalid_value", p.grammar_param, "Invalid '%s': %s",
+                      p.grammar_param, lb_last_error());
+        goto fail;
+    }
     if (!(r = srv_req_new(ids, n_ids, &p, seed))) {
+        lb_grammar_free(grammar);
         srv_error_set(&err, 500, "server_error", "out_of_memory", NULL, "out of memory");
         goto fail;
     }
+    srv_req_set_grammar(r, grammar);
     if (srv_engine_submit(h->o.engine, r, &err)) goto fail;
     atomic_fetch_add(&h->in_flight, 1);
     cs->counted = 1;

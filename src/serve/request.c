@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/json_schema.h"
 #include "serve/serve.h"
 
 void srv_error_set(srv_error *e, int status, const char *type, const char *code, const char *param,
@@ -559,30 +560,42 @@ int srv_parse_tool_calls(char *text, size_t *text_len, char *const *tool_names, 
 }
 
 /* "tools": [{"type": "function", "function": {"name", ...}}], each kept as
- * the templates' tojson writes it; "tool_choice": "auto" (the default) or
- * "none" (no tools offered); a forced choice needs constrained decoding and is
- * refused */
+ * the templates' tojson writes it; "tool_choice": "auto" (the default),
+ * "none" (no tools offered), "required" (one call or more) or {"type":
+ * "function", "function": {"name": NAME}} (one call of that tool): the forced
+ * choices become a grammar of the template's calls (Qwen 2.5 / 3's
+ * <tool_call> blocks, the only tool format served), each call's arguments
+ * as its "parameters" schema allows. */
 static int get_tools(const cJSON *root, srv_params *p, srv_error *err) {
     const cJSON *v = field(root, "tools"), *choice = field(root, "tool_choice");
-    if (choice && !cJSON_IsNull(choice)) {
-        if (!cJSON_IsString(choice) && !cJSON_IsObject(choice))
-            return bad_type(err, "tool_choice", "a string or an object", choice);
-        if (!cJSON_IsString(choice) || (strcmp(choice->valuestring, "auto") && strcmp(choice->valuestring, "none"))) {
-            srv_error_set(err, 400, "invalid_request_error", "unsupported_value", "tool_choice",
-                          "only 'auto' and 'none' are supported for 'tool_choice' (a forced call needs constrained "
-                          "decoding, which lowbit serve does not do).");
-            return -1;
-        }
-        if (!strcmp(choice->valuestring, "none")) return 0;
+    const char *forced = NULL; /* "": any tool (required); else the tool's name */
+    if (choice) {
+        const cJSON *fn = cJSON_IsObject(choice) ? cJSON_GetObjectItemCaseSensitive(choice, "function") : NULL;
+        const cJSON *nm = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+        if (cJSON_IsString(choice)) {
+            if (!strcmp(choice->valuestring, "none")) return 0;
+            if (!strcmp(choice->valuestring, "required")) forced = "";
+            else if (strcmp(choice->valuestring, "auto"))
+                return bad_value(err, "tool_choice", "expected 'auto', 'none', 'required' or {\"type\": \"function\", "
+                                                     "\"function\": {\"name\": ...}}, not '%s'.", choice->valuestring);
+        } else if (cJSON_IsString(nm) && nm->valuestring[0]) forced = nm->valuestring;
+        else if (cJSON_IsObject(choice))
+            return bad_value(err, "tool_choice", "expected {\"type\": \"function\", \"function\": {\"name\": ...}}.");
+        else return bad_type(err, "tool_choice", "a string or an object", choice);
     }
-    if (!v || cJSON_IsNull(v)) return 0;
-    if (!cJSON_IsArray(v)) return bad_type(err, "tools", "an array", v);
-    const int n = cJSON_GetArraySize(v);
-    if (n == 0) return 0;
+    if (!v || cJSON_IsNull(v)) v = NULL;
+    else if (!cJSON_IsArray(v)) return bad_type(err, "tools", "an array", v);
+    const int n = v ? cJSON_GetArraySize(v) : 0;
+    if (n == 0) {
+        if (forced) return bad_value(err, "tool_choice", "a tool call is required but no 'tools' are given.");
+        return 0;
+    }
     if (!(p->tools = calloc((size_t)n, sizeof *p->tools)) || !(p->tool_names = calloc((size_t)n, sizeof *p->tool_names)))
         return oom(err);
+    char **schemas = calloc((size_t)n, sizeof *schemas);
+    if (!schemas) return oom(err);
     const cJSON *t;
-    int i = 0;
+    int i = 0, rc = 0, found = 0;
     cJSON_ArrayForEach(t, v) {
         char param[48];
         snprintf(param, sizeof param, "tools[%d]", i);
@@ -590,18 +603,45 @@ static int get_tools(const cJSON *root, srv_params *p, srv_error *err) {
         const cJSON *fn = cJSON_IsObject(t) ? cJSON_GetObjectItemCaseSensitive(t, "function") : NULL;
         const cJSON *name = cJSON_IsObject(fn) ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") || !cJSON_IsString(name) ||
-            !name->valuestring[0])
-            return bad_value(err, param, "expected {\"type\": \"function\", \"function\": {\"name\": ...}}.");
+            !name->valuestring[0]) {
+            rc = bad_value(err, param, "expected {\"type\": \"function\", \"function\": {\"name\": ...}}.");
+            break;
+        }
         char *js = NULL, *nm = NULL;
         size_t len = 0, cap = 0;
         if (srv_json_py(t, &js, &len, &cap) || !(nm = dup_str(name->valuestring))) {
             free(js);
-            return oom(err);
+            rc = oom(err);
+            break;
         }
         p->tools[i] = js, p->tool_names[i] = nm;
         p->n_tools = ++i;
+        const cJSON *params = field(fn, "parameters");
+        schemas[i - 1] = params ? cJSON_PrintUnformatted(params) : dup_str("{\"type\": \"object\"}");
+        if (!schemas[i - 1]) {
+            rc = oom(err);
+            break;
+        }
+        found |= forced && (!forced[0] || !strcmp(forced, nm));
     }
-    return 0;
+    if (!rc && forced && !found)
+        rc = bad_value(err, "tool_choice", "no tool named '%s' among the 'tools'.", forced);
+    if (!rc && forced) {
+        /* the named tool alone, or any of them */
+        const char *only[1] = {forced};
+        const char *const *names = forced[0] ? only : (const char *const *)p->tool_names;
+        const char *one_schema[1] = {NULL};
+        for (int k = 0; forced[0] && k < n; k++)
+            if (!strcmp(p->tool_names[k], forced)) one_schema[0] = schemas[k];
+        const char *const *sch = forced[0] ? one_schema : (const char *const *)schemas;
+        if (lb_json_tool_calls_grammar(forced[0] ? 1 : n, names, sch, "<tool_call>\n", "\n</tool_call>", "\n",
+                                       !forced[0], &p->grammar))
+            rc = bad_value(err, "tools", "%s", lb_last_error());
+        else p->grammar_param = "tool_choice";
+    }
+    for (int k = 0; k < n; k++) free(schemas[k]);
+    free(schemas);
+    return rc;
 }
 
 /* an assistant message's "tool_calls": [{"type": "function", "function":
@@ -663,6 +703,62 @@ static int tokenize_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_
     return 0;
 }
 
+/* The grammar a reply must follow: llama-server's "grammar" (GBNF) and
+ * "json_schema" (a schema object), OpenAI's "response_format": {"type":
+ * "json_object"} (any JSON object; llama-server's "schema" beside it
+ * narrows it), {"type": "json_schema", "json_schema": {"schema": ...}} or
+ * "text" (none). One of them at most. A schema becomes GBNF here (its errors
+ * are 400s); GBNF is checked when the server builds it for the model. */
+static int get_grammar(const cJSON *root, srv_params *p, srv_error *err) {
+    const cJSON *g = field(root, "grammar"), *js = field(root, "json_schema"), *rf = field(root, "response_format");
+    const cJSON *schema = NULL;
+    const char *from = NULL;
+    int n = 0, object_only = 0;
+    if (g) {
+        if (!cJSON_IsString(g)) return bad_type(err, "grammar", "a string", g);
+        if (g->valuestring[0]) n++, from = "grammar";
+    }
+    if (js) {
+        if (!cJSON_IsObject(js) && !cJSON_IsBool(js)) return bad_type(err, "json_schema", "an object", js);
+        n++, from = "json_schema", schema = js;
+    }
+    if (rf) {
+        if (!cJSON_IsObject(rf)) return bad_type(err, "response_format", "an object", rf);
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rf, "type");
+        if (!cJSON_IsString(t)) return bad_value(err, "response_format", "'type' must be 'text', 'json_object' or 'json_schema'.");
+        if (!strcmp(t->valuestring, "json_object")) {
+            n++, from = "response_format", object_only = 1;
+            schema = field(rf, "schema");
+        } else if (!strcmp(t->valuestring, "json_schema")) {
+            const cJSON *o = field(rf, "json_schema");
+            schema = o && cJSON_IsObject(o) ? field(o, "schema") : NULL;
+            if (!schema) return bad_value(err, "response_format", "'json_schema' needs a 'json_schema' object with a 'schema'.");
+            n++, from = "response_format";
+        } else if (strcmp(t->valuestring, "text"))
+            return bad_value(err, "response_format", "'type' must be 'text', 'json_object' or 'json_schema', not '%s'.",
+                             t->valuestring);
+    }
+    if (n > 1 || (n == 1 && p->grammar))
+        return bad_value(err, from, "give one of 'grammar', 'json_schema', 'response_format' (json_object or "
+                                    "json_schema) and a forced 'tool_choice'.");
+    if (n == 0) return 0;
+    p->grammar_param = from;
+    if (g && !schema && !object_only) {
+        if (!(p->grammar = strdup(g->valuestring))) return bad_value(err, "grammar", "out of memory");
+        return 0;
+    }
+    if (!schema) {
+        if (!(p->grammar = strdup(lb_grammar_json(object_only)))) return bad_value(err, from, "out of memory");
+        return 0;
+    }
+    char *text = cJSON_PrintUnformatted(schema);
+    if (!text) return bad_value(err, from, "out of memory");
+    const lb_status st = lb_json_schema_to_grammar(text, strlen(text), &p->grammar);
+    free(text);
+    if (st) return bad_value(err, from, "%s", lb_last_error());
+    return 0;
+}
+
 static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_error *err) {
     if (!cJSON_IsObject(root)) {
         srv_error_set(err, 400, "invalid_request_error", "invalid_type", NULL,
@@ -713,6 +809,7 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
     }
     if (get_stop(root, p, err)) return -1;
     if (get_logprobs(root, kind, p, err)) return -1;
+    if (get_grammar(root, p, err)) return -1;
     if (kind == SRV_COMPLETION && get_bool(root, "echo", &p->echo, err)) return -1;
     if ((r = get_int(root, "n", 1, 1, &x, err)) < 0) {
         if (!strcmp(err->code, "invalid_value"))
@@ -720,17 +817,13 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
         return -1;
     }
     /* features that would change the answer's meaning: refused, not ignored */
-    static const char *const unsupported[] = {"tools", "functions", "suffix", "echo", "best_of", "response_format"};
+    static const char *const unsupported[] = {"tools", "functions", "suffix", "echo", "best_of"};
     /* chat's tools are read above */
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++) {
         v = field(root, unsupported[i]);
         if (!v || (cJSON_IsBool(v) && !cJSON_IsTrue(v)) || (cJSON_IsArray(v) && cJSON_GetArraySize(v) == 0))
             continue;
         if (!strcmp(unsupported[i], "best_of") && cJSON_IsNumber(v) && v->valuedouble == 1) continue;
-        if (!strcmp(unsupported[i], "response_format") && cJSON_IsObject(v)) {
-            const cJSON *t = cJSON_GetObjectItemCaseSensitive(v, "type");
-            if (cJSON_IsString(t) && !strcmp(t->valuestring, "text")) continue;
-        }
         if (!strcmp(unsupported[i], "suffix") && cJSON_IsString(v) && !v->valuestring[0]) continue;
         if (!strcmp(unsupported[i], "echo") && kind == SRV_COMPLETION) continue; /* read above */
         if (!strcmp(unsupported[i], "tools") && kind == SRV_CHAT) continue;
@@ -790,5 +883,6 @@ void srv_params_free(srv_params *p) {
     free(p->tools);
     free(p->tool_names);
     for (int i = 0; i < p->n_stop; i++) free(p->stop[i]);
+    free(p->grammar);
     memset(p, 0, sizeof *p);
 }

@@ -76,6 +76,9 @@ typedef struct {
                                 * tokens' too); "max_tokens" may then be 0 */
     int think;                 /* set by the server: the reply's <think> block goes to reasoning_content (1; 2
                                 * when the prompt opened it; lb_think_split), 0 the reply as it is */
+    char *grammar;             /* GBNF the reply must follow (NULL: none): llama-server's "grammar" and
+                                * "json_schema", OpenAI's "response_format" json_object / json_schema */
+    const char *grammar_param; /* the field it came from, for errors */
 } srv_params;
 
 /* cJSON value v as Python's json.dumps(v, ensure_ascii=False) writes it (the
@@ -142,6 +145,8 @@ void srv_engine_stats(srv_engine *e, srv_stats *st);
 /* A request for the engine: its prompt tokens and sampling settings. The
  * caller holds one reference; srv_req_release drops it. */
 srv_req *srv_req_new(const int32_t *prompt, int n_prompt, const srv_params *p, uint64_t seed);
+/* The request's grammar (owned by it from here on; the engine thread alone uses it). */
+void srv_req_set_grammar(srv_req *r, lb_grammar *g);
 /* Queues r (the engine takes a reference); -1 with a 503 in *err when the
  * queue is full or the server is stopping. */
 int srv_engine_submit(srv_engine *e, srv_req *r, srv_error *err);

@@ -161,10 +161,68 @@ static void check_bad_tools(void) {
     srv_params_free(&p);
 }
 
+/* grammar fields: response_format, json_schema, grammar, forced tool_choice
+ * become GBNF (p.grammar, from p.grammar_param); bad ones are 400s */
+static void check_grammar_fields(void) {
+    static const struct { const char *body, *param, *has; } ok[] = {
+        {"{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\"}", "grammar", "root ::= \"a\""},
+        {"{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_object\"}}", "response_format", "root ::= object"},
+        {"{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"n\",\"schema\":"
+         "{\"type\":\"object\",\"properties\":{\"k\":{\"type\":\"integer\"}},\"required\":[\"k\"]}}}}",
+         "response_format", "\"\\\"k\\\"\""},
+        {"{\"prompt\":\"x\",\"json_schema\":{\"type\":\"array\"}}", "json_schema", "root ::= s0"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\",\"tools\":[{\"type\":"
+         "\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\"}}}]}",
+         "tool_choice", "<tool_call>"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":{\"type\":\"function\",\"function\":"
+         "{\"name\":\"g\"}},\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}},{\"type\":\"function\","
+         "\"function\":{\"name\":\"g\"}}]}",
+         "tool_choice", "\"\\\"g\\\"\""},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        srv_params p;
+        srv_error e;
+        const srv_kind kind = strstr(ok[i].body, "messages") ? SRV_CHAT : SRV_COMPLETION;
+        const int r = srv_parse_request(ok[i].body, strlen(ok[i].body), kind, &p, &e);
+        CHECK_MSG(r == 0 && p.grammar && strstr(p.grammar, ok[i].has) && !strcmp(p.grammar_param, ok[i].param),
+                  "%s: %d %s / %s", ok[i].body, r, r ? e.message : p.grammar_param, p.grammar ? p.grammar : "(none)");
+        if (r == 0 && !strcmp(ok[i].param, "tool_choice")) /* only the named tool when one is named */
+            CHECK(!strstr(ok[i].body, "\"name\":\"g\"}}") || !strstr(p.grammar, "\"\\\"f\\\"\""));
+        srv_params_free(&p);
+    }
+    static const struct { const char *body, *msg; } bad[] = {
+        {"{\"prompt\":\"x\",\"response_format\":{\"type\":\"xml\"}}", "not 'xml'"},
+        {"{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\"}}", "needs a 'json_schema' object"},
+        {"{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":"
+         "\"string\",\"pattern\":\"a\"}}}}", "keyword \"pattern\" is not supported"},
+        {"{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":{\"type\":\"json_object\"}}",
+         "give one of"},
+        {"{\"prompt\":\"x\",\"grammar\":5}", "expected a string"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":{\"type\":\"function\",\"function\":"
+         "{\"name\":\"h\"}},\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}]}", "no tool named 'h'"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"always\"}", "not 'always'"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\",\"tools\":[{\"type\":"
+         "\"function\",\"function\":{\"name\":\"f\"}}],\"response_format\":{\"type\":\"json_object\"}}", "give one of"},
+        {"{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"tool_choice\":\"required\",\"tools\":[{\"type\":"
+         "\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"minProperties\":1}}}]}",
+         "minProperties"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        srv_params p;
+        srv_error e;
+        const srv_kind kind = strstr(bad[i].body, "messages") ? SRV_CHAT : SRV_COMPLETION;
+        CHECK_MSG(srv_parse_request(bad[i].body, strlen(bad[i].body), kind, &p, &e) == -1 && e.status == 400 &&
+                      strstr(e.message, bad[i].msg),
+                  "%s: '%s', want '%s'", bad[i].body, e.message, bad[i].msg);
+        srv_params_free(&p);
+    }
+}
+
 int main(void) {
     check_tool_requests();
     check_py_json();
     check_reply_calls();
     check_bad_tools();
+    check_grammar_fields();
     return lb_test_result("test_serve_request");
 }
