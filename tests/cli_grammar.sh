@@ -51,6 +51,8 @@ assert len(lines) == 1, lines
 for l in lines: assert json.loads(l)['pet'] in ('cat', 'dog'), l
 " "$out"; then ok "chat -j: the reply follows the schema: $(tr '\n' ' ' <<<"$out")"; else bad "chat -j: '$out' $(cat "$WORK/err")"; fi
 
+expect_fail "chat: grammar with gpt-oss" "harmony" bash -c "printf 'hi\\n' | '$LOWBIT' chat -m '$M' --chat-template gpt-oss -j '{}'"
+
 expect_fail "undefined rule" "rule 'item' is used but not defined" "$LOWBIT" run -m "$M" -p x --grammar 'root ::= item'
 expect_fail "GBNF syntax" "line 2, column 7: unterminated literal" "$LOWBIT" run -m "$M" -p x --grammar $'root ::= a\na ::= "x'
 expect_fail "left recursion" "left-recursive" "$LOWBIT" run -m "$M" -p x --grammar 'root ::= root "a" | "b"'

@@ -4,7 +4,8 @@
 # on: chat_template_kwargs' "thinking" / "enable_thinking" change the prompt
 # (usage.prompt_tokens) and, once the prompt opens a <think> block, the greedy
 # reply comes back as reasoning_content (whole and streamed, the same text);
-# "reasoning_format": "none" gives the same bytes as content; bad values get
+# "reasoning_format": "none" gives the same bytes as content; a grammar
+# (response_format) turns thinking off and is refused with thinking on; bad values get
 # 400s, bad flags stop the server before it loads the model. Also /props and
 # /metrics.
 . "$(dirname "$0")/lib_cli.sh"
@@ -21,11 +22,11 @@ for body in '{"messages":[{"role":"user","content":"x"}],"chat_template_kwargs":
 done
 
 python3 - "$URL" <<'EOF' && ok "thinking switch, reasoning_content whole and streamed, reasoning_format none" || bad "reasoning (see above)"
-import json, sys, urllib.request
+import json, sys, urllib.error, urllib.request
 url = sys.argv[1]
 def post(body, stream=False):
-    body = dict(body, messages=[{"role": "user", "content": "Once upon a time"}], max_tokens=12, temperature=0,
-                stream=stream)
+    body = dict(dict(messages=[{"role": "user", "content": "Once upon a time"}], max_tokens=12, temperature=0,
+                stream=stream), **body)
     req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=60) as r:
@@ -55,6 +56,19 @@ r = m_on.get("reasoning_content", "")
 assert r and m_on["content"] == "" and "</think>" not in m_none["content"], m_on
 assert r == m_none["content"].strip("\n") and "reasoning_content" not in m_none, (r, m_none)
 assert stream == (r, ""), stream
+# a grammar holds the whole reply: thinking goes off (the prompt as without it), the reply is content only;
+# asked with thinking on it is a 400
+sch = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+g = post({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": sch}}, "max_tokens": 60})
+mg = g["choices"][0]["message"]
+assert g["usage"]["prompt_tokens"] == off["usage"]["prompt_tokens"] and "reasoning_content" not in mg, g
+assert json.loads(mg["content"])["ok"] in (True, False) and g["choices"][0]["finish_reason"] == "stop", g
+try:
+    post({"response_format": {"type": "json_object"}, "chat_template_kwargs": {"thinking": True}})
+    assert False, "grammar with thinking on: not refused"
+except urllib.error.HTTPError as e:
+    assert e.code == 400 and "thinking off" in json.loads(e.read())["error"]["message"]
+print("grammar:", mg)
 EOF
 # llama-server's /props and /metrics
 python3 - "$URL" <<'EOF' && ok "/props and /metrics" || bad "/props, /metrics (see above)"

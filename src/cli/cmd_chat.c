@@ -138,6 +138,17 @@ int cmd_chat(int argc, char **argv) {
         goto done;
     }
     cli_reasoning_apply("chat", &rs, &tmpl);
+    if (gr.gbnf && tmpl.family == LB_CHAT_GPT_OSS) {
+        fprintf(stderr, "lowbit chat: a grammar cannot hold gpt-oss's harmony channels\n");
+        goto done;
+    }
+    if (gr.gbnf && tmpl.thinking_switch) { /* the grammar holds the whole reply: no reasoning before it */
+        if (rs.thinking == 1) {
+            fprintf(stderr, "lowbit chat: a grammar holds the whole reply, reasoning included: drop the thinking switch\n");
+            goto done;
+        }
+        lb_chat_set_thinking(&tmpl, 0);
+    }
     lb_context_params cp = lb_context_default_params();
     cp.n_ctx = n_ctx ? n_ctx : LB_CTX_DEFAULT(lb_model_n_ctx_train(m));
     cp.n_batch = n_batch;
@@ -175,7 +186,9 @@ int cmd_chat(int argc, char **argv) {
         if (!strncmp(line, "/think", 6) && (!line[6] || line[6] == ' ')) { /* the switch, from the next turn */
             const char *v = line[6] ? line + 7 : "";
             const int on = !strcmp(v, "on") ? 1 : !strcmp(v, "off") ? 0 : !strcmp(v, "default") ? -1 : -2;
-            if (on == -2) {
+            if (gr.gbnf && tmpl.thinking_switch) {
+                fprintf(stderr, "(thinking stays off: the grammar holds the whole reply)\n");
+            } else if (on == -2) {
                 fprintf(stderr, "(/think on, /think off or /think default; thinking is %s)\n",
                         tmpl.thinking < 0 ? "the template's default" : tmpl.thinking ? "on" : "off");
             } else {
@@ -226,7 +239,7 @@ int cmd_chat(int argc, char **argv) {
         lb_harmony hs;
         lb_harmony_init(&hs);
         /* a <think> block (Qwen 3, DeepSeek-R1, GLM): the same, unless --reasoning-format none */
-        const int split = !harmony && rs.format;
+        const int split = !harmony && rs.format && !gr.gbnf; /* with a grammar the reply is all answer */
         lb_think_split ts;
         lb_think_init(&ts, lb_chat_prompt_opens_think(&tmpl));
         lb_grammar_free(grammar), grammar = NULL; /* every reply from the grammar's start */

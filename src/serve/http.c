@@ -726,6 +726,24 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         lb_chat_template t = *h->o.tmpl; /* the request's reasoning settings, else the server's */
         if (p.reasoning_effort[0]) lb_chat_set_reasoning_effort(&t, p.reasoning_effort);
         if (p.thinking >= 0) lb_chat_set_thinking(&t, p.thinking);
+        /* a grammar holds the whole reply: no reasoning before it (thinking off where the template has the
+         * switch, and the reply is the content, not split) and no harmony channels */
+        if (p.grammar && t.family == LB_CHAT_GPT_OSS) {
+            srv_error_set(&err, 400, "invalid_request_error", "unsupported_parameter", p.grammar_param,
+                          "'%s' is not supported with gpt-oss's harmony format (its channels are not text a grammar "
+                          "can hold).", p.grammar_param);
+            goto fail;
+        }
+        if (p.grammar && t.thinking_switch) {
+            if (p.thinking == 1) {
+                srv_error_set(&err, 400, "invalid_request_error", "unsupported_parameter", p.grammar_param,
+                              "'%s' holds the whole reply, reasoning included: ask with thinking off "
+                              "(chat_template_kwargs enable_thinking false) or leave it to the server.",
+                              p.grammar_param);
+                goto fail;
+            }
+            lb_chat_set_thinking(&t, 0);
+        }
         int tool_msgs = 0;
         for (int i = 0; i < p.n_msgs; i++) tool_msgs += p.msgs[i].n_calls > 0 || !strcmp(p.msgs[i].role, "tool");
         if ((p.n_tools || tool_msgs) && !t.tool_calls) {
@@ -744,7 +762,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         }
         if (tokenize(h, text, &ids, &n_ids, &err)) goto fail;
         p.harmony = h->o.tmpl->family == LB_CHAT_GPT_OSS;
-        if (!p.harmony && (p.reasoning_format >= 0 ? p.reasoning_format : h->o.reasoning_format))
+        if (!p.harmony && !p.grammar && (p.reasoning_format >= 0 ? p.reasoning_format : h->o.reasoning_format))
             p.think = 1 + lb_chat_prompt_opens_think(&t);
     } else if (p.prompt_is_ids) {
         const int V = lb_model_n_vocab(h->o.model);
