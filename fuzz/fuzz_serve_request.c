@@ -60,6 +60,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         REQUIRE(p.top_logprobs >= 0 && p.top_logprobs <= SRV_MAX_TOP_LOGPROBS && (p.logprobs || !p.top_logprobs));
         REQUIRE(p.thinking >= -1 && p.thinking <= 1 && p.reasoning_format >= -1 && p.reasoning_format <= 1);
         for (int i = 0; i < p.n_stop; i++) REQUIRE(p.stop[i] && p.stop[i][0]);
+        srv_error ge;
+        memset(&ge, 0, sizeof ge);
+        if (srv_tool_grammar(&p, data[0] >> 7, &ge)) REQUIRE(ge.status == 400 && ge.message[0]); /* either style */
         if (p.grammar) { /* what the schemas and forced tools become always parses; a client's GBNF parses or
                           * is refused with a message */
             REQUIRE(p.grammar_param);

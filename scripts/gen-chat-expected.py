@@ -75,10 +75,13 @@ REFUSED = [
     "deepseek-ai-DeepSeek-V3.2.jinja", "moonshotai-Kimi-K2.jinja", "LFM2.5-Instruct.jinja", "LFM2-8B-A1B.jinja",
 ]
 
-# Tool calls (Hermes style: <tools> in the system turn, <tool_call> JSON in replies, <tool_response> turns):
+# Tool calls (Hermes style: <tools> in the system turn, <tool_call> JSON in replies, <tool_response> turns;
+# Llama 3.1 / 3.2's, below):
 # the templates that have them, the tools offered, and conversations with calls and results. A call's
 # arguments are an object (transformers' convention; lowbit parses OpenAI's JSON string into one).
-TOOL_TEMPLATES = ("qwen2.5-7b-instruct.jinja", "qwen2.5-coder-1.5b-instruct.jinja", "Qwen-Qwen3-0.6B.jinja")
+TOOL_TEMPLATES = ("qwen2.5-7b-instruct.jinja", "qwen2.5-coder-1.5b-instruct.jinja", "Qwen-Qwen3-0.6B.jinja",
+                  # Llama 3.1 / 3.2: tools in the first user turn, {"name", "parameters"} calls, ipython results
+                  "llama3.1-8b-instruct.jinja", "llama3.2-3b-instruct.jinja")
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city, \"now\"",
                                       "parameters": {"type": "object", "properties": {"city": {"type": "string"},
@@ -142,7 +145,9 @@ def raise_exception(message):
 
 def render(text, msgs, bos, eos, tools=None, **kwargs):
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-    env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False)
+    # transformers' tojson: json.dumps with its keyword arguments (Llama 3.1's indent=4), ensure_ascii off
+    env.filters["tojson"] = lambda x, ensure_ascii=False, indent=None, separators=None, sort_keys=False: json.dumps(
+        x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: FIXED_DATE
     tmpl = env.from_string(text)
@@ -261,14 +266,17 @@ def main():
                 lines.append("    {%s, %s, NULL, 0}," % (c_string(m[0]), c_string(m[1])))
         lines.append("};")
     lines.append("static const struct { const char *file, *conv; const lb_chat_msg *msgs; int n, with_tools; "
-                 "const char *expected; } tool_expected[] = {")
+                 "const char *expected, *error; } tool_expected[] = {")
+    tokens = {f: (b, e) for f, _, b, e in TEMPLATES}
     for fname in TOOL_TEMPLATES:
         text = open(os.path.join(HERE, fname), encoding="utf-8").read()
+        bos, eos = tokens[fname]
         for name, msgs, with_tools in TOOL_CONVERSATIONS:
-            o, e = render(text, msgs, "", "<|im_end|>", tools=TOOLS if with_tools else None)
-            assert e is None, (fname, name, e)
-            lines.append("    {%s, %s, tconv_%s, %d, %d,\n     %s}," % (c_string(fname), c_string(name), name,
-                                                                   len(msgs), int(with_tools), c_string(o)))
+            o, e = render(text, msgs, bos, eos, tools=TOOLS if with_tools else None)
+            assert e is None or "llama" in fname, (fname, name, e)  # Llama 3.1: one call a message
+            lines.append("    {%s, %s, tconv_%s, %d, %d,\n     %s, %s}," % (
+                c_string(fname), c_string(name), name, len(msgs), int(with_tools),
+                c_string(o) if o is not None else "NULL", c_string(e) if e is not None else "NULL"))
     lines.append("};")
     lines.append("static const struct { const char *file, *jinja; } refused[] = {")
     for fname in REFUSED:

@@ -76,6 +76,46 @@ for body in [{"messages": msgs, "tools": tools, "tool_choice": {"type": "functio
 EOF
 stop_server "the tools server"
 
+# Llama 3.1's template: its tools (in the first user turn) and a forced call as its lone JSON object
+start_server "$WORK/serve3.log" -np 1 -c 1024 --chat-template-file "$TEMPLATES/llama3.1-8b-instruct.jinja"
+python3 - "$URL" <<'EOF' && ok "Llama 3.1's template: tools offered, a forced call whole and streamed, one call a message" || bad "Llama 3.1 tools (see above)"
+import json, sys, urllib.error, urllib.request
+url = sys.argv[1]
+def post(body, stream=False):
+    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(dict(body, stream=stream)).encode(),
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            if not stream:
+                return r.status, json.loads(r.read())
+            return r.status, [json.loads(l[6:]) for l in r.read().decode().splitlines() if l.startswith("data: {")]
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties":
+          {"city": {"enum": ["Paris", "Oslo"]}}, "required": ["city"]}}}]
+msgs = [{"role": "user", "content": "Once upon a time"}]
+st, plain = post({"messages": msgs, "max_tokens": 4, "temperature": 0})
+st2, d = post({"messages": msgs, "max_tokens": 4, "temperature": 0, "tools": tools})
+assert st == st2 == 200 and d["usage"]["prompt_tokens"] > plain["usage"]["prompt_tokens"] + 50, (plain, d)
+for stream in (False, True):
+    st, r = post({"messages": msgs, "max_tokens": 200, "temperature": 0, "tools": tools, "tool_choice": "required"},
+                 stream)
+    if stream:
+        calls = [tc for c in r if c["choices"] for tc in c["choices"][0]["delta"].get("tool_calls") or []]
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in r if c["choices"])
+    else:
+        calls, text = r["choices"][0]["message"].get("tool_calls") or [], r["choices"][0]["message"]["content"] or ""
+    assert st == 200 and len(calls) == 1 and not text.strip(), (stream, r)
+    assert calls[0]["function"]["name"] == "get_weather" and json.loads(calls[0]["function"]["arguments"])["city"] in ("Paris", "Oslo"), calls
+    print("Llama 3.1 forced", "stream" if stream else "whole", calls[0]["function"])
+two = msgs + [{"role": "assistant", "content": None, "tool_calls": [
+    {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+    {"id": "b", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}]
+st, e = post({"messages": two, "tools": tools})
+assert st == 400 and "single tool-calls" in e["error"]["message"], (st, e)
+EOF
+stop_server "the Llama 3.1 tools server"
+
 # a template without tools: tools and tool messages are 400s
 start_server "$WORK/serve2.log" -np 1 -c 256 --chat-template llama2
 out=$(curl -s -w '\n%{http_code}' "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}')

@@ -204,8 +204,8 @@ int main(void) {
         const char *schemas[] = {"{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}",
                                  "{\"type\": \"object\"}"};
         char *many = NULL, *one = NULL;
-        CHECK_OK(lb_json_tool_calls_grammar(2, names, schemas, "<tc>\n", "\n</tc>", "\n", 1, &many));
-        CHECK_OK(lb_json_tool_calls_grammar(1, names + 1, schemas + 1, "<tc>\n", "\n</tc>", "\n", 0, &one));
+        CHECK_OK(lb_json_tool_calls_grammar(2, names, schemas, "arguments", "<tc>\n", "\n</tc>", "\n", 1, &many));
+        CHECK_OK(lb_json_tool_calls_grammar(1, names + 1, schemas + 1, "arguments", "<tc>\n", "\n</tc>", "\n", 0, &one));
         if (many && one) {
             const char *call1 = "<tc>\n{\"name\": \"get_w\", \"arguments\": {\"city\": \"Oslo\"}}\n</tc>";
             const char *call2 = "<tc>\n{\"name\": \"say\", \"arguments\": {\"x\": [1]}}\n</tc>";
@@ -219,9 +219,16 @@ int main(void) {
         }
         free(many);
         free(one);
+        char *llama = NULL; /* Llama 3.1's: the object alone, "parameters" */
+        CHECK_OK(lb_json_tool_calls_grammar(2, names, schemas, "parameters", "", "", "", 0, &llama));
+        if (llama) {
+            CHECK(takes(llama, "{\"name\": \"get_w\", \"parameters\": {\"city\": \"Oslo\"}}") == 1);
+            CHECK(takes(llama, "{\"name\": \"get_w\", \"arguments\": {\"city\": \"Oslo\"}}") == 0);
+        }
+        free(llama);
         const char *bad[] = {"{\"type\": \"object\", \"patternProperties\": {}}"};
         char *g = NULL;
-        CHECK(lb_json_tool_calls_grammar(1, names, bad, "<", ">", "", 0, &g) == LB_ERR_UNSUPPORTED &&
+        CHECK(lb_json_tool_calls_grammar(1, names, bad, "arguments", "<", ">", "", 0, &g) == LB_ERR_UNSUPPORTED &&
               strstr(lb_last_error(), "tool 'get_w'") && strstr(lb_last_error(), "patternProperties"));
         free(g);
     }

@@ -370,10 +370,12 @@ static int utf8_ok(const unsigned char *s) {
     return 1;
 }
 
-lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char *const *schemas, const char *open,
-                                     const char *close, const char *sep, int many, char **gbnf) {
+lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char *const *schemas, const char *args_key,
+                                     const char *open, const char *close, const char *sep, int many, char **gbnf) {
     *gbnf = NULL;
     if (n <= 0) return lb_fail(LB_ERR_ARG, "tool calls: no tools");
+    for (const char *k = args_key; *k; k++)
+        if (!((*k >= 'a' && *k <= 'z') || *k == '_')) return lb_fail(LB_ERR_ARG, "tool calls: a bad arguments key");
     ctx c = {0};
     sbuf alts = {0};
     for (int i = 0; i < n && !c.err; i++) {
@@ -388,7 +390,7 @@ lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char
         }
         sb_printf(&alts, "%s( \"{\\\"name\\\": \" ", i ? " | " : "");
         json_string_literal(&alts, names[i], strlen(names[i]));
-        sb_printf(&alts, " \", \\\"arguments\\\": \" s%d \"}\" )", top);
+        sb_printf(&alts, " \", \\\"%s\\\": \" s%d \"}\" )", args_key, top);
     }
     /* the wrappers as literals: their bytes, with quotes, backslashes and controls escaped */
     sbuf w[3] = {{0}, {0}, {0}};

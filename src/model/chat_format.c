@@ -47,26 +47,115 @@ static void llama3_turn(sbuf *b, const char *role, const char *text) {
 }
 
 
+/* JSON text (compact, as `tojson` writes it) as Python's json.dumps(indent=4)
+ * writes the same value: every member and item on its own line, indented by
+ * depth, "{}" and "[]" when empty. Strings are copied as they are. */
+static void put_json_indent4(sbuf *b, const char *j) {
+    int depth = 0;
+    for (const char *p = j; *p; p++) {
+        const char c = *p;
+        if (c == '"') { /* a string, escapes and all */
+            const char *e = p + 1;
+            while (*e && *e != '"') e += e[0] == '\\' && e[1] ? 2 : 1;
+            put_n(b, p, (size_t)(e - p) + (*e != 0));
+            p = *e ? e : e - 1;
+        } else if (c == '{' || c == '[') {
+            const char *q = p + 1;
+            while (*q == ' ' || *q == '\n') q++;
+            if (*q == (c == '{' ? '}' : ']')) { /* empty */
+                put_n(b, c == '{' ? "{}" : "[]", 2);
+                p = q;
+                continue;
+            }
+            put_n(b, &c, 1);
+            put(b, "\n");
+            depth++;
+            for (int k = 0; k < depth; k++) put(b, "    ");
+        } else if (c == '}' || c == ']') {
+            put(b, "\n");
+            depth--;
+            for (int k = 0; k < depth; k++) put(b, "    ");
+            put_n(b, &c, 1);
+        } else if (c == ',') {
+            put(b, ",\n");
+            for (int k = 0; k < depth; k++) put(b, "    ");
+        } else if (c == ':') put(b, ": ");
+        else if (c != ' ' && c != '\n' && c != '\t' && c != '\r') put_n(b, &c, 1);
+    }
+}
+
+/* A string as Python's json.dumps(s, ensure_ascii=False) writes it. */
+static void put_json_string(sbuf *b, const char *s) {
+    put(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        static const char esc[] = "\"\"\\\\\bb\ff\nn\rr\tt";
+        const char *e = NULL;
+        for (int k = 0; esc[k]; k += 2)
+            if ((unsigned char)esc[k] == *p) e = esc + k + 1;
+        char u[8];
+        if (e) {
+            put(b, "\\");
+            put_n(b, e, 1);
+        } else if (*p < 0x20) {
+            snprintf(u, sizeof u, "\\u%04x", *p);
+            put(b, u);
+        } else put_n(b, (const char *)p, 1);
+    }
+    put(b, "\"");
+}
+
 static lb_status llama3(const lb_chat_template *t, const lb_chat_msg *m, int n, const char *date, sbuf *b) {
     if (t->family == LB_CHAT_LLAMA3) {
         for (int i = 0; i < n; i++) {
             if (i == 0) put(b, t->bos); /* {% if loop.index0 == 0 %}{% set content = bos_token + content %} */
             llama3_turn(b, m[i].role, content(&m[i]));
         }
-    } else {
-        /* 3.1+: {{- bos_token }} ... the system header always, with the dates and the trimmed system message */
-        const int off = first_system(m, n);
-        char today[32];
-        if (!date && t->date_now) date = today_as(today, "%d %b %Y");
-        put(b, t->bos);
-        put(b, "<|start_header_id|>system<|end_header_id|>\n\n");
-        put(b, "Cutting Knowledge Date: December 2023\n");
-        put(b, "Today Date: ");
-        put(b, date && t->date_now ? date : t->date);
-        put(b, "\n\n");
-        if (off) put_trim(b, content(&m[0]));
+        put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        return LB_OK;
+    }
+    /* 3.1+: {{- bos_token }} ... the system header always, with the dates and the trimmed system message */
+    const int off = first_system(m, n), tools = t->tool_calls && t->n_tools > 0 && t->tools;
+    char today[32];
+    if (!date && t->date_now) date = today_as(today, "%d %b %Y");
+    put(b, t->bos);
+    put(b, "<|start_header_id|>system<|end_header_id|>\n\n");
+    if (tools) put(b, "Environment: ipython\n"); /* {%- if builtin_tools is defined or tools is not none %} */
+    put(b, "Cutting Knowledge Date: December 2023\n");
+    put(b, "Today Date: ");
+    put(b, date && t->date_now ? date : t->date);
+    put(b, "\n\n");
+    if (off) put_trim(b, content(&m[0]));
+    put(b, "<|eot_id|>");
+    int i = off;
+    if (tools) { /* tools_in_user_message (its default): the tools, then the first message's text, as a user turn */
+        if (i >= n) return raise("Cannot put tools in the first user message when there's no first user message!");
+        put(b, "<|start_header_id|>user<|end_header_id|>\n\n");
+        put(b, "Given the following functions, please respond with a JSON for a function call with its proper "
+               "arguments that best answers the given prompt.\n\n");
+        put(b, "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name and its "
+               "value}.Do not use variables.\n\n");
+        for (int k = 0; k < t->n_tools; k++) { /* t | tojson(indent=4) + "\n\n" */
+            put_json_indent4(b, t->tools[k]);
+            put(b, "\n\n");
+        }
+        put_trim(b, content(&m[i++]));
         put(b, "<|eot_id|>");
-        for (int i = off; i < n; i++) llama3_turn(b, m[i].role, content(&m[i]));
+    }
+    for (; i < n; i++) {
+        if (t->tool_calls && (is(&m[i], "tool") || is(&m[i], "ipython"))) {
+            /* a string is iterable: {{- message.content | tojson }} */
+            put(b, "<|start_header_id|>ipython<|end_header_id|>\n\n");
+            put_json_string(b, content(&m[i]));
+            put(b, "<|eot_id|>");
+        } else if (t->tool_calls && m[i].n_calls > 0) {
+            if (m[i].n_calls != 1) return raise("This model only supports single tool-calls at once!");
+            /* '{"name": "' + tool_call.name + '", ' + '"parameters": ' + tool_call.arguments | tojson + "}" */
+            put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"");
+            put(b, m[i].calls[0].name);
+            put(b, "\", \"parameters\": ");
+            put(b, m[i].calls[0].arguments ? m[i].calls[0].arguments : "{}");
+            put(b, "}<|eot_id|>");
+        } else llama3_turn(b, m[i].role, content(&m[i]));
     }
     put(b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
     return LB_OK;

@@ -275,6 +275,10 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
         }
         init(t, LB_CHAT_LLAMA31, bos, eos);
         t->date_now = strstr(s, "strftime_now") != NULL;
+        /* Llama 3.1 / 3.2's tools: their signatures in the first user turn, calls as {"name", "parameters"}
+         * JSON, results as ipython turns */
+        t->tool_calls = strstr(s, "tools_in_user_message") && strstr(s, "\"parameters\": ") &&
+                        strstr(s, "<|start_header_id|>ipython<|end_header_id|>") && strstr(s, "tool_call.arguments | tojson");
         const char *p = strstr(s, "set date_string = \"");
         if (p) read_literal(p + strlen("set date_string = \""), '"', t->date, sizeof t->date);
         return LB_OK;

@@ -52,8 +52,9 @@ typedef struct {
     int thinking_switch;      /* the template reads enable_thinking (Qwen 3, GLM-4.5 to 4.7, DeepSeek-V3.1) or
                                * `thinking` (DeepSeek-V3.1, Granite 3.3) */
     int thinking;             /* enable_thinking: -1 undefined (the template's default), 0 false, 1 true */
-    int tool_calls;           /* the template offers tools and writes calls and results (Qwen 2.5 / 3's
-                               * Hermes style: <tools>, <tool_call>, <tool_response>) */
+    int tool_calls;           /* the template offers tools and writes calls and results: Qwen 2.5 / 3's
+                               * Hermes style (<tools>, <tool_call>, <tool_response>) or Llama 3.1 / 3.2's
+                               * (tools in the first user turn, {"name", "parameters"} calls, ipython results) */
     char tools_head[512], tools_tail[512]; /* its texts before and after the tools' signatures */
     const char *const *tools; /* the tools offered (JSON text each, as `tool | tojson` writes it; n_tools);
                                * set per conversation, NULL: none */

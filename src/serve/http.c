@@ -298,7 +298,8 @@ typedef struct {
     int n_tool_names;
     char *held;        /* text held back: a possible start of "<tool_call>", or all of it from there on */
     size_t held_len, held_cap;
-    int in_call;       /* a "<tool_call>" came: the rest waits for the end */
+    int in_call;       /* a "<tool_call>" came (or the reply opened with '{'): the rest waits for the end */
+    int sent_text;     /* content other than whitespace went out */
     int32_t *echo_ids; /* completions' "echo": the prompt, sent first (with logprobs: once they are in) */
     int n_echo_ids;
     size_t echo_len;   /* the echoed text's length: the reply's offsets come after it */
@@ -557,7 +558,8 @@ static void free_calls(char **names, char **args, int n) {
 
 /* A streamed chat's content, with tools offered: text goes out unless it may
  * begin "<tool_call>" or a fenced block (held until it cannot), and from one
- * on everything waits for the end (tool_calls_end) */
+ * on everything waits for the end (tool_calls_end); so does a reply that
+ * opens with '{' (it may be one call's JSON alone, Llama 3.1's way) */
 static void content_event(stream_state *st, const char *text, const srv_logprob *lp, int n_lp) {
     if (!st->tools) {
         chunk_event_lp(st, "content", text, NULL, 0, lp, n_lp);
@@ -566,6 +568,15 @@ static void content_event(stream_state *st, const char *text, const srv_logprob 
     static const char *const opens[2] = {"<tool_call>", "```"}; /* a call, or a fenced block that may be one */
     srv_buf_append(&st->held, &st->held_len, &st->held_cap, text, strlen(text));
     size_t send = 0;
+    if (!st->in_call && !st->sent_text && st->held) { /* a reply that opens with '{' may be one call's JSON */
+        size_t a = 0;
+        while (a < st->held_len && strchr(" \n\r\t", st->held[a])) a++;
+        if (a == st->held_len) { /* only whitespace so far: wait */
+            if (n_lp) chunk_event_lp(st, "content", "", NULL, 0, lp, n_lp);
+            return;
+        }
+        if (st->held[a] == '{') st->in_call = 1;
+    }
     if (!st->in_call && st->held) {
         const char *o = NULL;
         for (int k = 0; k < 2; k++) {
@@ -590,6 +601,7 @@ static void content_event(stream_state *st, const char *text, const srv_logprob 
         memmove(st->held, st->held + send, st->held_len - send + 1);
         st->held_len -= send;
     }
+    if (out && *out) st->sent_text = 1;
     if ((out && *out) || n_lp) chunk_event_lp(st, "content", out ? out : "", NULL, 0, lp, n_lp);
     free(out);
 }
@@ -726,6 +738,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         lb_chat_template t = *h->o.tmpl; /* the request's reasoning settings, else the server's */
         if (p.reasoning_effort[0]) lb_chat_set_reasoning_effort(&t, p.reasoning_effort);
         if (p.thinking >= 0) lb_chat_set_thinking(&t, p.thinking);
+        if (t.tool_calls && srv_tool_grammar(&p, t.family == LB_CHAT_LLAMA31, &err)) goto fail;
         /* a grammar holds the whole reply: no reasoning before it (thinking off where the template has the
          * switch, and the reply is the content, not split) and no harmony channels */
         if (p.grammar && t.family == LB_CHAT_GPT_OSS) {
@@ -749,7 +762,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         if ((p.n_tools || tool_msgs) && !t.tool_calls) {
             srv_error_set(&err, 400, "invalid_request_error", "unsupported_parameter", p.n_tools ? "tools" : "messages",
                           "This model's chat template (%s) does not take tools: lowbit formats tools, tool calls and "
-                          "tool results for Qwen 2.5 / Qwen 3 templates.",
+                          "tool results for Qwen 2.5 / Qwen 3 and Llama 3.1 / 3.2 templates.",
                           lb_chat_family_name(t.family));
             goto fail;
         }

@@ -490,6 +490,7 @@ static int read_call(const char *p, size_t n, char *const *tool_names, int n_too
     cJSON *j = cJSON_ParseWithLength(p, n);
     const cJSON *nm = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "name") : NULL;
     const cJSON *a = cJSON_IsObject(j) ? cJSON_GetObjectItemCaseSensitive(j, "arguments") : NULL;
+    if (!a && cJSON_IsObject(j)) a = cJSON_GetObjectItemCaseSensitive(j, "parameters"); /* Llama 3.1's name */
     int ok = cJSON_IsString(nm) && nm->valuestring[0] && (!a || cJSON_IsObject(a));
     if (ok && tool_names) { /* a fenced block: only a tool that was offered */
         ok = 0;
@@ -545,6 +546,24 @@ int srv_parse_tool_calls(char *text, size_t *text_len, char *const *tool_names, 
     }
     memmove(text + w, text + r, len - r);
     w += len - r;
+    if (*n == 0 && n_tools > 0) { /* no block: a reply that is one call's JSON object alone (Llama 3.1's way) */
+        size_t a = 0, e = w;
+        while (a < e && (text[a] == ' ' || text[a] == '\n' || text[a] == '\r' || text[a] == '\t')) a++;
+        while (e > a && (text[e - 1] == ' ' || text[e - 1] == '\n' || text[e - 1] == '\r' || text[e - 1] == '\t')) e--;
+        char *nm = NULL, *as = NULL;
+        if (e > a && text[a] == '{' && text[e - 1] == '}' && read_call(text + a, e - a, tool_names, n_tools, &nm, &as)) {
+            *names = malloc(sizeof **names);
+            *args = *names ? malloc(sizeof **args) : NULL;
+            if (*args) {
+                (*names)[0] = nm, (*args)[0] = as;
+                *n = 1;
+                w = 0;
+            } else {
+                free(*names), *names = NULL;
+                free(nm), free(as);
+            }
+        }
+    }
     size_t a0 = 0; /* what is left, trimmed */
     while (a0 < w && (text[a0] == ' ' || text[a0] == '\n' || text[a0] == '\r' || text[a0] == '\t')) a0++;
     while (w > a0 && (text[w - 1] == ' ' || text[w - 1] == '\n' || text[w - 1] == '\r' || text[w - 1] == '\t')) w--;
@@ -626,22 +645,31 @@ static int get_tools(const cJSON *root, srv_params *p, srv_error *err) {
     }
     if (!rc && forced && !found)
         rc = bad_value(err, "tool_choice", "no tool named '%s' among the 'tools'.", forced);
-    if (!rc && forced) {
-        /* the named tool alone, or any of them */
-        const char *only[1] = {forced};
-        const char *const *names = forced[0] ? only : (const char *const *)p->tool_names;
-        const char *one_schema[1] = {NULL};
+    if (!rc && forced) { /* the grammar comes when the template is known (srv_tool_grammar) */
+        p->tool_forced = -2;
         for (int k = 0; forced[0] && k < n; k++)
-            if (!strcmp(p->tool_names[k], forced)) one_schema[0] = schemas[k];
-        const char *const *sch = forced[0] ? one_schema : (const char *const *)schemas;
-        if (lb_json_tool_calls_grammar(forced[0] ? 1 : n, names, sch, "<tool_call>\n", "\n</tool_call>", "\n",
-                                       !forced[0], &p->grammar))
-            rc = bad_value(err, "tools", "%s", lb_last_error());
-        else p->grammar_param = "tool_choice";
+            if (!strcmp(p->tool_names[k], forced)) p->tool_forced = k;
+        p->tool_schemas = schemas;
+        p->grammar_param = "tool_choice";
+        return 0;
     }
     for (int k = 0; k < n; k++) free(schemas[k]);
     free(schemas);
     return rc;
+}
+
+int srv_tool_grammar(srv_params *p, int llama, srv_error *err) {
+    if (p->tool_forced == -1 || p->grammar) return 0;
+    const int one = p->tool_forced >= 0;
+    const char *const *names = (const char *const *)p->tool_names + (one ? p->tool_forced : 0);
+    const char *const *sch = (const char *const *)p->tool_schemas + (one ? p->tool_forced : 0);
+    /* Qwen 2.5 / 3: <tool_call> blocks, one or more; Llama 3.1 / 3.2: the call's JSON alone, one a reply */
+    const lb_status s = llama ? lb_json_tool_calls_grammar(one ? 1 : p->n_tools, names, sch, "parameters", "", "", "", 0,
+                                                           &p->grammar)
+                              : lb_json_tool_calls_grammar(one ? 1 : p->n_tools, names, sch, "arguments", "<tool_call>\n",
+                                                           "\n</tool_call>", "\n", !one, &p->grammar);
+    if (s) return bad_value(err, "tools", "%s", lb_last_error());
+    return 0;
 }
 
 /* an assistant message's "tool_calls": [{"type": "function", "function":
@@ -738,7 +766,7 @@ static int get_grammar(const cJSON *root, srv_params *p, srv_error *err) {
             return bad_value(err, "response_format", "'type' must be 'text', 'json_object' or 'json_schema', not '%s'.",
                              t->valuestring);
     }
-    if (n > 1 || (n == 1 && p->grammar))
+    if (n > 1 || (n == 1 && p->tool_forced != -1))
         return bad_value(err, from, "give one of 'grammar', 'json_schema', 'response_format' (json_object or "
                                     "json_schema) and a forced 'tool_choice'.");
     if (n == 0) return 0;
@@ -844,6 +872,7 @@ int srv_parse_request(const char *body, size_t len, srv_kind kind, srv_params *p
     p->max_tokens = kind == SRV_COMPLETION ? 16 : -1;
     p->cache_prompt = 1;
     p->thinking = p->reasoning_format = -1;
+    p->tool_forced = -1;
     const char *end = NULL;
     if (!body) body = "", len = 0;
     cJSON *root = cJSON_ParseWithLengthOpts(body, len, &end, 0);
@@ -884,5 +913,7 @@ void srv_params_free(srv_params *p) {
     free(p->tool_names);
     for (int i = 0; i < p->n_stop; i++) free(p->stop[i]);
     free(p->grammar);
+    for (int i = 0; p->tool_schemas && i < p->n_tools; i++) free(p->tool_schemas[i]);
+    free(p->tool_schemas);
     memset(p, 0, sizeof *p);
 }

@@ -79,6 +79,9 @@ typedef struct {
     char *grammar;             /* GBNF the reply must follow (NULL: none): llama-server's "grammar" and
                                 * "json_schema", OpenAI's "response_format" json_object / json_schema */
     const char *grammar_param; /* the field it came from, for errors */
+    int tool_forced;           /* "tool_choice": -1 not forced, -2 "required", else the named tool's index; its
+                                * grammar is made by srv_tool_grammar once the template is known */
+    char **tool_schemas;       /* each tool's "parameters" as JSON text (n_tools; kept when forced) */
 } srv_params;
 
 /* cJSON value v as Python's json.dumps(v, ensure_ascii=False) writes it (the
@@ -88,16 +91,24 @@ typedef struct {
 struct cJSON;
 int srv_json_py(const struct cJSON *v, char **buf, size_t *len, size_t *cap);
 
-/* A reply's tool calls (Qwen 2.5 / 3's Hermes style): each
- * <tool_call>{"name": ..., "arguments": {...}}</tool_call> block whose JSON
- * reads as a call, and each fenced ```json block holding such an object whose
- * name is one of the tools offered (tool_names, n_tools: what small models
- * write instead), is cut out of text (in place; *text_len updated, leading
- * and trailing whitespace of what is left trimmed) and its name and arguments
+/* A reply's tool calls: each <tool_call>{"name": ..., "arguments": {...}}
+ * </tool_call> block whose JSON reads as a call (Qwen 2.5 / 3's Hermes style),
+ * each fenced ```json block holding such an object whose name is one of the
+ * tools offered (tool_names, n_tools: what small models write instead), and,
+ * with no block, a text that is one such object alone (Llama 3.1's way;
+ * "parameters" read as "arguments"), is cut out of text (in place; *text_len
+ * updated, leading and trailing whitespace of what is left trimmed) and its
+ * name and arguments
  * (compact JSON) returned in *names / *args (malloc'ed arrays of malloc'ed
  * strings, *n of them). Blocks that do not read as calls stay in the text. */
 int srv_parse_tool_calls(char *text, size_t *text_len, char *const *tool_names, int n_tools, char ***names,
                          char ***args, int *n);
+
+/* A forced tool_choice's grammar into p->grammar, in the template's style
+ * (llama: Llama 3.1 / 3.2's lone {"name", "parameters"} object, one call;
+ * else Qwen's <tool_call> blocks, one or more for "required"); 0, or -1 with
+ * *err (a tool's schema refused). Nothing to do when not forced. */
+int srv_tool_grammar(srv_params *p, int llama, srv_error *err);
 
 /* 0 and *p filled, or -1 with *err set (400s). p is always safe to free. */
 int srv_parse_request(const char *body, size_t len, srv_kind kind, srv_params *p, srv_error *err);
