@@ -81,7 +81,10 @@ REFUSED = [
 # arguments are an object (transformers' convention; lowbit parses OpenAI's JSON string into one).
 TOOL_TEMPLATES = ("qwen2.5-7b-instruct.jinja", "qwen2.5-coder-1.5b-instruct.jinja", "Qwen-Qwen3-0.6B.jinja",
                   # Llama 3.1 / 3.2: tools in the first user turn, {"name", "parameters"} calls, ipython results
-                  "llama3.1-8b-instruct.jinja", "llama3.2-3b-instruct.jinja")
+                  "llama3.1-8b-instruct.jinja", "llama3.2-3b-instruct.jinja",
+                  # Mistral v3 (Large 2407, Nemo): [AVAILABLE_TOOLS] before the last user turn, [TOOL_CALLS] with
+                  # 9-character ids, [TOOL_RESULTS]
+                  "mistral-large-instruct-2407.jinja", "mistral-nemo-instruct-2407.jinja")
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city, \"now\"",
                                       "parameters": {"type": "object", "properties": {"city": {"type": "string"},
@@ -89,25 +92,32 @@ TOOLS = [
                                                      "required": ["city"]}}},
     {"type": "function", "function": {"name": "täglich", "parameters": {"type": "object", "properties": {}}}},
 ]
-def call(name, args):
-    return {"type": "function", "function": {"name": name, "arguments": args}}
+def call(name, args, id):
+    return {"type": "function", "id": id, "function": {"name": name, "arguments": args}}
+def result(text, id):  # a tool's result, answering the call of that id
+    return {"role": "tool", "tool_call_id": id, "content": text}
 TOOL_CONVERSATIONS = [
     ("ask", [("user", "Weather in Paris?")], True),
     ("ask_sys", [("system", "Be brief."), ("user", "Weather in Paris?")], True),
     ("called", [("system", "Be brief."), ("user", "Weather in Paris?"),
-                {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"})]},
-                ("tool", "{\"temp\": 21}"), ("user", "Thanks")], True),
+                {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"}, "a1b2c3d4e")]},
+                result("{\"temp\": 21}", "a1b2c3d4e"), ("user", "Thanks")], True),
     ("two_calls", [("user", "Paris and Rome?"),
                    {"role": "assistant", "content": "Checking both.",
-                    "tool_calls": [call("get_weather", {"city": "Paris", "unit": "c"}), call("täglich", {})]},
-                   ("tool", "21"), ("tool", "ok")], True),
+                    "tool_calls": [call("get_weather", {"city": "Paris", "unit": "c"}, "Zq9Zq9Zq9"),
+                                   call("täglich", {}, "000000001")]},
+                   result("21", "Zq9Zq9Zq9"), result("ok", "000000001")], True),
     ("think_call", [("user", "Q"),
                     {"role": "assistant", "content": "<think>\nneed data\n</think>\n\n",
-                     "tool_calls": [call("get_weather", {"city": "Oslo"})]},
-                    ("tool", "-3")], True),
+                     "tool_calls": [call("get_weather", {"city": "Oslo"}, "abcdefghi")]},
+                    result("-3", "abcdefghi")], True),
     ("history_no_tools", [("user", "Weather in Paris?"),
-                          {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"})]},
-                          ("tool", "21"), ("user", "Thanks")], False),
+                          {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"}, "a1b2c3d4e")]},
+                          result("21", "a1b2c3d4e"), ("user", "Thanks")], False),
+    # Mistral's ids must be 9 characters long
+    ("bad_id", [("user", "Weather in Paris?"),
+                {"role": "assistant", "content": "", "tool_calls": [call("get_weather", {"city": "Paris"}, "call_1")]},
+                result("21", "call_1")], True),
 ]
 
 # the templates that read enable_thinking (the others must ignore it)
@@ -190,7 +200,7 @@ def main():
     for name, msgs in CONVERSATIONS:
         lines.append("static const lb_chat_msg conv_%s[] = {" % name)
         for r, c in msgs:
-            lines.append("    {%s, %s, NULL, 0}," % (c_string(r), c_string(c)))
+            lines.append("    {%s, %s, NULL, 0, NULL}," % (c_string(r), c_string(c)))
         lines.append("};")
     lines.append("static const struct { const char *name; const lb_chat_msg *msgs; int n; } conversations[] = {")
     for name, msgs in CONVERSATIONS:
@@ -253,17 +263,19 @@ def main():
         for i, m in enumerate(msgs):
             if isinstance(m, dict) and m.get("tool_calls"):
                 lines.append("static const lb_chat_tool_call tc_%s_%d[] = {%s};" % (name, i, ", ".join(
-                    "{%s, %s}" % (c_string(tc["function"]["name"]),
-                                  c_string(json.dumps(tc["function"]["arguments"], ensure_ascii=False)))
+                    "{%s, %s, %s}" % (c_string(tc["function"]["name"]),
+                                      c_string(json.dumps(tc["function"]["arguments"], ensure_ascii=False)),
+                                      c_string(tc["id"]))
                     for tc in m["tool_calls"])))
         lines.append("static const lb_chat_msg tconv_%s[] = {" % name)
         for i, m in enumerate(msgs):
             if isinstance(m, dict):
                 calls = m.get("tool_calls") or []
-                lines.append("    {%s, %s, %s, %d}," % (c_string(m["role"]), c_string(m["content"]),
-                                                        ("tc_%s_%d" % (name, i)) if calls else "NULL", len(calls)))
+                lines.append("    {%s, %s, %s, %d, %s}," % (c_string(m["role"]), c_string(m["content"]),
+                                                            ("tc_%s_%d" % (name, i)) if calls else "NULL", len(calls),
+                                                            c_string(m["tool_call_id"]) if "tool_call_id" in m else "NULL"))
             else:
-                lines.append("    {%s, %s, NULL, 0}," % (c_string(m[0]), c_string(m[1])))
+                lines.append("    {%s, %s, NULL, 0, NULL}," % (c_string(m[0]), c_string(m[1])))
         lines.append("};")
     lines.append("static const struct { const char *file, *conv; const lb_chat_msg *msgs; int n, with_tools; "
                  "const char *expected, *error; } tool_expected[] = {")
@@ -273,7 +285,8 @@ def main():
         bos, eos = tokens[fname]
         for name, msgs, with_tools in TOOL_CONVERSATIONS:
             o, e = render(text, msgs, bos, eos, tools=TOOLS if with_tools else None)
-            assert e is None or "llama" in fname, (fname, name, e)  # Llama 3.1: one call a message
+            # Llama 3.1: one call a message; Mistral: 9-character ids
+            assert e is None or "llama" in fname or "mistral" in fname, (fname, name, e)
             lines.append("    {%s, %s, tconv_%s, %d, %d,\n     %s, %s}," % (
                 c_string(fname), c_string(name), name, len(msgs), int(with_tools),
                 c_string(o) if o is not None else "NULL", c_string(e) if e is not None else "NULL"))

@@ -116,6 +116,55 @@ assert st == 400 and "single tool-calls" in e["error"]["message"], (st, e)
 EOF
 stop_server "the Llama 3.1 tools server"
 
+# Mistral Nemo's template: tools before the last user turn, a forced call as a list of calls, 9-character ids
+start_server "$WORK/serve4.log" -np 1 -c 1024 --chat-template-file "$TEMPLATES/mistral-nemo-instruct-2407.jinja"
+python3 - "$URL" <<'EOF' && ok "Mistral Nemo's template: tools offered, forced calls whole and streamed with 9-character ids, taken back" || bad "Mistral tools (see above)"
+import json, re, sys, urllib.error, urllib.request
+url = sys.argv[1]
+def post(body, stream=False):
+    req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(dict(body, stream=stream)).encode(),
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            if not stream:
+                return r.status, json.loads(r.read())
+            return r.status, [json.loads(l[6:]) for l in r.read().decode().splitlines() if l.startswith("data: {")]
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties":
+          {"city": {"enum": ["Paris", "Oslo"]}}, "required": ["city"]}}}]
+msgs = [{"role": "user", "content": "Once upon a time"}]
+st, plain = post({"messages": msgs, "max_tokens": 4, "temperature": 0})
+st2, d = post({"messages": msgs, "max_tokens": 4, "temperature": 0, "tools": tools})
+assert st == st2 == 200 and d["usage"]["prompt_tokens"] > plain["usage"]["prompt_tokens"] + 20, (plain, d)
+for stream in (False, True):
+    # (named: one call; "required" lets this model list calls until max_tokens)
+    st, r = post({"messages": msgs, "max_tokens": 200, "temperature": 0, "tools": tools,
+                  "tool_choice": {"type": "function", "function": {"name": "get_weather"}}}, stream)
+    if stream:
+        calls = [tc for c in r if c["choices"] for tc in c["choices"][0]["delta"].get("tool_calls") or []]
+    else:
+        calls = r["choices"][0]["message"].get("tool_calls") or []
+    assert st == 200 and len(calls) == 1, (stream, r)
+    for c in calls:
+        assert re.fullmatch(r"[A-Za-z0-9]{9}", c["id"]), c
+        assert c["function"]["name"] == "get_weather" and json.loads(c["function"]["arguments"])["city"] in ("Paris", "Oslo"), c
+    print("Mistral forced", "stream" if stream else "whole", [(c["id"], c["function"]["arguments"]) for c in calls])
+# the calls and their results sent back (with those ids) are taken; a 24-character id is the template's 400
+back = msgs + [{"role": "assistant", "content": None, "tool_calls": [dict(c, type="function") for c in calls]}] + \
+       [{"role": "tool", "tool_call_id": c["id"], "content": "21 C"} for c in calls]
+for c in back[1]["tool_calls"]:
+    c.pop("index", None)
+st, f = post({"messages": back, "max_tokens": 4, "temperature": 0, "tools": tools})
+assert st == 200, f
+bad = [dict(back[0]), {"role": "assistant", "content": None, "tool_calls": [{"id": "call_abcdefghijklmnopqrstuvwx",
+       "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+       {"role": "tool", "tool_call_id": "call_abcdefghijklmnopqrstuvwx", "content": "x"}]
+st, e = post({"messages": bad, "tools": tools})
+assert st == 400 and "length 9" in e["error"]["message"], (st, e)
+EOF
+stop_server "the Mistral tools server"
+
 # a template without tools: tools and tool messages are 400s
 start_server "$WORK/serve2.log" -np 1 -c 256 --chat-template llama2
 out=$(curl -s -w '\n%{http_code}' "$URL/v1/chat/completions" -d '{"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}')

@@ -93,7 +93,7 @@ static void check_tools(void) {
         lb_chat_template ct;
         if (!lb_chat_template_detect(templates[t].jinja, templates[t].bos, templates[t].eos, &ct)) with += ct.tool_calls;
     }
-    CHECK_MSG(with == 5, "%d templates take tools, expected the 3 Qwen ones and Llama 3.1 / 3.2", with);
+    CHECK_MSG(with == 7, "%d templates take tools, expected the 3 Qwen ones, Llama 3.1 / 3.2 and Mistral v3 / Nemo", with);
 }
 
 /* templates a family's markers match but that write something else, and

@@ -204,8 +204,12 @@ int main(void) {
         const char *schemas[] = {"{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}",
                                  "{\"type\": \"object\"}"};
         char *many = NULL, *one = NULL;
-        CHECK_OK(lb_json_tool_calls_grammar(2, names, schemas, "arguments", "<tc>\n", "\n</tc>", "\n", 1, &many));
-        CHECK_OK(lb_json_tool_calls_grammar(1, names + 1, schemas + 1, "arguments", "<tc>\n", "\n</tc>", "\n", 0, &one));
+        const lb_tool_call_format hermes = {"arguments", "<tc>\n", "\n</tc>", "\n", "", "", 1},
+                                  hermes1 = {"arguments", "<tc>\n", "\n</tc>", "\n", "", "", 0},
+                                  llama_f = {"parameters", "", "", "", "", "", 0},
+                                  mistral_f = {"arguments", "", "", ", ", "[", "]", 1};
+        CHECK_OK(lb_json_tool_calls_grammar(2, names, schemas, &hermes, &many));
+        CHECK_OK(lb_json_tool_calls_grammar(1, names + 1, schemas + 1, &hermes1, &one));
         if (many && one) {
             const char *call1 = "<tc>\n{\"name\": \"get_w\", \"arguments\": {\"city\": \"Oslo\"}}\n</tc>";
             const char *call2 = "<tc>\n{\"name\": \"say\", \"arguments\": {\"x\": [1]}}\n</tc>";
@@ -220,15 +224,24 @@ int main(void) {
         free(many);
         free(one);
         char *llama = NULL; /* Llama 3.1's: the object alone, "parameters" */
-        CHECK_OK(lb_json_tool_calls_grammar(2, names, schemas, "parameters", "", "", "", 0, &llama));
+        CHECK_OK(lb_json_tool_calls_grammar(2, names, schemas, &llama_f, &llama));
         if (llama) {
             CHECK(takes(llama, "{\"name\": \"get_w\", \"parameters\": {\"city\": \"Oslo\"}}") == 1);
             CHECK(takes(llama, "{\"name\": \"get_w\", \"arguments\": {\"city\": \"Oslo\"}}") == 0);
         }
         free(llama);
+        char *mistral = NULL; /* Mistral v3's: a JSON list of calls */
+        CHECK_OK(lb_json_tool_calls_grammar(2, names, schemas, &mistral_f, &mistral));
+        if (mistral) {
+            CHECK(takes(mistral, "[{\"name\": \"get_w\", \"arguments\": {\"city\": \"Oslo\"}}]") == 1);
+            CHECK(takes(mistral, "[{\"name\": \"say\", \"arguments\": {}}, {\"name\": \"get_w\", \"arguments\": "
+                                 "{\"city\": \"\"}}]") == 1);
+            CHECK(takes(mistral, "[]") == 0 && takes(mistral, "{\"name\": \"say\", \"arguments\": {}}") == 0);
+        }
+        free(mistral);
         const char *bad[] = {"{\"type\": \"object\", \"patternProperties\": {}}"};
         char *g = NULL;
-        CHECK(lb_json_tool_calls_grammar(1, names, bad, "arguments", "<", ">", "", 0, &g) == LB_ERR_UNSUPPORTED &&
+        CHECK(lb_json_tool_calls_grammar(1, names, bad, &hermes1, &g) == LB_ERR_UNSUPPORTED &&
               strstr(lb_last_error(), "tool 'get_w'") && strstr(lb_last_error(), "patternProperties"));
         free(g);
     }

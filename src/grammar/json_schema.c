@@ -370,8 +370,9 @@ static int utf8_ok(const unsigned char *s) {
     return 1;
 }
 
-lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char *const *schemas, const char *args_key,
-                                     const char *open, const char *close, const char *sep, int many, char **gbnf) {
+lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char *const *schemas,
+                                     const lb_tool_call_format *f, char **gbnf) {
+    const char *args_key = f->args_key;
     *gbnf = NULL;
     if (n <= 0) return lb_fail(LB_ERR_ARG, "tool calls: no tools");
     for (const char *k = args_key; *k; k++)
@@ -393,11 +394,11 @@ lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char
         sb_printf(&alts, " \", \\\"%s\\\": \" s%d \"}\" )", args_key, top);
     }
     /* the wrappers as literals: their bytes, with quotes, backslashes and controls escaped */
-    sbuf w[3] = {{0}, {0}, {0}};
-    const char *wr[3] = {open, close, sep};
-    for (int k = 0; k < 3 && !c.err; k++)
+    sbuf w[5] = {{0}, {0}, {0}, {0}, {0}};
+    const char *wr[5] = {f->call_open, f->call_close, f->sep, f->list_open, f->list_close};
+    for (int k = 0; k < 5 && !c.err; k++)
         if (!utf8_ok((const unsigned char *)wr[k])) c.err = lb_fail(LB_ERR_ARG, "tool calls: a wrapper is not valid UTF-8");
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 5; k++) {
         sb_printf(&w[k], "\"");
         for (const unsigned char *q = (const unsigned char *)wr[k]; *q; q++) {
             if (*q == '"' || *q == '\\') sb_printf(&w[k], "\\%c", *q);
@@ -406,12 +407,14 @@ lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char
         }
         sb_printf(&w[k], "\"");
     }
-    if (alts.oom || w[0].oom || w[1].oom || w[2].oom) c.rules.oom = 1;
-    if (!c.err && alts.s) {
+    for (int k = 0; k < 5; k++) alts.oom |= w[k].oom;
+    if (alts.oom) c.rules.oom = 1;
+    if (!c.err && alts.s) { /* ("" literals match the empty text) */
         sb_printf(&c.rules, "call ::= %s ( %s ) %s\n", w[0].s, alts.s, w[1].s);
-        sb_printf(&c.rules, many ? "root ::= call ( %s call )*\n" : "root ::= call\n", w[2].s);
+        if (f->many) sb_printf(&c.rules, "root ::= %s call ( %s call )* %s\n", w[3].s, w[2].s, w[4].s);
+        else sb_printf(&c.rules, "root ::= %s call %s\n", w[3].s, w[4].s);
     }
     free(alts.s);
-    for (int k = 0; k < 3; k++) free(w[k].s);
+    for (int k = 0; k < 5; k++) free(w[k].s);
     return finish(&c, gbnf);
 }

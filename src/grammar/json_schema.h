@@ -5,12 +5,19 @@
 
 #include "core/common.h"
 
-/* GBNF for tool calls in a chat format's wrapper: open, then
- *     {"name": "NAME", "ARGS_KEY": ARGS}       (ARGS_KEY "arguments" or "parameters")
- * (one of the n tools; ARGS a JSON value its parameters schema allows, in
- * schemas[i] as JSON text), then close; many: one or more such calls with
- * sep between them, else exactly one. *gbnf is malloc'd. */
-lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char *const *schemas, const char *args_key,
-                                     const char *open, const char *close, const char *sep, int many, char **gbnf);
+/* How a chat format writes tool calls: each call is call_open +
+ *     {"name": "NAME", "ARGS_KEY": ARGS}        (ARGS_KEY "arguments" or "parameters")
+ * + call_close; many: one or more calls with sep between them (else one);
+ * the whole between list_open and list_close. */
+typedef struct {
+    const char *args_key, *call_open, *call_close, *sep, *list_open, *list_close;
+    int many;
+} lb_tool_call_format;
+
+/* GBNF for the calls of one of the n tools (names[i]; ARGS a JSON value its
+ * parameters schema, schemas[i] as JSON text, allows) in format f. *gbnf is
+ * malloc'd. */
+lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char *const *schemas,
+                                     const lb_tool_call_format *f, char **gbnf);
 
 #endif

@@ -161,6 +161,96 @@ static lb_status llama3(const lb_chat_template *t, const lb_chat_msg *m, int n, 
     return LB_OK;
 }
 
+#define MISTRAL_IDS "Tool call IDs should be alphanumeric strings with length 9!"
+
+/* The end of the JSON value at p (compact JSON text): past a string, a
+ * nested object or array, or a scalar. */
+static const char *json_skip(const char *p) {
+    if (*p == '"') {
+        for (p++; *p && *p != '"'; p += p[0] == '\\' && p[1] ? 2 : 1) {}
+        return *p ? p + 1 : p;
+    }
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        for (; *p; p++) {
+            if (*p == '"') p = json_skip(p) - 1;
+            else if (*p == '{' || *p == '[') depth++;
+            else if ((*p == '}' || *p == ']') && --depth == 0) return p + 1;
+        }
+        return p;
+    }
+    while (*p && *p != ',' && *p != '}' && *p != ']') p++;
+    return p;
+}
+
+/* The text of the JSON string [p, e) (quotes included), unescaped: what
+ * Jinja prints for a string value. */
+static void put_json_unescaped(sbuf *b, const char *p, const char *e) {
+    for (p++, e--; p < e; p++) {
+        if (*p != '\\' || p + 1 >= e) { put_n(b, p, 1); continue; }
+        const char c = *++p;
+        const char one = c == 'b' ? '\b' : c == 'f' ? '\f' : c == 'n' ? '\n' : c == 'r' ? '\r' : c == 't' ? '\t' : c;
+        if (c != 'u') { put_n(b, &one, 1); continue; } /* \" \\ \/ and the control escapes */
+        if (p + 4 >= e) continue;
+        unsigned v = (unsigned)strtoul((char[5]){p[1], p[2], p[3], p[4], 0}, NULL, 16);
+        p += 4;
+        if (v >= 0xD800 && v < 0xDC00 && p + 6 < e && p[1] == '\\' && p[2] == 'u') { /* a surrogate pair */
+            const unsigned lo = (unsigned)strtoul((char[5]){p[3], p[4], p[5], p[6], 0}, NULL, 16);
+            if (lo >= 0xDC00 && lo < 0xE000) v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00), p += 6;
+        }
+        char u[4];
+        int n = 0;
+        if (v < 0x80) u[n++] = (char)v;
+        else if (v < 0x800) u[n++] = (char)(0xC0 | v >> 6), u[n++] = (char)(0x80 | (v & 0x3F));
+        else if (v < 0x10000) u[n++] = (char)(0xE0 | v >> 12), u[n++] = (char)(0x80 | (v >> 6 & 0x3F)), u[n++] = (char)(0x80 | (v & 0x3F));
+        else u[n++] = (char)(0xF0 | v >> 18), u[n++] = (char)(0x80 | (v >> 12 & 0x3F)), u[n++] = (char)(0x80 | (v >> 6 & 0x3F)), u[n++] = (char)(0x80 | (v & 0x3F));
+        put_n(b, u, (size_t)n);
+    }
+}
+
+/* A tool (its JSON text as tojson writes it) as Mistral v3's template writes
+ * it: '{"type": "function", "function": {' + each of the function's members
+ * but "return", a string as '"key": "' + val + '"' (unescaped), others as
+ * '"key": ' + val|tojson, joined by ", " + "}}". -1: no "function" object. */
+static int mistral_tool(sbuf *b, const char *j) {
+    const char *p = j;
+    while (*p && *p != '{') p++;
+    if (!*p) return -1;
+    for (p++;;) { /* the tool's members: find "function" */
+        while (*p == ' ' || *p == ',') p++;
+        if (*p != '"') return -1;
+        const char *k = p, *ke = json_skip(p);
+        p = ke;
+        while (*p == ' ' || *p == ':') p++;
+        if (ke - k == 10 && !strncmp(k, "\"function\"", 10) && *p == '{') break;
+        p = json_skip(p);
+    }
+    put(b, "{\"type\": \"function\", \"function\": {");
+    int first = 1;
+    for (p++;;) {
+        while (*p == ' ' || *p == ',') p++;
+        if (*p != '"') break;
+        const char *k = p, *ke = json_skip(p);
+        const char *v = ke;
+        while (*v == ' ' || *v == ':') v++;
+        const char *ve = json_skip(v);
+        p = ve;
+        if (ke - k == 8 && !strncmp(k, "\"return\"", 8)) continue;
+        if (!first) put(b, ", ");
+        first = 0;
+        put(b, "\"");
+        put_json_unescaped(b, k, ke);
+        put(b, "\": ");
+        if (*v == '"') {
+            put(b, "\"");
+            put_json_unescaped(b, v, ve);
+            put(b, "\"");
+        } else put_n(b, v, (size_t)(ve - v));
+    }
+    put(b, "}}");
+    return 0;
+}
+
 static lb_status mistral(const lb_chat_template *t, const lb_chat_msg *m, int n, sbuf *b) {
     switch (t->family) {
     case LB_CHAT_MISTRAL: /* old: no system message, roles alternate from the first */
@@ -205,12 +295,28 @@ static lb_status mistral(const lb_chat_template *t, const lb_chat_msg *m, int n,
     case LB_CHAT_MISTRAL_V3:
     case LB_CHAT_MISTRAL_V3_TEKKEN: {
         const int off = first_system(m, n), tekken = t->family == LB_CHAT_MISTRAL_V3_TEKKEN;
-        /* the alternation is checked over all of loop_messages before any output */
+        const int tools = t->tool_calls && t->n_tools > 0 && t->tools;
+        /* the alternation is checked over all of loop_messages before any output, skipping tool results and
+         * messages with tool calls */
+        int last_user = -1;
+        for (int i = off, k = 0; i < n; i++) {
+            if (t->tool_calls && (is(&m[i], "tool") || m[i].n_calls > 0)) continue;
+            if (is(&m[i], "user") != (k++ % 2 == 0)) return raise(ALTERNATE_V1);
+        }
         for (int i = off; i < n; i++)
-            if (is(&m[i], "user") != ((i - off) % 2 == 0)) return raise(ALTERNATE_V1);
+            if (is(&m[i], "user")) last_user = i;
         put(b, t->bos);
         for (int i = off; i < n; i++) {
             if (is(&m[i], "user")) {
+                /* tools is not none and (message == user_messages[-1]): the same text as the last user turn */
+                if (tools && !strcmp(content(&m[i]), content(&m[last_user]))) {
+                    put(b, tekken ? "[AVAILABLE_TOOLS][" : "[AVAILABLE_TOOLS] [");
+                    for (int k = 0; k < t->n_tools; k++) {
+                        if (k) put(b, ", ");
+                        if (mistral_tool(b, t->tools[k])) return raise("a tool without a \"function\" object");
+                    }
+                    put(b, "][/AVAILABLE_TOOLS]");
+                }
                 put(b, tekken ? "[INST]" : "[INST] "); /* loop.last and system_message is defined */
                 if (i == n - 1 && off) {
                     put(b, content(&m[0]));
@@ -218,6 +324,22 @@ static lb_status mistral(const lb_chat_template *t, const lb_chat_msg *m, int n,
                 }
                 put(b, content(&m[i]));
                 put(b, "[/INST]");
+            } else if (t->tool_calls && m[i].n_calls > 0) {
+                /* tool_call.function|tojson minus its '}', then ', "id": "' + tool_call.id + '"}' */
+                put(b, tekken ? "[TOOL_CALLS][" : "[TOOL_CALLS] [");
+                for (int k = 0; k < m[i].n_calls; k++) {
+                    const lb_chat_tool_call *c = &m[i].calls[k];
+                    if (!c->id || strlen(c->id) != 9) return raise(MISTRAL_IDS);
+                    put(b, k ? ", {\"name\": " : "{\"name\": ");
+                    put_json_string(b, c->name);
+                    put(b, ", \"arguments\": ");
+                    put(b, c->arguments ? c->arguments : "{}");
+                    put(b, ", \"id\": \"");
+                    put(b, c->id);
+                    put(b, "\"}");
+                }
+                put(b, "]");
+                put(b, t->eos);
             } else if (is(&m[i], "assistant")) {
                 if (tekken) put(b, content(&m[i])); /* message["content"] + eos_token */
                 else {
@@ -225,6 +347,15 @@ static lb_status mistral(const lb_chat_template *t, const lb_chat_msg *m, int n,
                     put_trim(b, content(&m[i]));
                 }
                 put(b, t->eos);
+            } else if (t->tool_calls && is(&m[i], "tool")) {
+                /* '[TOOL_RESULTS]{"content": ' + content|string + ", " + '"call_id": "' + message.tool_call_id + '"}' */
+                put(b, tekken ? "[TOOL_RESULTS]{\"content\": " : "[TOOL_RESULTS] {\"content\": ");
+                put(b, content(&m[i]));
+                put(b, ", ");
+                if (!m[i].tool_call_id || strlen(m[i].tool_call_id) != 9) return raise(MISTRAL_IDS);
+                put(b, "\"call_id\": \"");
+                put(b, m[i].tool_call_id);
+                put(b, "\"}[/TOOL_RESULTS]");
             } else {
                 return raise(ONLY_UA_V1);
             }

@@ -304,6 +304,9 @@ lb_status lb_chat_template_detect(const char *s, const char *bos, const char *eo
                                : strstr(s, "\"[INST]\"") ? LB_CHAT_MISTRAL_V3_TEKKEN
                                                         : LB_CHAT_MISTRAL_V3;
             init(t, f, bos, eos);
+            /* v3's tools: [AVAILABLE_TOOLS] before the last user turn, [TOOL_CALLS] with ids, [TOOL_RESULTS] */
+            t->tool_calls = f != LB_CHAT_MISTRAL_V1 && strstr(s, "[AVAILABLE_TOOLS]") && strstr(s, "[TOOL_CALLS]") &&
+                            strstr(s, "[TOOL_RESULTS]") && strstr(s, "tool_call.function|tojson");
         } else {
             init(t, LB_CHAT_MISTRAL, bos, eos);
         }

@@ -53,8 +53,9 @@ typedef struct {
                                * `thinking` (DeepSeek-V3.1, Granite 3.3) */
     int thinking;             /* enable_thinking: -1 undefined (the template's default), 0 false, 1 true */
     int tool_calls;           /* the template offers tools and writes calls and results: Qwen 2.5 / 3's
-                               * Hermes style (<tools>, <tool_call>, <tool_response>) or Llama 3.1 / 3.2's
-                               * (tools in the first user turn, {"name", "parameters"} calls, ipython results) */
+                               * Hermes style (<tools>, <tool_call>, <tool_response>), Llama 3.1 / 3.2's
+                               * (tools in the first user turn, {"name", "parameters"} calls, ipython results)
+                               * or Mistral v3's ([AVAILABLE_TOOLS], [TOOL_CALLS] with ids, [TOOL_RESULTS]) */
     char tools_head[512], tools_tail[512]; /* its texts before and after the tools' signatures */
     const char *const *tools; /* the tools offered (JSON text each, as `tool | tojson` writes it; n_tools);
                                * set per conversation, NULL: none */
@@ -66,6 +67,7 @@ typedef struct {
  * which is what the templates' `tojson` gives). */
 typedef struct {
     const char *name, *arguments;
+    const char *id; /* the call's id (Mistral's templates require 9 characters); NULL: none */
 } lb_chat_tool_call;
 
 typedef struct {
@@ -73,6 +75,7 @@ typedef struct {
     const char *content; /* UTF-8 */
     const lb_chat_tool_call *calls; /* assistant: the tool calls it made (n_calls of them) */
     int n_calls;
+    const char *tool_call_id; /* tool: the id of the call it answers; NULL: none */
 } lb_chat_msg;
 
 /* Names for --chat-template: "llama2", "llama3", "llama3.1", "mistral",

@@ -519,26 +519,32 @@ static void echo_event(stream_state *st, srv_logprob *plp, int n_plp) {
     st->echo_ids = NULL;
 }
 
-/* a tool call's id: "call_" and 24 letters and digits */
-static void call_id(char out[32]) {
+/* a tool call's id: "call_" and 24 letters and digits; for Mistral's
+ * templates, which take only 9-character ids back, 9 letters and digits */
+static void call_id(char out[32], int nine) {
     static _Atomic unsigned long long counter;
     unsigned long long x = (unsigned long long)time(NULL) * 0x9E3779B97F4A7C15ull + ++counter * 0xBF58476D1CE4E5B9ull;
     static const char al[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    memcpy(out, "call_", 5);
-    for (int i = 0; i < 24; i++) {
+    const int pre = nine ? 0 : 5, len = nine ? 9 : 24;
+    memcpy(out, "call_", (size_t)pre);
+    for (int i = 0; i < len; i++) {
         x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
-        out[5 + i] = al[x % 62];
+        out[pre + i] = al[x % 62];
     }
-    out[29] = 0;
+    out[pre + len] = 0;
+}
+
+static int nine_char_ids(const srv_http *h) {
+    return h->o.tmpl && (h->o.tmpl->family == LB_CHAT_MISTRAL_V3 || h->o.tmpl->family == LB_CHAT_MISTRAL_V3_TEKKEN);
 }
 
 /* OpenAI's tool_calls array: [{(index), id, type, function: {name, arguments}}] */
-static cJSON *tool_calls_json(char **names, char **args, int n, int with_index) {
+static cJSON *tool_calls_json(char **names, char **args, int n, int with_index, int nine) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++) {
         cJSON *c = cJSON_CreateObject(), *f;
         char id[32];
-        call_id(id);
+        call_id(id, nine);
         if (with_index) cJSON_AddNumberToObject(c, "index", i);
         cJSON_AddStringToObject(c, "id", id);
         cJSON_AddStringToObject(c, "type", "function");
@@ -559,7 +565,8 @@ static void free_calls(char **names, char **args, int n) {
 /* A streamed chat's content, with tools offered: text goes out unless it may
  * begin "<tool_call>" or a fenced block (held until it cannot), and from one
  * on everything waits for the end (tool_calls_end); so does a reply that
- * opens with '{' (it may be one call's JSON alone, Llama 3.1's way) */
+ * opens with '{' or '[' (it may be one call's JSON alone, Llama 3.1's way,
+ * or Mistral's list of calls) */
 static void content_event(stream_state *st, const char *text, const srv_logprob *lp, int n_lp) {
     if (!st->tools) {
         chunk_event_lp(st, "content", text, NULL, 0, lp, n_lp);
@@ -575,7 +582,7 @@ static void content_event(stream_state *st, const char *text, const srv_logprob 
             if (n_lp) chunk_event_lp(st, "content", "", NULL, 0, lp, n_lp);
             return;
         }
-        if (st->held[a] == '{') st->in_call = 1;
+        if (st->held[a] == '{' || st->held[a] == '[') st->in_call = 1;
     }
     if (!st->in_call && st->held) {
         const char *o = NULL;
@@ -620,7 +627,7 @@ static const char *tool_calls_end(stream_state *st, const char *finish) {
     cJSON *choices, *o = envelope(st->h, st->kind, 1, st->id, st->created, &choices);
     cJSON *ch = cJSON_CreateObject(), *d = cJSON_AddObjectToObject(ch, "delta");
     cJSON_AddNumberToObject(ch, "index", 0);
-    cJSON_AddItemToObject(d, "tool_calls", tool_calls_json(names, args, n, 1));
+    cJSON_AddItemToObject(d, "tool_calls", tool_calls_json(names, args, n, 1, nine_char_ids(st->h)));
     cJSON_AddNullToObject(ch, "logprobs");
     cJSON_AddNullToObject(ch, "finish_reason");
     cJSON_AddItemToArray(choices, ch);
@@ -738,7 +745,10 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         lb_chat_template t = *h->o.tmpl; /* the request's reasoning settings, else the server's */
         if (p.reasoning_effort[0]) lb_chat_set_reasoning_effort(&t, p.reasoning_effort);
         if (p.thinking >= 0) lb_chat_set_thinking(&t, p.thinking);
-        if (t.tool_calls && srv_tool_grammar(&p, t.family == LB_CHAT_LLAMA31, &err)) goto fail;
+        const int style = t.family == LB_CHAT_LLAMA31                                              ? SRV_TOOLS_LLAMA
+                          : t.family == LB_CHAT_MISTRAL_V3 || t.family == LB_CHAT_MISTRAL_V3_TEKKEN ? SRV_TOOLS_MISTRAL
+                                                                                                    : SRV_TOOLS_HERMES;
+        if (t.tool_calls && srv_tool_grammar(&p, style, &err)) goto fail;
         /* a grammar holds the whole reply: no reasoning before it (thinking off where the template has the
          * switch, and the reply is the content, not split) and no harmony channels */
         if (p.grammar && t.family == LB_CHAT_GPT_OSS) {
@@ -762,7 +772,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         if ((p.n_tools || tool_msgs) && !t.tool_calls) {
             srv_error_set(&err, 400, "invalid_request_error", "unsupported_parameter", p.n_tools ? "tools" : "messages",
                           "This model's chat template (%s) does not take tools: lowbit formats tools, tool calls and "
-                          "tool results for Qwen 2.5 / Qwen 3 and Llama 3.1 / 3.2 templates.",
+                          "tool results for Qwen 2.5 / Qwen 3, Llama 3.1 / 3.2 and Mistral v3 (Nemo, Large 2407) "
+                          "templates.",
                           lb_chat_family_name(t.family));
             goto fail;
         }
@@ -924,7 +935,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         else cJSON_AddStringToObject(m, "content", answer ? answer : "");
         if (thought) cJSON_AddStringToObject(m, "reasoning_content", thought);
         if (n_calls) {
-            cJSON_AddItemToObject(m, "tool_calls", tool_calls_json(names, args, n_calls, 0));
+            cJSON_AddItemToObject(m, "tool_calls", tool_calls_json(names, args, n_calls, 0, nine_char_ids(h)));
             finish = "tool_calls";
         }
         free_calls(names, args, n_calls);

@@ -356,6 +356,13 @@ static int get_messages(const cJSON *root, srv_params *p, srv_error *err) {
             p->n_msgs = i + 1; /* freed with the rest, whatever happens below */
             if (get_tool_calls(calls, i, &p->msgs[i], err)) return -1;
         }
+        const cJSON *tcid = cJSON_GetObjectItemCaseSensitive(m, "tool_call_id");
+        if (tcid && !cJSON_IsNull(tcid)) { /* a tool result's: which call it answers */
+            snprintf(param, sizeof param, "messages[%d].tool_call_id", i);
+            if (!cJSON_IsString(tcid)) return bad_type(err, param, "a string", tcid);
+            p->n_msgs = i + 1;
+            if (!(p->msgs[i].tool_call_id = dup_str(tcid->valuestring))) return oom(err);
+        }
         char *content = NULL;
         if (get_content(m, i, &content, err)) return -1;
         char *rd = dup_str(r);
@@ -503,6 +510,32 @@ static int read_call(const char *p, size_t n, char *const *tool_names, int n_too
     return ok;
 }
 
+/* A JSON list of calls (Mistral v3's [TOOL_CALLS] list), each one as
+ * read_call reads it with a tool offered; all of them, or none. */
+static int read_call_list(const char *p, size_t n, char *const *tool_names, int n_tools, char ***names, char ***args,
+                          int *count) {
+    cJSON *j = cJSON_ParseWithLength(p, n);
+    const int k = cJSON_IsArray(j) ? cJSON_GetArraySize(j) : 0;
+    char **nn = k ? calloc((size_t)k, sizeof *nn) : NULL, **aa = k ? calloc((size_t)k, sizeof *aa) : NULL;
+    int ok = nn && aa, i = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, j) {
+        char *txt = ok ? cJSON_PrintUnformatted(c) : NULL;
+        ok = txt && cJSON_IsObject(c) && read_call(txt, strlen(txt), tool_names, n_tools, &nn[i], &aa[i]);
+        free(txt);
+        if (!ok) break;
+        i++;
+    }
+    cJSON_Delete(j);
+    if (!ok) {
+        for (int q = 0; q < i; q++) free(nn[q]), free(aa[q]);
+        free(nn), free(aa);
+        return 0;
+    }
+    *names = nn, *args = aa, *count = k;
+    return 1;
+}
+
 int srv_parse_tool_calls(char *text, size_t *text_len, char *const *tool_names, int n_tools, char ***names,
                          char ***args, int *n) {
     static const struct { const char *open, *close; int fenced; } tags[] = {
@@ -550,8 +583,13 @@ int srv_parse_tool_calls(char *text, size_t *text_len, char *const *tool_names, 
         size_t a = 0, e = w;
         while (a < e && (text[a] == ' ' || text[a] == '\n' || text[a] == '\r' || text[a] == '\t')) a++;
         while (e > a && (text[e - 1] == ' ' || text[e - 1] == '\n' || text[e - 1] == '\r' || text[e - 1] == '\t')) e--;
+        if (e - a > 12 && !memcmp(text + a, "[TOOL_CALLS]", 12)) /* Mistral's marker, where it is text */
+            for (a += 12; a < e && (text[a] == ' ' || text[a] == '\n'); a++) {}
         char *nm = NULL, *as = NULL;
-        if (e > a && text[a] == '{' && text[e - 1] == '}' && read_call(text + a, e - a, tool_names, n_tools, &nm, &as)) {
+        if (e > a && text[a] == '[' && text[e - 1] == ']' && read_call_list(text + a, e - a, tool_names, n_tools, names,
+                                                                            args, n))
+            w = 0; /* Mistral v3's list of calls */
+        else if (e > a && text[a] == '{' && text[e - 1] == '}' && read_call(text + a, e - a, tool_names, n_tools, &nm, &as)) {
             *names = malloc(sizeof **names);
             *args = *names ? malloc(sizeof **args) : NULL;
             if (*args) {
@@ -658,17 +696,20 @@ static int get_tools(const cJSON *root, srv_params *p, srv_error *err) {
     return rc;
 }
 
-int srv_tool_grammar(srv_params *p, int llama, srv_error *err) {
+int srv_tool_grammar(srv_params *p, int style, srv_error *err) {
     if (p->tool_forced == -1 || p->grammar) return 0;
     const int one = p->tool_forced >= 0;
     const char *const *names = (const char *const *)p->tool_names + (one ? p->tool_forced : 0);
     const char *const *sch = (const char *const *)p->tool_schemas + (one ? p->tool_forced : 0);
-    /* Qwen 2.5 / 3: <tool_call> blocks, one or more; Llama 3.1 / 3.2: the call's JSON alone, one a reply */
-    const lb_status s = llama ? lb_json_tool_calls_grammar(one ? 1 : p->n_tools, names, sch, "parameters", "", "", "", 0,
-                                                           &p->grammar)
-                              : lb_json_tool_calls_grammar(one ? 1 : p->n_tools, names, sch, "arguments", "<tool_call>\n",
-                                                           "\n</tool_call>", "\n", !one, &p->grammar);
-    if (s) return bad_value(err, "tools", "%s", lb_last_error());
+    static const lb_tool_call_format formats[3] = {
+        {"arguments", "<tool_call>\n", "\n</tool_call>", "\n", "", "", 1}, /* Qwen 2.5 / 3 */
+        {"parameters", "", "", "", "", "", 0},                             /* Llama 3.1 / 3.2: one call a message */
+        {"arguments", "", "", ", ", "[", "]", 1},                           /* Mistral v3 */
+    };
+    lb_tool_call_format f = formats[style >= 0 && style < 3 ? style : 0];
+    f.many = f.many && !one;
+    if (lb_json_tool_calls_grammar(one ? 1 : p->n_tools, names, sch, &f, &p->grammar))
+        return bad_value(err, "tools", "%s", lb_last_error());
     return 0;
 }
 
@@ -696,9 +737,15 @@ static int get_tool_calls(const cJSON *calls, int idx, lb_chat_msg *msg, srv_err
         const cJSON *src = cJSON_IsObject(parsed) ? parsed : a;
         const int bad = src ? srv_json_py(src, &buf, &len, &cap) : srv_buf_append(&buf, &len, &cap, "{}", 2);
         cJSON_Delete(parsed);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(c, "id");
+        if (id && !cJSON_IsNull(id) && !cJSON_IsString(id)) {
+            free(buf);
+            return bad_value(err, param, "'id' must be a string.");
+        }
         tc[msg->n_calls].name = dup_str(name->valuestring);
+        tc[msg->n_calls].id = cJSON_IsString(id) ? dup_str(id->valuestring) : NULL;
         tc[msg->n_calls++].arguments = buf;
-        if (bad || !tc[msg->n_calls - 1].name) return oom(err);
+        if (bad || !tc[msg->n_calls - 1].name || (cJSON_IsString(id) && !tc[msg->n_calls - 1].id)) return oom(err);
     }
     return 0;
 }
@@ -904,7 +951,9 @@ void srv_params_free(srv_params *p) {
         for (int k = 0; k < p->msgs[i].n_calls; k++) {
             free((char *)p->msgs[i].calls[k].name);
             free((char *)p->msgs[i].calls[k].arguments);
+            free((char *)p->msgs[i].calls[k].id);
         }
+        free((char *)p->msgs[i].tool_call_id);
         free((void *)p->msgs[i].calls);
     }
     free(p->msgs);

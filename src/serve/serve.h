@@ -104,11 +104,14 @@ int srv_json_py(const struct cJSON *v, char **buf, size_t *len, size_t *cap);
 int srv_parse_tool_calls(char *text, size_t *text_len, char *const *tool_names, int n_tools, char ***names,
                          char ***args, int *n);
 
-/* A forced tool_choice's grammar into p->grammar, in the template's style
- * (llama: Llama 3.1 / 3.2's lone {"name", "parameters"} object, one call;
- * else Qwen's <tool_call> blocks, one or more for "required"); 0, or -1 with
+/* A forced tool_choice's grammar into p->grammar, in the template's style:
+ * Qwen's <tool_call> blocks (one or more for "required"), Llama 3.1 / 3.2's
+ * lone {"name", "parameters"} object (one call), Mistral v3's JSON list of
+ * {"name", "arguments"} objects (one or more; its [TOOL_CALLS] token is not
+ * text a grammar can hold, and replies are read without it). 0, or -1 with
  * *err (a tool's schema refused). Nothing to do when not forced. */
-int srv_tool_grammar(srv_params *p, int llama, srv_error *err);
+enum { SRV_TOOLS_HERMES, SRV_TOOLS_LLAMA, SRV_TOOLS_MISTRAL };
+int srv_tool_grammar(srv_params *p, int style, srv_error *err);
 
 /* 0 and *p filled, or -1 with *err set (400s). p is always safe to free. */
 int srv_parse_request(const char *body, size_t len, srv_kind kind, srv_params *p, srv_error *err);

@@ -26,7 +26,7 @@ static char *request_of(const lb_chat_msg *m, int n, int with_tools) {
             cJSON *calls = cJSON_AddArrayToObject(j, "tool_calls");
             for (int k = 0; k < m[i].n_calls; k++) {
                 cJSON *c = cJSON_CreateObject(), *f;
-                cJSON_AddStringToObject(c, "id", "call_1");
+                cJSON_AddStringToObject(c, "id", m[i].calls[k].id ? m[i].calls[k].id : "call_1");
                 cJSON_AddStringToObject(c, "type", "function");
                 f = cJSON_AddObjectToObject(c, "function");
                 cJSON_AddStringToObject(f, "name", m[i].calls[k].name);
@@ -37,8 +37,8 @@ static char *request_of(const lb_chat_msg *m, int n, int with_tools) {
                 cJSON_Delete(args);
                 cJSON_AddItemToArray(calls, c);
             }
-            cJSON_AddStringToObject(j, "tool_call_id", "call_1");
         }
+        if (m[i].tool_call_id) cJSON_AddStringToObject(j, "tool_call_id", m[i].tool_call_id);
         cJSON_AddItemToArray(msgs, j);
     }
     if (with_tools) {
@@ -127,6 +127,15 @@ static void check_reply_calls(void) {
         {"Sure: {\"name\": \"lookup\", \"parameters\": {}}", "Sure: {\"name\": \"lookup\", \"parameters\": {}}", 0,
          NULL, NULL},
         {"{\"name\": \"lookup\", \"parameters\": [1]}", "{\"name\": \"lookup\", \"parameters\": [1]}", 0, NULL, NULL},
+        /* Mistral v3's list of calls (its [TOOL_CALLS] marker a control token, or text) */
+        {"[{\"name\": \"lookup\", \"arguments\": {}, \"id\": \"abcdefghi\"}, {\"name\": \"get_weather\", \"arguments\": "
+         "{\"city\": \"Oslo\"}}]", "", 2, "lookup", "{}"},
+        {"[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}]", "", 1, "get_weather",
+         "{\"city\":\"Rome\"}"},
+        {"[{\"name\": \"lookup\", \"arguments\": {}}, {\"name\": \"nope\", \"arguments\": {}}]",
+         "[{\"name\": \"lookup\", \"arguments\": {}}, {\"name\": \"nope\", \"arguments\": {}}]", 0, NULL, NULL},
+        {"[1, 2]", "[1, 2]", 0, NULL, NULL},
+        {"[]", "[]", 0, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *t = strdup(cases[i].reply);
