@@ -56,7 +56,10 @@ expect_fail "chat: grammar with gpt-oss" "harmony" bash -c "printf 'hi\\n' | '$L
 expect_fail "undefined rule" "rule 'item' is used but not defined" "$LOWBIT" run -m "$M" -p x --grammar 'root ::= item'
 expect_fail "GBNF syntax" "line 2, column 7: unterminated literal" "$LOWBIT" run -m "$M" -p x --grammar $'root ::= a\na ::= "x'
 expect_fail "left recursion" "left-recursive" "$LOWBIT" run -m "$M" -p x --grammar 'root ::= root "a" | "b"'
-expect_fail "unsupported schema keyword" 'keyword "pattern" is not supported' "$LOWBIT" run -m "$M" -p x -j '{"type":"string","pattern":"a+"}'
+expect_fail "unsupported schema keyword" 'keyword "minimum" is not supported' "$LOWBIT" run -m "$M" -p x -j '{"type":"integer","minimum":3}'
+expect_fail "unsupported pattern" 'lookarounds' "$LOWBIT" run -m "$M" -p x -j '{"type":"string","pattern":"^(?=a)"}'
+gen_check "-j with a pattern" "import re; v = json.loads(text); assert re.fullmatch(r'[A-Z][a-z]{2,5}-[0-9]{2}', v), v" \
+  -j '{"type":"string","pattern":"^[A-Z][a-z]{2,5}-\\d{2}$"}' --temp 1 -s 8
 expect_fail "schema not JSON" "json schema" "$LOWBIT" run -m "$M" -p x -j '{"type":'
 expect_fail "two grammars" "only one of" "$LOWBIT" run -m "$M" -p x -j '{}' --grammar 'root ::= "a"'
 expect_fail "missing grammar file" "no such|cannot open" "$LOWBIT" run -m "$M" -p x --grammar-file "$WORK/none.gbnf"
@@ -98,7 +101,7 @@ for extra, test in cases:
         print(list(extra)[0], "stream" if stream else "whole", repr(text[:60]), finish)
 for extra, msg in [({"grammar": "root ::= x"}, "rule 'x' is used but not defined"),
                    ({"response_format": {"type": "xml"}}, "not 'xml'"),
-                   ({"json_schema": {"type": "string", "format": "date", "pattern": "x"}}, "pattern"),
+                   ({"json_schema": {"type": "string", "format": "date", "pattern": "(?<n>x)"}}, "named groups"),
                    ({"grammar": 'root ::= "a"', "json_schema": {}}, "give one of")]:
     st, text, _ = post(dict(base, **extra))
     assert st == 400 and msg in text, (extra, st, text)

@@ -287,8 +287,51 @@ int main(void) {
         schema_case("{\"type\": \"object\", \"properties\": {\"q\": {\"const\": \"a\\\"b\"}}, \"required\": [\"q\"]}",
                     good, bad);
     }
-    schema_error("{\"type\": \"string\", \"pattern\": \"^a\"}", "keyword \"pattern\" is not supported");
+    { /* patterns: a string's value, as JSON text */
+        static const struct { const char *pattern; const char *good[5], *bad[5]; } pats[] = {
+            {"^[0-9]{3}-[0-9]{4}$", {"\"555-1234\"", NULL}, {"\"5551234\"", "\"555-12345\"", "\"a55-1234\"", NULL}},
+            {"^(yes|no)$", {"\"yes\"", "\"no\"", NULL}, {"\"yesno\"", "\"maybe\"", "\"\"", NULL}},
+            {"^-?\\d+(\\.\\d+)?$", {"\"12\"", "\"-0.5\"", NULL}, {"\"1.\"", "\".5\"", "\"1e3\"", NULL}},
+            {"^[A-Z][a-z]*$", {"\"Oslo\"", "\"A\"", NULL}, {"\"oslo\"", "\"OSLO\"", NULL}},
+            {"ab", {"\"ab\"", "\"xxabyy\"", NULL}, {"\"a b\"", "\"ba\"", NULL}},
+            {"^a\"b\\\\c$", {"\"a\\\"b\\\\c\"", NULL}, {"\"a\\\"bc\"", NULL}},
+            {"^[^a-c]+?$", {"\"xyz\"", "\"é\"", NULL}, {"\"xaz\"", "\"\"", NULL}},
+            {"^\\w{2,3}\\s\\S$", {"\"ab c\"", "\"a_1 !\"", NULL}, {"\"a c\"", "\"abcd e\"", "\"ab  \"", NULL}},
+            {"^(?:ab)*c{2}$", {"\"cc\"", "\"ababcc\"", NULL}, {"\"abc\"", "\"abcc c\"", NULL}},
+            {"^x{2,}.$", {"\"xxq\"", "\"xxxxx\"", NULL}, {"\"xq\"", NULL}},
+            {"^a{x}$", {"\"a{x}\"", NULL}, {"\"a\"", NULL}}, /* not a count: literal braces, as ECMA reads them */
+        };
+        for (size_t i = 0; i < sizeof pats / sizeof *pats; i++) {
+            char schema[256], *gbnf = NULL;
+            char esc[128];
+            size_t k = 0;
+            for (const char *q = pats[i].pattern; *q && k + 2 < sizeof esc; q++) { /* as a JSON string */
+                if (*q == '"' || *q == '\\') esc[k++] = '\\';
+                esc[k++] = *q;
+            }
+            esc[k] = 0;
+            snprintf(schema, sizeof schema, "{\"type\": \"string\", \"pattern\": \"%s\"}", esc);
+            CHECK_MSG(lb_json_schema_to_grammar(schema, strlen(schema), &gbnf) == LB_OK, "%s: %s", schema, lb_last_error());
+            if (!gbnf) continue;
+            for (int g = 0; pats[i].good[g]; g++)
+                CHECK_MSG(takes(gbnf, pats[i].good[g]) == 1, "pattern %s: %s refused", pats[i].pattern, pats[i].good[g]);
+            for (int g = 0; pats[i].bad[g]; g++)
+                CHECK_MSG(takes(gbnf, pats[i].bad[g]) == 0, "pattern %s: %s taken", pats[i].pattern, pats[i].bad[g]);
+            free(gbnf);
+        }
+        schema_error("{\"type\": \"string\", \"pattern\": \"^(?=a)b$\"}", "lookarounds");
+        schema_error("{\"type\": \"string\", \"pattern\": \"^(a)\\\\1$\"}", "backreferences");
+        schema_error("{\"type\": \"string\", \"pattern\": \"^a\\\\bc$\"}", "word boundaries");
+        schema_error("{\"type\": \"string\", \"pattern\": \"^a^b$\"}", "other than at the pattern's ends");
+        schema_error("{\"type\": \"string\", \"pattern\": \"^[a-\"}", "unterminated character class");
+        schema_error("{\"type\": \"string\", \"pattern\": \"^a)$\"}", "unmatched ')'");
+        schema_error("{\"type\": \"string\", \"pattern\": \"a\", \"maxLength\": 3}", "pattern with minLength");
+        schema_error("{\"pattern\": \"a\"}", "other than a string's");
+        schema_error("{\"type\": \"string\", \"pattern\": \"^(a*)*$\"}", "can match the empty string");
+        schema_error("{\"type\": \"string\", \"pattern\": \"^a{5,3}$\"}", "upper count below the lower");
+    }
     schema_error("{\"type\": \"integer\", \"minimum\": 3}", "keyword \"minimum\"");
+    schema_error("{\"type\": \"string\", \"patternProperties\": {}}", "keyword \"patternProperties\"");
     schema_error("{\"$ref\": \"#/$defs/missing\"}", "names no definition");
     schema_error("{\"type\": \"object\", \"properties\": {\"b\": {}}, \"required\": [\"a\"]}", "required \"a\" is not among");
     schema_error("{\"type\": \"thing\"}", "type \"thing\"");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "grammar/json_pattern.h"
 #include "grammar/json_schema.h"
 #include "import/json.h"
 
@@ -141,7 +142,7 @@ static const char *const known[] = {"type", "properties", "required", "additiona
                                     "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "$defs",
                                     "definitions", "minLength", "maxLength", "title", "description", "$schema",
                                     "$id", "$comment", "default", "examples", "format", "readOnly", "writeOnly",
-                                    "deprecated", "strict", "name", NULL};
+                                    "deprecated", "strict", "name", "pattern", NULL};
 
 static const json_value *resolve(ctx *c, const char *ref) {
     const char *defs = !strncmp(ref, "#/$defs/", 8) ? "$defs" : !strncmp(ref, "#/definitions/", 14) ? "definitions" : NULL;
@@ -160,6 +161,21 @@ static void gen_type(ctx *c, sbuf *b, const json_value *s, const char *t) {
         json_get_int(s, "maxLength", &hi);
         if (lo < 0 || lo > 1000 || hi > 1000 || (hi >= 0 && hi < lo)) {
             refuse(c, LB_ERR_UNSUPPORTED, "json schema: string lengths beyond 0..1000 (or max below min)%s", "");
+            return;
+        }
+        const char *pattern = json_get_str(s, "pattern");
+        if (pattern) { /* the pattern alone: with lengths too, refused (a grammar of both is not written here) */
+            if (json_get(s, "minLength") || json_get(s, "maxLength")) {
+                refuse(c, LB_ERR_UNSUPPORTED, "json schema: a pattern with minLength / maxLength%s", "");
+                return;
+            }
+            char *expr = NULL;
+            if (lb_json_pattern_gbnf(pattern, &expr)) {
+                if (!c->err) c->err = LB_ERR_UNSUPPORTED;
+                return;
+            }
+            sb_printf(b, "\"\\\"\" %s \"\\\"\"", expr);
+            free(expr);
             return;
         }
         if (lo == 0 && hi < 0) sb_printf(b, "string");
@@ -270,6 +286,9 @@ static int gen(ctx *c, const json_value *s) {
                 refuse(c, LB_ERR_UNSUPPORTED, "json schema: keyword \"%s\" is not supported", s->members[i].key);
         const json_value *v;
         const char *ref = json_get_str(s, "$ref");
+        const char *ty = json_get_str(s, "type");
+        if (json_get(s, "pattern") && (!ty || strcmp(ty, "string") || !json_get_str(s, "pattern")))
+            refuse(c, LB_ERR_UNSUPPORTED, "json schema: \"pattern\" other than a string's (type \"string\" beside it)%s", "");
         if (ref) {
             int known_ref = -1;
             for (int i = 0; i < c->n_refs; i++)
