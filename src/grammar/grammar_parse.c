@@ -338,7 +338,9 @@ static lb_status check(lb_grules *g) {
     lb_status s = LB_OK;
     for (int r = 0; r < g->n_rules && !s; r++)
         if (left_recursive(g, nullable, r, state))
-            s = lb_fail(LB_ERR_ARG, "grammar: rule '%s' is left-recursive (it can reach itself before any character)",
+            s = lb_fail(LB_ERR_ARG,
+                        "grammar: rule '%s' is left-recursive (it can reach itself before any character, as a "
+                        "repetition of something that can be empty does)",
                         g->names[r]);
     free(nullable);
     return s;
