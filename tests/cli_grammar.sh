@@ -56,7 +56,9 @@ expect_fail "chat: grammar with gpt-oss" "harmony" bash -c "printf 'hi\\n' | '$L
 expect_fail "undefined rule" "rule 'item' is used but not defined" "$LOWBIT" run -m "$M" -p x --grammar 'root ::= item'
 expect_fail "GBNF syntax" "line 2, column 7: unterminated literal" "$LOWBIT" run -m "$M" -p x --grammar $'root ::= a\na ::= "x'
 expect_fail "left recursion" "left-recursive" "$LOWBIT" run -m "$M" -p x --grammar 'root ::= root "a" | "b"'
-expect_fail "unsupported schema keyword" 'keyword "minimum" is not supported' "$LOWBIT" run -m "$M" -p x -j '{"type":"integer","minimum":3}'
+expect_fail "unsupported schema keyword" 'keyword "multipleOf" is not supported' "$LOWBIT" run -m "$M" -p x -j '{"type":"integer","multipleOf":3}'
+gen_check "-j with integer bounds" "v = json.loads(text); assert isinstance(v, int) and 13 <= v <= 19, v" \
+  -j '{"type":"integer","minimum":13,"exclusiveMaximum":20}' --temp 1 -s 9
 expect_fail "unsupported pattern" 'lookarounds' "$LOWBIT" run -m "$M" -p x -j '{"type":"string","pattern":"^(?=a)"}'
 gen_check "-j with a pattern" "import re; v = json.loads(text); assert re.fullmatch(r'[A-Z][a-z]{2,5}-[0-9]{2}', v), v" \
   -j '{"type":"string","pattern":"^[A-Z][a-z]{2,5}-\\d{2}$"}' --temp 1 -s 8

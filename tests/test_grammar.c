@@ -330,7 +330,37 @@ int main(void) {
         schema_error("{\"type\": \"string\", \"pattern\": \"^(a*)*$\"}", "can match the empty string");
         schema_error("{\"type\": \"string\", \"pattern\": \"^a{5,3}$\"}", "upper count below the lower");
     }
-    schema_error("{\"type\": \"integer\", \"minimum\": 3}", "keyword \"minimum\"");
+    { /* integer bounds: every integer of a window taken exactly when in range */
+        static const struct { const char *bounds; long long lo, hi; } rs[] = {
+            {"\"minimum\": 0, \"maximum\": 120", 0, 120},      {"\"minimum\": -5, \"maximum\": 37", -5, 37},
+            {"\"minimum\": 18", 18, 1LL << 50},                  {"\"exclusiveMaximum\": 0", -(1LL << 50), -1},
+            {"\"minimum\": 99, \"maximum\": 1001", 99, 1001},    {"\"minimum\": -120, \"maximum\": -7", -120, -7},
+            {"\"exclusiveMinimum\": 2.5, \"maximum\": 10.7", 3, 10}, {"\"minimum\": 7, \"maximum\": 7", 7, 7},
+        };
+        for (size_t i = 0; i < sizeof rs / sizeof *rs; i++) {
+            char schema[160], *gbnf = NULL;
+            snprintf(schema, sizeof schema, "{\"type\": \"integer\", %s}", rs[i].bounds);
+            CHECK_MSG(lb_json_schema_to_grammar(schema, strlen(schema), &gbnf) == LB_OK, "%s: %s", schema, lb_last_error());
+            if (!gbnf) continue;
+            int wrong = 0;
+            lb_grammar *g = NULL;
+            CHECK_OK(lb_grammar_new(model, gbnf, &g));
+            for (long long x = -150; x <= 1100 && g; x++) {
+                char num[32];
+                snprintf(num, sizeof num, "%lld", x);
+                const int want = x >= rs[i].lo && x <= rs[i].hi, got = takes(gbnf, num);
+                if (got != want && wrong++ < 3) fprintf(stderr, "%s: %s %s\n", schema, num, got ? "taken" : "refused");
+            }
+            lb_grammar_free(g);
+            CHECK_MSG(wrong == 0, "%s: %d integers wrong", schema, wrong);
+            CHECK(takes(gbnf, "007") == 0 && takes(gbnf, "-0") == 0);
+            free(gbnf);
+        }
+        schema_error("{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 3}", "maximum below its minimum");
+        schema_error("{\"type\": \"number\", \"minimum\": 1}", "other than an integer's");
+        schema_error("{\"type\": \"integer\", \"minimum\": 1e16}", "beyond 10^15");
+    }
+    schema_error("{\"type\": \"integer\", \"multipleOf\": 3}", "keyword \"multipleOf\"");
     schema_error("{\"type\": \"string\", \"patternProperties\": {}}", "keyword \"patternProperties\"");
     schema_error("{\"$ref\": \"#/$defs/missing\"}", "names no definition");
     schema_error("{\"type\": \"object\", \"properties\": {\"b\": {}}, \"required\": [\"a\"]}", "required \"a\" is not among");

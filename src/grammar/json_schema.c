@@ -5,12 +5,14 @@
  * silently loosened. Objects' properties come out in the schema's order:
  * the required ones always, each optional one possibly, in its place after
  * the required ones. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
+#include "grammar/json_int_range.h"
 #include "grammar/json_pattern.h"
 #include "grammar/json_schema.h"
 #include "import/json.h"
@@ -142,7 +144,8 @@ static const char *const known[] = {"type", "properties", "required", "additiona
                                     "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "$defs",
                                     "definitions", "minLength", "maxLength", "title", "description", "$schema",
                                     "$id", "$comment", "default", "examples", "format", "readOnly", "writeOnly",
-                                    "deprecated", "strict", "name", "pattern", NULL};
+                                    "deprecated", "strict", "name", "pattern", "minimum", "maximum",
+                                    "exclusiveMinimum", "exclusiveMaximum", NULL};
 
 static const json_value *resolve(ctx *c, const char *ref) {
     const char *defs = !strncmp(ref, "#/$defs/", 8) ? "$defs" : !strncmp(ref, "#/definitions/", 14) ? "definitions" : NULL;
@@ -182,7 +185,28 @@ static void gen_type(ctx *c, sbuf *b, const json_value *s, const char *t) {
         else if (hi < 0) sb_printf(b, "\"\\\"\" char{%lld,} \"\\\"\"", (long long)lo);
         else sb_printf(b, "\"\\\"\" char{%lld,%lld} \"\\\"\"", (long long)lo, (long long)hi);
     } else if (!strcmp(t, "number") || !strcmp(t, "boolean") || !strcmp(t, "null")) sb_printf(b, "%s", t);
-    else if (!strcmp(t, "integer")) sb_printf(b, "integer");
+    else if (!strcmp(t, "integer")) {
+        double v;
+        int have_lo = 0, have_hi = 0;
+        long long lo = 0, hi = 0;
+        if (json_get_num(s, "minimum", &v)) have_lo = 1, lo = (long long)ceil(v);
+        if (json_get_num(s, "exclusiveMinimum", &v) && (!have_lo || (long long)floor(v) + 1 > lo))
+            have_lo = 1, lo = (long long)floor(v) + 1;
+        if (json_get_num(s, "maximum", &v)) have_hi = 1, hi = (long long)floor(v);
+        if (json_get_num(s, "exclusiveMaximum", &v) && (!have_hi || (long long)ceil(v) - 1 < hi))
+            have_hi = 1, hi = (long long)ceil(v) - 1;
+        if (!have_lo && !have_hi) {
+            sb_printf(b, "integer");
+            return;
+        }
+        char *expr = NULL;
+        if (lb_json_int_range_gbnf(have_lo, lo, have_hi, hi, &expr)) {
+            if (!c->err) c->err = LB_ERR_UNSUPPORTED;
+            return;
+        }
+        sb_printf(b, "%s", expr);
+        free(expr);
+    }
     else if (!strcmp(t, "array")) {
         const json_value *items = json_get(s, "items");
         int64_t lo = 0, hi = -1;
@@ -287,6 +311,15 @@ static int gen(ctx *c, const json_value *s) {
         const json_value *v;
         const char *ref = json_get_str(s, "$ref");
         const char *ty = json_get_str(s, "type");
+        static const char *const bounds[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+        for (int k = 0; k < 4; k++) {
+            const json_value *bv = json_get(s, bounds[k]);
+            if (bv && (!ty || strcmp(ty, "integer")))
+                refuse(c, LB_ERR_UNSUPPORTED, "json schema: \"%s\" other than an integer's (numbers' bounds are not "
+                                              "written)", bounds[k]);
+            else if (bv && (bv->type != JSON_NUMBER || bv->number != bv->number))
+                refuse(c, LB_ERR_ARG, "json schema: \"%s\" must be a number", bounds[k]);
+        }
         if (json_get(s, "pattern") && (!ty || strcmp(ty, "string") || !json_get_str(s, "pattern")))
             refuse(c, LB_ERR_UNSUPPORTED, "json schema: \"pattern\" other than a string's (type \"string\" beside it)%s", "");
         if (ref) {

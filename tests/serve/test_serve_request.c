@@ -215,7 +215,7 @@ static void check_grammar_fields(void) {
         {"{\"prompt\":\"x\",\"response_format\":{\"type\":\"xml\"}}", "not 'xml'"},
         {"{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\"}}", "needs a 'json_schema' object"},
         {"{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"type\":"
-         "\"number\",\"maximum\":1}}}}", "keyword \"maximum\" is not supported"},
+         "\"number\",\"maximum\":1}}}}", "\"maximum\" other than an integer's"},
         {"{\"prompt\":\"x\",\"grammar\":\"root ::= \\\"a\\\"\",\"response_format\":{\"type\":\"json_object\"}}",
          "give one of"},
         {"{\"prompt\":\"x\",\"grammar\":5}", "expected a string"},

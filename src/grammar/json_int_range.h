@@ -1,0 +1,12 @@
+/* JSON Schema integer bounds -> GBNF (json_int_range.c). */
+#ifndef LB_GRAMMAR_JSON_INT_RANGE_H
+#define LB_GRAMMAR_JSON_INT_RANGE_H
+
+#include "core/common.h"
+
+/* A GBNF expression for the JSON texts of exactly the integers in [lo, hi]
+ * (have_lo / have_hi 0: unbounded on that side; bounds within 10^15).
+ * *expr is malloc'd. */
+lb_status lb_json_int_range_gbnf(int have_lo, long long lo, int have_hi, long long hi, char **expr);
+
+#endif
