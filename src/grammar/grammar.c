@@ -28,15 +28,15 @@ typedef struct { /* a set of stacks: stack i is data[off[i] + 1 ..], its length 
 struct lb_grammar {
     lb_grules r;
     stackset cur, tmp[2];
-    uint32_t partial;   /* the bits of a character the text ends inside */
-    int partial_rem;    /* its continuation bytes still to come (0: none) */
-    int partial_len;    /* its length in bytes */
-    int overflow;       /* a stack or the set hit its bound (the text is refused past it) */
+    uint32_t partial; /* the bits of a character the text ends inside */
+    int partial_rem;  /* its continuation bytes still to come (0: none) */
+    int partial_len;  /* its length in bytes */
+    int overflow;     /* a stack or the set hit its bound (the text is refused past it) */
     int n_vocab;
-    char *pieces;       /* every token's bytes */
-    size_t *piece_off;  /* n_vocab + 1 offsets */
-    uint8_t *eog;       /* end-of-generation tokens */
-    float *masked;      /* logits with the refused tokens at -inf */
+    char *pieces;      /* every token's bytes */
+    size_t *piece_off; /* n_vocab + 1 offsets */
+    uint8_t *eog;      /* end-of-generation tokens */
+    float *masked;     /* logits with the refused tokens at -inf */
     int w[MAX_STACK + 2];
 };
 
@@ -78,13 +78,23 @@ static int at_end(const lb_gel *el, int pos) { return el[pos].type == GE_END || 
  * resulting stack has a character group on top (or is empty), into out.
  * Writes only w[len - 1 ..] and leaves w[len - 1] as it found it. */
 static void advance(lb_grammar *g, stackset *out, int len) {
-    if (len == 0) { ss_add(g, out, g->w, 0); return; }
+    if (len == 0) {
+        ss_add(g, out, g->w, 0);
+        return;
+    }
     const lb_gel *el = g->r.el;
     const int top = g->w[len - 1];
-    if (el[top].type != GE_REF) { ss_add(g, out, g->w, len); return; }
+    if (el[top].type != GE_REF) {
+        ss_add(g, out, g->w, len);
+        return;
+    }
     int base = len - 1;
     if (!at_end(el, top + 1)) g->w[base++] = top + 1;
-    if (base + 1 > MAX_STACK) { g->overflow = 1; g->w[len - 1] = top; return; }
+    if (base + 1 > MAX_STACK) {
+        g->overflow = 1;
+        g->w[len - 1] = top;
+        return;
+    }
     for (int a = g->r.rule_start[el[top].v];; a++) {
         if (at_end(el, a)) advance(g, out, base); /* an empty alternative */
         else {
@@ -224,7 +234,10 @@ lb_status lb_grammar_new(const lb_model *m, const char *gbnf, lb_grammar **out) 
     lb_grammar *g = calloc(1, sizeof *g);
     if (!g) return lb_fail(LB_ERR_NOMEM, "out of memory");
     lb_status s = lb_grules_parse(gbnf, &g->r);
-    if (s) { free(g); return s; }
+    if (s) {
+        free(g);
+        return s;
+    }
     g->n_vocab = V;
     size_t total = 0;
     g->piece_off = malloc(((size_t)V + 1) * sizeof *g->piece_off);

@@ -86,7 +86,10 @@ static void define(parser *ps, int r, const seq *body) {
         int cap = g->cap_el ? g->cap_el : 256;
         while (cap < g->n_el + body->n + 1) cap *= 2;
         lb_gel *e = realloc(g->el, (size_t)cap * sizeof *e);
-        if (!e) { ps->err = lb_fail(LB_ERR_NOMEM, "out of memory"); return; }
+        if (!e) {
+            ps->err = lb_fail(LB_ERR_NOMEM, "out of memory");
+            return;
+        }
         g->el = e, g->cap_el = cap;
     }
     g->rule_start[r] = g->n_el;
@@ -134,10 +137,16 @@ static uint32_t read_char(parser *ps) {
         }
         const char *map = "n\nr\rt\t\\\\\"\"''[[]]--^^//";
         for (const char *m = map; *m; m += 2)
-            if (*m == e) { ps->p += 2; return (uint32_t)(unsigned char)m[1]; }
+            if (*m == e) {
+                ps->p += 2;
+                return (uint32_t)(unsigned char)m[1];
+            }
         return perr(ps, ps->p, "unknown escape \\%.1s", ps->p + 1), 0;
     }
-    if (*p < 0x80) { ps->p++; return *p; }
+    if (*p < 0x80) {
+        ps->p++;
+        return *p;
+    }
     const int n = *p >= 0xF0 ? 4 : *p >= 0xE0 ? 3 : *p >= 0xC0 ? 2 : 0;
     if (!n || *p > 0xF4) return perr(ps, ps->p, "invalid UTF-8%s", ""), 0;
     uint32_t v = *p & (0x7F >> n);
@@ -218,7 +227,10 @@ static void parse_sequence(parser *ps, int rule, seq *out, int nested) {
             ps->p++;
             last = out->n;
             while (*ps->p != '"' && !ps->err) {
-                if (!*ps->p || *ps->p == '\n') { perr(ps, at, "unterminated literal%s", ""); break; }
+                if (!*ps->p || *ps->p == '\n') {
+                    perr(ps, at, "unterminated literal%s", "");
+                    break;
+                }
                 push(ps, out, GE_CHAR, read_char(ps));
             }
             if (!ps->err) ps->p++;
@@ -229,7 +241,10 @@ static void parse_sequence(parser *ps, int rule, seq *out, int nested) {
             if (*ps->p == '^') ps->p++, first = GE_NOT;
             int n = 0;
             while (*ps->p != ']' && !ps->err) {
-                if (!*ps->p) { perr(ps, at, "unterminated character class%s", ""); break; }
+                if (!*ps->p) {
+                    perr(ps, at, "unterminated character class%s", "");
+                    break;
+                }
                 const uint32_t lo = read_char(ps);
                 push(ps, out, n++ ? GE_CHAR_ALT : first, lo);
                 if (ps->p[0] == '-' && ps->p[1] && ps->p[1] != ']') {
@@ -254,7 +269,10 @@ static void parse_sequence(parser *ps, int rule, seq *out, int nested) {
             const int r = rule_id(ps, s, (size_t)(ps->p - s));
             push(ps, out, GE_REF, (uint32_t)r);
         } else if (c == '(') {
-            if (++ps->depth > MAX_DEPTH) { perr(ps, at, "groups nested too deep%s", ""); break; }
+            if (++ps->depth > MAX_DEPTH) {
+                perr(ps, at, "groups nested too deep%s", "");
+                break;
+            }
             ps->p = skip_space(ps->p + 1, 1);
             const int r = aux_rule(ps, rule);
             seq body = {0};
@@ -267,7 +285,10 @@ static void parse_sequence(parser *ps, int rule, seq *out, int nested) {
             last = out->n;
             push(ps, out, GE_REF, (uint32_t)r);
         } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-            if (last < 0) { perr(ps, at, "'%.1s' follows no symbol", at); break; }
+            if (last < 0) {
+                perr(ps, at, "'%.1s' follows no symbol", at);
+                break;
+            }
             int min = c == '+', max = c == '?' ? 1 : -1;
             if (c == '{') {
                 if (parse_braces(ps, &min, &max)) break;
@@ -353,14 +374,23 @@ lb_status lb_grules_parse(const char *text, lb_grules *out) {
     while (*ps.p && !ps.err) {
         const char *name = ps.p;
         while (is_name_char(*ps.p)) ps.p++;
-        if (ps.p == name) { perr(&ps, name, "expected a rule name%s", ""); break; }
+        if (ps.p == name) {
+            perr(&ps, name, "expected a rule name%s", "");
+            break;
+        }
         const size_t len = (size_t)(ps.p - name);
         ps.p = skip_space(ps.p, 0);
-        if (strncmp(ps.p, "::=", 3)) { perr(&ps, ps.p, "expected ::= after the rule name%s", ""); break; }
+        if (strncmp(ps.p, "::=", 3)) {
+            perr(&ps, ps.p, "expected ::= after the rule name%s", "");
+            break;
+        }
         ps.p = skip_space(ps.p + 3, 1);
         const int r = rule_id(&ps, name, len);
         if (r < 0) break;
-        if (out->rule_start[r] >= 0) { perr(&ps, name, "rule '%s' defined twice", out->names[r]); break; }
+        if (out->rule_start[r] >= 0) {
+            perr(&ps, name, "rule '%s' defined twice", out->names[r]);
+            break;
+        }
         seq body = {0};
         parse_alternates(&ps, r, &body);
         if (!ps.err && *ps.p && *ps.p != '\n' && *ps.p != '\r') perr(&ps, ps.p, "unexpected '%.1s'", ps.p);

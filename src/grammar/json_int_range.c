@@ -14,36 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/gbuf.h"
 #include "grammar/json_int_range.h"
 
 enum { MAX_DIGITS = 16 };
 #define LIMIT 1000000000000000LL /* bounds must lie within (-10^15, 10^15) */
-
-typedef struct {
-    char *s;
-    size_t n, cap;
-    int oom;
-} ibuf;
-
-static void put(ibuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(ibuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    char tmp[96];
-    va_list ap;
-    va_start(ap, fmt);
-    const int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof tmp) { b->oom = 1; return; }
-    if (b->n + (size_t)n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap < b->n + (size_t)n + 1) cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) { b->oom = 1; return; }
-        b->s = s, b->cap = cap;
-    }
-    memcpy(b->s + b->n, tmp, (size_t)n + 1);
-    b->n += (size_t)n;
-}
 
 static int all(const char *s, char c) {
     for (; *s; s++)
@@ -53,14 +28,14 @@ static int all(const char *s, char c) {
 
 /* Alternatives for the equal-length digit strings [a, b] (a <= b), each
  * prefixed by pre; *first: no " | " before the first one written. */
-static void same_len(ibuf *o, const char *pre, const char *a, const char *b, int *first) {
+static void same_len(lb_gbuf *o, const char *pre, const char *a, const char *b, int *first) {
     const size_t n = strlen(a);
     size_t i = 0;
     while (i < n && a[i] == b[i]) i++;
     char p[64];
     snprintf(p, sizeof p, "%s%.*s", pre, (int)i, a); /* the common prefix */
-    if (i == n) { /* a == b */
-        put(o, "%s\"%s\"", *first ? "" : " | ", p), *first = 0;
+    if (i == n) {                                    /* a == b */
+        lb_gbuf_printf(o, "%s\"%s\"", *first ? "" : " | ", p), *first = 0;
         return;
     }
     const size_t rest = n - i - 1;
@@ -76,11 +51,11 @@ static void same_len(ibuf *o, const char *pre, const char *a, const char *b, int
     /* the digits between, with any tail */
     const char m0 = lo_full ? da : (char)(da + 1), m1 = hi_full ? db : (char)(db - 1);
     if (m0 <= m1) {
-        put(o, "%s", *first ? "" : " | "), *first = 0;
-        if (*p) put(o, "\"%s\" ", p);
-        if (m0 == m1) put(o, "\"%c\"", m0);
-        else put(o, "[%c-%c]", m0, m1);
-        if (rest) put(o, " [0-9]{%zu}", rest);
+        lb_gbuf_printf(o, "%s", *first ? "" : " | "), *first = 0;
+        if (*p) lb_gbuf_printf(o, "\"%s\" ", p);
+        if (m0 == m1) lb_gbuf_printf(o, "\"%c\"", m0);
+        else lb_gbuf_printf(o, "[%c-%c]", m0, m1);
+        if (rest) lb_gbuf_printf(o, " [0-9]{%zu}", rest);
     }
     /* b's digit with 00..0 up to b's tail */
     if (!hi_full) {
@@ -92,7 +67,7 @@ static void same_len(ibuf *o, const char *pre, const char *a, const char *b, int
 }
 
 /* [lo, hi], 0 <= lo <= hi (hi -1: no upper bound), after prefix sign */
-static void nonneg(ibuf *o, const char *sign, long long lo, long long hi, int *first) {
+static void nonneg(lb_gbuf *o, const char *sign, long long lo, long long hi, int *first) {
     char a[32], b[32];
     const int da = snprintf(a, sizeof a, "%lld", lo);
     const int dmax = hi < 0 ? da : snprintf(b, sizeof b, "%lld", hi);
@@ -105,8 +80,9 @@ static void nonneg(ibuf *o, const char *sign, long long lo, long long hi, int *f
         same_len(o, sign, a, b, first);
     }
     if (hi < 0 && dmax < MAX_DIGITS) /* no upper bound: every longer number */
-        put(o, "%s%s%s%s[1-9] [0-9]{%d,%d}", *first ? "" : " | ", *sign ? "\"" : "", sign, *sign ? "\" " : "", dmax,
-            MAX_DIGITS - 1), *first = 0;
+        lb_gbuf_printf(o, "%s%s%s%s[1-9] [0-9]{%d,%d}", *first ? "" : " | ", *sign ? "\"" : "", sign,
+                       *sign ? "\" " : "", dmax, MAX_DIGITS - 1),
+            *first = 0;
 }
 
 lb_status lb_json_int_range_gbnf(int have_lo, long long lo, int have_hi, long long hi, char **expr) {
@@ -115,9 +91,9 @@ lb_status lb_json_int_range_gbnf(int have_lo, long long lo, int have_hi, long lo
         return lb_fail(LB_ERR_UNSUPPORTED, "json schema: integer bounds beyond 10^15");
     if (have_lo && have_hi && hi < lo)
         return lb_fail(LB_ERR_UNSUPPORTED, "json schema: an integer maximum below its minimum (no value)");
-    ibuf o = {0};
+    lb_gbuf o = {0};
     int first = 1;
-    put(&o, "( ");
+    lb_gbuf_printf(&o, "( ");
     /* the negative part: "-" and [max(1, -hi), -lo] */
     if (!have_lo || lo < 0) {
         const long long nlo = have_hi && hi < 0 ? -hi : 1, nhi = have_lo ? -lo : -1;
@@ -125,7 +101,7 @@ lb_status lb_json_int_range_gbnf(int have_lo, long long lo, int have_hi, long lo
     }
     /* the non-negative part: [max(0, lo), hi] */
     if (!have_hi || hi >= 0) nonneg(&o, "", have_lo && lo > 0 ? lo : 0, have_hi ? hi : -1, &first);
-    put(&o, " )");
+    lb_gbuf_printf(&o, " )");
     if (o.oom) {
         free(o.s);
         return lb_fail(LB_ERR_NOMEM, "out of memory");

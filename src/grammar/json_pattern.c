@@ -19,37 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/gbuf.h"
 #include "grammar/json_pattern.h"
 
 enum { MAX_PATTERN_DEPTH = 64, MAX_PATTERN_REPEAT = 1000 };
-
-typedef struct {
-    char *s;
-    size_t n, cap;
-    int oom;
-} obuf;
-
-static void out(obuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out(obuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    va_list ap;
-    va_start(ap, fmt);
-    char tmp[64];
-    const int need = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (need < 0) { b->oom = 1; return; }
-    if (b->n + (size_t)need + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 128;
-        while (cap < b->n + (size_t)need + 1) cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) { b->oom = 1; return; }
-        b->s = s, b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
-    b->n += (size_t)need;
-}
 
 typedef struct {
     const char *p, *end;
@@ -59,21 +32,22 @@ typedef struct {
 
 /* A JSON string character as GBNF class members: the text of one code point
  * that needs no escape (JSON's), for use inside [...] */
-static void class_cp(obuf *b, unsigned cp) {
-    if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-' || cp == '"') out(b, "\\%c", (char)cp);
-    else if (cp < 0x20 || cp == 0x7F) out(b, "\\x%02X", cp);
-    else if (cp < 0x80) out(b, "%c", (char)cp);
-    else out(b, "\\U%08X", cp);
+static void class_cp(lb_gbuf *b, unsigned cp) {
+    if (cp == '\\' || cp == ']' || cp == '[' || cp == '^' || cp == '-' || cp == '"')
+        lb_gbuf_printf(b, "\\%c", (char)cp);
+    else if (cp < 0x20 || cp == 0x7F) lb_gbuf_printf(b, "\\x%02X", cp);
+    else if (cp < 0x80) lb_gbuf_printf(b, "%c", (char)cp);
+    else lb_gbuf_printf(b, "\\U%08X", cp);
 }
 
 /* One character the pattern names, as JSON text: a GBNF literal. */
-static void literal_cp(obuf *b, unsigned cp) {
+static void literal_cp(lb_gbuf *b, unsigned cp) {
     static const char *const esc[] = {['"'] = "\\\\\\\"", ['\\'] = "\\\\\\\\", ['\n'] = "\\\\n", ['\r'] = "\\\\r",
-                                      ['\t'] = "\\\\t", ['\b'] = "\\\\b", ['\f'] = "\\\\f"};
-    if (cp < sizeof esc / sizeof *esc && esc[cp]) out(b, "\"%s\"", esc[cp]);
-    else if (cp < 0x20) out(b, "\"\\\\u%04x\"", cp);
-    else if (cp < 0x80) out(b, "\"%s%c\"", cp == '"' || cp == '\\' ? "\\" : "", (char)cp);
-    else out(b, "\"\\U%08X\"", cp);
+                                      ['\t'] = "\\\\t",   ['\b'] = "\\\\b",    ['\f'] = "\\\\f"};
+    if (cp < sizeof esc / sizeof *esc && esc[cp]) lb_gbuf_printf(b, "\"%s\"", esc[cp]);
+    else if (cp < 0x20) lb_gbuf_printf(b, "\"\\\\u%04x\"", cp);
+    else if (cp < 0x80) lb_gbuf_printf(b, "\"%s%c\"", cp == '"' || cp == '\\' ? "\\" : "", (char)cp);
+    else lb_gbuf_printf(b, "\"\\U%08X\"", cp);
 }
 
 /* The characters a JSON string holds unescaped: what '.' and negated classes
@@ -84,8 +58,14 @@ static unsigned hexn(rx *r, int n) {
     unsigned v = 0;
     for (int i = 0; i < n; i++) {
         const char c = r->p < r->end ? *r->p : 0;
-        const int h = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-        if (h < 0) { r->err = "a bad \\x or \\u escape"; return 0; }
+        const int h = c >= '0' && c <= '9'   ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
+        if (h < 0) {
+            r->err = "a bad \\x or \\u escape";
+            return 0;
+        }
         v = v * 16 + (unsigned)h;
         r->p++;
     }
@@ -95,7 +75,10 @@ static unsigned hexn(rx *r, int n) {
 static unsigned utf8_cp(rx *r) {
     const unsigned char *u = (const unsigned char *)r->p;
     const int n = *u < 0x80 ? 1 : *u >= 0xF0 ? 4 : *u >= 0xE0 ? 3 : 2;
-    if (r->p + n > r->end) { r->err = "invalid UTF-8"; return 0; }
+    if (r->p + n > r->end) {
+        r->err = "invalid UTF-8";
+        return 0;
+    }
     unsigned v = n == 1 ? *u : *u & (0x3F >> (n - 1));
     for (int i = 1; i < n; i++) v = v << 6 | (u[i] & 0x3F);
     r->p += n;
@@ -105,12 +88,12 @@ static unsigned utf8_cp(rx *r) {
 /* \d \w \s and their negations (*neg) as class members: where a class
  * allows them (complement 0) only what JSON writes plainly (\s: the space),
  * where they are left out (complement 1: a negated class) all of them */
-static int class_escape(char e, obuf *b, int *neg, int complement) {
+static int class_escape(char e, lb_gbuf *b, int *neg, int complement) {
     const char lower = (char)(e | 0x20);
     *neg = e >= 'A' && e <= 'Z';
-    if (lower == 'd') out(b, "0-9");
-    else if (lower == 'w') out(b, "a-zA-Z0-9_");
-    else if (lower == 's') out(b, complement ? " \\t\\n\\r\\x0B\\x0C" : " ");
+    if (lower == 'd') lb_gbuf_printf(b, "0-9");
+    else if (lower == 'w') lb_gbuf_printf(b, "a-zA-Z0-9_");
+    else if (lower == 's') lb_gbuf_printf(b, complement ? " \\t\\n\\r\\x0B\\x0C" : " ");
     else return 0;
     return 1;
 }
@@ -118,47 +101,61 @@ static int class_escape(char e, obuf *b, int *neg, int complement) {
 /* An escape after '\' that stands for one character; -1 when it is not one. */
 static long escape_cp(rx *r, char e) {
     switch (e) {
-    case 'n': return '\n';
-    case 'r': return '\r';
-    case 't': return '\t';
-    case 'f': return '\f';
-    case 'v': return 0x0B;
-    case '0': return 0;
-    case 'x': return (long)hexn(r, 2);
-    case 'u': return (long)hexn(r, 4);
+    case 'n':
+        return '\n';
+    case 'r':
+        return '\r';
+    case 't':
+        return '\t';
+    case 'f':
+        return '\f';
+    case 'v':
+        return 0x0B;
+    case '0':
+        return 0;
+    case 'x':
+        return (long)hexn(r, 2);
+    case 'u':
+        return (long)hexn(r, 4);
     default:
         if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '1' && e <= '9')) return -1;
         return (unsigned char)e; /* escaped punctuation stands for itself */
     }
 }
 
-static int alternation(rx *r, obuf *b);
+static int alternation(rx *r, lb_gbuf *b);
 
 /* [...]: positive classes keep what JSON writes plainly; negated ones also
  * leave out what it must escape. */
-static void char_class(rx *r, obuf *b) {
+static void char_class(rx *r, lb_gbuf *b) {
     r->p++; /* '[' */
     const int negated = r->p < r->end && *r->p == '^';
     if (negated) r->p++;
-    obuf members = {0}, negmembers = {0};
+    lb_gbuf members = {0}, negmembers = {0};
     int first = 1;
     while (!r->err && r->p < r->end && (*r->p != ']' || first)) {
         first = 0;
         unsigned lo;
         if (*r->p == '\\') {
-            if (++r->p >= r->end) { r->err = "a pattern ending in '\\'"; break; }
+            if (++r->p >= r->end) {
+                r->err = "a pattern ending in '\\'";
+                break;
+            }
             const char e = *r->p++;
             int neg;
-            obuf tmp = {0};
+            lb_gbuf tmp = {0};
             if (class_escape(e, &tmp, &neg, negated)) {
                 if (neg) r->err = "\\D, \\W or \\S inside a class";
-                else out(negated ? &negmembers : &members, "%s", tmp.s ? tmp.s : "");
+                else lb_gbuf_printf(negated ? &negmembers : &members, "%s", tmp.s ? tmp.s : "");
                 free(tmp.s);
                 continue;
             }
             free(tmp.s);
             const long v = escape_cp(r, e);
-            if (v < 0) { r->err = "an escape that is not one character, inside a class"; break; }
+            if (v < 0) {
+                r->err = "an escape that is not one character, inside a class";
+                break;
+            }
             lo = (unsigned)v;
         } else lo = utf8_cp(r);
         unsigned hi = lo;
@@ -167,32 +164,44 @@ static void char_class(rx *r, obuf *b) {
             if (*r->p == '\\') {
                 r->p++;
                 const long v = r->p < r->end ? escape_cp(r, *r->p++) : -1;
-                if (v < 0) { r->err = "a bad range end"; break; }
+                if (v < 0) {
+                    r->err = "a bad range end";
+                    break;
+                }
                 hi = (unsigned)v;
             } else hi = utf8_cp(r);
-            if (hi < lo) { r->err = "a range whose end is below its start"; break; }
+            if (hi < lo) {
+                r->err = "a range whose end is below its start";
+                break;
+            }
         }
         /* what JSON writes plainly: cut the quote, backslash and controls out of a positive range */
         for (unsigned a = lo; a <= hi && !r->err;) {
             unsigned e = hi;
             if (!negated) {
-                if (a < 0x20) { a = 0x20; continue; }
-                if (a == '"' || a == '\\' || a == 0x7F) { a++; continue; }
+                if (a < 0x20) {
+                    a = 0x20;
+                    continue;
+                }
+                if (a == '"' || a == '\\' || a == 0x7F) {
+                    a++;
+                    continue;
+                }
                 if (a < '"' && e >= '"') e = '"' - 1;
                 else if (a < '\\' && e >= '\\') e = '\\' - 1;
                 else if (a < 0x7F && e >= 0x7F) e = 0x7E;
             }
-            obuf *m = negated ? &negmembers : &members;
+            lb_gbuf *m = negated ? &negmembers : &members;
             class_cp(m, a);
-            if (e > a) out(m, "-"), class_cp(m, e);
+            if (e > a) lb_gbuf_printf(m, "-"), class_cp(m, e);
             if (e == hi) break;
             a = e + 1;
         }
     }
     if (!r->err && (r->p >= r->end || *r->p != ']')) r->err = "an unterminated character class";
     if (!r->err) r->p++;
-    if (!r->err && negated) out(b, "[^%s" JSON_PLAIN_EXCLUDE "]", negmembers.s ? negmembers.s : "");
-    else if (!r->err && members.s) out(b, "[%s]", members.s);
+    if (!r->err && negated) lb_gbuf_printf(b, "[^%s" JSON_PLAIN_EXCLUDE "]", negmembers.s ? negmembers.s : "");
+    else if (!r->err && members.s) lb_gbuf_printf(b, "[%s]", members.s);
     else if (!r->err) r->err = "a class that JSON text cannot write unescaped (only quotes, backslashes or controls)";
     if (members.oom || negmembers.oom) b->oom = 1;
     free(members.s);
@@ -200,33 +209,42 @@ static void char_class(rx *r, obuf *b) {
 }
 
 /* One atom: its GBNF text into b; 1 when it can match the empty string. */
-static int atom(rx *r, obuf *b) {
+static int atom(rx *r, lb_gbuf *b) {
     const char c = *r->p;
     int nullable = 0;
     if (c == '(') {
         r->p++;
         if (r->p < r->end && *r->p == '?') {
             if (r->p + 1 < r->end && r->p[1] == ':') r->p += 2;
-            else { r->err = "lookarounds and named groups ((?=, (?!, (?<...)"; return 0; }
+            else {
+                r->err = "lookarounds and named groups ((?=, (?!, (?<...)";
+                return 0;
+            }
         }
-        if (++r->depth > MAX_PATTERN_DEPTH) { r->err = "groups nested deeper than 64"; return 0; }
-        out(b, "( ");
+        if (++r->depth > MAX_PATTERN_DEPTH) {
+            r->err = "groups nested deeper than 64";
+            return 0;
+        }
+        lb_gbuf_printf(b, "( ");
         nullable = alternation(r, b);
-        out(b, " )");
+        lb_gbuf_printf(b, " )");
         r->depth--;
         if (!r->err && (r->p >= r->end || *r->p != ')')) r->err = "an unclosed group";
         if (!r->err) r->p++;
     } else if (c == '[') char_class(r, b);
     else if (c == '.') {
         r->p++;
-        out(b, "[^\\n" JSON_PLAIN_EXCLUDE "]");
+        lb_gbuf_printf(b, "[^\\n" JSON_PLAIN_EXCLUDE "]");
     } else if (c == '\\') {
-        if (++r->p >= r->end) { r->err = "a pattern ending in '\\'"; return 0; }
+        if (++r->p >= r->end) {
+            r->err = "a pattern ending in '\\'";
+            return 0;
+        }
         const char e = *r->p++;
         int neg;
-        obuf tmp = {0};
+        lb_gbuf tmp = {0};
         if (class_escape(e, &tmp, &neg, e >= 'A' && e <= 'Z'))
-            out(b, neg ? "[^%s" JSON_PLAIN_EXCLUDE "]" : "[%s]", tmp.s ? tmp.s : "");
+            lb_gbuf_printf(b, neg ? "[^%s" JSON_PLAIN_EXCLUDE "]" : "[%s]", tmp.s ? tmp.s : "");
         else if (e == 'b' || e == 'B') r->err = "word boundaries (\\b, \\B)";
         else if (e == 'p' || e == 'P') r->err = "Unicode property escapes (\\p{...})";
         else if (e == 'k' || (e >= '1' && e <= '9')) r->err = "backreferences";
@@ -271,20 +289,26 @@ static int braces(rx *r, long *lo_out, long *hi_out) {
 }
 
 /* 1 when the sequence can match the empty string */
-static int sequence(rx *r, obuf *b) {
+static int sequence(rx *r, lb_gbuf *b) {
     int any = 0, nullable = 1;
     while (!r->err && r->p < r->end && *r->p != '|' && *r->p != ')') {
         if (*r->p == '$' && r->p + 1 == r->end) break; /* the end anchor */
-        obuf a = {0};
+        lb_gbuf a = {0};
         const int empty_ok = atom(r, &a);
-        if (r->err) { free(a.s); break; }
+        if (r->err) {
+            free(a.s);
+            break;
+        }
         long lo = 1, hi = 1;
         if (r->p < r->end) {
             const char q = *r->p;
             if (q == '*') lo = 0, hi = -1, r->p++;
             else if (q == '+') lo = 1, hi = -1, r->p++;
             else if (q == '?') lo = 0, hi = 1, r->p++;
-            else if (q == '{' && !braces(r, &lo, &hi) && r->err) { free(a.s); break; }
+            else if (q == '{' && !braces(r, &lo, &hi) && r->err) {
+                free(a.s);
+                break;
+            }
             if (r->p < r->end && *r->p == '?' && !(lo == 1 && hi == 1)) r->p++; /* lazy: the same strings */
         }
         if (empty_ok && hi == -1) { /* (a*)* would expand to a rule that reaches itself before any character */
@@ -292,26 +316,26 @@ static int sequence(rx *r, obuf *b) {
             free(a.s);
             break;
         }
-        out(b, "%s( %s )", any ? " " : "", a.s ? a.s : "\"\"");
-        if (lo == 0 && hi == -1) out(b, "*");
-        else if (lo == 1 && hi == -1) out(b, "+");
-        else if (lo == 0 && hi == 1) out(b, "?");
-        else if (hi == -1) out(b, "{%ld,}", lo);
-        else if (!(lo == 1 && hi == 1)) out(b, "{%ld,%ld}", lo, hi);
+        lb_gbuf_printf(b, "%s( %s )", any ? " " : "", a.s ? a.s : "\"\"");
+        if (lo == 0 && hi == -1) lb_gbuf_printf(b, "*");
+        else if (lo == 1 && hi == -1) lb_gbuf_printf(b, "+");
+        else if (lo == 0 && hi == 1) lb_gbuf_printf(b, "?");
+        else if (hi == -1) lb_gbuf_printf(b, "{%ld,}", lo);
+        else if (!(lo == 1 && hi == 1)) lb_gbuf_printf(b, "{%ld,%ld}", lo, hi);
         if (a.oom) b->oom = 1;
         free(a.s);
         nullable &= empty_ok || lo == 0;
         any = 1;
     }
-    if (!any) out(b, "\"\"");
+    if (!any) lb_gbuf_printf(b, "\"\"");
     return nullable;
 }
 
-static int alternation(rx *r, obuf *b) {
+static int alternation(rx *r, lb_gbuf *b) {
     int nullable = sequence(r, b);
     while (!r->err && r->p < r->end && *r->p == '|') {
         r->p++;
-        out(b, " | ");
+        lb_gbuf_printf(b, " | ");
         nullable |= sequence(r, b);
     }
     return nullable;
@@ -323,17 +347,17 @@ lb_status lb_json_pattern_gbnf(const char *pattern, char **expr) {
     rx r = {pattern, pattern + n, NULL, 0};
     const int head = n > 0 && pattern[0] == '^';
     if (head) r.p++;
-    obuf b = {0};
-    out(&b, "%s( ", head ? "" : "[^" JSON_PLAIN_EXCLUDE "]* ");
+    lb_gbuf b = {0};
+    lb_gbuf_printf(&b, "%s( ", head ? "" : "[^" JSON_PLAIN_EXCLUDE "]* ");
     alternation(&r, &b);
     int tail = 0;
     if (!r.err && r.p < r.end && *r.p == '$' && r.p + 1 == r.end) tail = 1, r.p++;
     if (!r.err && r.p < r.end) r.err = *r.p == ')' ? "an unmatched ')'" : "'$' other than at the pattern's end";
-    out(&b, " )%s", tail ? "" : " [^" JSON_PLAIN_EXCLUDE "]*");
+    lb_gbuf_printf(&b, " )%s", tail ? "" : " [^" JSON_PLAIN_EXCLUDE "]*");
     if (r.err) {
         free(b.s);
-        return lb_fail(LB_ERR_UNSUPPORTED, "json schema: pattern \"%.80s\": %s (at offset %d) is not supported", pattern,
-                       r.err, (int)(r.p - pattern));
+        return lb_fail(LB_ERR_UNSUPPORTED, "json schema: pattern \"%.80s\": %s (at offset %d) is not supported",
+                       pattern, r.err, (int)(r.p - pattern));
     }
     if (b.oom) {
         free(b.s);

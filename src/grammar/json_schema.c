@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/common.h"
+#include "grammar/gbuf.h"
 #include "grammar/json_int_range.h"
 #include "grammar/json_pattern.h"
 #include "grammar/json_schema.h"
@@ -20,17 +21,17 @@
 /* Whitespace sits inside objects and arrays only (around their punctuation),
  * never after a value, so a whole value ends the text: nothing may follow
  * it but end-of-generation. */
-#define JSON_PRIMITIVES                                                                                          \
-    "value ::= object | array | string | number | \"true\" | \"false\" | \"null\"\n"                             \
-    "object ::= \"{\" ws ( member ( ws \",\" ws member )* ws )? \"}\"\n"                                         \
-    "member ::= string ws \":\" ws value\n"                                                                     \
-    "array ::= \"[\" ws ( value ( ws \",\" ws value )* ws )? \"]\"\n"                                             \
-    "string ::= \"\\\"\" char* \"\\\"\"\n"                                                                      \
-    "char ::= [^\"\\\\\\x00-\\x1F\\x7F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )\n"               \
-    "number ::= integer ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n"                                  \
-    "integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"                                                      \
-    "boolean ::= \"true\" | \"false\"\n"                                                                      \
-    "null ::= \"null\"\n"                                                                                       \
+#define JSON_PRIMITIVES                                                                                                \
+    "value ::= object | array | string | number | \"true\" | \"false\" | \"null\"\n"                                   \
+    "object ::= \"{\" ws ( member ( ws \",\" ws member )* ws )? \"}\"\n"                                               \
+    "member ::= string ws \":\" ws value\n"                                                                            \
+    "array ::= \"[\" ws ( value ( ws \",\" ws value )* ws )? \"]\"\n"                                                  \
+    "string ::= \"\\\"\" char* \"\\\"\"\n"                                                                             \
+    "char ::= [^\"\\\\\\x00-\\x1F\\x7F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4} )\n"                        \
+    "number ::= integer ( \".\" [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,3} )?\n"                                           \
+    "integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,15} )\n"                                                               \
+    "boolean ::= \"true\" | \"false\"\n"                                                                               \
+    "null ::= \"null\"\n"                                                                                              \
     "ws ::= ( \" \" | \"\\n\" [ \\t]{0,20} )?\n"
 
 const char *lb_grammar_json(int object_only) {
@@ -38,34 +39,7 @@ const char *lb_grammar_json(int object_only) {
 }
 
 typedef struct {
-    char *s;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) LB_PRINTF(2, 3);
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-    if (b->oom) return;
-    va_list ap;
-    va_start(ap, fmt);
-    const int need = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (need < 0) { b->oom = 1; return; }
-    if (b->n + (size_t)need + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + (size_t)need + 1) cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) { b->oom = 1; return; }
-        b->s = s, b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-    va_end(ap);
-    b->n += (size_t)need;
-}
-
-typedef struct {
-    sbuf rules;
+    lb_gbuf rules;
     const json_value *root;
     int next_id, depth;
     const char *ref_names[64]; /* $refs given rules so far, and their ids */
@@ -81,52 +55,58 @@ static lb_status refuse(ctx *c, lb_status s, const char *fmt, const char *arg) {
 }
 
 /* A GBNF literal of the JSON text of string s[0..n): "\"...\"" */
-static void json_string_literal(sbuf *b, const char *s, size_t n) {
-    sb_printf(b, "\"\\\"");
+static void json_string_literal(lb_gbuf *b, const char *s, size_t n) {
+    lb_gbuf_printf(b, "\"\\\"");
     for (size_t i = 0; i < n; i++) {
         const unsigned char ch = (unsigned char)s[i];
-        if (ch == '"') sb_printf(b, "\\\\\\\""); /* JSON \" inside a GBNF literal */
-        else if (ch == '\\') sb_printf(b, "\\\\\\\\");
-        else if (ch < 0x20) sb_printf(b, "\\\\u%04x", ch);
-        else sb_printf(b, "%c", ch);
+        if (ch == '"') lb_gbuf_printf(b, "\\\\\\\""); /* JSON \" inside a GBNF literal */
+        else if (ch == '\\') lb_gbuf_printf(b, "\\\\\\\\");
+        else if (ch < 0x20) lb_gbuf_printf(b, "\\\\u%04x", ch);
+        else lb_gbuf_printf(b, "%c", ch);
     }
-    sb_printf(b, "\\\"\"");
+    lb_gbuf_printf(b, "\\\"\"");
 }
 
 /* A literal of a JSON value's compact text (enum and const). */
-static void json_value_literal(ctx *c, sbuf *b, const json_value *v) {
+static void json_value_literal(ctx *c, lb_gbuf *b, const json_value *v) {
     switch (v->type) {
-    case JSON_NULL: sb_printf(b, "\"null\""); break;
-    case JSON_BOOL: sb_printf(b, v->boolean ? "\"true\"" : "\"false\""); break;
+    case JSON_NULL:
+        lb_gbuf_printf(b, "\"null\"");
+        break;
+    case JSON_BOOL:
+        lb_gbuf_printf(b, v->boolean ? "\"true\"" : "\"false\"");
+        break;
     case JSON_NUMBER:
-        if (v->is_int) sb_printf(b, "\"%lld\"", (long long)v->i);
+        if (v->is_int) lb_gbuf_printf(b, "\"%lld\"", (long long)v->i);
         else {
             char num[32];
             for (int prec = 15; prec <= 17; prec++) { /* the shortest text that reads back as the value */
                 snprintf(num, sizeof num, "%.*g", prec, v->number);
                 if (strtod(num, NULL) == v->number) break;
             }
-            sb_printf(b, "\"%s\"", num);
+            lb_gbuf_printf(b, "\"%s\"", num);
         }
         break;
-    case JSON_STRING: json_string_literal(b, v->str, v->n); break;
+    case JSON_STRING:
+        json_string_literal(b, v->str, v->n);
+        break;
     case JSON_ARRAY:
-        sb_printf(b, "\"[\" ");
+        lb_gbuf_printf(b, "\"[\" ");
         for (size_t i = 0; i < v->n; i++) {
-            if (i) sb_printf(b, " \",\" ");
+            if (i) lb_gbuf_printf(b, " \",\" ");
             json_value_literal(c, b, &v->items[i]);
         }
-        sb_printf(b, " \"]\"");
+        lb_gbuf_printf(b, " \"]\"");
         break;
     case JSON_OBJECT:
-        sb_printf(b, "\"{\" ");
+        lb_gbuf_printf(b, "\"{\" ");
         for (size_t i = 0; i < v->n; i++) {
-            if (i) sb_printf(b, " \",\" ");
+            if (i) lb_gbuf_printf(b, " \",\" ");
             json_string_literal(b, v->members[i].key, v->members[i].key_len);
-            sb_printf(b, " \":\" ");
+            lb_gbuf_printf(b, " \":\" ");
             json_value_literal(c, b, &v->members[i].value);
         }
-        sb_printf(b, " \"}\"");
+        lb_gbuf_printf(b, " \"}\"");
         break;
     }
 }
@@ -140,16 +120,51 @@ static int is_one_of(const char *k, const char *const *list) {
 }
 
 /* Keywords that only annotate (or that the rules below read). */
-static const char *const known[] = {"type", "properties", "required", "additionalProperties", "items", "minItems",
-                                    "maxItems", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "$defs",
-                                    "definitions", "minLength", "maxLength", "title", "description", "$schema",
-                                    "$id", "$comment", "default", "examples", "format", "readOnly", "writeOnly",
-                                    "deprecated", "strict", "name", "pattern", "minimum", "maximum",
-                                    "exclusiveMinimum", "exclusiveMaximum", NULL};
+static const char *const known[] = {"type",
+                                    "properties",
+                                    "required",
+                                    "additionalProperties",
+                                    "items",
+                                    "minItems",
+                                    "maxItems",
+                                    "enum",
+                                    "const",
+                                    "anyOf",
+                                    "oneOf",
+                                    "allOf",
+                                    "$ref",
+                                    "$defs",
+                                    "definitions",
+                                    "minLength",
+                                    "maxLength",
+                                    "title",
+                                    "description",
+                                    "$schema",
+                                    "$id",
+                                    "$comment",
+                                    "default",
+                                    "examples",
+                                    "format",
+                                    "readOnly",
+                                    "writeOnly",
+                                    "deprecated",
+                                    "strict",
+                                    "name",
+                                    "pattern",
+                                    "minimum",
+                                    "maximum",
+                                    "exclusiveMinimum",
+                                    "exclusiveMaximum",
+                                    NULL};
 
 static const json_value *resolve(ctx *c, const char *ref) {
-    const char *defs = !strncmp(ref, "#/$defs/", 8) ? "$defs" : !strncmp(ref, "#/definitions/", 14) ? "definitions" : NULL;
-    if (!defs) return refuse(c, LB_ERR_UNSUPPORTED, "json schema: $ref \"%s\" (only #/$defs/NAME and #/definitions/NAME)", ref), NULL;
+    const char *defs = !strncmp(ref, "#/$defs/", 8)          ? "$defs"
+                       : !strncmp(ref, "#/definitions/", 14) ? "definitions"
+                                                             : NULL;
+    if (!defs)
+        return refuse(c, LB_ERR_UNSUPPORTED, "json schema: $ref \"%s\" (only #/$defs/NAME and #/definitions/NAME)",
+                      ref),
+               NULL;
     const json_value *d = json_get_type(c->root, defs, JSON_OBJECT);
     const json_value *v = d ? json_get(d, strchr(ref + 2, '/') + 1) : NULL;
     if (!v) refuse(c, LB_ERR_ARG, "json schema: $ref \"%s\" names no definition", ref);
@@ -157,7 +172,7 @@ static const json_value *resolve(ctx *c, const char *ref) {
 }
 
 /* The body of a rule for schema s of one JSON type (t). */
-static void gen_type(ctx *c, sbuf *b, const json_value *s, const char *t) {
+static void gen_type(ctx *c, lb_gbuf *b, const json_value *s, const char *t) {
     if (!strcmp(t, "string")) {
         int64_t lo = 0, hi = -1;
         json_get_int(s, "minLength", &lo);
@@ -177,14 +192,14 @@ static void gen_type(ctx *c, sbuf *b, const json_value *s, const char *t) {
                 if (!c->err) c->err = LB_ERR_UNSUPPORTED;
                 return;
             }
-            sb_printf(b, "\"\\\"\" %s \"\\\"\"", expr);
+            lb_gbuf_printf(b, "\"\\\"\" %s \"\\\"\"", expr);
             free(expr);
             return;
         }
-        if (lo == 0 && hi < 0) sb_printf(b, "string");
-        else if (hi < 0) sb_printf(b, "\"\\\"\" char{%lld,} \"\\\"\"", (long long)lo);
-        else sb_printf(b, "\"\\\"\" char{%lld,%lld} \"\\\"\"", (long long)lo, (long long)hi);
-    } else if (!strcmp(t, "number") || !strcmp(t, "boolean") || !strcmp(t, "null")) sb_printf(b, "%s", t);
+        if (lo == 0 && hi < 0) lb_gbuf_printf(b, "string");
+        else if (hi < 0) lb_gbuf_printf(b, "\"\\\"\" char{%lld,} \"\\\"\"", (long long)lo);
+        else lb_gbuf_printf(b, "\"\\\"\" char{%lld,%lld} \"\\\"\"", (long long)lo, (long long)hi);
+    } else if (!strcmp(t, "number") || !strcmp(t, "boolean") || !strcmp(t, "null")) lb_gbuf_printf(b, "%s", t);
     else if (!strcmp(t, "integer")) {
         double v;
         int have_lo = 0, have_hi = 0;
@@ -196,7 +211,7 @@ static void gen_type(ctx *c, sbuf *b, const json_value *s, const char *t) {
         if (json_get_num(s, "exclusiveMaximum", &v) && (!have_hi || (long long)ceil(v) - 1 < hi))
             have_hi = 1, hi = (long long)ceil(v) - 1;
         if (!have_lo && !have_hi) {
-            sb_printf(b, "integer");
+            lb_gbuf_printf(b, "integer");
             return;
         }
         char *expr = NULL;
@@ -204,10 +219,9 @@ static void gen_type(ctx *c, sbuf *b, const json_value *s, const char *t) {
             if (!c->err) c->err = LB_ERR_UNSUPPORTED;
             return;
         }
-        sb_printf(b, "%s", expr);
+        lb_gbuf_printf(b, "%s", expr);
         free(expr);
-    }
-    else if (!strcmp(t, "array")) {
+    } else if (!strcmp(t, "array")) {
         const json_value *items = json_get(s, "items");
         int64_t lo = 0, hi = -1;
         json_get_int(s, "minItems", &lo);
@@ -220,12 +234,15 @@ static void gen_type(ctx *c, sbuf *b, const json_value *s, const char *t) {
         char iname[32];
         if (item >= 0) snprintf(iname, sizeof iname, "s%d", item);
         else snprintf(iname, sizeof iname, "value");
-        if (hi == 0) { sb_printf(b, "\"[\" ws \"]\""); return; }
-        sb_printf(b, "\"[\" ws %s%s ( ws \",\" ws %s )", lo == 0 ? "( " : "", iname, iname);
+        if (hi == 0) {
+            lb_gbuf_printf(b, "\"[\" ws \"]\"");
+            return;
+        }
+        lb_gbuf_printf(b, "\"[\" ws %s%s ( ws \",\" ws %s )", lo == 0 ? "( " : "", iname, iname);
         const long long rmin = lo > 0 ? lo - 1 : 0;
-        if (hi < 0) sb_printf(b, "{%lld,}", rmin);
-        else sb_printf(b, "{%lld,%lld}", rmin, (long long)hi - 1);
-        sb_printf(b, " ws%s \"]\"", lo == 0 ? " )?" : "");
+        if (hi < 0) lb_gbuf_printf(b, "{%lld,}", rmin);
+        else lb_gbuf_printf(b, "{%lld,%lld}", rmin, (long long)hi - 1);
+        lb_gbuf_printf(b, " ws%s \"]\"", lo == 0 ? " )?" : "");
     } else if (!strcmp(t, "object")) {
         const json_value *props = json_get_type(s, "properties", JSON_OBJECT);
         const json_value *req = json_get_type(s, "required", JSON_ARRAY);
@@ -233,61 +250,71 @@ static void gen_type(ctx *c, sbuf *b, const json_value *s, const char *t) {
         if (!props || props->n == 0) {
             if (extra && extra->type == JSON_OBJECT) { /* a map of strings to one schema */
                 const int v = gen(c, extra);
-                sb_printf(b, "\"{\" ws ( string ws \":\" ws s%d ( ws \",\" ws string ws \":\" ws s%d )* ws )? \"}\"", v, v);
-            } else if (extra && extra->type == JSON_BOOL && !extra->boolean) sb_printf(b, "\"{\" ws \"}\"");
-            else sb_printf(b, "object");
+                lb_gbuf_printf(
+                    b, "\"{\" ws ( string ws \":\" ws s%d ( ws \",\" ws string ws \":\" ws s%d )* ws )? \"}\"", v, v);
+            } else if (extra && extra->type == JSON_BOOL && !extra->boolean) lb_gbuf_printf(b, "\"{\" ws \"}\"");
+            else lb_gbuf_printf(b, "object");
             return;
         }
         int kv[64], is_req[64], n = (int)props->n;
-        if (n > 64) { refuse(c, LB_ERR_UNSUPPORTED, "json schema: more than 64 properties in one object%s", ""); return; }
+        if (n > 64) {
+            refuse(c, LB_ERR_UNSUPPORTED, "json schema: more than 64 properties in one object%s", "");
+            return;
+        }
         for (int i = 0; i < n; i++) {
             is_req[i] = 0;
             for (size_t j = 0; req && j < req->n; j++)
-                if (req->items[j].type == JSON_STRING && !strcmp(req->items[j].str, props->members[i].key)) is_req[i] = 1;
+                if (req->items[j].type == JSON_STRING && !strcmp(req->items[j].str, props->members[i].key))
+                    is_req[i] = 1;
             const int v = gen(c, &props->members[i].value);
             kv[i] = c->next_id++;
-            sb_printf(&c->rules, "s%d ::= ", kv[i]);
+            lb_gbuf_printf(&c->rules, "s%d ::= ", kv[i]);
             json_string_literal(&c->rules, props->members[i].key, props->members[i].key_len);
-            sb_printf(&c->rules, " ws \":\" ws s%d\n", v);
+            lb_gbuf_printf(&c->rules, " ws \":\" ws s%d\n", v);
         }
         for (size_t j = 0; req && j < req->n; j++) { /* a required name must be a property */
             int found = 0;
-            for (int i = 0; i < n; i++) found |= req->items[j].type == JSON_STRING && !strcmp(req->items[j].str, props->members[i].key);
-            if (!found) { refuse(c, LB_ERR_UNSUPPORTED, "json schema: required \"%s\" is not among the properties", req->items[j].type == JSON_STRING ? req->items[j].str : "?"); return; }
+            for (int i = 0; i < n; i++)
+                found |= req->items[j].type == JSON_STRING && !strcmp(req->items[j].str, props->members[i].key);
+            if (!found) {
+                refuse(c, LB_ERR_UNSUPPORTED, "json schema: required \"%s\" is not among the properties",
+                       req->items[j].type == JSON_STRING ? req->items[j].str : "?");
+                return;
+            }
         }
         /* tail_i: the optional properties from i on, each with its comma */
         int tail = -1;
         for (int i = n - 1; i >= 0; i--) {
             if (is_req[i]) continue;
             const int t2 = c->next_id++;
-            sb_printf(&c->rules, "s%d ::= ( ws \",\" ws s%d )?", t2, kv[i]);
-            if (tail >= 0) sb_printf(&c->rules, " s%d", tail);
-            sb_printf(&c->rules, "\n");
+            lb_gbuf_printf(&c->rules, "s%d ::= ( ws \",\" ws s%d )?", t2, kv[i]);
+            if (tail >= 0) lb_gbuf_printf(&c->rules, " s%d", tail);
+            lb_gbuf_printf(&c->rules, "\n");
             tail = t2;
         }
-        sb_printf(b, "\"{\" ws ");
+        lb_gbuf_printf(b, "\"{\" ws ");
         int first = 1;
         for (int i = 0; i < n; i++)
-            if (is_req[i]) sb_printf(b, first ? "s%d" : " ws \",\" ws s%d", kv[i]), first = 0;
+            if (is_req[i]) lb_gbuf_printf(b, first ? "s%d" : " ws \",\" ws s%d", kv[i]), first = 0;
         if (!first) {
-            if (tail >= 0) sb_printf(b, " s%d", tail);
+            if (tail >= 0) lb_gbuf_printf(b, " s%d", tail);
         } else { /* none required: any optional one first, then the later ones */
-            sb_printf(b, "( ");
+            lb_gbuf_printf(b, "( ");
             for (int i = 0; i < n; i++) {
                 int rest = -1; /* the tail after property i: rebuilt from i + 1 */
                 for (int j = n - 1; j > i; j--) {
                     const int t2 = c->next_id++;
-                    sb_printf(&c->rules, "s%d ::= ( ws \",\" ws s%d )?", t2, kv[j]);
-                    if (rest >= 0) sb_printf(&c->rules, " s%d", rest);
-                    sb_printf(&c->rules, "\n");
+                    lb_gbuf_printf(&c->rules, "s%d ::= ( ws \",\" ws s%d )?", t2, kv[j]);
+                    if (rest >= 0) lb_gbuf_printf(&c->rules, " s%d", rest);
+                    lb_gbuf_printf(&c->rules, "\n");
                     rest = t2;
                 }
-                sb_printf(b, "%ss%d", i ? " | " : "", kv[i]);
-                if (rest >= 0) sb_printf(b, " s%d", rest);
+                lb_gbuf_printf(b, "%ss%d", i ? " | " : "", kv[i]);
+                if (rest >= 0) lb_gbuf_printf(b, " s%d", rest);
             }
-            sb_printf(b, " )?");
+            lb_gbuf_printf(b, " )?");
         }
-        sb_printf(b, " ws \"}\"");
+        lb_gbuf_printf(b, " ws \"}\"");
     } else refuse(c, LB_ERR_UNSUPPORTED, "json schema: type \"%s\"", t);
 }
 
@@ -299,11 +326,12 @@ static int gen(ctx *c, const json_value *s) {
         refuse(c, LB_ERR_UNSUPPORTED, "json schema: nested deeper than 64%s", "");
         return id;
     }
-    sbuf b = {0};
+    lb_gbuf b = {0};
     if (s->type == JSON_BOOL) { /* true: anything; false: nothing can match */
         if (!s->boolean) refuse(c, LB_ERR_UNSUPPORTED, "json schema: a schema of false%s", "");
-        sb_printf(&b, "value");
-    } else if (s->type != JSON_OBJECT) refuse(c, LB_ERR_ARG, "json schema: a schema must be an object or a boolean%s", "");
+        lb_gbuf_printf(&b, "value");
+    } else if (s->type != JSON_OBJECT)
+        refuse(c, LB_ERR_ARG, "json schema: a schema must be an object or a boolean%s", "");
     else {
         for (size_t i = 0; i < s->n; i++)
             if (!is_one_of(s->members[i].key, known))
@@ -315,18 +343,21 @@ static int gen(ctx *c, const json_value *s) {
         for (int k = 0; k < 4; k++) {
             const json_value *bv = json_get(s, bounds[k]);
             if (bv && (!ty || strcmp(ty, "integer")))
-                refuse(c, LB_ERR_UNSUPPORTED, "json schema: \"%s\" other than an integer's (numbers' bounds are not "
-                                              "written)", bounds[k]);
+                refuse(c, LB_ERR_UNSUPPORTED,
+                       "json schema: \"%s\" other than an integer's (numbers' bounds are not "
+                       "written)",
+                       bounds[k]);
             else if (bv && (bv->type != JSON_NUMBER || bv->number != bv->number))
                 refuse(c, LB_ERR_ARG, "json schema: \"%s\" must be a number", bounds[k]);
         }
         if (json_get(s, "pattern") && (!ty || strcmp(ty, "string") || !json_get_str(s, "pattern")))
-            refuse(c, LB_ERR_UNSUPPORTED, "json schema: \"pattern\" other than a string's (type \"string\" beside it)%s", "");
+            refuse(c, LB_ERR_UNSUPPORTED,
+                   "json schema: \"pattern\" other than a string's (type \"string\" beside it)%s", "");
         if (ref) {
             int known_ref = -1;
             for (int i = 0; i < c->n_refs; i++)
                 if (!strcmp(c->ref_names[i], ref)) known_ref = c->ref_ids[i];
-            if (known_ref >= 0) sb_printf(&b, "s%d", known_ref);
+            if (known_ref >= 0) lb_gbuf_printf(&b, "s%d", known_ref);
             else if (c->n_refs == 64) refuse(c, LB_ERR_UNSUPPORTED, "json schema: more than 64 $refs%s", "");
             else {
                 const json_value *d = resolve(c, ref);
@@ -335,39 +366,41 @@ static int gen(ctx *c, const json_value *s) {
                     c->depth--;
                     free(b.s);
                     const int inner = gen(c, d);
-                    sb_printf(&c->rules, "s%d ::= s%d\n", id, inner);
+                    lb_gbuf_printf(&c->rules, "s%d ::= s%d\n", id, inner);
                     return id;
                 }
             }
         } else if ((v = json_get(s, "const"))) json_value_literal(c, &b, v);
         else if ((v = json_get_type(s, "enum", JSON_ARRAY))) {
             if (v->n == 0) refuse(c, LB_ERR_UNSUPPORTED, "json schema: an empty enum%s", "");
-            sb_printf(&b, "( ");
+            lb_gbuf_printf(&b, "( ");
             for (size_t i = 0; i < v->n; i++) {
-                if (i) sb_printf(&b, " | ");
+                if (i) lb_gbuf_printf(&b, " | ");
                 json_value_literal(c, &b, &v->items[i]);
             }
-            sb_printf(&b, " )");
+            lb_gbuf_printf(&b, " )");
         } else if ((v = json_get_type(s, "anyOf", JSON_ARRAY)) || (v = json_get_type(s, "oneOf", JSON_ARRAY)) ||
                    ((v = json_get_type(s, "allOf", JSON_ARRAY)) && v->n == 1)) {
-            for (size_t i = 0; i < v->n; i++) sb_printf(&b, "%ss%d", i ? " | " : "", gen(c, &v->items[i]));
+            for (size_t i = 0; i < v->n; i++) lb_gbuf_printf(&b, "%ss%d", i ? " | " : "", gen(c, &v->items[i]));
             if (v->n == 0) refuse(c, LB_ERR_UNSUPPORTED, "json schema: an empty anyOf / oneOf%s", "");
-        } else if (json_get(s, "allOf")) refuse(c, LB_ERR_UNSUPPORTED, "json schema: allOf of more than one schema%s", "");
+        } else if (json_get(s, "allOf"))
+            refuse(c, LB_ERR_UNSUPPORTED, "json schema: allOf of more than one schema%s", "");
         else if ((v = json_get(s, "type"))) {
             if (v->type == JSON_STRING) gen_type(c, &b, s, v->str);
             else if (v->type == JSON_ARRAY && v->n > 0)
                 for (size_t i = 0; i < v->n; i++) {
-                    if (i) sb_printf(&b, " | ");
-                    if (v->items[i].type != JSON_STRING) refuse(c, LB_ERR_ARG, "json schema: a type that is not a string%s", "");
+                    if (i) lb_gbuf_printf(&b, " | ");
+                    if (v->items[i].type != JSON_STRING)
+                        refuse(c, LB_ERR_ARG, "json schema: a type that is not a string%s", "");
                     else gen_type(c, &b, s, v->items[i].str);
                 }
             else refuse(c, LB_ERR_ARG, "json schema: \"type\" must be a string or a list of strings%s", "");
         } else if (json_get(s, "properties")) gen_type(c, &b, s, "object");
         else if (json_get(s, "items")) gen_type(c, &b, s, "array");
-        else sb_printf(&b, "value");
+        else lb_gbuf_printf(&b, "value");
     }
     if (b.oom) c->rules.oom = 1;
-    sb_printf(&c->rules, "s%d ::= %s\n", id, b.s ? b.s : "value");
+    lb_gbuf_printf(&c->rules, "s%d ::= %s\n", id, b.s ? b.s : "value");
     free(b.s);
     c->depth--;
     return id;
@@ -390,7 +423,7 @@ static int schema_rules(ctx *c, const char *schema, size_t len) {
 }
 
 static lb_status finish(ctx *c, char **gbnf) {
-    sb_printf(&c->rules, "%s", JSON_PRIMITIVES);
+    lb_gbuf_printf(&c->rules, "%s", JSON_PRIMITIVES);
     if (!c->err && c->rules.oom) c->err = lb_fail(LB_ERR_NOMEM, "out of memory");
     if (c->err) {
         free(c->rules.s);
@@ -404,20 +437,25 @@ lb_status lb_json_schema_to_grammar(const char *schema, size_t len, char **gbnf)
     *gbnf = NULL;
     ctx c = {0};
     const int top = schema_rules(&c, schema, len);
-    if (top >= 0) sb_printf(&c.rules, "root ::= s%d\n", top);
+    if (top >= 0) lb_gbuf_printf(&c.rules, "root ::= s%d\n", top);
     return finish(&c, gbnf);
 }
 
 static int utf8_ok(const unsigned char *s) {
     while (*s) {
-        const int n = *s < 0x80 ? 0 : *s >= 0xC2 && *s < 0xE0 ? 1 : *s >= 0xE0 && *s < 0xF0 ? 2 : *s >= 0xF0 && *s <= 0xF4 ? 3 : -1;
+        const int n = *s < 0x80                  ? 0
+                      : *s >= 0xC2 && *s < 0xE0  ? 1
+                      : *s >= 0xE0 && *s < 0xF0  ? 2
+                      : *s >= 0xF0 && *s <= 0xF4 ? 3
+                                                 : -1;
         if (n < 0) return 0;
         uint32_t v = *s++ & (0x7F >> n);
         for (int i = 0; i < n; i++, s++) {
             if ((*s & 0xC0) != 0x80) return 0;
             v = v << 6 | (*s & 0x3F);
         }
-        if ((n == 2 && v < 0x800) || (n == 3 && (v < 0x10000 || v > 0x10FFFF)) || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+        if ((n == 2 && v < 0x800) || (n == 3 && (v < 0x10000 || v > 0x10FFFF)) || (v >= 0xD800 && v <= 0xDFFF))
+            return 0;
     }
     return 1;
 }
@@ -430,7 +468,7 @@ lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char
     for (const char *k = args_key; *k; k++)
         if (!((*k >= 'a' && *k <= 'z') || *k == '_')) return lb_fail(LB_ERR_ARG, "tool calls: a bad arguments key");
     ctx c = {0};
-    sbuf alts = {0};
+    lb_gbuf alts = {0};
     for (int i = 0; i < n && !c.err; i++) {
         if (!utf8_ok((const unsigned char *)names[i])) {
             c.err = lb_fail(LB_ERR_ARG, "tool calls: a tool name is not valid UTF-8");
@@ -441,30 +479,31 @@ lb_status lb_json_tool_calls_grammar(int n, const char *const *names, const char
             c.err = lb_fail_prefix(c.err, "tool '%s'", names[i]);
             break;
         }
-        sb_printf(&alts, "%s( \"{\\\"name\\\": \" ", i ? " | " : "");
+        lb_gbuf_printf(&alts, "%s( \"{\\\"name\\\": \" ", i ? " | " : "");
         json_string_literal(&alts, names[i], strlen(names[i]));
-        sb_printf(&alts, " \", \\\"%s\\\": \" s%d \"}\" )", args_key, top);
+        lb_gbuf_printf(&alts, " \", \\\"%s\\\": \" s%d \"}\" )", args_key, top);
     }
     /* the wrappers as literals: their bytes, with quotes, backslashes and controls escaped */
-    sbuf w[5] = {{0}, {0}, {0}, {0}, {0}};
+    lb_gbuf w[5] = {{0}, {0}, {0}, {0}, {0}};
     const char *wr[5] = {f->call_open, f->call_close, f->sep, f->list_open, f->list_close};
     for (int k = 0; k < 5 && !c.err; k++)
-        if (!utf8_ok((const unsigned char *)wr[k])) c.err = lb_fail(LB_ERR_ARG, "tool calls: a wrapper is not valid UTF-8");
+        if (!utf8_ok((const unsigned char *)wr[k]))
+            c.err = lb_fail(LB_ERR_ARG, "tool calls: a wrapper is not valid UTF-8");
     for (int k = 0; k < 5; k++) {
-        sb_printf(&w[k], "\"");
+        lb_gbuf_printf(&w[k], "\"");
         for (const unsigned char *q = (const unsigned char *)wr[k]; *q; q++) {
-            if (*q == '"' || *q == '\\') sb_printf(&w[k], "\\%c", *q);
-            else if (*q < 0x20) sb_printf(&w[k], "\\x%02X", *q);
-            else sb_printf(&w[k], "%c", *q);
+            if (*q == '"' || *q == '\\') lb_gbuf_printf(&w[k], "\\%c", *q);
+            else if (*q < 0x20) lb_gbuf_printf(&w[k], "\\x%02X", *q);
+            else lb_gbuf_printf(&w[k], "%c", *q);
         }
-        sb_printf(&w[k], "\"");
+        lb_gbuf_printf(&w[k], "\"");
     }
     for (int k = 0; k < 5; k++) alts.oom |= w[k].oom;
     if (alts.oom) c.rules.oom = 1;
     if (!c.err && alts.s) { /* ("" literals match the empty text) */
-        sb_printf(&c.rules, "call ::= %s ( %s ) %s\n", w[0].s, alts.s, w[1].s);
-        if (f->many) sb_printf(&c.rules, "root ::= %s call ( %s call )* %s\n", w[3].s, w[2].s, w[4].s);
-        else sb_printf(&c.rules, "root ::= %s call %s\n", w[3].s, w[4].s);
+        lb_gbuf_printf(&c.rules, "call ::= %s ( %s ) %s\n", w[0].s, alts.s, w[1].s);
+        if (f->many) lb_gbuf_printf(&c.rules, "root ::= %s call ( %s call )* %s\n", w[3].s, w[2].s, w[4].s);
+        else lb_gbuf_printf(&c.rules, "root ::= %s call %s\n", w[3].s, w[4].s);
     }
     free(alts.s);
     for (int k = 0; k < 5; k++) free(w[k].s);
