@@ -288,6 +288,10 @@ int lb_token_eos(const lb_model *m);
 int lb_add_bos_default(const lb_model *m);
 int lb_token_is_eog(const lb_model *m, int32_t token); /* end of generation */
 int lb_model_has_vocab(const lb_model *m);
+/* The fill-in-the-middle tokens (prefix, suffix, middle) by their texts in
+ * the code models' spellings (<|fim_prefix|>, <fim_prefix>, <PRE>, ...);
+ * LB_ERR_UNSUPPORTED when the vocabulary has none. */
+lb_status lb_token_fim(const lb_model *m, int32_t ids[3]);
 /* Writes up to cap ids; *n_out gets the full count (call again if > cap). */
 lb_status lb_tokenize(const lb_model *m, const char *text, size_t len, int add_bos, int32_t *out,
                       int cap, int *n_out);

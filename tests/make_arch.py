@@ -87,6 +87,7 @@
 #          1: a copy of the last layer plus nextn.eh_proj / enorm / hnorm /
 #          shared_head_norm), which generation leaves unread.
 # OMIT: a tensor name to leave out (a malformed file for the loader's errors).
+# MAKE_ARCH_FIM=1 makes the last three tokens fill-in-the-middle markers (any target).
 # MAKE_ARCH_LEGACY=1 writes mixtral's experts as one 2-D tensor each (the
 # first GGUF layout). MAKE_ARCH_YARN="F,N[,M]" adds YaRN RoPE scaling keys (factor F, original
 # context N, and yarn_log_multiplier M) to any target.
@@ -529,6 +530,23 @@ if target == 'glm4moe':  # the NextN block: the last layer again, and its own te
         if kv[0] == 'glm4moe.block_count':
             kv[2] = struct.pack('<I', n_layer + 1)
 tensors = [t for t in tensors if t[0] != omit]
+# MAKE_ARCH_FIM=1: the vocabulary's last three tokens become Qwen's fill-in-the-middle markers (control tokens)
+if os.environ.get('MAKE_ARCH_FIM'):
+    for kv in kvs:
+        if kv[0] == 'tokenizer.ggml.tokens':
+            at, n = struct.unpack_from('<IQ', kv[2], 0)
+            q, toks = 12, []
+            for _ in range(n):
+                ln, = struct.unpack_from('<Q', kv[2], q)
+                toks.append(kv[2][q + 8:q + 8 + ln])
+                q += 8 + ln
+            toks[-3:] = [b'<|fim_prefix|>', b'<|fim_suffix|>', b'<|fim_middle|>']
+            kv[2] = struct.pack('<IQ', at, n) + b''.join(struct.pack('<Q', len(x)) + x for x in toks)
+        if kv[0] == 'tokenizer.ggml.token_type':
+            at, n = struct.unpack_from('<IQ', kv[2], 0)
+            types = list(struct.unpack_from('<%di' % n, kv[2], 12))
+            types[-3:] = [3, 3, 3]
+            kv[2] = struct.pack('<IQ', at, n) + struct.pack('<%di' % n, *types)
 out = bytearray(b'GGUF' + struct.pack('<IQQ', version, len(tensors), len(kvs)))
 for key, t, raw in kvs:
     out += sstr(key) + struct.pack('<I', t) + raw

@@ -229,6 +229,34 @@ int lb_add_bos_default(const lb_model *m) { return m->tok ? lb_tokenizer_add_bos
 int lb_token_is_eog(const lb_model *m, int32_t t) { return m->tok ? lb_tokenizer_is_eog(m->tok, t) : 0; }
 int lb_model_has_vocab(const lb_model *m) { return m->tok != NULL; }
 
+/* Fill-in-the-middle markers by their texts, in the families' spellings:
+ * Qwen2.5-Coder / CodeQwen, StarCoder / SantaCoder, DeepSeek-Coder,
+ * CodeLlama / CodeGemma. */
+lb_status lb_token_fim(const lb_model *m, int32_t ids[3]) {
+    static const char *const names[][3] = {
+        {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"},
+        {"<fim_prefix>", "<fim_suffix>", "<fim_middle>"},
+        {"<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>"},
+        {"<|fim_begin|>", "<|fim_hole|>", "<|fim_end|>"},
+        {"▁<PRE>", "▁<SUF>", "▁<MID>"},
+        {"<PRE>", "<SUF>", "<MID>"},
+    };
+    if (!m->tok) return lb_fail(LB_ERR_UNSUPPORTED, "this model has no vocabulary");
+    const int V = lb_tokenizer_n_vocab(m->tok);
+    for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
+        int found = 0;
+        for (int k = 0; k < 3; k++) {
+            ids[k] = -1;
+            for (int t = 0; t < V && ids[k] < 0; t++)
+                if (!strcmp(lb_tokenizer_token_text(m->tok, t), names[f][k])) ids[k] = t;
+            found += ids[k] >= 0;
+        }
+        if (found == 3) return LB_OK;
+    }
+    return lb_fail(LB_ERR_UNSUPPORTED, "this model has no fill-in-the-middle tokens (<|fim_prefix|>, <fim_prefix>, "
+                                       "<PRE>, ...)");
+}
+
 lb_status lb_tokenize(const lb_model *m, const char *text, size_t len, int add_bos, int32_t *out,
                       int cap, int *n_out) {
     *n_out = 0;

@@ -280,6 +280,44 @@ static int tokenize(srv_http *h, const char *text, int32_t **ids, int *n, srv_er
     return 0;
 }
 
+/* The prompt of a fill-in-the-middle request: BOS (where the model adds
+ * one), then the model's prefix marker, the text before the gap, its suffix
+ * marker, the text after it and its middle marker; both texts tokenized as
+ * plain text. */
+static int fim_prompt(srv_http *h, const char *pre, const char *suf, int32_t **ids, int *n, srv_error *err) {
+    int32_t fim[3];
+    if (lb_token_fim(h->o.model, fim)) {
+        srv_error_set(err, 400, "invalid_request_error", "unsupported_parameter", "suffix",
+                      "'suffix' (fill in the middle) needs a model with fill-in-the-middle tokens: %s", lb_last_error());
+        return -1;
+    }
+    const size_t a = strlen(pre), b = strlen(suf);
+    int32_t *t = malloc((a + b + 8) * sizeof *t);
+    int k = 0, got = 0;
+    if (!t) {
+        srv_error_set(err, 500, "server_error", "out_of_memory", NULL, "out of memory");
+        return -1;
+    }
+    if (lb_add_bos_default(h->o.model) && lb_token_bos(h->o.model) >= 0) t[k++] = lb_token_bos(h->o.model);
+    t[k++] = fim[0];
+    lb_status s = lb_tokenize(h->o.model, pre, a, 0, t + k, (int)(a + 1), &got);
+    if (!s && got > (int)(a + 1)) s = lb_fail(LB_ERR_ARG, "more tokens than bytes");
+    k += s ? 0 : got;
+    t[k++] = fim[1];
+    if (!s) s = lb_tokenize(h->o.model, suf, b, 0, t + k, (int)(b + 1), &got);
+    if (!s && got > (int)(b + 1)) s = lb_fail(LB_ERR_ARG, "more tokens than bytes");
+    k += s ? 0 : got;
+    t[k++] = fim[2];
+    if (s) {
+        free(t);
+        srv_error_set(err, 400, "invalid_request_error", "invalid_value", "prompt", "cannot tokenize the prompt: %s",
+                      lb_last_error());
+        return -1;
+    }
+    *ids = t, *n = k;
+    return 0;
+}
+
 typedef struct {
     srv_http *h;
     struct MHD_Connection *conn;
@@ -789,6 +827,11 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         if (!p.harmony && !p.grammar && (p.reasoning_format >= 0 ? p.reasoning_format : h->o.reasoning_format))
             p.think = 1 + lb_chat_prompt_opens_think(&t);
     } else if (p.prompt_is_ids) {
+        if (p.suffix) {
+            srv_error_set(&err, 400, "invalid_request_error", "unsupported_parameter", "suffix",
+                          "'suffix' (fill in the middle) needs a text prompt, not token ids.");
+            goto fail;
+        }
         const int V = lb_model_n_vocab(h->o.model);
         for (int i = 0; i < p.n_prompt_ids; i++)
             if (p.prompt_ids[i] >= V) {
@@ -800,6 +843,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *c, srv_kin
         ids = p.prompt_ids;
         n_ids = p.n_prompt_ids;
         p.prompt_ids = NULL;
+    } else if (p.suffix) { /* fill in the middle: [BOS] <PRE> prompt <SUF> suffix <MID>, as llama-server's infill */
+        if (fim_prompt(h, p.prompt, p.suffix, &ids, &n_ids, &err)) goto fail;
     } else if (tokenize(h, p.prompt, &ids, &n_ids, &err)) {
         goto fail;
     }

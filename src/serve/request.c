@@ -900,6 +900,12 @@ static int parse_fields(const cJSON *root, srv_kind kind, srv_params *p, srv_err
             continue;
         if (!strcmp(unsupported[i], "best_of") && cJSON_IsNumber(v) && v->valuedouble == 1) continue;
         if (!strcmp(unsupported[i], "suffix") && cJSON_IsString(v) && !v->valuestring[0]) continue;
+        if (!strcmp(unsupported[i], "suffix") && kind == SRV_COMPLETION) { /* fill in the middle */
+            if (!cJSON_IsString(v)) return bad_type(err, "suffix", "a string", v);
+            if (p->echo) return bad_value(err, "suffix", "'echo' and 'suffix' cannot go together.");
+            if (!(p->suffix = dup_str(v->valuestring))) return oom(err);
+            continue;
+        }
         if (!strcmp(unsupported[i], "echo") && kind == SRV_COMPLETION) continue; /* read above */
         if (!strcmp(unsupported[i], "tools") && kind == SRV_CHAT) continue;
         srv_error_set(err, 400, "invalid_request_error", "unsupported_parameter", unsupported[i],
@@ -962,6 +968,7 @@ void srv_params_free(srv_params *p) {
     free(p->tool_names);
     for (int i = 0; i < p->n_stop; i++) free(p->stop[i]);
     free(p->grammar);
+    free(p->suffix);
     for (int i = 0; p->tool_schemas && i < p->n_tools; i++) free(p->tool_schemas[i]);
     free(p->tool_schemas);
     memset(p, 0, sizeof *p);

@@ -82,6 +82,7 @@ typedef struct {
     int tool_forced;           /* "tool_choice": -1 not forced, -2 "required", else the named tool's index; its
                                 * grammar is made by srv_tool_grammar once the template is known */
     char **tool_schemas;       /* each tool's "parameters" as JSON text (n_tools; kept when forced) */
+    char *suffix;              /* completions: the text after the gap to fill (the prompt is before it); NULL: none */
 } srv_params;
 
 /* cJSON value v as Python's json.dumps(v, ensure_ascii=False) writes it (the
