@@ -23,6 +23,12 @@ enum { MAX_STACK = 512, MAX_STACKS = 2048 };
 typedef struct { /* a set of stacks: stack i is data[off[i] + 1 ..], its length data[off[i]] */
     int *data, n, cap;
     int *off, n_st, cap_st;
+    /* duplicates found by hash: entries of an earlier stamp are empty, so clearing the set is stamp++ */
+    struct {
+        uint32_t stamp;
+        int idx;
+    } *ht;
+    uint32_t stamp;
 } stackset;
 
 struct lb_grammar {
@@ -40,9 +46,21 @@ struct lb_grammar {
     int w[MAX_STACK + 2];
 };
 
+enum { HT_CAP = 2 * MAX_STACKS }; /* a power of 2 */
+
+static void ss_clear(stackset *s) {
+    s->n = s->n_st = 0;
+    s->stamp++;
+}
+
 static int ss_add(lb_grammar *g, stackset *s, const int *st, int len) {
-    for (int i = 0; i < s->n_st; i++) { /* sets stay small: a linear check for duplicates */
-        const int *o = s->data + s->off[i];
+    if (!s->ht && !(s->ht = calloc(HT_CAP, sizeof *s->ht))) return g->overflow = 1, -1;
+    if (!s->stamp) s->stamp = 1; /* (stamp 0 is the calloc'ed table's: empty) */
+    uint32_t h = 2166136261u ^ (uint32_t)len;
+    for (int i = 0; i < len; i++) h = (h ^ (uint32_t)st[i]) * 16777619u;
+    uint32_t i = h & (HT_CAP - 1);
+    for (; s->ht[i].stamp == s->stamp; i = (i + 1) & (HT_CAP - 1)) {
+        const int *o = s->data + s->off[s->ht[i].idx];
         if (o[0] == len && !memcmp(o + 1, st, (size_t)len * sizeof *st)) return 0;
     }
     if (s->n_st >= MAX_STACKS) return g->overflow = 1, 0;
@@ -59,6 +77,7 @@ static int ss_add(lb_grammar *g, stackset *s, const int *st, int len) {
         if (!o) return g->overflow = 1, -1;
         s->off = o, s->cap_st = cap;
     }
+    s->ht[i].stamp = s->stamp, s->ht[i].idx = s->n_st;
     s->off[s->n_st++] = s->n;
     s->data[s->n++] = len;
     memcpy(s->data + s->n, st, (size_t)len * sizeof *st);
@@ -67,6 +86,7 @@ static int ss_add(lb_grammar *g, stackset *s, const int *st, int len) {
 }
 
 static void ss_free(stackset *s) {
+    free(s->ht);
     free(s->data);
     free(s->off);
     memset(s, 0, sizeof *s);
@@ -110,7 +130,7 @@ static void advance(lb_grammar *g, stackset *out, int len) {
 /* The stacks of `in` that take code point cp, advanced, into out. */
 static void step(lb_grammar *g, const stackset *in, uint32_t cp, stackset *out) {
     const lb_gel *el = g->r.el;
-    out->n = out->n_st = 0;
+    ss_clear(out);
     for (int i = 0; i < in->n_st; i++) {
         const int *st = in->data + in->off[i];
         const int len = st[0];
@@ -204,7 +224,7 @@ int lb_grammar_allows(lb_grammar *g, int32_t token) { return allows(g, token); }
 lb_status lb_grammar_accept(lb_grammar *g, int32_t t) {
     if (!allows(g, t)) return lb_fail(LB_ERR_ARG, "grammar: token %d is not allowed here", (int)t);
     if (g->eog[t]) { /* the end: nothing may follow */
-        g->cur.n = g->cur.n_st = 0;
+        ss_clear(&g->cur);
         return LB_OK;
     }
     int st[3];

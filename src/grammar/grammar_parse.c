@@ -7,13 +7,14 @@
 
 #include "grammar/grammar_impl.h"
 
-enum { MAX_ELEMENTS = 1 << 20, MAX_REPEAT = 1000, MAX_DEPTH = 200 };
+enum { MAX_ELEMENTS = 1 << 20, MAX_RULES = 1 << 18, MAX_REPEAT = 1000, MAX_DEPTH = 200 };
 
 typedef struct {
     const char *text, *p;
     lb_grules *g;
     lb_status err;
     int depth;
+    int *ht, ht_cap; /* rule names -> index + 1 (0: empty), open addressing, ht_cap a power of 2 */
 } parser;
 
 typedef struct { /* a growing sequence of elements (one alternative) */
@@ -45,10 +46,36 @@ static int push(parser *ps, seq *s, int type, uint32_t v) {
     return 0;
 }
 
+static uint32_t name_hash(const char *s, size_t n) { /* FNV-1a */
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* The slot of name in the table: its rule's, or the empty one it would take. */
+static int *slot(parser *ps, const char *name, size_t len) {
+    const lb_grules *g = ps->g;
+    for (uint32_t i = name_hash(name, len) & (uint32_t)(ps->ht_cap - 1);; i = (i + 1) & (uint32_t)(ps->ht_cap - 1)) {
+        const int r = ps->ht[i] - 1;
+        if (r < 0 || (strlen(g->names[r]) == len && !memcmp(g->names[r], name, len))) return &ps->ht[i];
+    }
+}
+
+/* The index of the rule of that name, added (not yet defined) if new. */
 static int rule_id(parser *ps, const char *name, size_t len) {
     lb_grules *g = ps->g;
-    for (int i = 0; i < g->n_rules; i++)
-        if (strlen(g->names[i]) == len && !memcmp(g->names[i], name, len)) return i;
+    if (2 * (g->n_rules + 1) > ps->ht_cap) { /* grow the table: rehash every name */
+        const int cap = ps->ht_cap ? 2 * ps->ht_cap : 64;
+        int *ht = calloc((size_t)cap, sizeof *ht);
+        if (!ht) return ps->err = lb_fail(LB_ERR_NOMEM, "out of memory"), -1;
+        free(ps->ht);
+        ps->ht = ht, ps->ht_cap = cap;
+        for (int r = 0; r < g->n_rules; r++) *slot(ps, g->names[r], strlen(g->names[r])) = r + 1;
+    }
+    int *sl = slot(ps, name, len);
+    if (*sl) return *sl - 1;
+    if (g->n_rules >= MAX_RULES)
+        return ps->err = lb_fail(LB_ERR_ARG, "grammar: more than %d rules (repetitions make rules too)", MAX_RULES), -1;
     if (g->n_rules == g->cap_rules) {
         const int cap = g->cap_rules ? 2 * g->cap_rules : 16;
         char **nm = realloc(g->names, (size_t)cap * sizeof *nm);
@@ -64,13 +91,15 @@ static int rule_id(parser *ps, const char *name, size_t len) {
     copy[len] = 0;
     g->names[g->n_rules] = copy;
     g->rule_start[g->n_rules] = -1;
+    *sl = g->n_rules + 1;
     return g->n_rules++;
 }
 
-/* A rule of its own for a group or a repetition: "parent-N". */
+/* A rule of its own for a group or a repetition: "parent#N" ('#' is in no
+ * name a grammar can write, so it never meets one). */
 static int aux_rule(parser *ps, int parent) {
     char name[96];
-    snprintf(name, sizeof name, "%.60s-%d", ps->g->names[parent], ps->g->n_rules);
+    snprintf(name, sizeof name, "%.60s#%d", ps->g->names[parent], ps->g->n_rules);
     return rule_id(ps, name, strlen(name));
 }
 
@@ -369,7 +398,7 @@ static lb_status check(lb_grules *g) {
 
 lb_status lb_grules_parse(const char *text, lb_grules *out) {
     memset(out, 0, sizeof *out);
-    parser ps = {text, text, out, LB_OK, 0};
+    parser ps = {text, text, out, LB_OK, 0, NULL, 0};
     ps.p = skip_space(ps.p, 1);
     while (*ps.p && !ps.err) {
         const char *name = ps.p;
@@ -399,6 +428,7 @@ lb_status lb_grules_parse(const char *text, lb_grules *out) {
         ps.p = skip_space(ps.p, 1);
     }
     lb_status s = ps.err ? ps.err : check(out);
+    free(ps.ht);
     if (s) lb_grules_free(out);
     return s;
 }
