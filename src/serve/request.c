@@ -687,7 +687,7 @@ static int get_tools(const cJSON *root, srv_params *p, srv_error *err) {
         p->tool_forced = -2;
         for (int k = 0; forced[0] && k < n; k++)
             if (!strcmp(p->tool_names[k], forced)) p->tool_forced = k;
-        p->tool_schemas = schemas;
+        p->tool_schemas = schemas, p->n_tool_schemas = n;
         p->grammar_param = "tool_choice";
         return 0;
     }
@@ -969,7 +969,7 @@ void srv_params_free(srv_params *p) {
     for (int i = 0; i < p->n_stop; i++) free(p->stop[i]);
     free(p->grammar);
     free(p->suffix);
-    for (int i = 0; p->tool_schemas && i < p->n_tools; i++) free(p->tool_schemas[i]);
+    for (int i = 0; p->tool_schemas && i < p->n_tool_schemas; i++) free(p->tool_schemas[i]);
     free(p->tool_schemas);
     memset(p, 0, sizeof *p);
 }

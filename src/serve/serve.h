@@ -81,7 +81,9 @@ typedef struct {
     const char *grammar_param; /* the field it came from, for errors */
     int tool_forced;           /* "tool_choice": -1 not forced, -2 "required", else the named tool's index; its
                                 * grammar is made by srv_tool_grammar once the template is known */
-    char **tool_schemas;       /* each tool's "parameters" as JSON text (n_tools; kept when forced) */
+    char **tool_schemas;       /* each tool's "parameters" as JSON text (kept when forced; n_tool_schemas, which
+                                * the server's taking the tools over (n_tools 0) leaves as it is) */
+    int n_tool_schemas;
     char *suffix;              /* completions: the text after the gap to fill (the prompt is before it); NULL: none */
 } srv_params;
 
