@@ -359,6 +359,7 @@ int main(void) {
         schema_error("{\"type\": \"integer\", \"minimum\": 5, \"maximum\": 3}", "maximum below its minimum");
         schema_error("{\"type\": \"number\", \"minimum\": 1}", "other than an integer's");
         schema_error("{\"type\": \"integer\", \"minimum\": 1e16}", "beyond 10^15");
+        schema_error("{\"type\": \"integer\", \"exclusiveMaximum\": -4e64}", "beyond 10^15"); /* (no cast first) */
     }
     schema_error("{\"type\": \"integer\", \"multipleOf\": 3}", "keyword \"multipleOf\"");
     schema_error("{\"type\": \"string\", \"patternProperties\": {}}", "keyword \"patternProperties\"");

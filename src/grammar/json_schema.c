@@ -201,15 +201,17 @@ static void gen_type(ctx *c, lb_gbuf *b, const json_value *s, const char *t) {
         else lb_gbuf_printf(b, "\"\\\"\" char{%lld,%lld} \"\\\"\"", (long long)lo, (long long)hi);
     } else if (!strcmp(t, "number") || !strcmp(t, "boolean") || !strcmp(t, "null")) lb_gbuf_printf(b, "%s", t);
     else if (!strcmp(t, "integer")) {
-        double v;
+        double v, lod = 0, hid = 0;
         int have_lo = 0, have_hi = 0;
-        long long lo = 0, hi = 0;
-        if (json_get_num(s, "minimum", &v)) have_lo = 1, lo = (long long)ceil(v);
-        if (json_get_num(s, "exclusiveMinimum", &v) && (!have_lo || (long long)floor(v) + 1 > lo))
-            have_lo = 1, lo = (long long)floor(v) + 1;
-        if (json_get_num(s, "maximum", &v)) have_hi = 1, hi = (long long)floor(v);
-        if (json_get_num(s, "exclusiveMaximum", &v) && (!have_hi || (long long)ceil(v) - 1 < hi))
-            have_hi = 1, hi = (long long)ceil(v) - 1;
+        if (json_get_num(s, "minimum", &v)) have_lo = 1, lod = ceil(v);
+        if (json_get_num(s, "exclusiveMinimum", &v) && (!have_lo || floor(v) + 1 > lod)) have_lo = 1, lod = floor(v) + 1;
+        if (json_get_num(s, "maximum", &v)) have_hi = 1, hid = floor(v);
+        if (json_get_num(s, "exclusiveMaximum", &v) && (!have_hi || ceil(v) - 1 < hid)) have_hi = 1, hid = ceil(v) - 1;
+        if ((have_lo && !(fabs(lod) < 1e15)) || (have_hi && !(fabs(hid) < 1e15))) { /* before any conversion */
+            refuse(c, LB_ERR_UNSUPPORTED, "json schema: integer bounds beyond 10^15%s", "");
+            return;
+        }
+        const long long lo = (long long)lod, hi = (long long)hid;
         if (!have_lo && !have_hi) {
             lb_gbuf_printf(b, "integer");
             return;
