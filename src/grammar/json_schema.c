@@ -284,15 +284,18 @@ static void gen_type(ctx *c, lb_gbuf *b, const json_value *s, const char *t) {
                 return;
             }
         }
-        /* tail_i: the optional properties from i on, each with its comma */
-        int tail = -1;
+        /* tails[i]: the optional properties from i on, each with its comma (-1: none) */
+        int tails[65], tail = -1;
+        tails[n] = -1;
         for (int i = n - 1; i >= 0; i--) {
-            if (is_req[i]) continue;
-            const int t2 = c->next_id++;
-            lb_gbuf_printf(&c->rules, "s%d ::= ( ws \",\" ws s%d )?", t2, kv[i]);
-            if (tail >= 0) lb_gbuf_printf(&c->rules, " s%d", tail);
-            lb_gbuf_printf(&c->rules, "\n");
-            tail = t2;
+            if (!is_req[i]) {
+                const int t2 = c->next_id++;
+                lb_gbuf_printf(&c->rules, "s%d ::= ( ws \",\" ws s%d )?", t2, kv[i]);
+                if (tail >= 0) lb_gbuf_printf(&c->rules, " s%d", tail);
+                lb_gbuf_printf(&c->rules, "\n");
+                tail = t2;
+            }
+            tails[i] = tail;
         }
         lb_gbuf_printf(b, "\"{\" ws ");
         int first = 1;
@@ -300,19 +303,11 @@ static void gen_type(ctx *c, lb_gbuf *b, const json_value *s, const char *t) {
             if (is_req[i]) lb_gbuf_printf(b, first ? "s%d" : " ws \",\" ws s%d", kv[i]), first = 0;
         if (!first) {
             if (tail >= 0) lb_gbuf_printf(b, " s%d", tail);
-        } else { /* none required: any optional one first, then the later ones */
+        } else { /* none required: any one first, then the optional ones after it (tails[i + 1]) */
             lb_gbuf_printf(b, "( ");
             for (int i = 0; i < n; i++) {
-                int rest = -1; /* the tail after property i: rebuilt from i + 1 */
-                for (int j = n - 1; j > i; j--) {
-                    const int t2 = c->next_id++;
-                    lb_gbuf_printf(&c->rules, "s%d ::= ( ws \",\" ws s%d )?", t2, kv[j]);
-                    if (rest >= 0) lb_gbuf_printf(&c->rules, " s%d", rest);
-                    lb_gbuf_printf(&c->rules, "\n");
-                    rest = t2;
-                }
                 lb_gbuf_printf(b, "%ss%d", i ? " | " : "", kv[i]);
-                if (rest >= 0) lb_gbuf_printf(b, " s%d", rest);
+                if (tails[i + 1] >= 0) lb_gbuf_printf(b, " s%d", tails[i + 1]);
             }
             lb_gbuf_printf(b, " )?");
         }
