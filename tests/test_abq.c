@@ -366,9 +366,45 @@ static void test_kernels(void) {
  * X16): back to the row layout byte for byte, and through lb_matmul at
  * every level, 1 .. max_threads threads, equal to ref bit for bit (the tail
  * N mod 16 rows by the row layout's kernel). Returns the matmuls run. */
+/* The AMX GEMM of the code layouts (kernels/x86/abq_amx.c) sums dw_g I_g
+ * in float, not in double: at the AMX level, where it runs (M >= 16), an
+ * output may differ from the reference by its float roundings, at most
+ * (nb + 4) 2^-24 sum_j |w_j a_j| + 2^-23 |ref| (nb groups, w and a the
+ * dequantized sides). Every other kernel: bit for bit. */
+static float *amx_bound(int t, const uint8_t *W, int64_t K, int64_t N, const uint8_t *A, int M, const float *ref) {
+    const size_t row = lb_row_size(t, K), arow = lb_row_size(LB_TYPE_ABQ_ACT, K);
+    float *b = malloc(sizeof(float) * (size_t)(M * N)), *wf = malloc(sizeof(float) * K), *af = malloc(sizeof(float) * K);
+    double *aw = malloc(sizeof(double) * K * (size_t)M);
+    for (int m = 0; m < M; m++) {
+        lb_dequantize_row_abq_act(A + m * arow, af, K);
+        for (int64_t j = 0; j < K; j++) aw[m * K + j] = fabs((double)af[j]);
+    }
+    for (int64_t n = 0; n < N; n++) {
+        lb_traits(t)->to_float(W + n * row, wf, K);
+        for (int m = 0; m < M; m++) {
+            double s = 0;
+            for (int64_t j = 0; j < K; j++) s += fabs((double)wf[j]) * aw[m * K + j];
+            b[m * N + n] = (float)((double)(K / 128 + 4) * 0x1p-24 * s + 0x1p-23 * fabs((double)ref[m * N + n]));
+        }
+    }
+    free(wf), free(af), free(aw);
+    return b;
+}
+static int n_amx_close, n_amx_exact;
+/* y against ref at level li: within bound where the AMX GEMM runs, else
+ * bit for bit */
+static int matches(int li, int M, const float *y, const float *ref, const float *bound, int64_t n) {
+    if (li != LB_ISA_AMX || M < 16) return !memcmp(y, ref, sizeof(float) * (size_t)n);
+    int ok = 1;
+    for (int64_t i = 0; i < n; i++) ok &= fabsf(y[i] - ref[i]) <= bound[i];
+    n_amx_close++;
+    n_amx_exact += !memcmp(y, ref, sizeof(float) * (size_t)n);
+    return ok;
+}
+
 static int n_x16_round, n_c3_round;
 static int x16_check_one(int xt, const uint8_t *W, int ct, const uint8_t *C, int64_t K, int64_t N, const float *x,
-                         int M, int p, const float *ref, int max_threads, const char *what) {
+                         int M, int p, const float *ref, const float *bound, int max_threads, const char *what) {
     const size_t crow = lb_row_size(ct, K), xrow = lb_row_size(xt, K);
     const int three = lb_abq_x16_bits(xt) == 3;
     uint8_t *X = malloc(xrow * N), *B = malloc(crow * N), *X2 = malloc(xrow * N);
@@ -392,7 +428,7 @@ static int x16_check_one(int xt, const uint8_t *W, int ct, const uint8_t *C, int
         lb_cpu_force_level((lb_isa)li);
         for (int nth = 1; nth <= max_threads; nth++, n++) {
             float *y = lb_test_matmul_bits(xt, X, K, N, x, M, nth, p);
-            CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s K %lld N %lld M %d p %d, %s, %d threads: %s differs",
+            CHECK_MSG(matches(li, M, y, ref, bound, N * M), "%s K %lld N %lld M %d p %d, %s, %d threads: %s differs",
                       lb_type_name(xt), (long long)K, (long long)N, M, p, what, nth, lb_isa_name((lb_isa)li));
             free(y);
         }
@@ -405,10 +441,10 @@ static int x16_check_one(int xt, const uint8_t *W, int ct, const uint8_t *C, int
 /* The X16 layout of ct, and where N is a multiple of 16 its 3-bit one
  * (W3, W2S: formats/abq.h, ABQ_W{3,2S}_C3X16), the same checks. */
 static int x16_check(const uint8_t *W, int ct, const uint8_t *C, int64_t K, int64_t N, const float *x, int M, int p,
-                     const float *ref, int max_threads, const char *what) {
-    int n = x16_check_one(lb_abq_x16_of(ct), W, ct, C, K, N, x, M, p, ref, max_threads, what);
+                     const float *ref, const float *bound, int max_threads, const char *what) {
+    int n = x16_check_one(lb_abq_x16_of(ct), W, ct, C, K, N, x, M, p, ref, bound, max_threads, what);
     if (lb_abq_x16_3_of(ct) >= 0 && N % 16 == 0)
-        n += x16_check_one(lb_abq_x16_3_of(ct), W, ct, C, K, N, x, M, p, ref, max_threads, what);
+        n += x16_check_one(lb_abq_x16_3_of(ct), W, ct, C, K, N, x, M, p, ref, bound, max_threads, what);
     return n;
 }
 
@@ -423,19 +459,20 @@ static void codes_matmul_check(int t, int64_t K, int64_t N, int M, int p, const 
     for (int m = 0; m < M; m++) lb_abq_quantize_act(x + m * K, A + m * arow, K, p);
     for (int m = 0; m < M; m++)
         for (int64_t n = 0; n < N; n++) lb_traits(t)->vec_dot(K, &ref[m * N + n], W + n * row, A + m * arow);
+    float *bound = amx_bound(t, W, K, N, A, M, ref);
     for (int li = 0; li < LB_ISA_COUNT; li++) {
         if (!lb_test_level_available(li)) continue;
         lb_cpu_force_level((lb_isa)li);
         for (int nth = 1; nth <= max_threads; nth++) {
             float *y = lb_test_matmul_bits(ct, C, K, N, x, M, nth, p);
-            CHECK_MSG(!memcmp(y, ref, sizeof(float) * N * M), "%s K %lld N %lld M %d p %d, %s, %d threads: %s differs",
+            CHECK_MSG(matches(li, M, y, ref, bound, N * M), "%s K %lld N %lld M %d p %d, %s, %d threads: %s differs",
                       lb_type_name(ct), (long long)K, (long long)N, M, p, what, nth, lb_isa_name((lb_isa)li));
             free(y);
         }
         lb_cpu_force_level(lb_cpu_detected());
     }
-    x16_check(W, ct, C, K, N, x, M, p, ref, max_threads, what);
-    free(ref), free(W), free(C), free(A);
+    x16_check(W, ct, C, K, N, x, M, p, ref, bound, max_threads, what);
+    free(ref), free(bound), free(W), free(C), free(A);
 }
 
 static void test_codes(void) {
@@ -471,6 +508,7 @@ static void test_codes(void) {
             float *ref = malloc(sizeof(float) * N * M);
             for (int m = 0; m < M; m++)
                 for (int64_t n = 0; n < N; n++) lb_traits(t)->vec_dot(K, &ref[m * N + n], W + n * row, A + m * arow);
+            float *bound = amx_bound(t, W, K, N, A, M, ref);
             for (int li = 0; li < LB_ISA_COUNT; li++) {
                 if (!lb_test_level_available(li)) continue;
                 const lb_kernel *k = lb_kernel_get_at(ct, (lb_isa)li);
@@ -487,7 +525,7 @@ static void test_codes(void) {
                 lb_cpu_force_level((lb_isa)li);
                 for (int nth = 1; nth <= 2; nth++) {
                     float *y = lb_test_matmul_bits(ct, C, K, N, x, M, nth, p);
-                    same &= !memcmp(y, ref, sizeof(float) * N * M);
+                    same &= matches(li, M, y, ref, bound, N * M);
                     free(y);
                     n_cases++;
                 }
@@ -495,8 +533,8 @@ static void test_codes(void) {
                 CHECK_MSG(same, "%s p %d K %lld N %lld M %d: %s differs from %s's reference", lb_type_name(ct), p,
                           (long long)K, (long long)N, M, k->name, lb_type_name(t));
             }
-            n_x16 += x16_check(W, ct, C, K, N, x, M, p, ref, 2, "random data");
-            free(ref), free(w), free(x), free(f1), free(f2), free(W), free(C), free(B), free(A);
+            n_x16 += x16_check(W, ct, C, K, N, x, M, p, ref, bound, 2, "random data");
+            free(bound), free(ref), free(w), free(x), free(f1), free(f2), free(W), free(C), free(B), free(A);
         }
     }
     /* The int16 bounds of the AVX2 8-row GEMM (its columns per chain,
@@ -527,6 +565,22 @@ static void test_codes(void) {
         for (int64_t j = 0; j < K * M; j++) x[j] = gauss(&seed);
         codes_matmul_check(plains[i], K, N, M, i % 2 ? 4 : 8, w, x, 2, "rows of several chunks");
         free(w), free(x);
+    }
+    /* The AMX GEMM's blocking: K of 44 groups (TinyLlama's ffn_down: 22 K
+     * chunks), three activation tiles, a lone last column tile (N = 40);
+     * and N = 300 (a block of 256 columns and one of 44), M = 33 (two tiles
+     * and a row left to the AVX-512 kernel); p 4 (activation bytes ca - za)
+     * and 8 (ca - 128 and the offset's correction). */
+    for (int i = 1; i < 5; i += 2) {
+        static const struct { int64_t nb, N; int M, p; } cs[] = {{44, 40, 48, 4}, {17, 300, 33, 8}};
+        for (int j = 0; j < 2; j++) {
+            const int64_t K = cs[j].nb * 128, N = cs[j].N;
+            float *w = malloc(sizeof(float) * K * N), *x = malloc(sizeof(float) * K * cs[j].M);
+            for (int64_t k = 0; k < K * N; k++) w[k] = gauss(&seed);
+            for (int64_t k = 0; k < K * cs[j].M; k++) x[k] = gauss(&seed) * (k % 97 == 0 ? 8.0f : 1.0f);
+            codes_matmul_check(plains[i], K, N, cs[j].M, cs[j].p, w, x, 2, "AMX blocking");
+            free(w), free(x);
+        }
     }
     /* Decode (M = 1, and 2 through the row-by-row GEMM) at longer rows, K of
      * 8, 9, 17 and 44 groups (a TinyLlama ffn_down row: the AVX2 decode's
@@ -575,8 +629,13 @@ static void test_codes(void) {
                   "%s: load layouts %s / %s / %s", lb_type_name(t), lb_type_name(whole), lb_type_name(odd),
                   lb_type_name(f32));
     }
-    printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference\n", n_round,
-           n_cases);
+    printf("codes: %d round trips exact, %d level x thread matmuls bit-identical to the plane reference (at the AMX "
+           "level with M >= 16: within its float bound)\n", n_round, n_cases);
+    if (lb_test_level_available(LB_ISA_AMX)) {
+        CHECK(n_amx_close > 0);
+        printf("amx: %d matmuls through the AMX GEMM within its float bound, %d of them bit-identical\n", n_amx_close,
+               n_amx_exact);
+    }
     printf("x16: %d round trips exact (3-bit layouts: %d), %d level x thread matmuls of the random cases "
            "bit-identical (and those of every check above)\n", n_x16_round, n_c3_round, n_x16);
     for (int li = 0; li < LB_ISA_COUNT; li++) {

@@ -40,7 +40,9 @@
  *     y   = (float)(da * sum_g (double) dw_g * I_g)   groups in order, in double
  * dw_g * I_g (11 x 24 bits) is exact in double, so the result does not
  * depend on whether a compiler fuses the multiply-add: every kernel gives
- * the reference's float, bit for bit. */
+ * the reference's float, bit for bit, but the AMX GEMM of the code layouts
+ * (kernels/x86/abq_amx.c), which sums d I in float, within a stated bound
+ * (tests/test_abq.c). */
 #ifndef LB_ABQ_H
 #define LB_ABQ_H
 

@@ -1,35 +1,51 @@
 /* AMX-INT8 GEMM (prefill) of ABQ's code layouts (formats/abq.h: ABQ_W{q}_C4
- * / _C2, made at load), bit-identical to the reference like every ABQ kernel.
+ * / _C2, made at load). Integer group dots exact, their scaled sum in float:
+ * within a float rounding bound of the reference (tests/test_abq.c), not bit
+ * for bit like the other ABQ kernels.
  *
- * The integer group dot of a weight row n and an activation row m,
- *     I = sum_j (cw_j - zw)(ca_j - za)
- *       = sum_j (cw_j - zw)(ca_j - 128) + (128 - za) (sw - 128 zw),
- * is a tdpbssd product: the activation blocks hold ca - 128 as signed bytes
- * (block_abq_act.c) and cw - zw fits a signed byte (|cw - zw| <= 15 for
- * 4-bit codes). Two tdpbssd (K = 64 each) give one group's 16 x 16 integer
- * dots exactly (|I| <= 128 * 15 * 255).
+ * y = da sum_g dw_g I_g for a weight row n and an activation row m, with the
+ * exact integer group dot
+ *     I_g = sum_j (cw_j - zw)(ca_j - za) = T_g + (o - za)(sw_g - 128 zw),
+ *     T_g = sum_j (cw_j - zw)(ca_j - o):
+ * the activation bytes are packed as ca - o, o = za where that fits a signed
+ * byte (p <= 7: I_g = T_g), else o = 128 (the blocks' own bytes, p = 8:
+ * the correction added to T_g in int32 by one vpdpwssd per row); cw - zw
+ * fits a byte too. T_g of 16 x 16 outputs is two tdpbssd (K = 64 each), and
+ * |I_g| <= 128 * 15 * 255 < 2^24, exact in float. The activation scale da
+ * is the token's, so it leaves the sum. What is left per group is one float
+ * fused multiply-add per output, dw_g times the int32 tile: where the
+ * reference sums d I in double in group order, this sums in float (a few
+ * 2^-24 of sum_g |dw_g I_g| per group, bounded in the test). Adding the
+ * correction in float after the sum instead (one number per column times
+ * one per row) cancelled large terms at p = 8 (errors of 1e-5 of rms y).
  *
- * Per call (the driver hands this whole_m kernel its thread's whole range of
- * weight rows and up to 3/4 of the L2 of activation rows):
- *   the activation codes of every 16 rows are packed once into A tiles of
- *   aligned lines (in the rows, each group's 64 bytes straddle two lines);
- *   then per 16 weight rows (Y columns), every group is decoded once into B
- *   tiles (codes minus the zero point, transposed by dwords into the VNNI
- *   layout: tile row kk = 16 columns x weights 4kk..4kk+3) beside the
- *   group's scales as doubles and sw - 128 zw (2240 bytes a group, in a
- *   per-thread scratch), and every 16-row activation tile passes over them.
- * Per group the int32 tile goes through memory to AVX-512: + (128 - za)
- * (sw - 128 zw) (vpmaddwd), to double, d I added to the 16 x 16 double sums
- * (exact product, so the fused add rounds as the reference's add), groups in
- * order: y = (float)(da sum_g d_g I_g), the reference's float.
+ * Blocking (the driver hands this whole_m kernel its thread's whole range of
+ * weight rows and up to 1024 activation rows):
+ *   the activation bytes are packed once per call into A tiles (1 KiB each,
+ *   half a group of 16 rows), a K chunk of KC groups of every 16 rows
+ *   contiguous;
+ *   columns in blocks of CB, and per block, per K chunk, per pair of
+ *   16-column weight tiles: the pair's KC groups decoded into B tiles (codes
+ *   minus zero point, transposed by dwords into the VNNI layout) beside the
+ *   groups' scales, then every 16-row activation tile passes over them: per
+ *   group two C tiles (1 x 2: each A tile loaded once for both columns
+ *   tiles) stored into a ring, whose sums into the tile's partial sums are
+ *   taken after the next activation tile's products are issued, so the
+ *   vector work overlaps the tile unit's;
+ *   the partial sums of the block (M x CB floats) and the chunk's A tiles (M
+ *   KC 128 bytes) stay in L2 while the block's pairs pass, the pair's chunk
+ *   of B tiles (KC x 4 KiB) in L1. The next pair's weight rows are
+ *   prefetched into L2 a few rows per activation tile.
  *
- * Measured (bench/kernels, Xeon SPR VM, 5632 x 2048, M = 512): the tile
- * store and the double sums of each group's 16 x 16 products take most of
- * the time, and they do not overlap each other; 8-row tiles with the sums in
- * registers, 2 x 2 output tiles per group (half the operand loads), all of
- * a tile's products first with the sums after, and the sums issued before
- * the next tile store were each no faster. Rows past a
- * multiple of 16, and decode (M < 16), go to the AVX-512 level's kernel
+ * Measured (Intel Xeon SPR-class VM, bench/kernels -m 512, 2 threads; docs/
+ * abq.md "Float sums on AMX"): at p = 4, 2316-2546 GOPS at 5632 x 2048 and
+ * 2048 x 5632, the AMX-BF16 Q4_0 GEMM's rate, against 1466-1719 for the
+ * double sums bit-identical to the reference it replaces; at p = 8 (the
+ * correction) 2159-2202. The per-group tile stores and sums still take more
+ * time than the products (products alone: 2.5x as fast); KC = 2 and CB =
+ * 256 were the best of KC 1..8 and CB 128..1024; 2 x 2 output tiles per
+ * group were no faster than 1 x 2. Rows past a multiple of 16, and decode
+ * (M < 16), go to the AVX-512 level's kernel
  * (abq_codes_avx512.c: its VNNI GEMM and decode). */
 #include "kernels/x86/abq_x86.h"
 
@@ -40,24 +56,32 @@
 #include "kernels/x86/amx_config.h"
 #include "kernels/thread_scratch.h"
 
-#define LB_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+#define LB_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")))
 #define INLINE LB_AMX static inline __attribute__((always_inline))
 
-/* Tiles 0/1: C (16 x 16 int32); 2, 4, 6: A (16 rows x 64 bytes); 3, 5, 7: B
- * (16 x 64). */
+/* Groups per K chunk, columns per block (a multiple of 32) */
+enum { KC = 2, CB = 256 };
+
+/* Tiles 0, 1: C (16 x 16 int32, column tiles a and b); 4, 7: A (16 rows x
+ * 64 bytes, weights 0..63 and 64..127 of a group); 5, 6: B (column tiles a,
+ * b, reloaded per K half). */
 static const lb_amx_config abq_cfg __attribute__((aligned(64))) = {
     .palette_id = 1,
     .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
     .rows = {16, 16, 16, 16, 16, 16, 16, 16},
 };
 
-/* One group of the call's 16 weight rows, decoded. */
+/* One group of 16 weight rows, decoded. */
 typedef struct {
     int8_t b[2][16][64]; /* B tiles of weights 0..63 and 64..127 */
-    double d[16];        /* the rows' scales (0 past n1) */
-    int32_t swz[16];     /* sw - 128 zw in the low 16 bits, high 16 bits 0 (vpmaddwd) */
+    float d[16];         /* the rows' scales (0 past the matrix) */
 } wgroup;
-static_assert(sizeof(wgroup) == 2240 && sizeof(wgroup) % 64 == 0, "ABQ AMX weight group");
+static_assert(sizeof(wgroup) == 2112 && sizeof(wgroup) % 64 == 0, "ABQ AMX weight group");
+/* Beside it (a wgroup of 2176 bytes measured 5 % slower end to end): the
+ * rows' sw - 128 z in the low 16 bits, high 16 bits 0 (vpdpwssd). */
+typedef struct {
+    int32_t v[16];
+} wswz;
 
 /* 16 rows of 16 dwords transposed: out[kk] dword n = r[n] dword kk. */
 INLINE void transpose16(__m512i r[16]) {
@@ -93,121 +117,136 @@ INLINE void group_bytes(int w, const uint8_t *qs, int z, __m512i h[2]) {
                                   1);
 }
 
-/* Rows [n0, n1) (n1 - n0 <= 16), every group, into wg[0..nb). */
-INLINE void decode_rows(int w, const uint8_t *W, size_t w_row_size, int n0, int n1, int64_t nb, wgroup *wg) {
+/* Rows [n0, n1) (n1 - n0 <= 16), groups [g0, g0 + kc), into wg[0..kc)
+ * (rows past n1: zeros). */
+INLINE void decode_rows(int w, const uint8_t *W, size_t w_row_size, int n0, int n1, int64_t nb, int64_t g0, int64_t kc,
+                        wgroup *wg, wswz *sz) {
     lb_abq_code_row p[16];
     for (int r = 0; r < n1 - n0; r++) p[r] = lb_abq_code_row_of(W + (size_t)(n0 + r) * w_row_size, nb);
     const int qb = 16 * w;
-    for (int64_t g = 0; g < nb; g++) {
+    for (int64_t j = 0; j < kc; j++) {
+        const int64_t g = g0 + j;
         __m512i h[2][16];
         for (int r = 0; r < 16; r++) {
             if (r < n1 - n0) {
                 __m512i t[2];
                 group_bytes(w, p[r].qs + (size_t)qb * (size_t)g, p[r].z[g], t);
                 h[0][r] = t[0], h[1][r] = t[1];
-                wg[g].d[r] = (double)p[r].d[g];
-                wg[g].swz[r] = (int32_t)(uint16_t)(int16_t)(p[r].sw[g] - 128 * p[r].z[g]);
+                wg[j].d[r] = p[r].d[g];
+                sz[j].v[r] = (int32_t)(uint16_t)(int16_t)(p[r].sw[g] - 128 * p[r].z[g]);
             } else {
                 h[0][r] = h[1][r] = _mm512_setzero_si512();
-                wg[g].d[r] = 0.0;
-                wg[g].swz[r] = 0;
+                wg[j].d[r] = 0.0f;
+                sz[j].v[r] = 0;
             }
         }
         for (int i = 0; i < 2; i++) {
             transpose16(h[i]);
-            for (int kk = 0; kk < 16; kk++) _mm512_store_si512(wg[g].b[i][kk], h[i][kk]);
+            for (int kk = 0; kk < 16; kk++) _mm512_store_si512(wg[j].b[i][kk], h[i][kk]);
         }
     }
 }
 
-/* acc[2r], acc[2r + 1] += d (C[r] + c1[r] swz) for the 16 rows of a group's
- * product (the 16 x 16 double sums: 32 vectors, partly spilled) */
-INLINE void accumulate(const int32_t (*c)[16], const wgroup *wg, const int32_t *c1, __m512d acc[16]) {
-    const __m512d d0 = _mm512_load_pd(wg->d), d1 = _mm512_load_pd(wg->d + 8);
-    const __m512i swz = _mm512_load_si512(wg->swz);
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++) {
-        const __m512i I = _mm512_add_epi32(_mm512_load_si512(c[r]), _mm512_madd_epi16(swz, _mm512_set1_epi32(c1[r])));
-        /* d I is exact in double: the fused add rounds as the reference's add */
-        acc[2 * r] = _mm512_fmadd_pd(d0, _mm512_cvtepi32_pd(_mm512_castsi512_si256(I)), acc[2 * r]);
-        acc[2 * r + 1] = _mm512_fmadd_pd(d1, _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(I, 1)), acc[2 * r + 1]);
+/* Software prefetch into L2 of rows [n0, n1)'s groups [g0, g0 + kc): their
+ * codes and heads (the decode otherwise waits on memory). */
+INLINE void prefetch_rows(int w, const uint8_t *W, size_t w_row_size, int n0, int n1, int64_t nb, int64_t g0,
+                          int64_t kc) {
+    for (int n = n0; n < n1; n++) {
+        const uint8_t *row = W + (size_t)n * w_row_size;
+        _mm_prefetch((const char *)row + 4 * g0, _MM_HINT_T1);          /* d */
+        _mm_prefetch((const char *)row + 4 * nb + 2 * g0, _MM_HINT_T1); /* sw */
+        _mm_prefetch((const char *)row + 6 * nb + 2 * g0, _MM_HINT_T1); /* z */
+        const uint8_t *qs = row + 8 * nb + (size_t)(16 * w) * (size_t)g0;
+        for (int64_t o = 0; o < 16 * w * kc; o += 64) _mm_prefetch((const char *)qs + o, _MM_HINT_T1);
     }
 }
 
-/* Activation codes packed per 16 rows: group g of row 16s + r, weights 64h
- * .. 64h + 63, at (s nb + g) ACT_GROUP + h ACT_GROUP / 2 + 64 r: A tiles of
- * contiguous aligned lines (in the rows, a group's 64 bytes straddle two). */
+/* A group's two C tiles (columns 0-15 and 16-31) as stored */
+typedef int32_t cslot[2][16][16];
+
+/* Activation bytes packed per K chunk: within chunk c (groups c KC ..), the
+ * 16-row tile s, its group j, half h (weights 64h .. 64h + 63), row r at
+ * chunk base + ((s kc + j) ACT_GROUP + h ACT_GROUP / 2 + 64 r), the chunk
+ * base c KC (M / 16) ACT_GROUP: the A tiles an activation tile needs for a
+ * chunk are contiguous, and so is the chunk. */
 enum { ACT_GROUP = 16 * LB_ABQ_G };
 
-/* One group's two tdpbssd into C tile T: weights 0..63 through operand
- * tiles (A0, B0), 64..127 through (A1, B1). */
-#define GROUP_DOT(T, A0, B0, A1, B1)                                                                                   \
-    do {                                                                                                               \
-        _tile_zero(T);                                                                                                 \
-        _tile_loadd(A0, ap + (size_t)g * ACT_GROUP, 64);                                                               \
-        _tile_loadd(B0, wg[g].b[0], 64);                                                                               \
-        _tile_dpbssd(T, A0, B0);                                                                                       \
-        _tile_loadd(A1, ap + (size_t)g * ACT_GROUP + ACT_GROUP / 2, 64);                                               \
-        _tile_loadd(B1, wg[g].b[1], 64);                                                                               \
-        _tile_dpbssd(T, A1, B1);                                                                                       \
-    } while (0)
-
-/* Group g's products into C tile g % 2. A load into a tile waits for the
- * product that last read it, so the halves take the three operand pairs
- * (2, 3), (4, 5), (6, 7) in turn: a load waits on the product three halves
- * back, not the one just issued (one pair per half measured 5 % slower, at
- * the edge of this VM's noise). Tile numbers must be constants: one case
- * per (g mod 6). */
-INLINE void group_dot(int64_t g, const uint8_t *ap, const wgroup *wg) {
-    switch (g % 6) {
-    case 0: GROUP_DOT(0, 2, 3, 4, 5); break;
-    case 1: GROUP_DOT(1, 6, 7, 2, 3); break;
-    case 2: GROUP_DOT(0, 4, 5, 6, 7); break;
-    case 3: GROUP_DOT(1, 2, 3, 4, 5); break;
-    case 4: GROUP_DOT(0, 6, 7, 2, 3); break;
-    default: GROUP_DOT(1, 4, 5, 6, 7); break;
-    }
+/* Group j's products of activation tile at and column tiles wa, wb into C
+ * tiles 0, 1, stored into slot s. */
+INLINE void group_dot(const uint8_t *at, const wgroup *wa, const wgroup *wb, cslot *s) {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_loadd(4, at, 64);
+    _tile_loadd(5, wa->b[0], 64);
+    _tile_dpbssd(0, 4, 5);
+    _tile_loadd(6, wb->b[0], 64);
+    _tile_dpbssd(1, 4, 6);
+    _tile_loadd(7, at + ACT_GROUP / 2, 64);
+    _tile_loadd(5, wa->b[1], 64);
+    _tile_dpbssd(0, 7, 5);
+    _tile_loadd(6, wb->b[1], 64);
+    _tile_dpbssd(1, 7, 6);
+    _tile_stored(0, (*s)[0], 64);
+    _tile_stored(1, (*s)[1], 64);
 }
 
-/* Y rows [0, 16) x columns [n0, n0 + 16) (mask) from one packed 16-row tile. */
-INLINE void row_tile(const wgroup *wg, int64_t nb, const uint8_t *ap, const int32_t *c1, const double *da, float *Y,
-                     size_t ldy, __mmask16 mask) {
-    int32_t c[2][16][16] __attribute__((aligned(64)));
-    __m512d acc[32];
-#pragma GCC unroll 32
-    for (int i = 0; i < 32; i++) acc[i] = _mm512_setzero_pd();
-    /* a C tile is stored (and its sums taken) only after the next group's
-     * products are issued, so the store does not wait on the products it
-     * follows */
-    for (int64_t g = 0; g <= nb; g++) {
-        if (g < nb) group_dot(g, ap, wg);
-        if (g == 0) continue;
-        int32_t(*cg)[16] = c[(g - 1) % 2];
-        if ((g - 1) % 2) _tile_stored(1, cg, 64);
-        else _tile_stored(0, cg, 64);
-        accumulate((const int32_t(*)[16])cg, &wg[g - 1], c1, acc);
+/* One activation tile's sums over a chunk of kc groups (slots cs[0..kc),
+ * weights wa[0..kc), wb[0..kc)): the 32 partial sum rows acc (columns 0-15,
+ * then 16-31) continue unless first and go back there, or when last, da
+ * times them to Y. With sz (the tile's offsets are not all za), I = T + c1
+ * (sw - 128 zw) in int32 first (one vpdpwssd of the int16 pair); then d I in
+ * float. Each row's sum stays in a register over the chunk. Two copies, with
+ * and without the correction (one with a branch inside ran 7 % slower end to
+ * end at p = 4, its registers spilled). */
+#define CHUNK_SUMS(NAME, CORR)                                                                                          \
+    INLINE void NAME(const cslot *cs, int64_t kc, const wgroup *wa, const wgroup *wb, const wswz *sa, const wswz *sb,   \
+                     int first, int last, __m512 *acc, const int32_t *c1, const float *da, float *Y, size_t ldy,        \
+                     __mmask16 ma, __mmask16 mb) {                                                                     \
+        (void)sa, (void)sb, (void)c1;                                                                                  \
+        for (int h = 0; h < 2; h++) {                                                                                  \
+            const wgroup *wh = h ? wb : wa;                                                                            \
+            const wswz *sh = h ? sb : sa;                                                                              \
+            (void)sh;                                                                                                  \
+            __m512 s[16];                                                                                              \
+            _Pragma("GCC unroll 16") for (int r = 0; r < 16; r++) s[r] = first ? _mm512_setzero_ps() : acc[16 * h + r]; \
+            for (int64_t j = 0; j < kc; j++) {                                                                         \
+                const __m512 d = _mm512_load_ps(wh[j].d);                                                              \
+                _Pragma("GCC unroll 16") for (int r = 0; r < 16; r++) {                                                \
+                    __m512i I = _mm512_load_si512(cs[j][h][r]);                                                        \
+                    if (CORR) I = _mm512_dpwssd_epi32(I, _mm512_load_si512(sh[j].v), _mm512_set1_epi32(c1[r]));       \
+                    s[r] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(I), s[r]);                                            \
+                }                                                                                                      \
+            }                                                                                                          \
+            if (!last) {                                                                                               \
+                _Pragma("GCC unroll 16") for (int r = 0; r < 16; r++) acc[16 * h + r] = s[r];                          \
+                continue;                                                                                              \
+            }                                                                                                          \
+            const __mmask16 mk = h ? mb : ma;                                                                          \
+            _Pragma("GCC unroll 16") for (int r = 0; r < 16; r++)                                                      \
+                _mm512_mask_storeu_ps(Y + (size_t)r * ldy + 16 * h, mk, _mm512_mul_ps(s[r], _mm512_set1_ps(da[r])));  \
+        }                                                                                                              \
     }
-#pragma GCC unroll 16
-    for (int r = 0; r < 16; r++) {
-        const __m512d s = _mm512_set1_pd(da[r]);
-        const __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(acc[2 * r], s));
-        const __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(acc[2 * r + 1], s));
-        _mm512_mask_storeu_ps(Y + (size_t)r * ldy, mask, _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1));
-    }
-}
+CHUNK_SUMS(chunk_sums, 0)
+CHUNK_SUMS(chunk_sums_corr, 1)
+#undef CHUNK_SUMS
 
-/* The call's first M16 activation rows (a multiple of 16) packed, with
- * their 128 - za and da. */
-INLINE void pack_act(const uint8_t *A, size_t a_row_size, int M16, int64_t nb, uint8_t *ap, int32_t *c1, double *da) {
+/* The call's first M16 activation rows (a multiple of 16) packed as bytes ca
+ * - o, with c1 = o - za (in the low 16 bits: vpdpwssd) and da. */
+INLINE void pack_act(const uint8_t *A, size_t a_row_size, int M16, int64_t nb, uint8_t *ap, int32_t *c1, float *da) {
+    const size_t nrt = (size_t)M16 / 16;
     for (int m = 0; m < M16; m++) {
         const block_abq_act *a = (const block_abq_act *)(A + (size_t)m * a_row_size);
-        c1[m] = 128 - a->z;
-        da[m] = (double)a->d;
-        uint8_t *dst = ap + ((size_t)(m / 16) * (size_t)nb) * ACT_GROUP + 64 * (m % 16);
+        const int o = a->p <= 7 ? a->z : 128;
+        const __m512i shift = _mm512_set1_epi8((char)(128 - o)); /* ca - o = (ca - 128) + (128 - o), in a byte */
+        c1[m] = (int32_t)(uint16_t)(int16_t)(o - a->z);
+        da[m] = a->d;
         for (int64_t g = 0; g < nb; g++) {
+            const int64_t c0 = g - g % KC, kc = LB_MIN(KC, nb - c0);
+            uint8_t *dst = ap + ((size_t)c0 * nrt + (size_t)(m / 16) * (size_t)kc + (size_t)(g - c0)) * ACT_GROUP +
+                           64 * (size_t)(m % 16);
             const __m512i lo = _mm512_loadu_si512(a[g].c), hi = _mm512_loadu_si512(a[g].c + 64);
-            _mm512_store_si512(dst + (size_t)g * ACT_GROUP, lo);
-            _mm512_store_si512(dst + (size_t)g * ACT_GROUP + ACT_GROUP / 2, hi);
+            _mm512_store_si512(dst, _mm512_add_epi8(lo, shift));
+            _mm512_store_si512(dst + ACT_GROUP / 2, _mm512_add_epi8(hi, shift));
         }
     }
 }
@@ -219,22 +258,69 @@ INLINE int gemm(int w, int64_t K, const void *W, size_t w_row_size, int n0, int 
     const int64_t nb = K / LB_ABQ_G;
     const int M16 = M & ~15;
     if (M16 == 0 || nb == 0) return 0;
-    const size_t act_bytes = (size_t)M16 * (size_t)nb * LB_ABQ_G, w_bytes = (size_t)nb * sizeof(wgroup);
-    uint8_t *buf = lb_thread_scratch(act_bytes + w_bytes + (size_t)M16 * (sizeof(double) + sizeof(int32_t)));
+    const int nrt = M16 / 16; /* activation tiles */
+    const size_t act_bytes = (size_t)M16 * (size_t)nb * LB_ABQ_G, w_bytes = 2 * KC * (sizeof(wgroup) + sizeof(wswz));
+    const size_t acc_bytes = (size_t)nrt * (CB / 32) * 32 * sizeof(__m512), ring_bytes = 2 * KC * sizeof(cslot);
+    uint8_t *buf = lb_thread_scratch(act_bytes + w_bytes + acc_bytes + ring_bytes + (size_t)M16 * 2 * sizeof(float) +
+                                     (size_t)nrt);
     if (!buf) return 0;
     uint8_t *ap = buf;
-    wgroup *wg = (wgroup *)(buf + act_bytes);
-    double *da = (double *)(buf + act_bytes + w_bytes);
+    wgroup *wa = (wgroup *)(buf + act_bytes), *wb = wa + KC;
+    wswz *sa = (wswz *)(wb + KC), *sb = sa + KC;
+    __m512 *accs = (__m512 *)(buf + act_bytes + w_bytes);
+    cslot *ring = (cslot *)(buf + act_bytes + w_bytes + acc_bytes);
+    float *da = (float *)(buf + act_bytes + w_bytes + acc_bytes + ring_bytes);
     int32_t *c1 = (int32_t *)(da + M16);
+    uint8_t *off = (uint8_t *)(c1 + M16); /* per activation tile: some row's offset is not its za */
     pack_act(A, a_row_size, M16, nb, ap, c1, da);
+    for (int t = 0; t < nrt; t++) {
+        off[t] = 0;
+        for (int r = 0; r < 16; r++) off[t] |= c1[16 * t + r] != 0;
+    }
     _tile_loadconfig(&abq_cfg);
-    for (int nt = n0; nt < n1; nt += 16) {
-        const int ne = LB_MIN(nt + 16, n1);
-        const __mmask16 mask = ne - nt >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (ne - nt)) - 1);
-        decode_rows(w, W, w_row_size, nt, ne, nb, wg);
-        for (int m = 0; m < M16; m += 16)
-            row_tile(wg, nb, ap + (size_t)(m / 16) * (size_t)nb * ACT_GROUP, c1 + m, da + m, Y + (size_t)m * ldy + nt,
-                     ldy, mask);
+    for (int b0 = n0; b0 < n1; b0 += CB) {
+        const int b1 = LB_MIN(b0 + CB, n1);
+        for (int64_t g0 = 0; g0 < nb; g0 += KC) {
+            const int64_t kc = LB_MIN(KC, nb - g0);
+            const uint8_t *ac = ap + (size_t)g0 * (size_t)nrt * ACT_GROUP; /* the chunk's A tiles */
+            for (int nt = b0, pi = 0; nt < b1; nt += 32, pi++) {
+                const int ne = LB_MIN(nt + 32, b1), nh = LB_MIN(nt + 16, ne);
+                const __mmask16 ma = nh - nt >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (nh - nt)) - 1);
+                const __mmask16 mb = ne - nh >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (ne - nh)) - 1);
+                /* a lone last column tile runs beside zero weights (d = 0) */
+                decode_rows(w, W, w_row_size, nt, nh, nb, g0, kc, wa, sa);
+                decode_rows(w, W, w_row_size, nh, ne, nb, g0, kc, wb, sb);
+                /* the next pair's rows of the chunk (or the next chunk's
+                 * first pair, or the next block's), a few per activation tile */
+                const int pn = ne < b1 ? ne : g0 + KC < nb ? b0 : b1;
+                const int64_t pg = ne < b1 ? g0 : g0 + KC < nb ? g0 + KC : 0;
+                const int pe = LB_MIN(pn + 32, n1), rpt = (pe - pn + nrt - 1) / nrt;
+                __m512 *acc = accs + (size_t)pi * (size_t)nrt * 32;
+                /* per activation tile t: its kc groups' products into ring
+                 * half t % 2, then the sums of tile t - 1 from the other half */
+                for (int t = 0; t <= nrt; t++) {
+                    if (t < nrt) {
+                        const int r0 = pn + t * rpt;
+                        if (r0 < pe)
+                            prefetch_rows(w, W, w_row_size, r0, LB_MIN(r0 + rpt, pe), nb, pg, LB_MIN(KC, nb - pg));
+                        for (int64_t j = 0; j < kc; j++)
+                            group_dot(ac + ((size_t)t * (size_t)kc + (size_t)j) * ACT_GROUP, &wa[j], &wb[j],
+                                      &ring[(t % 2) * KC + j]);
+                    }
+                    if (t > 0) {
+                        const int m = 16 * (t - 1);
+                        const cslot *cs = &ring[((t - 1) % 2) * KC];
+                        float *Yt = Y + (size_t)m * ldy + nt;
+                        __m512 *at = acc + (size_t)(t - 1) * 32;
+                        if (off[t - 1])
+                            chunk_sums_corr(cs, kc, wa, wb, sa, sb, g0 == 0, g0 + kc == nb, at, c1 + m, da + m, Yt, ldy,
+                                            ma, mb);
+                        else
+                            chunk_sums(cs, kc, wa, wb, sa, sb, g0 == 0, g0 + kc == nb, at, c1 + m, da + m, Yt, ldy, ma, mb);
+                    }
+                }
+            }
+        }
     }
     _tile_release();
     return M16;

@@ -195,12 +195,13 @@ LB_ABQ_CODES_LIST(LB_ABQ_F32_AVX2_DECLARE)
 #define LB_ABQ_CODES_AVX512_KERNEL(name, NAME, W)                                                              \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx512,     \
      lb_vec_dot_##name##_avx2, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx512},
-/* whole_m 1: the AMX GEMM decodes its 16 weight rows once per call for all
- * the activation rows the driver hands it (as many as fit the L2); the rows
- * past a multiple of 16, and decode, go to the AVX-512 level's kernel */
+/* whole_m 2: the AMX GEMM decodes each weight group once per call for all
+ * the activation rows the driver hands it (up to 1024: it blocks K and N
+ * itself, so a K chunk of them stays in L2); the rows past a multiple of
+ * 16, and decode, go to the AVX-512 level's kernel */
 #define LB_ABQ_CODES_AMX_KERNEL(name, NAME, W)                                                                 \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AMX, #name "_abq_act_amx", lb_abq_quantize_act8_avx512,           \
-     lb_vec_dot_##name##_avx2, lb_gemm_##name##_amx, NULL, 0, NULL, 0, 0, 1, 1, lb_abq_quantize_act_avx512},
+     lb_vec_dot_##name##_avx2, lb_gemm_##name##_amx, NULL, 0, NULL, 0, 0, 2, 1, lb_abq_quantize_act_avx512},
 #define LB_ABQ_AVX512_KERNEL(name, NAME, Q)                                                                    \
     {LB_TYPE_##NAME, LB_TYPE_ABQ_ACT, LB_ISA_AVX512, #name "_abq_act_avx512", lb_abq_quantize_act8_avx512,     \
      lb_vec_dot_##name##_avx512, lb_gemm_##name##_avx512, NULL, 0, NULL, 0, LB_CPU_VPOPCNTDQ, 0, 1,             \
