@@ -60,6 +60,7 @@
 #include <string.h>
 
 #include "kernels/x86/amx_config.h"
+#include "kernels/x86/prefetch_x86.h"
 #include "kernels/thread_scratch.h"
 
 #define LB_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")))
@@ -172,12 +173,11 @@ INLINE void decode_rows(int w, const uint8_t *W, size_t w_row_size, int n0, int 
 INLINE void prefetch_rows(int w, const uint8_t *W, size_t w_row_size, int n0, int n1, int64_t nb, int64_t g0,
                           int64_t kc) {
     for (int n = n0; n < n1; n++) {
-        const uint8_t *row = W + (size_t)n * w_row_size;
-        _mm_prefetch((const char *)row + 4 * g0, _MM_HINT_T1);          /* d */
-        _mm_prefetch((const char *)row + 4 * nb + 2 * g0, _MM_HINT_T1); /* sw */
-        _mm_prefetch((const char *)row + 6 * nb + 2 * g0, _MM_HINT_T1); /* z */
-        const uint8_t *qs = row + 8 * nb + (size_t)(16 * w) * (size_t)g0;
-        for (int64_t o = 0; o < 16 * w * kc; o += 64) _mm_prefetch((const char *)qs + o, _MM_HINT_T1);
+        const lb_abq_code_row p = lb_abq_code_row_of(W + (size_t)n * w_row_size, nb);
+        _mm_prefetch((const char *)(p.d + g0), _MM_HINT_T1);
+        _mm_prefetch((const char *)(p.sw + g0), _MM_HINT_T1);
+        _mm_prefetch((const char *)(p.z + g0), _MM_HINT_T1);
+        lb_prefetch_span(p.qs + (size_t)(16 * w) * (size_t)g0, (size_t)(16 * w * kc), 1);
     }
 }
 
