@@ -9,6 +9,7 @@
  * (for a) or all 9s (for b) fold into the middle class. Negative numbers are
  * "-" and the range of their absolute values. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,10 +86,12 @@ static void nonneg(lb_gbuf *o, const char *sign, long long lo, long long hi, int
             *first = 0;
 }
 
-lb_status lb_json_int_range_gbnf(int have_lo, long long lo, int have_hi, long long hi, char **expr) {
+lb_status lb_json_int_range_gbnf(int have_lo, double lod, int have_hi, double hid, char **expr) {
     *expr = NULL;
-    if ((have_lo && (lo <= -LIMIT || lo >= LIMIT)) || (have_hi && (hi <= -LIMIT || hi >= LIMIT)))
+    /* checked as doubles, before any conversion (NaN fails too) */
+    if ((have_lo && !(fabs(lod) < (double)LIMIT)) || (have_hi && !(fabs(hid) < (double)LIMIT)))
         return lb_fail(LB_ERR_UNSUPPORTED, "json schema: integer bounds beyond 10^15");
+    const long long lo = have_lo ? (long long)lod : 0, hi = have_hi ? (long long)hid : 0;
     if (have_lo && have_hi && hi < lo)
         return lb_fail(LB_ERR_UNSUPPORTED, "json schema: an integer maximum below its minimum (no value)");
     lb_gbuf o = {0};

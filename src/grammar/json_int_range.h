@@ -5,8 +5,9 @@
 #include "core/common.h"
 
 /* A GBNF expression for the JSON texts of exactly the integers in [lo, hi]
- * (have_lo / have_hi 0: unbounded on that side; bounds within 10^15).
- * *expr is malloc'd. */
-lb_status lb_json_int_range_gbnf(int have_lo, long long lo, int have_hi, long long hi, char **expr);
+ * (have_lo / have_hi 0: unbounded on that side; lo, hi integer-valued, as
+ * the schema's bounds rounded inward, and refused beyond 10^15). *expr is
+ * malloc'd. */
+lb_status lb_json_int_range_gbnf(int have_lo, double lo, int have_hi, double hi, char **expr);
 
 #endif

@@ -207,17 +207,12 @@ static void gen_type(ctx *c, lb_gbuf *b, const json_value *s, const char *t) {
         if (json_get_num(s, "exclusiveMinimum", &v) && (!have_lo || floor(v) + 1 > lod)) have_lo = 1, lod = floor(v) + 1;
         if (json_get_num(s, "maximum", &v)) have_hi = 1, hid = floor(v);
         if (json_get_num(s, "exclusiveMaximum", &v) && (!have_hi || ceil(v) - 1 < hid)) have_hi = 1, hid = ceil(v) - 1;
-        if ((have_lo && !(fabs(lod) < 1e15)) || (have_hi && !(fabs(hid) < 1e15))) { /* before any conversion */
-            refuse(c, LB_ERR_UNSUPPORTED, "json schema: integer bounds beyond 10^15%s", "");
-            return;
-        }
-        const long long lo = (long long)lod, hi = (long long)hid;
         if (!have_lo && !have_hi) {
             lb_gbuf_printf(b, "integer");
             return;
         }
         char *expr = NULL;
-        if (lb_json_int_range_gbnf(have_lo, lo, have_hi, hi, &expr)) {
+        if (lb_json_int_range_gbnf(have_lo, lod, have_hi, hid, &expr)) {
             if (!c->err) c->err = LB_ERR_UNSUPPORTED;
             return;
         }
