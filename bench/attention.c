@@ -81,9 +81,9 @@ int main(int argc, char **argv) {
     printf("heads %d/%d, head_dim %d, window %d, %s cache, %d thread(s)\n", nh, nkv, hd, window,
            lb_attn_kv_type_name(ct),
            threads);
-    const lb_isa levels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512};
+    const lb_isa levels[] = {LB_ISA_SCALAR, LB_ISA_AVX2, LB_ISA_AVX512, LB_ISA_AMX};
     const lb_isa hw = lb_cpu_detected();
-    for (int li = 0; li < 3; li++) {
+    for (int li = 0; li < 4; li++) {
         if (lb_cpu_force_level(levels[li]) != levels[li]) continue;
         lb_attn_args a = {.q = q, .out = out, .k = k, .v = v, .k_type = ct, .v_type = ct,
                           .q_stride = (size_t)nh * hd, .o_stride = (size_t)nh * hd, .n_ctx = n_ctx, .n = n, .pos0 = 0,

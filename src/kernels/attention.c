@@ -13,12 +13,29 @@
 int lb_attn_ctx_pad(int n_ctx) { return (n_ctx + LB_ATTN_KB - 1) / LB_ATTN_KB * LB_ATTN_KB; }
 int lb_attn_hd_pad(int head_dim) { return (head_dim + LB_ATTN_VPAD - 1) / LB_ATTN_VPAD * LB_ATTN_VPAD; }
 
-static int unit_rows(int group) { return LB_MAX(LB_ATTN_ROWS / group, 1) * group; }
+static int tiles_kernel(lb_attn_block_fn fn) {
+#if LB_HAVE_X86_KERNELS
+    return fn == lb_attn_block_amx;
+#else
+    (void)fn;
+    return 0;
+#endif
+}
+/* query rows per unit for a kernel */
+static int unit_rows(int group, lb_attn_block_fn fn) {
+    return LB_MAX((tiles_kernel(fn) ? LB_ATTN_ROWS_AMX : LB_ATTN_ROWS) / group, 1) * group;
+}
 
+/* for any kernel (a level forced or a feature turned off later must still
+ * fit): the AMX-BF16 kernel's units, the largest, rows rounded up to 16
+ * (its row tiles), and its tiles; on x86 builds only */
 size_t lb_attn_scratch_floats(int head_dim, int group) {
-    const size_t M = (size_t)unit_rows(group), hdp = (size_t)lb_attn_hd_pad(head_dim);
+    const int x86 = LB_HAVE_X86_KERNELS;
+    const size_t rows = (size_t)LB_MAX((x86 ? LB_ATTN_ROWS_AMX : LB_ATTN_ROWS) / group, 1) * (size_t)group;
+    const size_t M = lb_attn_round16(rows), hdp = (size_t)lb_attn_hd_pad(head_dim);
+    const size_t tiles = x86 ? lb_attn_amx_floats((int)M, head_dim, (int)hdp) : 0;
     return lb_attn_round16(M * head_dim) + M * hdp + M * LB_ATTN_KB + lb_attn_round16(M) + M * 16 +
-           (size_t)head_dim * LB_ATTN_KB + LB_ATTN_KB * hdp;
+           (size_t)head_dim * LB_ATTN_KB + LB_ATTN_KB * hdp + tiles;
 }
 
 int lb_attn_kv_type(int t) {
@@ -285,7 +302,11 @@ static void block_scalar(const lb_attn_args *a, int kvh, int t0, int t1, float *
 
 lb_attn_block_fn lb_attn_block_get_at(lb_isa level) {
 #if LB_HAVE_X86_KERNELS
-    if (lb_isa_is_x86(level) && level >= LB_ISA_AVX512) return lb_attn_block_avx512; /* and AMX */
+    /* the AMX level with AMX-BF16 (LOWBIT_CPU_OFF=amx-bf16 turns it off):
+     * the tile unit's kernel, which hands units of fewer than 16 rows (decode)
+     * to the AVX-512 code it is compiled with */
+    if (level == LB_ISA_AMX && (lb_cpu_extra_features() & LB_CPU_AMXBF16)) return lb_attn_block_amx;
+    if (lb_isa_is_x86(level) && level >= LB_ISA_AVX512) return lb_attn_block_avx512; /* and AMX without AMX-BF16 */
     if (lb_isa_is_x86(level)) return lb_attn_block_avx2;
 #endif
     (void)level;
@@ -295,8 +316,8 @@ lb_attn_block_fn lb_attn_block_get_at(lb_isa level) {
 void lb_attention(const lb_attn_args *a, float *scratch, int n_threads) {
     const lb_attn_block_fn fn = lb_attn_block_get_at(lb_cpu_level());
     const int g = a->n_head / a->n_head_kv, nkv = a->n_head_kv;
-    /* tokens per unit: LB_ATTN_ROWS rows, fewer while that leaves threads idle */
-    int T = unit_rows(g) / g;
+    /* tokens per unit: LB_ATTN_ROWS (_AMX) rows, fewer while that leaves threads idle */
+    int T = unit_rows(g, fn) / g;
     while (T > 1 && (int64_t)((a->n + T - 1) / T) * nkv < 4 * n_threads) T = (T + 1) / 2;
     const int nb = (a->n + T - 1) / T, units = nb * nkv;
     /* multiply-adds, roughly: below ~32k (a microsecond) waking threads costs

@@ -20,7 +20,10 @@
  * keys outside a row's range always are. Per block of KB keys: S = Q K^T, an
  * online softmax (running max and sum per row; the output is rescaled only
  * when a score passes the max by a slack), O += P V; the output is O / sum
- * at the end. Every ISA level computes the same bits (kernels/attention.c).
+ * at the end. Every ISA level computes the same bits (kernels/attention.c),
+ * but the AMX level with AMX-BF16, whose products for units of 16 rows or
+ * more run on the tile unit in split bf16 (kernels/x86/attention_amx_impl.h):
+ * within a float bound of the others.
  *
  * Element types: K and V are each f32, fp16 (IEEE half, round to nearest
  * even when stored; llama.cpp's -ctk/-ctv f16), q8_0 (llama.cpp's Q8_0

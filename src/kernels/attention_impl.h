@@ -12,6 +12,11 @@
 #include "kernels/vmath.h"
 
 #define LB_ATTN_ROWS 64 /* query rows (tokens x group) per unit, when the group is smaller */
+/* the same for the AMX-BF16 kernel, whose tiles of a K or V block are made
+ * once per unit: TinyLlama's prefill attention, 512 tokens, 1 thread, 6.8 ms
+ * at 64 rows, 5.1 at 256 (Xeon SPR-class VM; the AVX-512 kernel 9.5-10 ms
+ * either way) */
+#define LB_ATTN_ROWS_AMX 256
 
 /* The running max is raised only when a score exceeds it by more than this
  * (exp(8) ~ 3000 leaves f32 sums far from overflow), so most blocks need no
@@ -26,7 +31,19 @@ typedef struct {
     float *lv; /* [M][16] running sums by lane (kernels/vmath.h order) */
     float *kw; /* [head_dim][KB]: a block of fp16 or q8_0 keys widened to f32 */
     float *vw; /* [KB][hd_pad]: and its values */
+    float *x;  /* the AMX-BF16 kernel's tiles (kernels/x86/attention_amx_impl.h) */
 } lb_attn_scr;
+
+/* 32-value chunks of head_dim (the AMX-BF16 kernel's K dimension) */
+static inline int lb_attn_amx_chunks(int hd) { return (hd + 31) / 32; }
+
+/* Floats of scratch the AMX-BF16 kernel's tiles take for ms (a multiple of
+ * 16) query rows: the queries' A tiles (hi and lo bf16), a K block's B
+ * tiles, a V block's, the probabilities' A tiles */
+static inline size_t lb_attn_amx_floats(int ms, int hd, int hdp) {
+    const size_t nc = (size_t)lb_attn_amx_chunks(hd);
+    return (size_t)ms * nc * 32 + nc * 2 * 512 + (size_t)hdp / 16 * 512 + (size_t)ms * 32;
+}
 
 /* A K block (KB keys) of element type `type` widened to f32, [head_dim][KB],
  * and nj V rows widened to f32, [nj][hd_pad]: exactly (kernels/attention.h),
@@ -51,6 +68,8 @@ static inline lb_attn_scr lb_attn_scr_of(float *p, int M, int hd, int hdp) {
     s.kw = p;
     p += (size_t)hd * LB_ATTN_KB;
     s.vw = p;
+    p += (size_t)LB_ATTN_KB * hdp;
+    s.x = p;
     return s;
 }
 

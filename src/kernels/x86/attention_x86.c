@@ -144,4 +144,17 @@ ATTR static inline __m512 mask_scores_avx512(__m512 x, int base, int lo, int hi)
 }
 
 #include "kernels/x86/attention_x86_tmpl.h"
+
+/* ---- AMX-BF16: the AVX-512 unit with its two products on the tile unit
+ * (kernels/x86/attention_amx_impl.h) for units of 16 rows or more ---- */
+#include "kernels/x86/attention_amx_impl.h"
+#undef ATTR
+#undef ATTR_INLINE
+#undef SFX
+#define ATTR ATTR_AMX
+#define ATTR_INLINE ATTR __attribute__((always_inline)) static inline
+#define SFX(name) name##_amx
+#define ATTN_AMX 1
+#include "kernels/x86/attention_x86_tmpl.h"
+#undef ATTN_AMX
 #endif

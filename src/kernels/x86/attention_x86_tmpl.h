@@ -169,7 +169,13 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
                                  const int vt) {
     const int g = a->n_head / a->n_head_kv, hd = a->head_dim, hdp = lb_attn_hd_pad(hd), M = (t1 - t0) * g;
     const int KB = LB_ATTN_KB, NV = KB / W;
-    lb_attn_scr s = lb_attn_scr_of(scratch, M, hd, hdp);
+#ifdef ATTN_AMX
+    /* 16 rows or more: the products on the tile unit, rows padded to MS */
+    const int amx = M >= 16, MS = amx ? (M + 15) / 16 * 16 : M;
+#else
+    const int MS = M;
+#endif
+    lb_attn_scr s = lb_attn_scr_of(scratch, MS, hd, hdp);
     /* gather the queries; zero O and the sums */
     const int capped = a->softcap > 0.0f;
     /* soft-capped scores are scaled and capped in place by cap_row; the
@@ -182,11 +188,21 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
         for (; i + W <= g * hd; i += W) VSTORE(d + i, VLOAD(q + i));
         for (; i < g * hd; i++) d[i] = q[i];
     }
-    for (size_t i = 0; i < (size_t)M * hdp; i += W) VSTORE(s.o + i, VZERO());
+    for (size_t i = 0; i < (size_t)MS * hdp; i += W) VSTORE(s.o + i, VZERO());
     for (int r = 0; r < M; r++) {
         s.m[r] = -INFINITY;
         for (int i = 0; i < 16; i += W) VSTORE(s.lv + (size_t)r * 16 + i, VZERO());
     }
+#ifdef ATTN_AMX
+    amx_bufs tiles = {0};
+    if (amx) { /* the padding rows: zero queries and probabilities */
+        memset(s.qs + (size_t)M * hd, 0, (size_t)(MS - M) * hd * sizeof(float));
+        _tile_loadconfig(&lb_attn_amx_cfg);
+        tiles = amx_bufs_of(s.x, MS, hd, hdp);
+        for (int r = M; r < MS; r++) amx_p_row(&tiles, r, VZERO(), VZERO());
+        amx_q_tiles(s.qs, MS, hd, tiles.q);
+    }
+#endif
     int kbeg, kend;
     lb_attn_unit_keys(a, t0, t1, &kbeg, &kend);
     const size_t kblk = lb_attn_k_block_bytes(hd, kt), vrow = lb_attn_v_row_bytes(hd, vt);
@@ -206,6 +222,12 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
             const int nr = M - r < NR ? M - r : NR;                                                         \
             DISPATCH_ROWS(QK, nr)                                                                           \
         }
+#ifdef ATTN_AMX
+        if (amx) {
+            if (kt != LB_KV_F32) SFX(widen_k)(kb, hd, s.kw, kt);
+            amx_qk(tiles.q, MS, hd, kt != LB_KV_F32 ? s.kw : (const float *)kb, tiles.k, s.s);
+        } else
+#endif
         if (k_widen) {
             SFX(widen_k)(kb, hd, s.kw, kt);
 #define QK(n) SFX(qk_tile)(s.qs + (size_t)r * hd, hd, s.kw + c, s.s + (size_t)r * KB + c, n, 0)
@@ -231,6 +253,9 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
             if (hi <= lo) {
 #pragma GCC unroll 4
                 for (int c = 0; c < NV; c++) VSTORE(sr + c * W, VZERO());
+#ifdef ATTN_AMX
+                if (amx) amx_p_row(&tiles, r, VZERO(), VZERO());
+#endif
                 continue;
             }
             VT x[KB / W];
@@ -262,6 +287,9 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
                 VSTORE(sr + c * W, x[c]);
             }
             VLANE_SUM(s.lv + (size_t)r * 16, x);
+#ifdef ATTN_AMX
+            if (amx) amx_p_row(&tiles, r, x[0], x[1]);
+#endif
         }
         /* O += P V over the keys some row sees */
         const char *vb = vbase + (size_t)(slot0 + jlo) * vrow;
@@ -271,6 +299,12 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
             const int nr = M - r < NR ? M - r : NR;                                                         \
             DISPATCH_ROWS(PV, nr)                                                                           \
         }
+#ifdef ATTN_AMX
+        if (amx) {
+            if (vt != LB_KV_F32) SFX(widen_v)(vb, hdp, vrow, jhi - jlo, s.vw, vt);
+            amx_pv(MS, hdp, vt != LB_KV_F32 ? s.vw : (const float *)vb, jlo, jhi, &tiles, s.o);
+        } else
+#endif
         if (v_widen) {
             SFX(widen_v)(vb, hdp, vrow, jhi - jlo, s.vw, vt);
 #define PV(n) SFX(pv_tile)(s.s + (size_t)r * KB + jlo, s.vw + d, hdp, jhi - jlo, s.o + (size_t)r * hdp + d, hdp, n, 0)
@@ -289,6 +323,9 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
         }
 #undef PV_PASS
     }
+#ifdef ATTN_AMX
+    if (amx) _tile_release();
+#endif
     /* out = O / sum (a sink's exp joins the sum: lb_attn_end) */
     for (int r = 0; r < M; r++) {
         const int t = t0 + r / g, i = r % g;
