@@ -153,13 +153,11 @@ AMX_INLINE void amx_p_row(const amx_bufs *b, int r, __m512 x0, __m512 x1) {
     amx_a_row(x0, x1, t, t + AMX_TILE_U16);
 }
 
-/* O (ms rows of hdp floats) += P V: P the ms rows of 32 probabilities of the
- * block's keys (as tiles, amx_p_row), V the rows of its keys [jlo, jhi) (v, hdp floats each,
- * key jlo first; the other keys' P are 0 and their values are taken as 0).
- * Dimension tile pair dt's B tiles at v + dt 4 tiles. */
-AMX_INLINE void amx_pv(int ms, int hdp, const float *v, int jlo, int jhi, amx_bufs *b, float *o) {
-    const int nd = hdp / 16;
-    for (int dt = 0; dt < nd; dt++)
+/* The V block's B tiles, dimension tile dt at v + dt 2 tiles: V the rows
+ * of its keys [jlo, jhi) (v, hdp floats each, key jlo first), the other
+ * keys' values taken as 0 (their P are 0) */
+AMX_INLINE void amx_v_tiles(int hdp, const float *v, int jlo, int jhi, const amx_bufs *b) {
+    for (int dt = 0; dt < hdp / 16; dt++)
         for (int kk = 0; kk < 16; kk++) {
             const int j0 = 2 * kk, j1 = j0 + 1;
             const __m512 f0 = j0 >= jlo && j0 < jhi ? _mm512_loadu_ps(v + (size_t)(j0 - jlo) * hdp + 16 * dt) : _mm512_setzero_ps();
@@ -167,18 +165,23 @@ AMX_INLINE void amx_pv(int ms, int hdp, const float *v, int jlo, int jhi, amx_bu
             uint16_t *t = b->v + (size_t)dt * 2 * AMX_TILE_U16 + 32 * kk;
             amx_b_row(f0, f1, t, t + AMX_TILE_U16);
         }
-    for (int rt = 0; rt < ms / 16; rt++) {
-        _tile_loadd(2, b->p + (size_t)rt * 2 * AMX_TILE_U16, 64);
-        _tile_loadd(3, b->p + (size_t)rt * 2 * AMX_TILE_U16 + AMX_TILE_U16, 64);
-        for (int dt = 0; dt < nd; dt += 2) {
-            float *c = o + (size_t)rt * 16 * hdp + 16 * dt;
-            _tile_loadd(0, c, hdp * 4);
-            _tile_loadd(1, c + 16, hdp * 4);
-            amx_load_b(b->v + (size_t)dt * 2 * AMX_TILE_U16, b->v + (size_t)(dt + 1) * 2 * AMX_TILE_U16);
-            amx_x3(0);
-            _tile_stored(0, c, hdp * 4);
-            _tile_stored(1, c + 16, hdp * 4);
-        }
+}
+
+/* Rows 16 rt .. 16 rt + 15 of O (hdp floats each) += P V, P the row
+ * tile's probabilities (amx_p_row), V the block's tiles (amx_v_tiles).
+ * Called as soon as the softmax has written the row tile, so the tile unit
+ * runs it while the vector units go on with the next rows. */
+AMX_INLINE void amx_pv_tile(int rt, int hdp, const amx_bufs *b, float *o) {
+    _tile_loadd(2, b->p + (size_t)rt * 2 * AMX_TILE_U16, 64);
+    _tile_loadd(3, b->p + (size_t)rt * 2 * AMX_TILE_U16 + AMX_TILE_U16, 64);
+    for (int dt = 0; dt < hdp / 16; dt += 2) {
+        float *c = o + (size_t)rt * 16 * hdp + 16 * dt;
+        _tile_loadd(0, c, hdp * 4);
+        _tile_loadd(1, c + 16, hdp * 4);
+        amx_load_b(b->v + (size_t)dt * 2 * AMX_TILE_U16, b->v + (size_t)(dt + 1) * 2 * AMX_TILE_U16);
+        amx_x3(0);
+        _tile_stored(0, c, hdp * 4);
+        _tile_stored(1, c + 16, hdp * 4);
     }
 }
 

@@ -245,6 +245,15 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
 #undef QK
         }
 #undef QK_PASS
+        const char *vb = vbase + (size_t)(slot0 + jlo) * vrow; /* the first value some row sees */
+#ifdef ATTN_AMX
+        if (amx) { /* the values' tiles now: P V of each row tile follows its softmax */
+            if (vt != LB_KV_F32) SFX(widen_v)(vb, hdp, vrow, jhi - jlo, s.vw, vt);
+            amx_v_tiles(hdp, vt != LB_KV_F32 ? s.vw : (const float *)vb, jlo, jhi, &tiles);
+        }
+#define AMX_ROW_DONE(r) \
+    if (amx && ((r) % 16 == 15 || (r) == M - 1)) amx_pv_tile((r) / 16, hdp, &tiles, s.o)
+#endif
         /* online softmax per row: P = exp(S - m) into S, sums by lane */
         for (int r = 0; r < M; r++) {
             float *sr = s.s + (size_t)r * KB;
@@ -255,6 +264,7 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
                 for (int c = 0; c < NV; c++) VSTORE(sr + c * W, VZERO());
 #ifdef ATTN_AMX
                 if (amx) amx_p_row(&tiles, r, VZERO(), VZERO());
+                AMX_ROW_DONE(r);
 #endif
                 continue;
             }
@@ -289,10 +299,10 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
             VLANE_SUM(s.lv + (size_t)r * 16, x);
 #ifdef ATTN_AMX
             if (amx) amx_p_row(&tiles, r, x[0], x[1]);
+            AMX_ROW_DONE(r);
 #endif
         }
         /* O += P V over the keys some row sees */
-        const char *vb = vbase + (size_t)(slot0 + jlo) * vrow;
 #define PV_PASS                                                                                             \
     for (int d = 0; d < hdp; d += 2 * W)                                                                    \
         for (int r = 0; r < M; r += NR) {                                                                   \
@@ -300,9 +310,8 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
             DISPATCH_ROWS(PV, nr)                                                                           \
         }
 #ifdef ATTN_AMX
-        if (amx) {
-            if (vt != LB_KV_F32) SFX(widen_v)(vb, hdp, vrow, jhi - jlo, s.vw, vt);
-            amx_pv(MS, hdp, vt != LB_KV_F32 ? s.vw : (const float *)vb, jlo, jhi, &tiles, s.o);
+#undef AMX_ROW_DONE
+        if (amx) { /* done row tile by row tile above */
         } else
 #endif
         if (v_widen) {
