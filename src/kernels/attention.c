@@ -21,9 +21,10 @@ static int tiles_kernel(lb_attn_block_fn fn) {
     return 0;
 #endif
 }
-/* query rows per unit for a kernel */
+/* query rows per unit: whole groups, about `target` rows (at least one group) */
+static int rows_near(int group, int target) { return LB_MAX(target / group, 1) * group; }
 static int unit_rows(int group, lb_attn_block_fn fn) {
-    return LB_MAX((tiles_kernel(fn) ? LB_ATTN_ROWS_AMX : LB_ATTN_ROWS) / group, 1) * group;
+    return rows_near(group, tiles_kernel(fn) ? LB_ATTN_ROWS_AMX : LB_ATTN_ROWS);
 }
 
 /* for any kernel (a level forced or a feature turned off later must still
@@ -31,8 +32,7 @@ static int unit_rows(int group, lb_attn_block_fn fn) {
  * (its row tiles), and its tiles; on x86 builds only */
 size_t lb_attn_scratch_floats(int head_dim, int group) {
     const int x86 = LB_HAVE_X86_KERNELS;
-    const size_t rows = (size_t)LB_MAX((x86 ? LB_ATTN_ROWS_AMX : LB_ATTN_ROWS) / group, 1) * (size_t)group;
-    const size_t M = lb_attn_round16(rows), hdp = (size_t)lb_attn_hd_pad(head_dim);
+    const size_t M = lb_attn_round16((size_t)rows_near(group, x86 ? LB_ATTN_ROWS_AMX : LB_ATTN_ROWS)), hdp = (size_t)lb_attn_hd_pad(head_dim);
     const size_t tiles = x86 ? lb_attn_amx_floats((int)M, head_dim, (int)hdp) : 0;
     return lb_attn_round16(M * head_dim) + M * hdp + M * LB_ATTN_KB + lb_attn_round16(M) + M * 16 +
            (size_t)head_dim * LB_ATTN_KB + LB_ATTN_KB * hdp + tiles;

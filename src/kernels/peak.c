@@ -68,12 +68,10 @@ __attribute__((target("avx2"))) static double run_avx2(void) {
  * tiles (the state is per thread; Linux granted it at detection). */
 #include "kernels/x86/amx_config.h"
 enum { AMX_ITERS = 1 << 17 };
-static const lb_amx_config peak_cfg __attribute__((aligned(64))) = {
-    1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 __attribute__((target("amx-tile,amx-int8,avx512f"))) static double run_amx(void) {
     static const int8_t src[16][64] __attribute__((aligned(64))) = {{3}};
     int32_t out[16][16] __attribute__((aligned(64)));
-    _tile_loadconfig(&peak_cfg);
+    _tile_loadconfig(lb_amx_cfg_full());
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);

@@ -47,11 +47,11 @@
  * abq.md "Float sums on AMX"): at p = 4, 2316-2546 GOPS at 5632 x 2048 and
  * 2048 x 5632, the AMX-BF16 Q4_0 GEMM's rate, against 1466-1719 for the
  * double sums bit-identical to the reference it replaces; at p = 8 (the
- * correction on the tile unit) 2208-2335. The per-group tile stores and sums still take more
- * time than the products (products alone: 2.5x as fast); KC = 2 and CB =
- * 256 were the best of KC 1..8 and CB 128..1024; 2 x 2 output tiles per
- * group were no faster than 1 x 2. Rows past a multiple of 16, and decode
- * (M < 16), go to the AVX-512 level's kernel
+ * correction on the tile unit) 2208-2335. The per-group tile stores and
+ * sums still take more time than the products (products alone: 2.5x as
+ * fast); KC = 2 and CB = 256 were the best of KC 1..8 and CB 128..1024;
+ * 2 x 2 output tiles per group were no faster than 1 x 2. Rows past a
+ * multiple of 16, and decode (M < 16), go to the AVX-512 level's kernel
  * (abq_codes_avx512.c: its VNNI GEMM and decode). */
 #include "kernels/x86/abq_x86.h"
 

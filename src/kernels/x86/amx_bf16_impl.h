@@ -46,12 +46,7 @@ enum {
     STACK_MT = 2,      /* row tiles per pass when the scratch cannot be allocated */
 };
 
-/* Tiles 0-3: C (16 x 16 fp32), 4/5: A (16 rows x 32 bf16), 6/7: B (16 pair rows x 16 columns). */
-static const lb_amx_config bf_cfg __attribute__((aligned(64))) = {
-    .palette_id = 1,
-    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
-    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
-};
+/* Tiles (lb_amx_cfg_full) 0-3: C (16 x 16 fp32), 4/5: A (16 rows x 32 bf16), 6/7: B (16 pair rows x 16 columns). */
 
 /* One weight tile: the 16 columns from n, block b (weights 32b..32b+31),
  * as 16 B-tile rows; ctx is the layout's own description of W. */
@@ -70,15 +65,6 @@ typedef struct {
 /* x-block xi of the group holding row n */
 INLINE_BF const uint8_t *bf16_xblock(const bf16_groups *c, int n, int64_t xi, size_t xbs) {
     return c->W + (size_t)(n / 16) * c->gstride + (size_t)xi * xbs;
-}
-
-/* A pair row of a B tile from two float vectors: word 2n = bf16(f0[n]), word
- * 2n + 1 = bf16(f1[n]) (round to nearest even). cvtne2ps(f1, f0) gives words
- * 0-15 = f0, 16-31 = f1; one vpermw interleaves them. */
-INLINE_BF __m512i bf16_pair_row(__m512 f0, __m512 f1) {
-    const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-                                           6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    return _mm512_permutexvar_epi16(pairs, (__m512i)_mm512_cvtne2ps_pbh(f1, f0));
 }
 
 /* The signed byte e of every dword, as float. */
@@ -187,7 +173,7 @@ INLINE_BF void lb_amx_bf16_gemm(lb_bf16_tile_fn tile, const void *ctx, int64_t K
      * units decode the next pair's tiles between the tile unit's work on the
      * current one (a few tiles after each row tile pair), so the two overlap */
     __m512i bt[2][2][KC][16];
-    _tile_loadconfig(&bf_cfg);
+    _tile_loadconfig(lb_amx_cfg_full());
     for (int nb0 = n0; nb0 < n1; nb0 += NBT * 16) {
         const int nbe = LB_MIN(nb0 + NBT * 16, n1), ntn = (nbe - nb0 + 15) / 16;
         const int nitems = (ntn + 1) / 2 * (int)((nb + KC - 1) / KC);

@@ -16,4 +16,16 @@ typedef struct {
 } __attribute__((packed)) lb_amx_config;
 static_assert(sizeof(lb_amx_config) == 64, "AMX tile configuration size");
 
+/* Every one of the 8 tiles 16 rows x 64 bytes: the configuration of the
+ * kernels whose tiles are all full (kq_repack_amx.c, amx_bf16_impl.h,
+ * attention_amx_impl.h, peak.c) */
+static inline const lb_amx_config *lb_amx_cfg_full(void) {
+    static const lb_amx_config cfg __attribute__((aligned(64))) = {
+        .palette_id = 1,
+        .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+        .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+    };
+    return &cfg;
+}
+
 #endif

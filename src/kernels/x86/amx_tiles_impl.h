@@ -1,6 +1,8 @@
 /* Shared by the AMX GEMMs that keep fp32 partial sums in tile order
  * (amx_bf16_impl.h, repack_amx_q8_256.c): the write of a pass's finished
- * sums to Y. Included only by x86 kernel files. */
+ * sums to Y; and by the AMX-BF16 kernels (amx_bf16_impl.h,
+ * attention_amx_impl.h): a bf16 B tile's pair row. Included only by x86
+ * kernel files. */
 #ifndef LB_AMX_TILES_IMPL_H
 #define LB_AMX_TILES_IMPL_H
 
@@ -27,6 +29,16 @@ INLINE_TILES void lb_amx_write_back(const float *cbuf, int nbt, int mtn, int ntn
             for (int j = 0; j < ntn; j++)
                 _mm512_mask_storeu_ps(y + 16 * j, lb_amx_col_mask(nb0 + 16 * j, nbe), _mm512_load_ps(c + (size_t)j * 256));
         }
+}
+
+/* A pair row of a B tile from two float vectors: word 2n = bf16(f0[n]), word
+ * 2n + 1 = bf16(f1[n]) (round to nearest even). cvtne2ps(f1, f0) gives words
+ * 0-15 = f0, 16-31 = f1; one vpermw interleaves them. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static inline __attribute__((always_inline)) __m512i
+bf16_pair_row(__m512 f0, __m512 f1) {
+    const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                           6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(pairs, (__m512i)_mm512_cvtne2ps_pbh(f1, f0));
 }
 
 #endif

@@ -11,36 +11,31 @@
  * f32 product, with the sums in fp32 on the tile unit. The scores take
  * a_lo b_lo too (bf16x4, about 2^-17): exp turns a score's absolute error
  * into a relative one of the output, and with scores in the hundreds
- * (tests/test_attention.c's scale x 40) x3 was just outside the bound. tests/test_attention.c
- * holds this level to the same bound as the others (1e-4 of the head's
- * largest output against a double reference), but not to their bits.
+ * (tests/test_attention.c's scale x 40) x3 was just outside the bound.
+ * tests/test_attention.c holds this level to the same bound as the others
+ * (1e-4 of the head's largest output against a double reference), but not
+ * to their bits.
  *
  * Tiles: 0, 1 C (16 x 16 fp32); 2, 3 A hi / lo (16 rows x 32 bf16); 4-7 B
  * hi / lo of two column tiles (16 pair rows x 16 columns). Scratch (x, tile
  * order, 64-byte aligned, lb_attn_amx_floats in kernels/attention_impl.h):
- * the unit's Q tiles, a K block's tiles, a V block's tiles, one row tile's
- * P tiles. */
+ * the unit's Q tiles, a K block's tiles, a V block's tiles, the unit's P
+ * tiles (every row tile's, written by the softmax). */
 #ifndef LB_ATTENTION_AMX_IMPL_H
 #define LB_ATTENTION_AMX_IMPL_H
 
 #include <immintrin.h>
-#include <string.h>
 
 #include "core/common.h"
 #include "kernels/attention_impl.h"
 #include "kernels/x86/amx_config.h"
+#include "kernels/x86/amx_tiles_impl.h" /* bf16_pair_row */
 
 #define ATTR_AMX                                                                                                   \
     __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma,f16c")))
 #define AMX_INLINE ATTR_AMX __attribute__((always_inline)) static inline
 
 enum { AMX_TILE_U16 = 512 }; /* bf16 per 1 KiB tile */
-
-static const lb_amx_config lb_attn_amx_cfg __attribute__((aligned(64))) = {
-    .palette_id = 1,
-    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
-    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
-};
 
 /* x as bf16 (round to nearest even), back in f32 */
 AMX_INLINE __m512 amx_bf16_round(__m512 x) {
@@ -54,14 +49,11 @@ AMX_INLINE void amx_a_row(__m512 x0, __m512 x1, uint16_t *hi, uint16_t *lo) {
     _mm512_store_si512(lo, (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, h1), _mm512_sub_ps(x0, h0)));
 }
 
-/* B tile pair row: word 2n = bf16(f0[n]), 2n + 1 = bf16(f1[n]), hi and lo */
+/* B tile pair row (bf16_pair_row) of f0, f1: hi and lo */
 AMX_INLINE void amx_b_row(__m512 f0, __m512 f1, uint16_t *hi, uint16_t *lo) {
-    const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
-                                           6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     const __m512 h0 = amx_bf16_round(f0), h1 = amx_bf16_round(f1);
-    _mm512_store_si512(hi, _mm512_permutexvar_epi16(pairs, (__m512i)_mm512_cvtne2ps_pbh(h1, h0)));
-    _mm512_store_si512(lo, _mm512_permutexvar_epi16(
-                               pairs, (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(f1, h1), _mm512_sub_ps(f0, h0))));
+    _mm512_store_si512(hi, bf16_pair_row(h0, h1));
+    _mm512_store_si512(lo, bf16_pair_row(_mm512_sub_ps(f0, h0), _mm512_sub_ps(f1, h1)));
 }
 
 /* C tiles 0, 1 += A (2 hi, 3 lo) times B (4 / 5 hi / lo, 6 / 7 hi / lo),

@@ -173,7 +173,7 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
     /* 16 rows or more: the products on the tile unit, rows padded to MS */
     const int amx = M >= 16, MS = amx ? (M + 15) / 16 * 16 : M;
 #else
-    const int MS = M;
+    const int amx = 0, MS = M;
 #endif
     lb_attn_scr s = lb_attn_scr_of(scratch, MS, hd, hdp);
     /* gather the queries; zero O and the sums */
@@ -197,7 +197,7 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
     amx_bufs tiles = {0};
     if (amx) { /* the padding rows: zero queries and probabilities */
         memset(s.qs + (size_t)M * hd, 0, (size_t)(MS - M) * hd * sizeof(float));
-        _tile_loadconfig(&lb_attn_amx_cfg);
+        _tile_loadconfig(lb_amx_cfg_full());
         tiles = amx_bufs_of(s.x, MS, hd, hdp);
         for (int r = M; r < MS; r++) amx_p_row(&tiles, r, VZERO(), VZERO());
         amx_q_tiles(s.qs, MS, hd, tiles.q);
@@ -294,7 +294,7 @@ ATTR_INLINE void SFX(attn_block)(const lb_attn_args *a, int kvh, int t0, int t1,
 #pragma GCC unroll 4
             for (int c = 0; c < NV; c++) {
                 x[c] = VEXP(VSUB(x[c], vm)); /* masked: exp(-inf) = 0 */
-                VSTORE(sr + c * W, x[c]);
+                if (!amx) VSTORE(sr + c * W, x[c]); /* the tile unit takes P from its own tiles (amx_p_row) */
             }
             VLANE_SUM(s.lv + (size_t)r * 16, x);
 #ifdef ATTN_AMX

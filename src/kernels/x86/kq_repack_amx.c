@@ -39,14 +39,9 @@
                           "fma,f16c")))
 #define INLINE_AMX LB_KQ_AMX static inline __attribute__((always_inline))
 
-/* Every tile 16 rows x 64 bytes. 0-3: C (two per super-block, two sets),
- * 4: activations, 5-7: weights (Q2_K: 5 sc*q, 6 min digits, 7 min weights;
- * CB: 5 h, 6 l). A constant in memory (GCC drops stores to a local config). */
-static const lb_amx_config kq_cfg __attribute__((aligned(64))) = {
-    .palette_id = 1,
-    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
-    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
-};
+/* Every tile 16 rows x 64 bytes (lb_amx_cfg_full). 0-3: C (two per
+ * super-block, two sets), 4: activations, 5-7: weights (Q2_K: 5 sc*q, 6 min
+ * digits, 7 min weights; CB: 5 h, 6 l). */
 
 enum { AKC = 4 }; /* super-blocks decoded per pass */
 
@@ -179,7 +174,7 @@ INLINE_AMX void amx_gemm(int wt, int cbits, int wide, int nar, int64_t K, const 
     amx_buf *buf = &bufs;
     if (wt != WQ2K)
         for (int b = 0; b < AKC; b++) buf->dmin[b] = _mm512_setzero_ps();
-    _tile_loadconfig(&kq_cfg);
+    _tile_loadconfig(lb_amx_cfg_full());
     for (int n = n0; n < n1; n += 16) {
         const uint8_t *xg = (const uint8_t *)W + (size_t)(n / 16) * 16 * wrs;
         for (int64_t b0 = 0; b0 < nb; b0 += AKC) {
